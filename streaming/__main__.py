@@ -1,0 +1,5 @@
+import sys
+
+from streaming.cli import main
+
+sys.exit(main())

@@ -1,0 +1,34 @@
+"""``rebalance-tracker`` command line: one subcommand per job, each implemented in its own module."""
+from __future__ import annotations
+
+import importlib
+import sys
+
+# subcommand -> (module with a main(argv) function, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "broker": ("streaming.broker", "run the bundled Kafka-compatible broker (Tansu) on loopback"),
+}
+
+
+def usage() -> str:
+    lines = ["usage: rebalance-tracker COMMAND [options]", "", "commands:"]
+    lines += [f"  {name:<10} {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += ["", "Run 'rebalance-tracker COMMAND --help' for a command's options."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage())
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"rebalance-tracker: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    return int(module.main(rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
