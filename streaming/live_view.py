@@ -1,0 +1,135 @@
+"""A live table of the groups the job tracks, redrawn after every micro-batch.
+
+People watching a long-running job want the current picture (which groups, what state, which generation, who is in
+them, when the last rebalance happened and how long it took) rather than a scrolling log.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TextIO
+
+
+@dataclass
+class GroupView:
+    group_id: str
+    state: str = "?"
+    generation: int = 0
+    protocol: str = ""
+    members: int = 0
+    leader: str = ""
+    rebalances: int = 0
+    last_rebalance_ts: int | None = None
+    last_trigger: str = ""
+    last_duration_ms: int | None = None
+    last_moved: int | None = None
+    expired: int = 0
+    committed: dict = field(default_factory=dict)   # (topic, partition) -> offset
+
+
+class LiveView:
+    def __init__(self, out: TextIO | None = None, max_rows: int = 30, redraw: bool | None = None):
+        self.out = out or sys.stdout
+        self.max_rows = max_rows
+        self.redraw = self.out.isatty() if redraw is None else redraw
+        self.groups: dict[str, GroupView] = {}
+        self.batches = 0
+        self.last_batch_id: int | None = None
+        self.dead_letters = 0
+        self.recent: list[str] = []
+        self._lock = threading.Lock()
+
+    # -- folding outputs into the picture ------------------------------------------------------------------------
+    def update(self, batch_id: int, outputs: list[dict]) -> None:
+        with self._lock:
+            self.batches += 1
+            self.last_batch_id = batch_id
+            for o in outputs:
+                self._apply(o)
+
+    def _group(self, group_id: str) -> GroupView:
+        view = self.groups.get(group_id)
+        if view is None:
+            view = self.groups[group_id] = GroupView(group_id)
+        return view
+
+    def _apply(self, o: dict) -> None:
+        kind, gid = o.get("type"), o.get("group_id") or ""
+        if kind == "dead_letter":
+            self.dead_letters += 1
+            self._note(f"dead letter ({o.get('reason')})")
+            return
+        if not gid:
+            return
+        g = self._group(gid)
+        if kind == "state_change":
+            g.state = o.get("to") or o.get("state") or g.state
+            if o.get("generation") is not None:
+                g.generation = int(o["generation"])
+        elif kind == "rebalance":
+            g.rebalances += 1
+            g.generation = int(o.get("generation", g.generation))
+            g.protocol = o.get("protocol") or ""
+            g.leader = o.get("leader") or ""
+            members = o.get("members") or []
+            g.members = len(members)
+            g.last_rebalance_ts = o.get("completed_ts") or o.get("ts")
+            g.last_trigger = o.get("trigger") or ""
+            g.last_duration_ms = o.get("duration_ms")
+            moved = o.get("partitions_moved")
+            g.last_moved = len(moved) if isinstance(moved, list) else moved
+            self._note(f"{gid}: generation {g.generation} ({g.last_trigger}), {g.members} members")
+        elif kind == "member_expired":
+            g.expired += 1
+            self._note(f"{gid}: member {o.get('member_id')} expired")
+        elif kind == "offset_commit":
+            key = (o.get("topic"), o.get("partition"))
+            if o.get("tombstone"):
+                g.committed.pop(key, None)
+            else:
+                g.committed[key] = o.get("offset")
+        elif kind == "group_metadata" and o.get("tombstone"):
+            g.state = "Dead"
+
+    def _note(self, text: str) -> None:
+        self.recent.append(f"{time.strftime('%H:%M:%S')} {text}")
+        del self.recent[:-8]
+
+    # -- drawing -------------------------------------------------------------------------------------------------
+    def render(self, progress: dict | None = None) -> str:
+        with self._lock:
+            header = ("GROUP", "STATE", "GEN", "PROTOCOL", "MEMBERS", "REBALANCES", "LAST REBALANCE",
+                      "TRIGGER", "TOOK", "MOVED", "EXPIRED", "COMMITTED")
+            rows = []
+            for g in sorted(self.groups.values(), key=lambda v: v.group_id)[: self.max_rows]:
+                when = time.strftime("%H:%M:%S", time.gmtime(g.last_rebalance_ts / 1000)) \
+                    if g.last_rebalance_ts else "-"
+                took = f"{g.last_duration_ms / 1000:.1f}s" if g.last_duration_ms is not None else "-"
+                rows.append((g.group_id, g.state, str(g.generation), g.protocol or "-", str(g.members),
+                             str(g.rebalances), when, g.last_trigger or "-", took,
+                             "-" if g.last_moved is None else str(g.last_moved), str(g.expired),
+                             str(len(g.committed))))
+            widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+            lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
+            lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+            if len(self.groups) > self.max_rows:
+                lines.append(f"... and {len(self.groups) - self.max_rows} more groups")
+            status = f"batch {self.last_batch_id}  groups {len(self.groups)}  dead letters {self.dead_letters}"
+            if progress:
+                status += (f"  input {progress.get('inputRowsPerSecond', 0):.0f} ev/s"
+                           f"  processed {progress.get('processedRowsPerSecond', 0):.0f} ev/s"
+                           f"  batch took {progress.get('durationMs', {}).get('triggerExecution', 0)} ms")
+            lines = [status, ""] + lines
+            if self.recent:
+                lines += ["", "recent:"] + [f"  {r}" for r in self.recent]
+            return "\n".join(lines)
+
+    def draw(self, progress: dict | None = None) -> None:
+        text = self.render(progress)
+        if self.redraw:
+            self.out.write("\x1b[H\x1b[2J" + text + "\n")
+        else:
+            self.out.write(text + "\n\n")
+        self.out.flush()
