@@ -4,7 +4,6 @@ from __future__ import annotations
 import io
 
 from streaming.live_view import LiveView
-from streaming.run import parse_trigger
 
 
 def test_rebalances_expiries_and_commits_show_in_the_table():
@@ -34,8 +33,3 @@ def test_offset_tombstone_removes_commit():
     view.update(1, [{"type": "offset_commit", "group_id": "g", "topic": "t", "partition": 1, "tombstone": True}])
     assert view.groups["g"].committed == {}
 
-
-def test_parse_trigger():
-    assert parse_trigger("500ms") == "500 milliseconds"
-    assert parse_trigger("1s") == "1 seconds"
-    assert parse_trigger("2 seconds") == "2 seconds"
