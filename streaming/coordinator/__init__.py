@@ -1,0 +1,7 @@
+"""Kafka's classic group coordinator as a pure, deterministic model (no Spark, no I/O, no wall clock)."""
+from streaming.coordinator.config import CoordinatorConfig
+from streaming.coordinator.coordinator import GroupCoordinator
+from streaming.coordinator.events import EVENT_TYPES, parse_event
+from streaming.coordinator.state import GroupState
+
+__all__ = ["CoordinatorConfig", "GroupCoordinator", "GroupState", "EVENT_TYPES", "parse_event"]

@@ -1,0 +1,964 @@
+"""Kafka's classic group coordinator as a pure, deterministic state machine.
+
+Requests come in as feed events (``handle``), time moves only when the caller says so (``advance`` or an event's
+``ts``), and everything the broker would answer or write comes out as plain dicts. Replaying the same events gives
+byte-identical outputs; the state serialises to bytes between Spark micro-batches.
+
+The request handling follows Kafka's GroupCoordinator (``handleJoinGroup`` / ``handleSyncGroup`` / ...) step by
+step; where the tracker has to act for a client (computing the leader's assignment, reacting to metadata changes)
+it says so.
+"""
+from __future__ import annotations
+
+import base64
+import heapq
+import json
+import uuid
+import zlib
+from typing import Iterable
+
+from streaming.coordinator.config import CoordinatorConfig
+from streaming.coordinator.group import CommittedOffset, Group, RebalanceInProgress
+from streaming.coordinator.member import Member, Partition, Protocol
+from streaming.coordinator.state import GroupState
+
+S = GroupState
+FORMAT_VERSION = 1
+_MEMBER_ID_NAMESPACE = uuid.UUID("6f1a7c9e-3d2b-4e8a-9c41-5b0d2e7f8a13")
+# Timer kinds, in the order timers due at the same millisecond fire.
+_JOIN, _SYNC, _SESSION, _PENDING, _RETENTION = range(5)
+
+
+class GroupCoordinator:
+    def __init__(self, config: CoordinatorConfig | None = None) -> None:
+        self.config = config or CoordinatorConfig()
+        self.groups: dict[str, Group] = {}
+        self.default_topics: dict[str, int] = {}   # sizes from topic_metadata events that named no group
+        self.pending_topics: dict[str, dict[str, int]] = {}  # sizes named for a group that does not exist yet
+        self._timers: list[tuple[int, str, int, str]] = []
+        self._out: list[dict] = []
+
+    # ================================================================ public API
+    def handle(self, event: dict) -> list[dict]:
+        """Apply one validated feed event (see ``events.py``).
+
+        Timers due strictly before the event's ``ts`` fire first; at the same millisecond the request wins, as a
+        heartbeat that arrives on the deadline still keeps its member."""
+        out = self.advance(event["ts"] - 1) if event.get("ts") is not None else []
+        self._out = out
+        kind = event["type"]
+        if kind == "topic_metadata" and not event.get("group_id"):
+            self.default_topics[event["topic"]] = event["partitions"]
+            for group in list(self.groups.values()):
+                self._tick(group, event.get("ts"))
+                self._topic_metadata(group, event)
+            return out
+        group = self.groups.get(event["group_id"])
+        if group is not None:
+            self._tick(group, event.get("ts"))
+        handler = getattr(self, f"_{kind}")
+        handler(group, event)
+        for group_id in [event.get("group_id")]:
+            g = self.groups.get(group_id)
+            if g is not None and kind != "heartbeat":
+                self._refresh_retention(g)
+        self._out = []
+        return out
+
+    def advance(self, now_ms: int) -> list[dict]:
+        """Fire every timer due at or before ``now_ms``, in deadline order; outputs carry the deadline as ``ts``."""
+        out: list[dict] = []
+        saved, self._out = self._out, out
+        while self._timers and self._timers[0][0] <= now_ms:
+            deadline, group_id, kind, key = heapq.heappop(self._timers)
+            group = self.groups.get(group_id)
+            current = self._deadline(group, kind, key) if group is not None else None
+            if current is None or current < deadline:
+                continue
+            if current > deadline:
+                heapq.heappush(self._timers, (current, group_id, kind, key))
+                continue
+            self._tick(group, deadline)
+            self._fire(group, kind, key)
+            if group_id in self.groups:
+                self._refresh_retention(self.groups[group_id])
+        self._out = saved
+        return out
+
+    def next_deadline(self, group_id: str | None = None) -> int | None:
+        groups = [self.groups[group_id]] if group_id is not None else list(self.groups.values())
+        deadlines = [d for g in groups if g is not None for d in self._all_deadlines(g)]
+        return min(deadlines, default=None)
+
+    def group_ids(self) -> list[str]:
+        return list(self.groups)
+
+    def is_blank(self) -> bool:
+        """Nothing worth keeping: no group and no remembered topic sizes."""
+        return not self.groups and not self.default_topics and not self.pending_topics
+
+    def fetch_offsets(self, group_id: str) -> dict[Partition, dict]:
+        """OffsetFetch: the committed offsets of a group (empty when the group is unknown)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return {}
+        return {tp: {"offset": o.offset, "leader_epoch": o.leader_epoch, "metadata": o.metadata}
+                for tp, o in sorted(group.offsets.items())}
+
+    def describe_group(self, group_id: str) -> dict:
+        """DescribeGroups: state, protocol and members with their assignment."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return {"group_id": group_id, "state": S.DEAD.value, "members": []}
+        return {"group_id": group_id, "state": group.state.value, "generation": group.generation,
+                "protocol_type": group.protocol_type or "", "protocol": group.protocol_name or "",
+                "leader": group.leader_id,
+                "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                             "client_id": m.client_id, "client_host": m.client_host,
+                             "assignment": [list(tp) for tp in m.assignment]} for m in group.members.values()]}
+
+    # --- serialisation -------------------------------------------------------------------------------------------
+    def export_group(self, group_id: str) -> bytes:
+        return _pack({"v": FORMAT_VERSION, "groups": [_group_to_dict(self.groups[group_id])]})
+
+    def import_group(self, data: bytes) -> None:
+        for d in _unpack(data)["groups"]:
+            self._adopt(_group_from_dict(d))
+
+    def to_bytes(self) -> bytes:
+        return _pack({"v": FORMAT_VERSION, "default_topics": self.default_topics,
+                      "pending_topics": self.pending_topics, "groups": [_group_to_dict(g) for g in self.groups.values()]})
+
+    @classmethod
+    def from_bytes(cls, data: bytes, config: CoordinatorConfig | None = None) -> "GroupCoordinator":
+        coordinator = cls(config)
+        payload = _unpack(data)
+        coordinator.default_topics = dict(payload.get("default_topics", {}))
+        coordinator.pending_topics = {g: dict(t) for g, t in payload.get("pending_topics", {}).items()}
+        for d in payload["groups"]:
+            coordinator._adopt(_group_from_dict(d))
+        return coordinator
+
+    def load_records(self, records: Iterable[dict], now_ms: int) -> None:
+        """Rebuild groups and offsets from ``__consumer_offsets``-style records (latest value per key wins), as a
+        broker does when it becomes coordinator: groups with members come back Stable, their sessions restarted."""
+        metadata: dict[str, dict | None] = {}
+        offsets: dict[str, dict[Partition, dict | None]] = {}
+        for r in records:
+            if r["type"] == "group_metadata":
+                metadata[r["group_id"]] = None if r.get("tombstone") else r
+            elif r["type"] == "offset_commit":
+                offsets.setdefault(r["group_id"], {})[(r["topic"], int(r["partition"]))] = \
+                    None if r.get("tombstone") else r
+        for group_id in list(metadata) + [g for g in offsets if g not in metadata]:
+            record = metadata.get(group_id)
+            group_offsets = {tp: o for tp, o in offsets.get(group_id, {}).items() if o is not None}
+            if record is None and not group_offsets:
+                self.groups.pop(group_id, None)
+                continue
+            group = Group(group_id, clock=now_ms)
+            if record is not None:
+                _restore_metadata(group, record, now_ms)
+            for tp, o in group_offsets.items():
+                group.offsets[tp] = CommittedOffset(int(o["offset"]), int(o.get("leader_epoch", -1)),
+                                                    o.get("metadata") or "", int(o["commit_timestamp"]),
+                                                    int(o.get("expire_timestamp", -1)))
+            group.topics.update(self.default_topics)
+            self._adopt(group)
+            self._refresh_retention(group)
+
+    # ================================================================ time and timers
+    def _tick(self, group: Group, ts: int | None) -> None:
+        if ts is not None and ts > group.clock:
+            group.clock = ts
+
+    def _arm(self, group: Group, kind: int, key: str, deadline: int | None) -> None:
+        if deadline is not None:
+            heapq.heappush(self._timers, (deadline, group.group_id, kind, key))
+
+    def _deadline(self, group: Group, kind: int, key: str) -> int | None:
+        if kind == _JOIN:
+            return group.join_deadline
+        if kind == _SYNC:
+            return group.sync_deadline
+        if kind == _SESSION:
+            member = group.members.get(key)
+            return member.session_deadline if member is not None else None
+        if kind == _PENDING:
+            return group.pending_members.get(key)
+        return group.retention_deadline
+
+    def _all_deadlines(self, group: Group) -> list[int]:
+        ds = [group.join_deadline, group.sync_deadline, group.retention_deadline]
+        ds += [m.session_deadline for m in group.members.values()]
+        ds += list(group.pending_members.values())
+        return [d for d in ds if d is not None]
+
+    def _adopt(self, group: Group) -> None:
+        self.groups[group.group_id] = group
+        self._arm(group, _JOIN, "", group.join_deadline)
+        self._arm(group, _SYNC, "", group.sync_deadline)
+        self._arm(group, _RETENTION, "", group.retention_deadline)
+        for m in group.members.values():
+            self._arm(group, _SESSION, m.member_id, m.session_deadline)
+        for member_id, deadline in group.pending_members.items():
+            self._arm(group, _PENDING, member_id, deadline)
+
+    def _fire(self, group: Group, kind: int, key: str) -> None:
+        if kind == _JOIN:
+            self._on_join_deadline(group)
+        elif kind == _SYNC:
+            self._on_sync_deadline(group)
+        elif kind == _SESSION:
+            self._on_session_expired(group, group.members[key])
+        elif kind == _PENDING:
+            del group.pending_members[key]
+            self._try_complete_join(group)
+        else:
+            self._expire_offsets(group)
+
+    def _schedule_session(self, group: Group, member: Member, timeout_ms: int | None = None) -> None:
+        member.last_heartbeat_ts = group.clock
+        member.session_deadline = group.clock + (timeout_ms if timeout_ms is not None else member.session_timeout_ms)
+        self._arm(group, _SESSION, member.member_id, member.session_deadline)
+
+    # ================================================================ outputs
+    def _emit(self, group_id: str, kind: str, ts: int, **fields) -> None:
+        self._out.append({"type": kind, "group_id": group_id, "ts": ts, **fields})
+
+    def _respond(self, group: Group | None, event: dict, kind: str, error: str, **fields) -> None:
+        ts = group.clock if group is not None else event.get("ts") or 0
+        self._emit(event["group_id"], kind, ts, member_id=event.get("member_id", ""),
+                   group_instance_id=event.get("group_instance_id"), error=error, **fields)
+
+    def _join_response(self, group: Group, member: Member, error: str = "NONE") -> None:
+        is_leader = member.member_id == group.leader_id
+        members = []
+        if is_leader:
+            for m in group.members.values():
+                p = m.protocol(group.protocol_name)
+                members.append({"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                                "topics": p.topics if p else []})
+        self._emit(group.group_id, "join_response", group.clock, member_id=member.member_id,
+                   group_instance_id=member.group_instance_id, error=error, generation=group.generation,
+                   protocol_type=group.protocol_type, protocol=group.protocol_name, leader=group.leader_id,
+                   members=members)
+
+    def _state_change(self, group: Group, target: GroupState, reason: str) -> None:
+        previous = group.transition(target, group.clock)
+        self._emit(group.group_id, "state_change", group.clock, **{"from": previous.value}, to=target.value,
+                   generation=group.generation, reason=reason)
+
+    def _group_metadata_record(self, group: Group) -> None:
+        members = []
+        for m in group.members.values():
+            p = m.protocol(group.protocol_name) or (m.protocols[0] if m.protocols else None)
+            members.append({
+                "member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
+                "client_host": m.client_host, "rebalance_timeout": m.rebalance_timeout_ms,
+                "session_timeout": m.session_timeout_ms,
+                "subscription": {"topics": list(p.topics) if p else [], "user_data": p.user_data if p else None,
+                                 "owned_partitions": [list(tp) for tp in (p.owned_partitions or [])] if p else [],
+                                 "generation": p.generation if p else -1, "rack": p.rack if p else None},
+                "assignment": {"partitions": [list(tp) for tp in m.assignment], "user_data": None}})
+        self._emit(group.group_id, "group_metadata", group.clock, tombstone=False,
+                   protocol_type=group.protocol_type or "", generation=group.generation,
+                   protocol=group.protocol_name, leader=group.leader_id,
+                   current_state_timestamp=group.state_timestamp, members=members)
+
+    # ================================================================ JoinGroup
+    def _join(self, group: Group | None, e: dict) -> None:
+        member_id, instance_id = e["member_id"], e["group_instance_id"]
+        if group is None:
+            if member_id and not self.config.adopt_unknown_members:
+                return self._respond(None, e, "join_response", "UNKNOWN_MEMBER_ID", generation=-1)
+            group = self._new_group(e)
+        c = self.config
+        if not c.group_min_session_timeout_ms <= e["session_timeout_ms"] <= c.group_max_session_timeout_ms:
+            return self._respond(group, e, "join_response", "INVALID_SESSION_TIMEOUT", generation=-1)
+        if group.is_(S.DEAD):
+            return self._respond(group, e, "join_response", "COORDINATOR_NOT_AVAILABLE", generation=-1)
+        if not self._accept_joining_member(group, member_id):
+            if member_id in group.members:
+                self._remove_member(group, group.members[member_id], "group-max-size",
+                                    f"member {member_id} removed: group is over group.max.size")
+            return self._respond(group, e, "join_response", "GROUP_MAX_SIZE_REACHED", generation=-1)
+        if not group.supports_protocols(e["protocol_type"], [p["name"] for p in e["protocols"]]):
+            return self._respond(group, e, "join_response", "INCONSISTENT_GROUP_PROTOCOL", generation=-1)
+        if not member_id:
+            self._join_new_member(group, e)
+        else:
+            self._join_known_member(group, e)
+        if group.is_empty and not group.pending_members and group.is_(S.EMPTY) and not group.offsets:
+            # A join that was refused left an empty shell behind; Kafka would not keep it either.
+            self.groups.pop(group.group_id, None)
+
+    def _new_group(self, e: dict) -> Group:
+        topics = {**self.default_topics, **self.pending_topics.pop(e["group_id"], {})}
+        group = Group(e["group_id"], clock=e.get("ts") or 0, topics=topics)
+        self.groups[group.group_id] = group
+        return group
+
+    def _accept_joining_member(self, group: Group, member_id: str) -> bool:
+        limit = self.config.group_max_size
+        if group.state in (S.EMPTY, S.DEAD):
+            return True
+        member = group.members.get(member_id)
+        if group.is_(S.PREPARING_REBALANCE):
+            return (member is not None and member.awaiting_join) or group.awaiting_join_count() < limit
+        return member is not None or len(group.members) < limit
+
+    def _new_member_id(self, group: Group, client_id: str) -> str:
+        group.member_seq += 1
+        return f"{client_id}-{uuid.uuid5(_MEMBER_ID_NAMESPACE, f'{group.group_id}/{group.member_seq}')}"
+
+    def _member_from_event(self, member_id: str, e: dict) -> Member:
+        return Member(member_id, e["group_instance_id"], e["client_id"], e["client_host"], e["session_timeout_ms"],
+                      e["rebalance_timeout_ms"], e["protocol_type"],
+                      [Protocol.from_event(p) for p in e["protocols"]])
+
+    def _join_new_member(self, group: Group, e: dict) -> None:
+        new_id = self._new_member_id(group, e["client_id"])
+        instance_id = e["group_instance_id"]
+        if instance_id is not None:
+            old_id = group.static_members.get(instance_id)
+            if old_id is not None:
+                return self._replace_static_member(group, old_id, new_id, e)
+            return self._add_member_and_rebalance(group, self._member_from_event(new_id, e), e)
+        # KIP-394: a dynamic member first gets its id and must come back with it.
+        group.pending_members[new_id] = group.clock + e["session_timeout_ms"]
+        self._arm(group, _PENDING, new_id, group.pending_members[new_id])
+        self._emit(group.group_id, "join_response", group.clock, member_id=new_id, group_instance_id=None,
+                   error="MEMBER_ID_REQUIRED", generation=-1, protocol_type=None, protocol=None, leader=None,
+                   members=[])
+
+    def _join_known_member(self, group: Group, e: dict) -> None:
+        member_id, instance_id = e["member_id"], e["group_instance_id"]
+        if self._fenced(group, instance_id, member_id):
+            return self._respond(group, e, "join_response", "FENCED_INSTANCE_ID", generation=-1)
+        if member_id in group.pending_members:
+            del group.pending_members[member_id]
+            return self._add_member_and_rebalance(group, self._member_from_event(member_id, e), e)
+        member = group.members.get(member_id)
+        if member is None:
+            if self.config.adopt_unknown_members and group.state is not S.DEAD:
+                return self._add_member_and_rebalance(group, self._member_from_event(member_id, e), e)
+            return self._respond(group, e, "join_response", "UNKNOWN_MEMBER_ID", generation=-1)
+        protocols = [Protocol.from_event(p) for p in e["protocols"]]
+        if group.is_(S.PREPARING_REBALANCE):
+            self._update_member_and_rebalance(group, member, e, protocols)
+        elif group.is_(S.COMPLETING_REBALANCE):
+            if member.same_protocols(protocols):
+                # The member missed its JoinGroup response; answer again with the current generation.
+                self._join_response(group, member)
+            else:
+                self._update_member_and_rebalance(group, member, e, protocols)
+        elif group.is_(S.STABLE):
+            if member.member_id == group.leader_id or not member.same_protocols(protocols):
+                # A leader rejoining in Stable asks for a new assignment (e.g. its metadata changed).
+                self._update_member_and_rebalance(group, member, e, protocols)
+            else:
+                self._join_response(group, member)
+        else:
+            self._respond(group, e, "join_response", "UNKNOWN_MEMBER_ID", generation=-1)
+
+    def _fenced(self, group: Group, instance_id: str | None, member_id: str) -> bool:
+        if instance_id is None:
+            return False
+        current = group.static_members.get(instance_id)
+        return current is not None and current != member_id
+
+    def _add_member_and_rebalance(self, group: Group, member: Member, e: dict) -> None:
+        member.awaiting_join = True
+        member.is_new = True
+        group.add(member)
+        # A brand-new member only gets new.member.join.timeout to complete its first round.
+        self._schedule_session(group, member, self.config.new_member_join_timeout_ms)
+        if group.is_(S.PREPARING_REBALANCE) and group.initial_delay_remaining_ms is not None:
+            group.new_member_added = True
+        self._emit(group.group_id, "member_joined", group.clock, member_id=member.member_id,
+                   group_instance_id=member.group_instance_id, client_id=member.client_id,
+                   client_host=member.client_host, protocols=member.protocol_names())
+        reason = f"adding new member {member.member_id}"
+        if member.group_instance_id is not None:
+            reason += f" with group instance id {member.group_instance_id}"
+        if e.get("reason"):
+            reason += f"; client reason: {e['reason']}"
+        self._maybe_prepare_rebalance(group, "join", reason)
+
+    def _update_member_and_rebalance(self, group: Group, member: Member, e: dict,
+                                     protocols: list[Protocol]) -> None:
+        member.protocols = protocols
+        member.session_timeout_ms, member.rebalance_timeout_ms = e["session_timeout_ms"], e["rebalance_timeout_ms"]
+        member.client_id, member.client_host = e["client_id"], e["client_host"]
+        member.awaiting_join = True
+        member.session_deadline = None  # the join round's timeout governs a member waiting in it
+        reason = f"updating metadata for member {member.member_id}"
+        if e.get("reason"):
+            reason += f"; client reason: {e['reason']}"
+        self._maybe_prepare_rebalance(group, "join", reason)
+
+    def _replace_static_member(self, group: Group, old_id: str, new_id: str, e: dict) -> None:
+        """KIP-345: a known group.instance.id joins with no member id — the same consumer restarted."""
+        old = group.members[old_id]
+        if old.awaiting_join or old.awaiting_sync:
+            self._emit(group.group_id, "join_response" if old.awaiting_join else "sync_response", group.clock,
+                       member_id=old_id, group_instance_id=old.group_instance_id, error="FENCED_INSTANCE_ID",
+                       generation=-1)
+        old_protocol = group.protocol_name
+        member = group.replace_static(old_id, new_id)
+        member.protocols = [Protocol.from_event(p) for p in e["protocols"]]
+        member.session_timeout_ms, member.rebalance_timeout_ms = e["session_timeout_ms"], e["rebalance_timeout_ms"]
+        member.client_id, member.client_host = e["client_id"], e["client_host"]
+        self._schedule_session(group, member)
+        self._emit(group.group_id, "member_replaced", group.clock, member_id=new_id, previous_member_id=old_id,
+                   group_instance_id=member.group_instance_id)
+        if group.is_(S.STABLE):
+            if group.select_protocol() == old_protocol:
+                # Same protocol: no rebalance. The restarted consumer takes over the old assignment.
+                member.awaiting_join = False
+                self._group_metadata_record(group)
+                self._join_response(group, member)
+            else:
+                member.awaiting_join = True
+                member.session_deadline = None
+                self._prepare_rebalance(group, "static-replace",
+                                        f"static member {member.group_instance_id} rejoined with other protocols")
+        elif group.is_(S.COMPLETING_REBALANCE):
+            member.awaiting_join = True
+            member.session_deadline = None
+            self._prepare_rebalance(group, "static-replace",
+                                    f"static member {member.group_instance_id} rejoined during CompletingRebalance")
+        else:  # PreparingRebalance: it simply takes part in the running round
+            member.awaiting_join = True
+            member.session_deadline = None
+            self._try_complete_join(group)
+
+    # ================================================================ rebalance rounds
+    def _maybe_prepare_rebalance(self, group: Group, trigger: str, detail: str) -> None:
+        if S.PREPARING_REBALANCE.can_follow(group.state):
+            self._prepare_rebalance(group, trigger, detail)
+        elif group.is_(S.PREPARING_REBALANCE):
+            self._try_complete_join(group)
+
+    def _prepare_rebalance(self, group: Group, trigger: str, detail: str) -> None:
+        if group.is_(S.COMPLETING_REBALANCE):
+            # Members waiting for their assignment learn the round restarts.
+            for m in group.members.values():
+                if m.awaiting_sync:
+                    m.awaiting_sync = False
+                    self._emit(group.group_id, "sync_response", group.clock, member_id=m.member_id,
+                               group_instance_id=m.group_instance_id, error="REBALANCE_IN_PROGRESS",
+                               generation=group.generation, assignment=[])
+        group.pending_sync = []
+        group.sync_deadline = None
+        if group.is_(S.EMPTY):
+            # The initial delayed join lets a starting application's consumers arrive before the first round.
+            delay = self.config.group_initial_rebalance_delay_ms
+            group.initial_delay_remaining_ms = max(group.max_rebalance_timeout_ms() - delay, 0)
+            group.new_member_added = False
+            group.join_deadline = group.clock + delay
+        else:
+            group.initial_delay_remaining_ms = None
+            group.join_deadline = group.clock + group.max_rebalance_timeout_ms()
+        self._arm(group, _JOIN, "", group.join_deadline)
+        if group.rebalance is None:
+            group.rebalance = RebalanceInProgress(group.clock, trigger, detail)
+        self._state_change(group, S.PREPARING_REBALANCE, detail)
+        self._try_complete_join(group)
+
+    def _try_complete_join(self, group: Group) -> None:
+        if (group.is_(S.PREPARING_REBALANCE) and group.initial_delay_remaining_ms is None
+                and group.has_all_members_joined()):
+            self._complete_join(group)
+
+    def _on_join_deadline(self, group: Group) -> None:
+        group.join_deadline = None
+        remaining = group.initial_delay_remaining_ms
+        if remaining is not None and group.new_member_added and remaining > 0:
+            # More consumers are still arriving: wait another delay, bounded by the rebalance timeout.
+            delay = min(self.config.group_initial_rebalance_delay_ms, remaining)
+            group.initial_delay_remaining_ms = max(remaining - delay, 0)
+            group.new_member_added = False
+            group.join_deadline = group.clock + delay
+            self._arm(group, _JOIN, "", group.join_deadline)
+            return
+        group.initial_delay_remaining_ms = None
+        self._complete_join(group)
+
+    def _complete_join(self, group: Group) -> None:
+        group.join_deadline = None
+        group.initial_delay_remaining_ms = None
+        for m in group.not_yet_rejoined():
+            if not m.is_static:  # static members keep their place; only their session timeout removes them
+                self._remove_member(group, m, "expiry", f"member {m.member_id} did not rejoin in time",
+                                    update_group=False, reason="rebalance timeout")
+        if not group.elect_joined_leader() and group.members:
+            # Nobody rejoined: wait another round for sessions to expire the silent members.
+            group.join_deadline = group.clock + group.max_rebalance_timeout_ms()
+            self._arm(group, _JOIN, "", group.join_deadline)
+            return
+        group.generation += 1
+        if not group.members:
+            group.protocol_name = None
+            group.leader_id = None
+            self._state_change(group, S.EMPTY, "all members left")
+            self._group_metadata_record(group)
+            self._rebalance_record(group, {})
+            return
+        group.protocol_name = group.select_protocol()
+        self._state_change(group, S.COMPLETING_REBALANCE, "all members joined or the join timeout passed")
+        if group.rebalance is not None:
+            group.rebalance.join_completed_ts = group.clock
+        group.pending_sync = list(group.members)
+        group.sync_deadline = group.clock + group.max_rebalance_timeout_ms()
+        self._arm(group, _SYNC, "", group.sync_deadline)
+        for m in group.members.values():
+            if m.awaiting_join:
+                m.awaiting_join = False
+                m.is_new = False
+                self._join_response(group, m)
+                self._schedule_session(group, m)
+
+    def _on_sync_deadline(self, group: Group) -> None:
+        group.sync_deadline = None
+        if group.state not in (S.COMPLETING_REBALANCE, S.STABLE) or not group.pending_sync:
+            return
+        missing = list(group.pending_sync)
+        group.pending_sync = []
+        for member_id in missing:
+            member = group.members.get(member_id)
+            if member is not None:
+                self._remove_member(group, member, "sync-timeout", "", update_group=False, reason="sync timeout")
+        self._prepare_rebalance(group, "sync-timeout", f"members {', '.join(missing)} never sent SyncGroup")
+
+    # ================================================================ SyncGroup
+    def _sync(self, group: Group | None, e: dict) -> None:
+        error = self._validate_member_request(group, e)
+        if error is None and e.get("protocol_type") is not None and e["protocol_type"] != group.protocol_type:
+            error = "INCONSISTENT_GROUP_PROTOCOL"
+        if error is None and e.get("protocol_name") is not None and e["protocol_name"] != group.protocol_name:
+            error = "INCONSISTENT_GROUP_PROTOCOL"
+        if error is None and group.is_(S.EMPTY):
+            error = "UNKNOWN_MEMBER_ID"
+        if error is None and group.is_(S.PREPARING_REBALANCE):
+            error = "REBALANCE_IN_PROGRESS"
+        if error is not None:
+            return self._respond(group, e, "sync_response", error, generation=-1, assignment=[])
+        member = group.members[e["member_id"]]
+        if member.member_id in group.pending_sync:
+            group.pending_sync.remove(member.member_id)
+            if not group.pending_sync:
+                group.sync_deadline = None
+        self._schedule_session(group, member)
+        if group.is_(S.COMPLETING_REBALANCE):
+            member.awaiting_sync = True
+            if member.member_id == group.leader_id:
+                self._complete_sync(group, e.get("assignments"))
+        else:  # Stable: the member asks again (or after the leader) — give it its assignment
+            self._sync_response(group, member)
+        if e.get("assigned") is not None:
+            self._observe_delivery(group, member, e["assigned"])
+
+    def _sync_response(self, group: Group, member: Member) -> None:
+        member.awaiting_sync = False
+        self._emit(group.group_id, "sync_response", group.clock, member_id=member.member_id,
+                   group_instance_id=member.group_instance_id, error="NONE", generation=group.generation,
+                   protocol=group.protocol_name, assignment=[list(tp) for tp in member.assignment])
+
+    def _complete_sync(self, group: Group, given: dict[str, list] | None) -> None:
+        unknown_topics: list[str] = []
+        assignor_missing = False
+        if given:
+            assignment = {mid: [(t, int(p)) for t, p in parts] for mid, parts in given.items()}
+        elif self.config.assignment_mode == "tracker":
+            assignment, unknown_topics, assignor_missing = self._compute_assignment(group)
+        else:
+            assignment = {}
+        previous = {m.member_id: list(m.assignment) for m in group.members.values()}
+        for m in group.members.values():
+            m.assignment = sorted(set(assignment.get(m.member_id, [])))
+            m.assignment_generation = group.generation
+        self._group_metadata_record(group)
+        self._state_change(group, S.STABLE, f"leader {group.leader_id} sent the assignment")
+        for m in group.members.values():
+            old = set(previous[m.member_id])
+            new = set(m.assignment)
+            self._emit(group.group_id, "assignment", group.clock, member_id=m.member_id,
+                       group_instance_id=m.group_instance_id, generation=group.generation,
+                       protocol=group.protocol_name, partitions=[list(tp) for tp in m.assignment],
+                       added=[list(tp) for tp in sorted(new - old)], revoked=[list(tp) for tp in sorted(old - new)])
+        for m in group.members.values():
+            if m.awaiting_sync:
+                self._sync_response(group, m)
+        self._rebalance_record(group, previous, unknown_topics, assignor_missing)
+
+    def _compute_assignment(self, group: Group) -> tuple[dict[str, list[Partition]], list[str], bool]:
+        """Act for the leader: run the chosen protocol's assignor over what the members asked for."""
+        from assignors import Subscription, TopicPartition, get_assignor
+
+        try:
+            assignor = get_assignor(group.protocol_name)
+        except (KeyError, ValueError):
+            return {}, [], True
+        subscriptions, wanted = {}, set()
+        for m in group.members.values():
+            p = m.protocol(group.protocol_name)
+            topics = list(p.topics) if p else []
+            wanted.update(topics)
+            if p is not None and p.owned_partitions is not None:
+                owned, generation = p.owned_partitions, p.generation
+            else:  # the client did not say; the tracker knows what it last gave this member
+                owned, generation = m.assignment, m.assignment_generation
+            subscriptions[m.member_id] = Subscription(
+                topics, owned_partitions=[TopicPartition(t, n) for t, n in owned],
+                generation=None if generation is None or generation < 0 else generation,
+                group_instance_id=m.group_instance_id, rack=p.rack if p else None,
+                user_data=base64.b64decode(p.user_data) if p and p.user_data else None)
+        counts = {t: group.topics[t] for t in sorted(wanted) if t in group.topics}
+        result = assignor.assign(counts, subscriptions)
+        assignment = {mid: [(tp[0], int(tp[1])) for tp in parts] for mid, parts in result.items()}
+        return assignment, sorted(wanted - set(counts)), False
+
+    def _rebalance_record(self, group: Group, previous: dict[str, list[Partition]],
+                          unknown_topics: list[str] | None = None, assignor_missing: bool = False) -> None:
+        """One line of rebalance history: what started the round, what it cost, what moved."""
+        rb = group.rebalance or RebalanceInProgress(group.clock, "unknown", "")
+        group.rebalance = None
+        identity = {m.member_id: m.group_instance_id or m.member_id for m in group.members.values()}
+        new_owners = {tp: identity[m.member_id] for m in group.members.values() for tp in m.assignment}
+        old_owners = group.stable_owners
+        moved = sum(1 for tp, owner in old_owners.items() if new_owners.get(tp) != owner)
+        cooperative = self._is_cooperative(group.protocol_name)
+        now = group.clock
+        unavailable = 0 if cooperative else now - rb.started_ts
+        if cooperative:
+            for tp in list(group.revoked_at):
+                if tp in new_owners:
+                    unavailable = max(unavailable, now - group.revoked_at.pop(tp))
+            for tp in old_owners:
+                if tp not in new_owners:
+                    group.revoked_at.setdefault(tp, now)
+        else:
+            group.revoked_at.clear()
+        group.stable_owners = new_owners
+        record = {
+            "generation": group.generation, "protocol_type": group.protocol_type, "protocol": group.protocol_name,
+            "rebalance_protocol": "cooperative" if cooperative else "eager", "leader": group.leader_id,
+            "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                         "client_id": m.client_id, "client_host": m.client_host} for m in group.members.values()],
+            "assignment": {m.member_id: [list(tp) for tp in m.assignment] for m in group.members.values()},
+            "trigger": rb.trigger, "trigger_detail": rb.detail, "started_ts": rb.started_ts,
+            "join_completed_ts": rb.join_completed_ts, "completed_ts": now, "duration_ms": now - rb.started_ts,
+            "partitions_moved": moved, "max_partition_unavailable_ms": unavailable,
+            "unknown_topics": unknown_topics or [],
+        }
+        if assignor_missing:
+            record["assignor_missing"] = True
+        self._emit(group.group_id, "rebalance", now, **record)
+
+    def _is_cooperative(self, protocol: str | None) -> bool:
+        if protocol is None:
+            return False
+        try:
+            from assignors import get_assignor
+
+            return "cooperative" in get_assignor(protocol).supported_protocols
+        except (KeyError, ValueError, ImportError):
+            return False
+
+    def _observe_delivery(self, group: Group, member: Member, assigned: list) -> None:
+        """An instrumented client reported what it really received; the client's word wins over our computation."""
+        observed = sorted({(t, int(p)) for t, p in assigned})
+        if observed == member.assignment:
+            return
+        old, new = set(member.assignment), set(observed)
+        member.assignment = observed
+        self._emit(group.group_id, "assignment", group.clock, member_id=member.member_id,
+                   group_instance_id=member.group_instance_id, generation=group.generation,
+                   protocol=group.protocol_name, partitions=[list(tp) for tp in observed],
+                   added=[list(tp) for tp in sorted(new - old)], revoked=[list(tp) for tp in sorted(old - new)],
+                   observed=True)
+
+    # ================================================================ Heartbeat / LeaveGroup / expiry
+    def _validate_member_request(self, group: Group | None, e: dict, check_generation: bool = True) -> str | None:
+        if group is None:
+            return "UNKNOWN_MEMBER_ID"
+        if group.is_(S.DEAD):
+            return "COORDINATOR_NOT_AVAILABLE"
+        if self._fenced(group, e.get("group_instance_id"), e["member_id"]):
+            return "FENCED_INSTANCE_ID"
+        if e["member_id"] not in group.members:
+            return "UNKNOWN_MEMBER_ID"
+        if check_generation and e.get("generation") != group.generation:
+            return "ILLEGAL_GENERATION"
+        return None
+
+    def _heartbeat(self, group: Group | None, e: dict) -> None:
+        error = self._validate_member_request(group, e)
+        if error is None and group.is_(S.EMPTY):
+            error = "UNKNOWN_MEMBER_ID"
+        if error is not None:
+            return self._respond(group, e, "heartbeat_response", error)
+        member = group.members[e["member_id"]]
+        if not member.awaiting_join:
+            member.last_heartbeat_ts = group.clock
+            # Extending a deadline needs no new timer: the old one re-arms itself when it pops early.
+            member.session_deadline = group.clock + member.session_timeout_ms
+        error = "REBALANCE_IN_PROGRESS" if group.is_(S.PREPARING_REBALANCE) else "NONE"
+        self._respond(group, e, "heartbeat_response", error)
+
+    def _leave(self, group: Group | None, e: dict) -> None:
+        member_id, instance_id = e["member_id"], e["group_instance_id"]
+        if group is None:
+            return self._respond(None, e, "leave_response", "UNKNOWN_MEMBER_ID")
+        if group.is_(S.DEAD):
+            return self._respond(group, e, "leave_response", "COORDINATOR_NOT_AVAILABLE")
+        if not member_id and instance_id is not None:
+            # KIP-345 admin removal (kafka-consumer-groups --delete-members / removeMembersFromConsumerGroup).
+            member_id = group.static_members.get(instance_id, "")
+            if not member_id:
+                return self._respond(group, e, "leave_response", "UNKNOWN_MEMBER_ID")
+        elif self._fenced(group, instance_id, member_id):
+            return self._respond(group, e, "leave_response", "FENCED_INSTANCE_ID")
+        if member_id in group.pending_members:
+            del group.pending_members[member_id]
+            self._respond(group, e, "leave_response", "NONE")
+            return self._try_complete_join(group)
+        member = group.members.get(member_id)
+        if member is None:
+            return self._respond(group, e, "leave_response", "UNKNOWN_MEMBER_ID")
+        self._respond(group, e, "leave_response", "NONE")
+        reason = f"removing member {member_id} on LeaveGroup"
+        if e.get("reason"):
+            reason += f"; client reason: {e['reason']}"
+        self._remove_member(group, member, "leave", reason, reason="leave")
+
+    def _on_session_expired(self, group: Group, member: Member) -> None:
+        why = "new member join timeout" if member.is_new else "session timeout"
+        self._remove_member(group, member, "expiry",
+                            f"removing member {member.member_id} on heartbeat expiration", reason=why)
+
+    def _remove_member(self, group: Group, member: Member, trigger: str, detail: str,
+                       update_group: bool = True, reason: str = "") -> None:
+        group.remove(member.member_id)
+        for tp in member.assignment:
+            group.revoked_at.setdefault(tp, group.clock)
+        kind = "member_left" if reason == "leave" else "member_expired"
+        self._emit(group.group_id, kind, group.clock, member_id=member.member_id,
+                   group_instance_id=member.group_instance_id, client_id=member.client_id, reason=reason,
+                   last_heartbeat_ts=member.last_heartbeat_ts, generation=group.generation)
+        if not update_group:
+            return
+        if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group, trigger, detail)
+        elif group.is_(S.PREPARING_REBALANCE):
+            self._try_complete_join(group)
+
+    # ================================================================ OffsetCommit / retention / deletion
+    def _commit(self, group: Group | None, e: dict) -> None:
+        generation, member_id = e["generation"], e["member_id"]
+        simple = generation < 0 and not member_id
+        if group is None:
+            if generation >= 0:
+                return self._commit_response(None, e, "ILLEGAL_GENERATION")
+            # A group that only stores offsets (no group management) comes into being on its first commit.
+            group = self._new_group(e)
+        error = None
+        if group.is_(S.DEAD):
+            error = "COORDINATOR_NOT_AVAILABLE"
+        elif self._fenced(group, e["group_instance_id"], member_id):
+            error = "FENCED_INSTANCE_ID"
+        elif generation < 0 and group.is_(S.EMPTY):
+            error = None
+        elif group.is_(S.COMPLETING_REBALANCE):
+            error = "REBALANCE_IN_PROGRESS"
+        elif member_id not in group.members:
+            error = "UNKNOWN_MEMBER_ID"
+        elif generation != group.generation:
+            error = "ILLEGAL_GENERATION"
+        if error is not None:
+            return self._commit_response(group, e, error)
+        if not simple and member_id in group.members and not group.members[member_id].awaiting_join:
+            member = group.members[member_id]
+            member.last_heartbeat_ts = group.clock
+            member.session_deadline = group.clock + member.session_timeout_ms
+        results = []
+        for o in e["offsets"]:
+            tp = (o["topic"], o["partition"])
+            if len(o["metadata"].encode("utf-8")) > self.config.offset_metadata_max_bytes:
+                results.append([o["topic"], o["partition"], "OFFSET_METADATA_TOO_LARGE"])
+                continue
+            expire = group.clock + e["retention_ms"] if e["retention_ms"] >= 0 else -1
+            group.offsets[tp] = CommittedOffset(o["offset"], o["leader_epoch"], o["metadata"], group.clock, expire)
+            results.append([o["topic"], o["partition"], "NONE"])
+            self._emit(group.group_id, "offset_commit", group.clock, topic=o["topic"], partition=o["partition"],
+                       offset=o["offset"], leader_epoch=o["leader_epoch"], metadata=o["metadata"],
+                       commit_timestamp=group.clock, expire_timestamp=expire, tombstone=False)
+        self._respond(group, e, "commit_response", "NONE", partitions=results)
+
+    def _commit_response(self, group: Group | None, e: dict, error: str) -> None:
+        self._respond(group, e, "commit_response", error,
+                      partitions=[[o["topic"], o["partition"], error] for o in e["offsets"]])
+
+    def _retention_base(self, group: Group) -> tuple[str, set[str]] | None:
+        """Kafka's KIP-211 rule: which timestamp an offset's retention counts from, and which topics are exempt."""
+        if group.protocol_type is None:
+            return "commit", set()               # offsets-only group: from each commit
+        if group.is_(S.EMPTY):
+            return "state", set()                # consumers gone: from when the group became Empty
+        if group.protocol_type == "consumer" and group.is_(S.STABLE):
+            return "commit", group.subscribed_topics() or set()  # only topics nobody subscribes to any more
+        return None
+
+    def _expiry_time(self, group: Group, o: CommittedOffset, base: str) -> int:
+        if o.expire_timestamp != -1:
+            return o.expire_timestamp
+        start = group.state_timestamp if base == "state" and group.state_timestamp != -1 else o.commit_timestamp
+        return start + self.config.offsets_retention_ms
+
+    def _refresh_retention(self, group: Group) -> None:
+        rule = self._retention_base(group)
+        deadline = None
+        if rule is not None:
+            base, exempt = rule
+            times = [self._expiry_time(group, o, base) for tp, o in group.offsets.items() if tp[0] not in exempt]
+            deadline = min(times, default=None)
+            if deadline is None and group.is_(S.EMPTY) and not group.pending_members:
+                # An Empty group without offsets goes at the broker's next cleanup pass.
+                deadline = max(group.state_timestamp, 0) + self.config.offsets_retention_check_interval_ms
+        if deadline != group.retention_deadline:
+            group.retention_deadline = deadline
+            self._arm(group, _RETENTION, "", deadline)
+
+    def _expire_offsets(self, group: Group) -> None:
+        group.retention_deadline = None
+        rule = self._retention_base(group)
+        if rule is None:
+            return
+        base, exempt = rule
+        expired = [tp for tp, o in sorted(group.offsets.items())
+                   if tp[0] not in exempt and group.clock >= self._expiry_time(group, o, base)]
+        for tp in expired:
+            del group.offsets[tp]
+            self._emit(group.group_id, "offset_commit", group.clock, topic=tp[0], partition=tp[1], tombstone=True,
+                       reason="retention")
+        if group.is_(S.EMPTY) and not group.offsets and not group.pending_members:
+            self._state_change(group, S.DEAD, "empty group without offsets")
+            self._emit(group.group_id, "group_metadata", group.clock, tombstone=True)
+            del self.groups[group.group_id]
+
+    def _delete_group(self, group: Group | None, e: dict) -> None:
+        if group is None or group.is_(S.DEAD):
+            return self._respond(group, e, "delete_group_response", "GROUP_ID_NOT_FOUND")
+        if not group.is_(S.EMPTY):
+            return self._respond(group, e, "delete_group_response", "NON_EMPTY_GROUP")
+        for tp in sorted(group.offsets):
+            self._emit(group.group_id, "offset_commit", group.clock, topic=tp[0], partition=tp[1], tombstone=True,
+                       reason="group deleted")
+        group.offsets.clear()
+        self._state_change(group, S.DEAD, "group deleted")
+        self._emit(group.group_id, "group_metadata", group.clock, tombstone=True)
+        del self.groups[group.group_id]
+        self._respond(group, e, "delete_group_response", "NONE")
+
+    # ================================================================ topic metadata
+    def _topic_metadata(self, group: Group | None, e: dict) -> None:
+        if group is None:  # remembered until the group's first member arrives
+            self.pending_topics.setdefault(e["group_id"], {})[e["topic"]] = e["partitions"]
+            return
+        topic, count = e["topic"], e["partitions"]
+        before = group.topics.get(topic)
+        group.topics[topic] = count
+        if before == count or self.config.assignment_mode != "tracker":
+            return
+        subscribed = group.subscribed_topics() or set()
+        if topic in subscribed and group.state in (S.STABLE, S.COMPLETING_REBALANCE):
+            # The leader's metadata refresh would see this and rejoin; the tracker acts for it.
+            self._prepare_rebalance(group, "metadata",
+                                    f"partitions of {topic} changed from {before if before is not None else 'unknown'}"
+                                    f" to {count}")
+
+
+# ==================================================================== serialisation helpers
+def _pack(payload: dict) -> bytes:
+    return bytes([FORMAT_VERSION]) + zlib.compress(json.dumps(payload, separators=(",", ":")).encode("utf-8"), 6)
+
+
+def _unpack(data: bytes) -> dict:
+    if not data or data[0] != FORMAT_VERSION:
+        raise ValueError(f"unsupported coordinator state version {data[:1]!r}")
+    return json.loads(zlib.decompress(bytes(data[1:])))
+
+
+def _tp_key(tp: Partition) -> list:
+    return [tp[0], tp[1]]
+
+
+def _group_to_dict(g: Group) -> dict:
+    rb = g.rebalance
+    return {
+        "group_id": g.group_id, "state": g.state.value, "state_timestamp": g.state_timestamp,
+        "protocol_type": g.protocol_type, "protocol_name": g.protocol_name, "generation": g.generation,
+        "leader_id": g.leader_id, "members": [m.to_dict() for m in g.members.values()],
+        "pending_members": g.pending_members, "pending_sync": g.pending_sync,
+        "offsets": [[tp[0], tp[1], o.offset, o.leader_epoch, o.metadata, o.commit_timestamp, o.expire_timestamp]
+                    for tp, o in g.offsets.items()],
+        "topics": g.topics, "clock": g.clock, "member_seq": g.member_seq, "join_deadline": g.join_deadline,
+        "initial_delay_remaining_ms": g.initial_delay_remaining_ms, "new_member_added": g.new_member_added,
+        "sync_deadline": g.sync_deadline, "retention_deadline": g.retention_deadline,
+        "rebalance": None if rb is None else [rb.started_ts, rb.trigger, rb.detail, rb.join_completed_ts],
+        "stable_owners": [[tp[0], tp[1], owner] for tp, owner in g.stable_owners.items()],
+        "revoked_at": [[tp[0], tp[1], ts] for tp, ts in g.revoked_at.items()],
+    }
+
+
+def _group_from_dict(d: dict) -> Group:
+    g = Group(d["group_id"], GroupState(d["state"]), d["state_timestamp"], d["protocol_type"], d["protocol_name"],
+              d["generation"], d["leader_id"])
+    for md in d["members"]:
+        member = Member.from_dict(md)
+        g.members[member.member_id] = member
+        if member.group_instance_id is not None:
+            g.static_members[member.group_instance_id] = member.member_id
+    g.pending_members = dict(d["pending_members"])
+    g.pending_sync = list(d["pending_sync"])
+    g.offsets = {(t, p): CommittedOffset(o, e, m, c, x) for t, p, o, e, m, c, x in d["offsets"]}
+    g.topics = dict(d["topics"])
+    g.clock, g.member_seq = d["clock"], d["member_seq"]
+    g.join_deadline, g.initial_delay_remaining_ms = d["join_deadline"], d["initial_delay_remaining_ms"]
+    g.new_member_added, g.sync_deadline = d["new_member_added"], d["sync_deadline"]
+    g.retention_deadline = d["retention_deadline"]
+    g.rebalance = None if d["rebalance"] is None else RebalanceInProgress(*d["rebalance"])
+    g.stable_owners = {(t, p): owner for t, p, owner in d["stable_owners"]}
+    g.revoked_at = {(t, p): ts for t, p, ts in d["revoked_at"]}
+    return g
+
+
+def _restore_metadata(group: Group, record: dict, now_ms: int) -> None:
+    group.protocol_type = record.get("protocol_type") or None
+    group.protocol_name = record.get("protocol")
+    group.generation = int(record.get("generation", 0))
+    group.state_timestamp = int(record.get("current_state_timestamp", -1))
+    for md in record.get("members") or []:
+        sub = md.get("subscription") or {}
+        owned = sub.get("owned_partitions")
+        protocol = Protocol(group.protocol_name or "", list(sub.get("topics") or []),
+                            None if owned is None else [(t, int(p)) for t, p in owned],
+                            int(sub.get("generation", -1)), sub.get("user_data"), sub.get("rack"))
+        member = Member(md["member_id"], md.get("group_instance_id"), md.get("client_id", ""),
+                        md.get("client_host", ""), int(md.get("session_timeout", 10_000)),
+                        int(md.get("rebalance_timeout", md.get("session_timeout", 10_000))), group.protocol_type or "",
+                        [protocol],
+                        assignment=[(t, int(p)) for t, p in (md.get("assignment") or {}).get("partitions", [])],
+                        assignment_generation=group.generation)
+        member.last_heartbeat_ts = now_ms
+        member.session_deadline = now_ms + member.session_timeout_ms
+        group.add(member)
+    group.leader_id = record.get("leader") if group.members else None
+    if group.members:
+        group.state = S.STABLE
+        identity = {m.member_id: m.group_instance_id or m.member_id for m in group.members.values()}
+        group.stable_owners = {tp: identity[m.member_id] for m in group.members.values() for tp in m.assignment}
+    else:
+        group.state = S.EMPTY

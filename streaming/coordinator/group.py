@@ -1,0 +1,168 @@
+"""A classic group's state: members, generation, protocol, offsets, timers. Bookkeeping only — the request
+handling that drives it lives in ``coordinator.py``."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from streaming.coordinator.javahash import hashmap_order
+from streaming.coordinator.member import Member, Partition, Protocol
+from streaming.coordinator.state import GroupState, IllegalStateTransition
+
+
+@dataclass
+class CommittedOffset:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int  # -1: none given, the group-level retention rule applies
+
+
+@dataclass
+class RebalanceInProgress:
+    """What the history needs about the round now running (Kafka keeps none of this)."""
+    started_ts: int
+    trigger: str                 # join / leave / expiry / metadata / static-replace / sync-timeout / ...
+    detail: str
+    join_completed_ts: int | None = None
+
+
+@dataclass
+class Group:
+    group_id: str
+    state: GroupState = GroupState.EMPTY
+    state_timestamp: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    generation: int = 0
+    leader_id: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)        # insertion order matters (leader re-election)
+    static_members: dict[str, str] = field(default_factory=dict)    # group.instance.id -> member id
+    pending_members: dict[str, int] = field(default_factory=dict)   # member id -> deadline (MEMBER_ID_REQUIRED)
+    pending_sync: list[str] = field(default_factory=list)
+    offsets: dict[Partition, CommittedOffset] = field(default_factory=dict)
+    topics: dict[str, int] = field(default_factory=dict)            # partition counts known to this group
+    clock: int = 0                                                  # latest time seen; never moves back
+    member_seq: int = 0                                             # for deterministic member ids
+    # Timers (epoch ms, None = not armed).
+    join_deadline: int | None = None
+    initial_delay_remaining_ms: int | None = None                   # set while the initial delayed join runs
+    new_member_added: bool = False
+    sync_deadline: int | None = None
+    retention_deadline: int | None = None
+    rebalance: RebalanceInProgress | None = None
+    stable_owners: dict[Partition, str] = field(default_factory=dict)  # owner of each partition at the last Stable
+    revoked_at: dict[Partition, int] = field(default_factory=dict)     # cooperative: partition -> when it lost its owner
+
+    # --- state -----------------------------------------------------------------------------------------------
+    def is_(self, state: GroupState) -> bool:
+        return self.state is state
+
+    def transition(self, target: GroupState, now: int) -> GroupState:
+        if not target.can_follow(self.state):
+            raise IllegalStateTransition(f"group {self.group_id}: {self.state.value} -> {target.value}")
+        previous, self.state, self.state_timestamp = self.state, target, now
+        return previous
+
+    # --- membership --------------------------------------------------------------------------------------------
+    @property
+    def is_empty(self) -> bool:
+        return not self.members
+
+    def add(self, member: Member) -> None:
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        self.members[member.member_id] = member
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member.member_id
+        if self.leader_id is None:
+            self.leader_id = member.member_id   # the first member to join leads
+
+    def remove(self, member_id: str) -> Member | None:
+        member = self.members.pop(member_id, None)
+        if member is None:
+            return None
+        if member.group_instance_id is not None and self.static_members.get(member.group_instance_id) == member_id:
+            del self.static_members[member.group_instance_id]
+        if member_id in self.pending_sync:
+            self.pending_sync.remove(member_id)
+        if self.leader_id == member_id:
+            self.leader_id = next(iter(self.members), None)
+        return member
+
+    def replace_static(self, old_id: str, new_id: str) -> Member:
+        """A static member restarted: same instance id, new member id, same place and assignment."""
+        member = self.members[old_id]
+        self.members = {(new_id if k == old_id else k): v for k, v in self.members.items()}
+        member.member_id = new_id
+        self.static_members[member.group_instance_id] = new_id
+        if self.leader_id == old_id:
+            self.leader_id = new_id
+        self.pending_sync = [new_id if m == old_id else m for m in self.pending_sync]
+        return member
+
+    def awaiting_join_count(self) -> int:
+        return sum(1 for m in self.members.values() if m.awaiting_join)
+
+    def has_all_members_joined(self) -> bool:
+        return self.awaiting_join_count() == len(self.members) and not self.pending_members
+
+    def not_yet_rejoined(self) -> list[Member]:
+        return [m for m in self.members.values() if not m.awaiting_join]
+
+    def max_rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    def elect_joined_leader(self) -> bool:
+        """If the leader did not rejoin, hand leadership to the first member that did (Kafka's
+        maybeElectNewJoinedLeader)."""
+        leader = self.members.get(self.leader_id) if self.leader_id else None
+        if leader is not None and leader.awaiting_join:
+            return True
+        self.leader_id = next((m.member_id for m in self.members.values() if m.awaiting_join), None)
+        return self.leader_id is not None
+
+    # --- protocols ---------------------------------------------------------------------------------------------
+    def supported_protocols(self) -> Counter:
+        return Counter(name for m in self.members.values() for name in m.protocol_names())
+
+    def candidate_protocols(self) -> set[str]:
+        n = len(self.members)
+        return {name for name, count in self.supported_protocols().items() if count == n}
+
+    def supports_protocols(self, protocol_type: str, names: list[str]) -> bool:
+        if self.is_empty:
+            return bool(protocol_type) and bool(names)
+        counts, n = self.supported_protocols(), len(self.members)
+        return self.protocol_type == protocol_type and any(counts.get(name, 0) == n for name in names)
+
+    def select_protocol(self) -> str:
+        """Every member votes for its preferred candidate; most votes wins. Ties go to the protocol Java's HashMap
+        iterates first, as in Kafka's ``votesByProtocol.entrySet().stream().max(...)``."""
+        candidates = self.candidate_protocols()
+        votes = Counter()
+        order: list[str] = []
+        for m in self.members.values():
+            name = m.vote(candidates)
+            votes[name] += 1
+            order.append(name)
+        best = None
+        for name in hashmap_order(order):
+            if best is None or votes[name] > votes[best]:
+                best = name
+        return best
+
+    def subscribed_topics(self) -> set[str] | None:
+        """Topics some member subscribes to under the chosen protocol; None when unknown (not a consumer group)."""
+        if self.protocol_type != "consumer" or self.protocol_name is None:
+            return None
+        topics: set[str] = set()
+        for m in self.members.values():
+            p = m.protocol(self.protocol_name)
+            if p is not None:
+                topics.update(p.topics)
+        return topics
+
+    def current_owners(self) -> dict[Partition, str]:
+        return {tp: m.member_id for m in self.members.values() for tp in m.assignment}

@@ -1,0 +1,76 @@
+"""One member of a classic group, as the coordinator remembers it between requests."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+Partition = tuple[str, int]
+
+
+@dataclass
+class Protocol:
+    """One (name, metadata) entry of a JoinGroup request, the metadata already decoded."""
+    name: str
+    topics: list[str]
+    owned_partitions: list[Partition] | None = None   # None: the client did not say
+    generation: int = -1
+    user_data: str | None = None                      # base64
+    rack: str | None = None
+
+    @classmethod
+    def from_event(cls, p: dict) -> "Protocol":
+        owned = p.get("owned_partitions")
+        return cls(p["name"], list(p.get("topics", [])),
+                   None if owned is None else [(t, int(n)) for t, n in owned],
+                   int(p.get("generation", -1)), p.get("user_data"), p.get("rack"))
+
+
+@dataclass
+class Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: list[Protocol]
+    assignment: list[Partition] = field(default_factory=list)
+    assignment_generation: int = -1
+    awaiting_join: bool = False
+    awaiting_sync: bool = False
+    is_new: bool = False
+    # None while the member is waiting in a join round: then the round's own timeout governs it.
+    session_deadline: int | None = None
+    last_heartbeat_ts: int = 0
+
+    @property
+    def is_static(self) -> bool:
+        return self.group_instance_id is not None
+
+    def protocol(self, name: str | None) -> Protocol | None:
+        return next((p for p in self.protocols if p.name == name), None)
+
+    def protocol_names(self) -> list[str]:
+        return [p.name for p in self.protocols]
+
+    def vote(self, candidates: set[str]) -> str:
+        """A member votes for the first protocol in its own preference order that every member supports."""
+        return next(p.name for p in self.protocols if p.name in candidates)
+
+    def same_protocols(self, other: list[Protocol]) -> bool:
+        return [(p.name, sorted(p.topics)) for p in self.protocols] == [(p.name, sorted(p.topics)) for p in other]
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["assignment"] = [list(tp) for tp in self.assignment]
+        for p in d["protocols"]:
+            if p["owned_partitions"] is not None:
+                p["owned_partitions"] = [list(tp) for tp in p["owned_partitions"]]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Member":
+        d = dict(d)
+        d["protocols"] = [Protocol.from_event(p) for p in d["protocols"]]
+        d["assignment"] = [(t, int(n)) for t, n in d["assignment"]]
+        return cls(**d)
