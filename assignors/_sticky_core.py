@@ -1,0 +1,582 @@
+"""The algorithm shared by Sticky and CooperativeSticky (a port of Kafka's AbstractStickyAssignor).
+
+Two builders, chosen exactly as Kafka chooses them:
+
+* constrained -- every member subscribes to the same topics: keep owned partitions up to the quota, then
+  round-robin the rest over the members below quota (fast path, used by the 1M-partition benchmark);
+* general -- subscriptions differ: keep valid owned partitions, hand each unassigned partition to the least
+  loaded eligible member, then move partitions until balanced, reverting if balance did not improve.
+
+Java iterates the subscriptions ``HashMap`` (member ids) and one ``HashSet`` of partitions; both orders are
+reproduced with ``base.java_hash_order`` so ties break the way Kafka breaks them.  The order of the caller's
+``subscriptions`` dict stands for the JoinGroup response order (the HashMap insertion order).
+
+Not ported: the KIP-881 rack-aware variant of the sticky assignors (``partition_racks`` is ignored here).
+"""
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from collections.abc import Callable, Mapping
+
+from .base import (
+    Subscription,
+    TopicPartition,
+    java_hash_order,
+    java_string_hash,
+    java_topic_partition_hash,
+)
+
+DEFAULT_GENERATION = -1
+
+
+def _string_key_fn(strings) -> Callable[[str], object]:
+    """Key giving Java ``String.compareTo`` order for this batch of strings."""
+    if any(any(ord(c) > 0xFFFF for c in s) for s in strings):
+        return lambda s: s.encode("utf-16-be")
+    return lambda s: s
+
+
+def java_member_order(subscriptions: Mapping[str, Subscription]) -> list[str]:
+    """Iteration order of Kafka's ``Map<String, Subscription>`` (a default-capacity HashMap)."""
+    return java_hash_order(subscriptions.keys(), java_string_hash)
+
+
+class StickyResult:
+    """Assignment plus, for the constrained path, the partitions Kafka knows are changing owner."""
+
+    __slots__ = ("assignment", "transferring")
+
+    def __init__(self, assignment: dict[str, list[TopicPartition]], transferring: dict[TopicPartition, str] | None):
+        self.assignment = assignment
+        self.transferring = transferring
+
+
+def sticky_assign(partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]) -> StickyResult:
+    # Kafka's leader only passes subscribed topics that have metadata (AbstractPartitionAssignor.assign).
+    subscribed = {t for s in subscriptions.values() for t in s.topics}
+    topics = {t: n for t, n in partitions_per_topic.items() if t in subscribed and n > 0}
+    members = java_member_order(subscriptions)
+    if not members:
+        return StickyResult({}, {})
+
+    all_equal, owned, multi_owners = _all_subscriptions_equal(topics, subscriptions, members)
+    if all_equal:
+        return _ConstrainedBuilder(topics, owned, multi_owners, members).build()
+    assignment = _GeneralBuilder(topics, owned, subscriptions, members).build()
+    return StickyResult(assignment, None)
+
+
+def _all_subscriptions_equal(
+    topics: Mapping[str, int], subscriptions: Mapping[str, Subscription], members: list[str]
+) -> tuple[bool, dict[str, list[TopicPartition]], set[TopicPartition]]:
+    """Kafka's allSubscriptionsEqual: also resolves conflicting claims on owned partitions.
+
+    A partition claimed by two members of the same generation is invalid for both; between different
+    generations the higher one keeps it.
+    """
+    all_equal = True
+    first_topics: set[str] | None = None
+    owned: dict[str, list[TopicPartition]] = {}
+    multi_owners: set[TopicPartition] = set()
+    previous_owner: dict[TopicPartition, str] = {}
+
+    for member in members:
+        sub = subscriptions[member]
+        member_topics = sub.topics
+        if not first_topics:
+            first_topics = set(member_topics)
+        elif all_equal and not (len(member_topics) == len(first_topics) and first_topics.issuperset(member_topics)):
+            all_equal = False
+
+        generation = DEFAULT_GENERATION if sub.generation is None else sub.generation
+        mine: list[TopicPartition] = []
+        owned[member] = mine
+        for tp in sub.owned_partitions:
+            if tp.topic not in topics:
+                continue
+            other = previous_owner.get(tp)
+            if other is None:
+                mine.append(tp)
+                previous_owner[tp] = member
+                continue
+            other_gen = subscriptions[other].generation
+            other_gen = DEFAULT_GENERATION if other_gen is None else other_gen
+            if generation == other_gen:
+                multi_owners.add(tp)
+                _remove_first(owned[other], tp)
+                previous_owner[tp] = member
+            elif generation > other_gen:
+                mine.append(tp)
+                _remove_first(owned[other], tp)
+                previous_owner[tp] = member
+            # else: the other member's newer claim stands
+    return all_equal, owned, multi_owners
+
+
+def _remove_first(items: list, value) -> None:
+    try:
+        items.remove(value)
+    except ValueError:
+        pass
+
+
+def _sorted_topic_partitions(topics: Mapping[str, int], topic_order: list[str]) -> list[TopicPartition]:
+    return [TopicPartition(t, p) for t in topic_order for p in range(topics[t])]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Constrained (all subscriptions equal)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class _ConstrainedBuilder:
+    def __init__(
+        self,
+        topics: Mapping[str, int],
+        owned: dict[str, list[TopicPartition]],
+        multi_owners: set[TopicPartition],
+        members: list[str],
+    ) -> None:
+        self.topics = topics
+        self.owned = owned
+        self.multi_owners = multi_owners
+        self.members = members  # HashMap iteration order of consumerToOwnedPartitions
+        total = sum(topics.values())
+        n = len(members)
+        self.total = total
+        self.min_quota = total // n
+        self.max_quota = -(-total // n)
+        self.expected_over_min = total % n
+        self.current_over_min = 0
+        self.assignment: dict[str, list[TopicPartition]] = {m: [] for m in members}
+        self.maybe_revoked: dict[TopicPartition, str] = {}
+        self.transferring: dict[TopicPartition, str] = {}
+        self.under_min: list[str] = []
+        self.exactly_min: deque[str] = deque()
+        self.key = _string_key_fn(members)
+
+    def build(self) -> StickyResult:
+        assigned = self._assign_owned()
+        unassigned = self._unassigned(assigned)
+        self.under_min.sort(key=self.key)
+        self.exactly_min = deque(sorted(self.exactly_min, key=self.key))
+        self._round_robin(unassigned)
+        self._verify()
+        return StickyResult(self.assignment, self.transferring)
+
+    def _assign_owned(self) -> set[TopicPartition]:
+        assigned: set[TopicPartition] = set()
+        min_q, max_q = self.min_quota, self.max_quota
+        for member in self.members:
+            # Kafka keeps the owned partitions sorted by partition number, then topic.
+            mine = sorted(self.owned[member], key=lambda tp: (tp.partition, tp.topic))
+            if self.multi_owners:
+                mine = [tp for tp in mine if tp not in self.multi_owners]
+            target = self.assignment[member]
+            if len(mine) < min_q:
+                target.extend(mine)
+                assigned.update(mine)
+                self.under_min.append(member)
+            elif len(mine) >= max_q and self.current_over_min < self.expected_over_min:
+                self.current_over_min += 1
+                if self.current_over_min == self.expected_over_min:
+                    self.exactly_min.clear()
+                target.extend(mine[:max_q])
+                assigned.update(mine[:max_q])
+                for tp in mine[max_q:]:
+                    self.maybe_revoked[tp] = member
+            else:
+                target.extend(mine[:min_q])
+                assigned.update(mine[:min_q])
+                for tp in mine[min_q:]:
+                    self.maybe_revoked[tp] = member
+                if self.current_over_min < self.expected_over_min:
+                    self.exactly_min.append(member)
+        return assigned
+
+    def _unassigned(self, assigned: set[TopicPartition]) -> list[TopicPartition]:
+        order = sorted(self.topics, key=_string_key_fn(self.topics))
+        if not assigned:
+            return _sorted_topic_partitions(self.topics, order)
+        return [tp for tp in _sorted_topic_partitions(self.topics, order) if tp not in assigned]
+
+    def _give(self, tp: TopicPartition, member: str) -> int:
+        target = self.assignment[member]
+        target.append(tp)
+        previous = self.maybe_revoked.get(tp)
+        if (previous is not None and previous != member) or tp in self.multi_owners:
+            self.transferring[tp] = member
+        return len(target)
+
+    def _round_robin(self, unassigned: list[TopicPartition]) -> None:
+        under, exact = self.under_min, self.exactly_min
+        min_q, max_q = self.min_quota, self.max_quota
+        pos = 0  # Java's iterator over ``under``; removals happen just behind it
+        for tp in unassigned:
+            if pos < len(under):
+                member = under[pos]
+                pos += 1
+                from_iter = True
+            elif not under and not exact:
+                raise RuntimeError("no more unfilled consumers to be assigned")
+            elif not under:
+                member = exact.popleft()
+                from_iter = False
+            else:
+                member = under[0]
+                pos = 1
+                from_iter = True
+            count = self._give(tp, member)
+            if count == min_q:
+                if from_iter:
+                    pos -= 1
+                    del under[pos]
+                exact.append(member)
+            elif count == max_q:
+                self.current_over_min += 1
+
+    def _verify(self) -> None:
+        if self.under_min:
+            if self.current_over_min != self.expected_over_min:
+                raise RuntimeError("expected number of members over minQuota not reached")
+            for member in self.under_min:
+                if len(self.assignment[member]) != self.min_quota:
+                    raise RuntimeError(f"consumer {member} does not reach minQuota")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# General (subscriptions differ)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class _JavaHashSet:
+    """Just enough of ``java.util.HashSet`` to know which element ``iterator().next()`` returns."""
+
+    __slots__ = ("_seq", "_counter", "_cap")
+
+    def __init__(self) -> None:
+        self._seq: dict[TopicPartition, int] = {}
+        self._counter = 0
+        self._cap = 16
+
+    def add(self, tp: TopicPartition) -> None:
+        if tp in self._seq:
+            return
+        self._seq[tp] = self._counter
+        self._counter += 1
+        while len(self._seq) > self._cap * 0.75:
+            self._cap <<= 1  # tables grow but never shrink
+
+    def remove(self, tp: TopicPartition) -> None:
+        del self._seq[tp]
+
+    def __len__(self) -> int:
+        return len(self._seq)
+
+    def first(self) -> TopicPartition:
+        mask = self._cap - 1
+
+        def order(tp: TopicPartition) -> tuple[int, int]:
+            h = java_topic_partition_hash(tp) & 0xFFFFFFFF
+            return ((h ^ (h >> 16)) & mask, self._seq[tp])
+
+        return min(self._seq, key=order)
+
+
+class _PartitionMovements:
+    """Kafka's PartitionMovements: remembers moves so a later move can undo an earlier one instead."""
+
+    def __init__(self) -> None:
+        self.by_topic: dict[str, dict[tuple[str, str], _JavaHashSet]] = {}
+        self.moves: dict[TopicPartition, tuple[str, str]] = {}
+
+    def _remove_record(self, tp: TopicPartition) -> tuple[str, str]:
+        pair = self.moves.pop(tp)
+        per_topic = self.by_topic[tp.topic]
+        per_topic[pair].remove(tp)
+        if not len(per_topic[pair]):
+            del per_topic[pair]
+        if not per_topic:
+            del self.by_topic[tp.topic]
+        return pair
+
+    def _add_record(self, tp: TopicPartition, pair: tuple[str, str]) -> None:
+        self.moves[tp] = pair
+        self.by_topic.setdefault(tp.topic, {}).setdefault(pair, _JavaHashSet()).add(tp)
+
+    def move(self, tp: TopicPartition, old: str, new: str) -> None:
+        if tp in self.moves:
+            src, _dst = self._remove_record(tp)
+            if src != new:
+                self._add_record(tp, (src, new))
+        else:
+            self._add_record(tp, (old, new))
+
+    def partition_to_move(self, tp: TopicPartition, old: str, new: str) -> TopicPartition:
+        per_topic = self.by_topic.get(tp.topic)
+        if per_topic is None:
+            return tp
+        if tp in self.moves:
+            old = self.moves[tp][0]
+        reverse = per_topic.get((new, old))
+        if reverse is None:
+            return tp
+        return reverse.first()
+
+    def is_sticky(self) -> bool:
+        """True unless some topic has partitions moving both ways between two members (a 2-cycle)."""
+        for pairs in self.by_topic.values():
+            if any((dst, src) in pairs for src, dst in pairs):
+                return False
+        return True
+
+
+class _SortedMembers:
+    """Kafka's ``TreeSet<String>`` ordered by (assignment size, member id)."""
+
+    def __init__(self, sizes: Callable[[str], int], key: Callable[[str], object]) -> None:
+        self._sizes = sizes
+        self._key = key
+        self._items: list[tuple[int, object, str]] = []
+        self._present: dict[str, tuple[int, object, str]] = {}
+
+    def add(self, member: str) -> None:
+        if member in self._present:
+            return
+        entry = (self._sizes(member), self._key(member), member)
+        bisect.insort(self._items, entry)
+        self._present[member] = entry
+
+    def remove(self, member: str) -> None:
+        entry = self._present.pop(member, None)
+        if entry is not None:
+            i = bisect.bisect_left(self._items, entry)
+            del self._items[i]
+
+    def __iter__(self):
+        return (entry[2] for entry in list(self._items))
+
+    def first(self) -> str:
+        return self._items[0][2]
+
+    def last(self) -> str:
+        return self._items[-1][2]
+
+
+class _GeneralBuilder:
+    def __init__(
+        self,
+        topics: Mapping[str, int],
+        owned: dict[str, list[TopicPartition]],
+        subscriptions: Mapping[str, Subscription],
+        members: list[str],
+    ) -> None:
+        self.topics = topics
+        self.subscriptions = subscriptions
+        self.members = members
+        self.total = sum(topics.values())
+        self.topic_consumers: dict[str, list[str]] = {t: [] for t in topics}
+        self.consumer_topics: dict[str, list[str]] = {}
+        self.consumer_topic_sets: dict[str, frozenset[str]] = {}
+        for member in members:
+            mine = [t for t in subscriptions[member].topics if t in topics]
+            self.consumer_topics[member] = mine
+            self.consumer_topic_sets[member] = frozenset(mine)
+            for t in mine:
+                self.topic_consumers[t].append(member)
+        # currentAssignment starts from the validated owned partitions
+        self.current: dict[str, list[TopicPartition]] = {m: list(owned.get(m, ())) for m in members}
+        self.partition_consumer: dict[TopicPartition, str] = {
+            tp: m for m in members for tp in self.current[m]
+        }
+        topic_key = _string_key_fn(topics)
+        self.topic_order = sorted(topics, key=lambda t: (len(self.topic_consumers[t]), topic_key(t)))
+        self.sorted_all = _sorted_topic_partitions(topics, self.topic_order)
+        self.member_key = _string_key_fn(members)
+        self.sorted_members = _SortedMembers(lambda m: len(self.current[m]), self.member_key)
+        self.revocation_required = False
+        self.movements = _PartitionMovements()
+        self.max_generation = max(
+            (s.generation for s in subscriptions.values() if s.generation is not None), default=DEFAULT_GENERATION
+        )
+
+    def build(self) -> dict[str, list[TopicPartition]]:
+        prev = self._prepopulate_previous()
+        assigned = self._keep_owned()
+        unassigned = [tp for tp in self.sorted_all if tp not in assigned] if assigned else list(self.sorted_all)
+        for member in self.current:
+            self.sorted_members.add(member)
+        self._balance(prev, unassigned)
+        return self.current
+
+    def _prepopulate_previous(self) -> dict[TopicPartition, tuple[str, int]]:
+        """Partitions owned in older generations: where to send them back if that keeps balance."""
+        prev: dict[TopicPartition, tuple[str, int]] = {}
+        for member in self.members:
+            sub = self.subscriptions[member]
+            if sub.generation is not None and sub.generation < self.max_generation:
+                generation = sub.generation
+            elif sub.generation is None and self.max_generation > DEFAULT_GENERATION:
+                generation = DEFAULT_GENERATION
+            else:
+                continue
+            for tp in sub.owned_partitions:
+                known = prev.get(tp)
+                if known is None or generation > known[1]:
+                    prev[tp] = (member, generation)
+        return prev
+
+    def _keep_owned(self) -> set[TopicPartition]:
+        assigned: set[TopicPartition] = set()
+        for member, parts in self.current.items():
+            subscribed = self.subscriptions[member].topics
+            kept = []
+            for tp in parts:
+                if tp.topic not in self.topic_consumers:
+                    self.partition_consumer.pop(tp, None)
+                elif tp.topic not in subscribed:
+                    # Kafka leaves the stale partition->consumer entry in place here
+                    self.revocation_required = True
+                else:
+                    kept.append(tp)
+                    assigned.add(tp)
+            self.current[member] = kept
+        return assigned
+
+    # -- balance ---------------------------------------------------------------------------------------------
+
+    def _max_assignment_size(self, member: str) -> int:
+        mine = self.consumer_topics[member]
+        if len(mine) == len(self.topics):
+            return self.total
+        return sum(self.topics[t] for t in mine)
+
+    def _is_balanced(self) -> bool:
+        sizes = self.current
+        if len(sizes[self.sorted_members.first()]) >= len(sizes[self.sorted_members.last()]) - 1:
+            return True
+        owner = {tp: m for m, parts in sizes.items() for tp in parts}
+        for member in self.sorted_members:
+            count = len(sizes[member])
+            if count == self._max_assignment_size(member):
+                continue
+            mine = set(sizes[member])
+            for topic in self.consumer_topics[member]:
+                for p in range(self.topics[topic]):
+                    tp = TopicPartition(topic, p)
+                    if tp not in mine:
+                        other = owner.get(tp)
+                        if other is not None and count + 1 < len(sizes[other]):
+                            return False
+        return True
+
+    @staticmethod
+    def _balance_score(assignment: Mapping[str, list[TopicPartition]]) -> int:
+        sizes = sorted(len(v) for v in assignment.values())
+        # sum over pairs of |a - b|, computed from the sorted sizes
+        score, running = 0, 0
+        for i, s in enumerate(sizes):
+            score += s * i - running
+            running += s
+        return score
+
+    def _assign_to_least_loaded(self, tp: TopicPartition) -> bool:
+        for member in self.sorted_members:
+            if tp.topic in self.consumer_topic_sets[member]:
+                self.sorted_members.remove(member)
+                self.current[member].append(tp)
+                self.partition_consumer[tp] = member
+                self.sorted_members.add(member)
+                return True
+        return False
+
+    def _can_topic_move(self, topic: str) -> bool:
+        return len(self.topic_consumers[topic]) >= 2
+
+    def _can_consumer_move(self, member: str) -> bool:
+        parts = self.current[member]
+        if len(parts) < self._max_assignment_size(member):
+            return True
+        return any(self._can_topic_move(tp.topic) for tp in parts)
+
+    def _balance(self, prev: dict[TopicPartition, tuple[str, int]], unassigned: list[TopicPartition]) -> None:
+        initializing = not self.current[self.sorted_members.last()]
+        for tp in unassigned:
+            if self.topic_consumers[tp.topic]:
+                self._assign_to_least_loaded(tp)
+
+        fixed_topics = {t for t in self.topic_consumers if not self._can_topic_move(t)}
+        if fixed_topics:
+            self.sorted_all = [tp for tp in self.sorted_all if tp.topic not in fixed_topics]
+            unassigned = [tp for tp in unassigned if tp.topic not in fixed_topics]
+
+        fixed: dict[str, list[TopicPartition]] = {}
+        for member in self.members:
+            if not self._can_consumer_move(member):
+                self.sorted_members.remove(member)
+                fixed[member] = self.current.pop(member)
+
+        before = {m: list(v) for m, v in self.current.items()}
+        before_owner = dict(self.partition_consumer)
+
+        if not self.revocation_required:
+            self._reassign(unassigned, prev)
+        performed = self._reassign(self.sorted_all, prev)
+
+        if not initializing and performed and self._balance_score(self.current) >= self._balance_score(before):
+            for member in self.current:
+                self.sorted_members.remove(member)
+            self.current.clear()
+            self.current.update((m, list(v)) for m, v in before.items())
+            self.partition_consumer = before_owner
+            for member in self.current:
+                self.sorted_members.add(member)
+
+        for member, parts in fixed.items():
+            self.current[member] = parts
+            self.sorted_members.add(member)
+
+    def _reassign(self, partitions: list[TopicPartition], prev: dict[TopicPartition, tuple[str, int]]) -> bool:
+        performed = False
+        modified = True
+        while modified:
+            modified = False
+            for tp in partitions:
+                if self._is_balanced():
+                    break
+                consumer = self.partition_consumer.get(tp)
+                if consumer is None or consumer not in self.current:
+                    continue  # Kafka would hit a null here; such partitions cannot move
+                size = len(self.current[consumer])
+                previous = prev.get(tp)
+                if previous is not None and previous[0] in self.current and size > len(self.current[previous[0]]) + 1:
+                    self._move(tp, previous[0])
+                    performed = modified = True
+                    continue
+                for other in self.topic_consumers[tp.topic]:
+                    other_parts = self.current.get(other)
+                    if other_parts is not None and size > len(other_parts) + 1:
+                        self._move(tp, self._least_loaded_for(tp.topic))
+                        performed = modified = True
+                        break
+        return performed
+
+    def _least_loaded_for(self, topic: str) -> str:
+        for member in self.sorted_members:
+            if topic in self.consumer_topic_sets[member]:
+                return member
+        raise RuntimeError(f"no consumer for topic {topic}")
+
+    def _move(self, tp: TopicPartition, new: str) -> None:
+        old = self.partition_consumer[tp]
+        tp = self.movements.partition_to_move(tp, old, new)
+        old = self.partition_consumer[tp]
+        self.sorted_members.remove(old)
+        self.sorted_members.remove(new)
+        self.movements.move(tp, old, new)
+        self.current[old].remove(tp)
+        self.current[new].append(tp)
+        self.partition_consumer[tp] = new
+        self.sorted_members.add(new)
+        self.sorted_members.add(old)

@@ -1,0 +1,176 @@
+"""Hypothesis properties of every assignor: valid, complete, balanced where possible, sticky, and cooperative
+rounds that never revoke and assign the same partition at once."""
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from assignors import Subscription, TopicPartition, get_assignor
+
+FAST = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+TOPICS = ["t0", "t1", "t2", "t3"]
+
+
+@st.composite
+def groups(draw, uniform: bool | None = None):
+    topics = {t: draw(st.integers(0, 7)) for t in TOPICS[: draw(st.integers(1, 4))]}
+    n = draw(st.integers(1, 6))
+    names = draw(st.lists(st.text("abcxyz", min_size=1, max_size=3), min_size=n, max_size=n, unique=True))
+    all_topics = list(topics)
+    if uniform is None:
+        uniform = draw(st.booleans())
+    subs = {}
+    for i, name in enumerate(names):
+        mine = all_topics if uniform else draw(st.lists(st.sampled_from(all_topics), min_size=1, unique=True))
+        static = draw(st.one_of(st.none(), st.sampled_from(["i0", "i1", "i2", "i3", "i4", "i5"])))
+        # group.instance.ids are unique within a group
+        if static in {s.group_instance_id for s in subs.values()}:
+            static = None
+        subs[name] = Subscription(mine, group_instance_id=static)
+    return topics, subs
+
+
+def all_partitions(topics, subs):
+    subscribed = {t for s in subs.values() for t in s.topics}
+    return {TopicPartition(t, p) for t in subscribed if t in topics for p in range(topics[t])}
+
+
+def assert_valid(topics, subs, result, complete=True):
+    assert set(result) == set(subs)
+    seen = set()
+    for member, parts in result.items():
+        assert parts == sorted(parts)
+        for p in parts:
+            assert p.topic in subs[member].topics, "unsubscribed partition"
+            assert 0 <= p.partition < topics.get(p.topic, 0), "partition does not exist"
+            assert p not in seen, "partition assigned twice"
+            seen.add(p)
+    if complete:
+        assert seen == all_partitions(topics, subs)
+
+
+def assert_balanced(subs, result):
+    """No partition could move from a member with 2+ more partitions to another member subscribed to it."""
+    for a, pa in result.items():
+        for b, pb in result.items():
+            if len(pa) > len(pb) + 1:
+                assert not any(p.topic in subs[b].topics for p in pa), (a, b, result)
+
+
+def next_round(subs, result, generation, drop=(), add=()):
+    """Members report what they got; some leave, new ones join with nothing owned."""
+    nxt = {
+        m: Subscription(s.topics, result[m], generation, s.group_instance_id)
+        for m, s in subs.items() if m not in drop
+    }
+    for name, topics in add:
+        nxt[name] = Subscription(topics)
+    return nxt
+
+
+NAMES = ["range", "roundrobin", "sticky", "cooperative-sticky", "priority-failover", "template"]
+
+
+@FAST
+@given(groups(), st.sampled_from(NAMES))
+def test_every_assignor_is_valid_and_complete(group, name):
+    topics, subs = group
+    assert_valid(topics, subs, get_assignor(name).assign(topics, subs))
+
+
+@FAST
+@given(groups())
+def test_range_and_roundrobin_ignore_dict_order(group):
+    topics, subs = group
+    reordered = dict(reversed(list(subs.items())))
+    for name in ("range", "roundrobin"):
+        a = get_assignor(name)
+        assert a.assign(topics, subs) == a.assign(topics, reordered)
+
+
+@FAST
+@given(groups(uniform=True))
+def test_uniform_subscriptions_are_fully_balanced(group):
+    topics, subs = group
+    for name in ("roundrobin", "sticky", "cooperative-sticky"):
+        sizes = [len(v) for v in get_assignor(name).assign(topics, subs).values()]
+        assert max(sizes) - min(sizes) <= 1
+
+
+@FAST
+@given(groups(uniform=False))
+def test_sticky_is_balanced_where_subscriptions_allow(group):
+    topics, subs = group
+    result = get_assignor("sticky").assign(topics, subs)
+    assert_valid(topics, subs, result)
+    assert_balanced(subs, result)
+
+
+@FAST
+@given(groups(), st.data())
+def test_sticky_second_round_is_valid_balanced_and_sticky(group, data):
+    topics, subs = group
+    a = get_assignor("sticky")
+    r1 = a.assign(topics, subs)
+    drop = data.draw(st.sets(st.sampled_from(sorted(subs)), max_size=len(subs) - 1))
+    add = [("new-member", list(topics))] if data.draw(st.booleans()) else []
+    subs2 = next_round(subs, r1, 5, drop=drop, add=add)
+    r2 = a.assign(topics, subs2)
+    assert_valid(topics, subs2, r2)
+    assert_balanced(subs2, r2)
+    uniform = len({frozenset(s.topics) for s in subs2.values()}) == 1
+    if uniform:
+        # constrained path: a survivor keeps its partitions up to the minimum quota
+        total = len(all_partitions(topics, subs2))
+        quota = total // len(subs2)
+        for m in subs2:
+            kept = set(r2[m]) & set(subs2[m].owned_partitions)
+            assert len(kept) >= min(quota, len(subs2[m].owned_partitions))
+    # partitions of departed members need a home; nobody else's partitions should move if balance allows
+    if not add and uniform:
+        orphaned = {p for m in drop for p in r1[m]}
+        moved = {p for m in subs2 for p in r2[m] if p not in subs2[m].owned_partitions}
+        sizes_before = [len(r1[m]) for m in subs2]
+        if max(sizes_before, default=0) <= len(all_partitions(topics, subs2)) // len(subs2):
+            assert moved <= orphaned
+
+
+@FAST
+@given(groups(), st.data())
+def test_cooperative_rounds_never_revoke_and_assign_at_once(group, data):
+    topics, subs = group
+    a = get_assignor("cooperative-sticky")
+    r1 = a.assign(topics, subs)
+    assert_valid(topics, subs, r1)  # nobody owns anything yet, so round one is complete
+    drop = data.draw(st.sets(st.sampled_from(sorted(subs)), max_size=len(subs) - 1))
+    add = [(f"new{i}", list(topics)) for i in range(data.draw(st.integers(0, 2)))]
+    subs2 = next_round(subs, r1, 2, drop=drop, add=add)
+    r2 = a.assign(topics, subs2)
+    assert_valid(topics, subs2, r2, complete=False)
+    owner = {p: m for m, s in subs2.items() for p in s.owned_partitions}
+    for member, parts in r2.items():
+        for p in parts:
+            assert owner.get(p, member) == member, f"{p} given to {member} while {owner.get(p)} still owns it"
+    # members revoke what they lost and rejoin: the follow-up round completes the assignment
+    subs3 = next_round(subs2, r2, 3)
+    r3 = a.assign(topics, subs3)
+    assert_valid(topics, subs3, r3)
+    owner = {p: m for m, s in subs3.items() for p in s.owned_partitions}
+    for member, parts in r3.items():
+        assert all(owner.get(p, member) == member for p in parts)
+
+
+@FAST
+@given(groups(uniform=True), st.data())
+def test_cooperative_equals_sticky_minus_transfers(group, data):
+    topics, subs = group
+    r1 = get_assignor("sticky").assign(topics, subs)
+    drop = data.draw(st.sets(st.sampled_from(sorted(subs)), max_size=len(subs) - 1))
+    subs2 = next_round(subs, r1, 1, drop=drop, add=[("joiner", list(topics))])
+    eager = get_assignor("sticky").assign(topics, subs2)
+    coop = get_assignor("cooperative-sticky").assign(topics, subs2)
+    for m in subs2:
+        assert set(coop[m]) <= set(eager[m])
+        held_back = set(eager[m]) - set(coop[m])
+        owned_elsewhere = {p for o, s in subs2.items() if o != m for p in s.owned_partitions}
+        assert held_back <= owned_elsewhere
