@@ -599,7 +599,7 @@ class GroupCoordinator:
 
         try:
             assignor = get_assignor(group.protocol_name)
-        except (KeyError, ValueError):
+        except (LookupError, ValueError):   # a client-side custom assignor the tracker does not have
             return {}, [], True
         subscriptions, wanted = {}, set()
         for m in group.members.values():
@@ -664,7 +664,7 @@ class GroupCoordinator:
             from assignors import get_assignor
 
             return "cooperative" in get_assignor(protocol).supported_protocols
-        except (KeyError, ValueError, ImportError):
+        except (LookupError, ValueError):
             return False
 
     def _observe_delivery(self, group: Group, member: Member, assigned: list) -> None:
