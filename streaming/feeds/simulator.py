@@ -1,0 +1,311 @@
+"""A seeded simulation of consumer groups that plays the client side of the classic protocol.
+
+Simulated consumers join (with the KIP-394 member-id round trip), sync, heartbeat every ``heartbeat.interval.ms``,
+auto-commit, rejoin when told ``REBALANCE_IN_PROGRESS``, and — at random, from the seed — crash, leave, restart as
+static members, scale out, or see their topics grow. A local :class:`GroupCoordinator` answers them, exactly as the
+broker would; what comes out is the event feed the tracker consumes, every event stamped with its virtual time.
+Same seed and settings, same feed.
+"""
+from __future__ import annotations
+
+import heapq
+import random
+from dataclasses import dataclass, field
+from typing import Callable
+
+from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
+
+EAGER_PROTOCOLS = ("range", "roundrobin", "sticky")
+
+
+@dataclass
+class SimulationSettings:
+    groups: int = 3
+    members_per_group: int = 3
+    topics_per_group: int = 2
+    partitions_per_topic: int = 6
+    assignors: tuple[str, ...] = ("range", "roundrobin", "sticky", "cooperative-sticky")
+    session_timeout_ms: int = 10_000
+    heartbeat_interval_ms: int = 3_000
+    rebalance_timeout_ms: int = 30_000
+    commit_interval_ms: int = 5_000
+    # Mean time between disruptions (crash, leave, scale-out, static restart, topic growth) in each group.
+    churn_interval_ms: int = 20_000
+    static_fraction: float = 0.3
+    records_per_second: int = 50           # how fast committed offsets advance on each partition
+    seed: int = 0
+
+
+@dataclass
+class Client:
+    """One simulated KafkaConsumer."""
+    name: str
+    group_id: str
+    protocol: str
+    topics: list[str]
+    instance_id: str | None = None
+    member_id: str = ""
+    generation: int = -1
+    phase: str = "joining"            # joining / awaiting-join / syncing / stable / gone
+    assignment: list[tuple[str, int]] = field(default_factory=list)
+    epoch: int = 0                    # bumps on every restart so stale scheduled actions are ignored
+
+    @property
+    def cooperative(self) -> bool:
+        return self.protocol == "cooperative-sticky"
+
+
+class Simulator:
+    def __init__(self, settings: SimulationSettings | None = None, start_ms: int = 0,
+                 config: CoordinatorConfig | None = None) -> None:
+        self.settings = s = settings or SimulationSettings()
+        self.rng = random.Random(s.seed)
+        self.now = start_ms
+        self.start_ms = start_ms
+        self.coordinator = GroupCoordinator(config or CoordinatorConfig())
+        self.clients: dict[str, Client] = {}
+        self.by_member: dict[tuple[str, str], Client] = {}
+        self.topic_sizes: dict[str, int] = {}
+        self.group_topics: dict[str, list[str]] = {}
+        self._agenda: list[tuple[int, int, Callable[[], None]]] = []
+        self._seq = 0
+        self._events: list[dict] = []
+        self._client_seq = 0
+        self._setup()
+
+    # ------------------------------------------------------------------ driving
+    def run_until(self, t_ms: int) -> list[dict]:
+        """Advance virtual time to ``t_ms``; return the feed events produced, in order."""
+        while True:
+            next_action = self._agenda[0][0] if self._agenda else None
+            next_timer = self.coordinator.next_deadline()
+            candidates = [t for t in (next_action, next_timer) if t is not None and t <= t_ms]
+            if not candidates:
+                break
+            t = min(candidates)
+            self.now = max(self.now, t)
+            if next_timer is not None and next_timer == t and (next_action is None or next_timer < next_action):
+                self._dispatch(self.coordinator.advance(t))
+            else:
+                _, _, action = heapq.heappop(self._agenda)
+                action()
+        self.now = max(self.now, t_ms)
+        events, self._events = self._events, []
+        return events
+
+    def _at(self, t: int, action: Callable[[], None]) -> None:
+        self._seq += 1
+        heapq.heappush(self._agenda, (t, self._seq, action))
+
+    def _send(self, **fields) -> None:
+        fields["ts"] = self.now
+        event, error = parse_event(fields)
+        assert error is None, error  # the simulator only sends well-formed events
+        self._events.append(event)
+        if event["type"] != "topic_metadata" or event.get("group_id"):
+            self._dispatch(self.coordinator.handle(event))
+
+    # ------------------------------------------------------------------ scenario
+    def _setup(self) -> None:
+        s = self.settings
+        for g in range(s.groups):
+            group_id = f"group-{g}"
+            topics = [f"topic-{g}-{i}" for i in range(s.topics_per_group)]
+            self.group_topics[group_id] = topics
+            protocol = s.assignors[g % len(s.assignors)]
+            for topic in topics:
+                self.topic_sizes[topic] = s.partitions_per_topic
+                self._send(type="topic_metadata", group_id=group_id, topic=topic, partitions=s.partitions_per_topic)
+            for _ in range(s.members_per_group):
+                self._start_client(self._new_client(group_id, protocol), delay=self.rng.randrange(0, 500))
+            self._at(self.now + self._churn_delay(), lambda gid=group_id: self._disrupt(gid))
+
+    def _new_client(self, group_id: str, protocol: str) -> Client:
+        self._client_seq += 1
+        name = f"{group_id}-consumer-{self._client_seq}"
+        static = self.rng.random() < self.settings.static_fraction
+        client = Client(name, group_id, protocol, list(self.group_topics[group_id]),
+                        instance_id=f"{name}-instance" if static else None)
+        self.clients[name] = client
+        return client
+
+    def _churn_delay(self) -> int:
+        return int(self.rng.expovariate(1 / self.settings.churn_interval_ms)) + 1_000
+
+    def _disrupt(self, group_id: str) -> None:
+        alive = [c for c in self.clients.values() if c.group_id == group_id and c.phase != "gone"]
+        roll = self.rng.random()
+        target = self.rng.choice(alive) if alive else None
+        if target is None or roll < 0.25:
+            self._start_client(self._new_client(group_id, self._group_protocol(group_id)))
+        elif roll < 0.45:
+            self._crash(target)
+        elif roll < 0.65:
+            self._leave(target)
+        elif roll < 0.85 and target.instance_id is not None:
+            self._restart_static(target)
+        elif roll < 0.85:
+            self._crash(target)
+            self._at(self.now + 2_000, lambda: self._start_client(self._new_client(group_id, target.protocol)))
+        else:
+            topic = self.rng.choice(self.group_topics[group_id])
+            self.topic_sizes[topic] += self.rng.randint(1, 3)
+            self._send(type="topic_metadata", group_id=group_id, topic=topic, partitions=self.topic_sizes[topic])
+        self._at(self.now + self._churn_delay(), lambda: self._disrupt(group_id))
+
+    def _group_protocol(self, group_id: str) -> str:
+        index = int(group_id.rsplit("-", 1)[1])
+        return self.settings.assignors[index % len(self.settings.assignors)]
+
+    # ------------------------------------------------------------------ client behaviour
+    def _start_client(self, client: Client, delay: int = 0) -> None:
+        self.by_member.pop((client.group_id, client.member_id), None)  # a restarted consumer forgets its old id
+        client.epoch += 1
+        client.phase, client.member_id, client.generation, client.assignment = "joining", "", -1, []
+        self._at(self.now + delay, self._guard(client, lambda: self._join(client)))
+
+    def _guard(self, client: Client, action: Callable[[], None]) -> Callable[[], None]:
+        epoch = client.epoch
+        return lambda: action() if client.epoch == epoch and client.phase != "gone" else None
+
+    def _join(self, client: Client) -> None:
+        s = self.settings
+        protocol = {"name": client.protocol, "topics": client.topics}
+        if client.cooperative and client.member_id:
+            protocol["owned_partitions"] = [list(tp) for tp in client.assignment]
+            protocol["generation"] = client.generation
+        client.phase = "awaiting-join"
+        self._send(type="join", group_id=client.group_id, member_id=client.member_id,
+                   group_instance_id=client.instance_id, client_id=client.name, client_host="/10.0.0.1",
+                   session_timeout_ms=s.session_timeout_ms, rebalance_timeout_ms=s.rebalance_timeout_ms,
+                   protocol_type="consumer", protocols=[protocol])
+
+    def _heartbeat_loop(self, client: Client) -> None:
+        if client.phase != "stable":
+            return
+        self._send(type="heartbeat", group_id=client.group_id, member_id=client.member_id,
+                   group_instance_id=client.instance_id, generation=client.generation)
+        if client.phase == "stable":
+            self._at(self.now + self.settings.heartbeat_interval_ms, self._guard(client, lambda: self._heartbeat_loop(client)))
+
+    def _commit_loop(self, client: Client) -> None:
+        if client.phase == "stable" and client.assignment:
+            offsets = [{"topic": t, "partition": p,
+                        "offset": (self.now - self.start_ms) * self.settings.records_per_second // 1000}
+                       for t, p in client.assignment]
+            self._send(type="commit", group_id=client.group_id, member_id=client.member_id,
+                       group_instance_id=client.instance_id, generation=client.generation, offsets=offsets)
+        if client.phase != "gone":
+            self._at(self.now + self.settings.commit_interval_ms, self._guard(client, lambda: self._commit_loop(client)))
+
+    def _crash(self, client: Client) -> None:
+        client.phase = "gone"          # heartbeats simply stop; the session timeout will notice
+        client.epoch += 1
+
+    def _leave(self, client: Client) -> None:
+        if client.instance_id is None and client.member_id:
+            self._send(type="leave", group_id=client.group_id, member_id=client.member_id,
+                       group_instance_id=None, reason="the consumer is being closed")
+        client.phase = "gone"          # static members do not send LeaveGroup on close (KIP-345)
+        client.epoch += 1
+
+    def _restart_static(self, client: Client) -> None:
+        """A static member bounces (e.g. a rolling deploy): gone for a while, back with a new member id."""
+        client.phase = "gone"
+        client.epoch += 1
+        downtime = self.rng.randrange(1_000, self.settings.session_timeout_ms // 2)
+
+        def come_back() -> None:
+            client.phase = "joining"
+            self._start_client(client)
+        self._at(self.now + downtime, come_back)
+
+    # ------------------------------------------------------------------ responses
+    def _dispatch(self, outputs: list[dict]) -> None:
+        for o in outputs:
+            kind = o["type"]
+            client = self.by_member.get((o["group_id"], o.get("member_id", "")))
+            if kind in ("member_joined", "member_replaced") and client is None:
+                client = self._pending_static(o)
+                if client is not None:
+                    client.member_id = o["member_id"]
+                    self.by_member[(o["group_id"], client.member_id)] = client
+            if kind == "join_response":
+                self._on_join_response(o)
+            elif client is None or client.phase == "gone":
+                continue
+            elif kind == "sync_response":
+                self._on_sync_response(client, o)
+            elif kind == "heartbeat_response" and o["error"] == "REBALANCE_IN_PROGRESS":
+                self._rejoin(client)
+            elif kind in ("heartbeat_response", "commit_response") and o["error"] in (
+                    "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_INSTANCE_ID"):
+                if o["error"] == "FENCED_INSTANCE_ID":
+                    client.phase = "gone"
+                else:
+                    self._start_client(client)
+
+    def _pending_static(self, o: dict) -> Client | None:
+        instance = o.get("group_instance_id")
+        if instance is None:
+            return None
+        return next((c for c in self.clients.values() if c.instance_id == instance and c.phase == "awaiting-join"
+                     and c.group_id == o["group_id"]), None)
+
+    def _on_join_response(self, o: dict) -> None:
+        error = o["error"]
+        if error == "MEMBER_ID_REQUIRED":
+            client = next((c for c in self.clients.values() if c.group_id == o["group_id"]
+                           and c.phase == "awaiting-join" and not c.member_id and c.instance_id is None), None)
+            if client is not None:
+                client.member_id = o["member_id"]
+                self.by_member[(o["group_id"], client.member_id)] = client
+                self._join(client)
+            return
+        client = self.by_member.get((o["group_id"], o["member_id"]))
+        if client is None or client.phase == "gone":
+            return
+        if error != "NONE":
+            if error in ("UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID"):
+                client.phase = "gone" if error == "FENCED_INSTANCE_ID" else client.phase
+                if error == "UNKNOWN_MEMBER_ID":
+                    self._start_client(client)
+            return
+        client.generation = o["generation"]
+        client.phase = "syncing"
+        # The leader would run the assignor here; the coordinator in tracker mode does it for the leader.
+        self._at(self.now + self.rng.randrange(1, 30), self._guard(client, lambda: self._sync(client)))
+
+    def _sync(self, client: Client) -> None:
+        if client.phase != "syncing":
+            return
+        self._send(type="sync", group_id=client.group_id, member_id=client.member_id,
+                   group_instance_id=client.instance_id, generation=client.generation)
+
+    def _on_sync_response(self, client: Client, o: dict) -> None:
+        if o["error"] != "NONE":
+            if o["error"] == "REBALANCE_IN_PROGRESS":
+                self._rejoin(client)
+            return
+        was_stable = client.phase == "stable"
+        new = [(t, int(p)) for t, p in o["assignment"]]
+        revoked = set(client.assignment) - set(new)
+        client.assignment = new
+        client.phase = "stable"
+        if not was_stable:
+            self._at(self.now + self.settings.heartbeat_interval_ms,
+                     self._guard(client, lambda: self._heartbeat_loop(client)))
+            self._at(self.now + self.settings.commit_interval_ms,
+                     self._guard(client, lambda: self._commit_loop(client)))
+        if client.cooperative and revoked:
+            # Cooperative: partitions given up in this round are handed out in a follow-up round.
+            self._rejoin(client)
+
+    def _rejoin(self, client: Client) -> None:
+        if client.phase in ("awaiting-join", "gone"):
+            return
+        if not client.cooperative:
+            client.assignment = []     # eager: everything is revoked before rejoining
+        client.epoch += 1
+        client.phase = "joining"
+        self._at(self.now + self.rng.randrange(1, 50), self._guard(client, lambda: self._join(client)))
