@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from typing import Mapping
 
 LOCAL_DEFAULTS: dict[str, str] = {
@@ -75,6 +76,9 @@ def build_spark_session(app_name: str = "rebalance-tracker", master: str | None 
     if is_local:
         for key, value in LOCAL_DEFAULTS.items():
             builder = builder.config(key, value)
+        # Python workers must run this interpreter (the venv with pandas/pyarrow), not whatever python3 is on PATH;
+        # PySpark reads only the environment variable for that.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
