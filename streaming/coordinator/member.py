@@ -58,7 +58,9 @@ class Member:
         return next(p.name for p in self.protocols if p.name in candidates)
 
     def same_protocols(self, other: list[Protocol]) -> bool:
-        return [(p.name, sorted(p.topics)) for p in self.protocols] == [(p.name, sorted(p.topics)) for p in other]
+        """Kafka compares the whole (name, metadata) list byte for byte: a change in owned partitions, generation
+        or user data counts as a change (a cooperative member's follow-up join must start a new round)."""
+        return self.protocols == other
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -1,0 +1,158 @@
+"""The tracker's streaming query: Kafka events → validate → per-group coordinator state → outputs.
+
+Only wiring lives here. Validation is ``streaming.coordinator.events.parse_event``, the per-group step is
+``streaming.group_step.step_group``; both are pure and tested without Spark.
+"""
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import pandas as pd
+
+from streaming.coordinator import CoordinatorConfig
+from streaming.coordinator.events import parse_event
+from streaming.group_step import DEFAULT_OUTPUT_TYPES, step_group
+
+# What the parse stage hands to the stateful stage: the validated event as canonical JSON, or the reason it is bad.
+PARSED_SCHEMA = ("group_id string, ts long, event string, error string, raw binary, "
+                 "source_topic string, source_partition int, source_offset long, event_time timestamp")
+# One row per coordinator output (and per dead letter). payload is the output record as JSON.
+OUTPUT_SCHEMA = "group_id string, type string, ts long, seq int, payload string"
+STATE_SCHEMA = "version int, data binary"
+STATE_VERSION = 1
+
+# Global topic metadata (no group id) is fanned out to every group by the driver; it travels under this key.
+BROADCAST_KEY = ""
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    time_mode: str = "processing"           # "processing" (live feeds) or "event" (deterministic replays)
+    watermark_delay: str = "10 seconds"     # event-time mode: how late an event may arrive
+    coordinator: dict = field(default_factory=dict)  # Kafka-named coordinator settings
+    output_types: frozenset[str] | None = DEFAULT_OUTPUT_TYPES  # None keeps every output, responses included
+
+
+def parse_rows(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """Validate raw Kafka rows. Bad rows are kept, with their reason, for the dead-letter sink."""
+    for pdf in batches:
+        out = {name: [] for name in ("group_id", "ts", "event", "error", "raw", "source_topic",
+                                     "source_partition", "source_offset", "event_time")}
+        for key, value, topic, partition, offset, timestamp in zip(
+                pdf["key"], pdf["value"], pdf["topic"], pdf["partition"], pdf["offset"], pdf["timestamp"]):
+            raw = bytes(value) if value is not None else b""
+            event, error = parse_event(raw)
+            if event is not None:
+                group_id = event.get("group_id")
+                group_id = BROADCAST_KEY if group_id is None else group_id
+                if event.get("ts") is None:  # live feeds may leave time to the broker's record timestamp
+                    event["ts"] = int(pd.Timestamp(timestamp).value // 10**6)
+                ts = int(event["ts"])
+                event_json = json.dumps(event, separators=(",", ":"), sort_keys=True)
+            else:
+                # Keep bad input under the record's key so it is dead-lettered next to its group's events.
+                group_id = bytes(key).decode("utf-8", "replace") if key is not None else BROADCAST_KEY
+                ts, event_json = int(pd.Timestamp(timestamp).value // 10**6), None
+            out["group_id"].append(group_id)
+            out["ts"].append(ts)
+            out["event"].append(event_json)
+            out["error"].append(error)
+            out["raw"].append(raw)
+            out["source_topic"].append(topic)
+            out["source_partition"].append(int(partition))
+            out["source_offset"].append(int(offset))
+            out["event_time"].append(pd.Timestamp(ts, unit="ms"))
+        yield pd.DataFrame(out)
+
+
+def dead_letter_rows(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """Invalid rows as ``dead_letter`` outputs. They skip the stateful stage: a watermark must never drop them."""
+    for pdf in batches:
+        records = [{
+            "type": "dead_letter", "group_id": row.group_id, "ts": int(row.ts), "reason": row.error,
+            "raw_base64": base64.b64encode(bytes(row.raw) if row.raw is not None else b"").decode("ascii"),
+            "source": {"topic": row.source_topic, "partition": int(row.source_partition),
+                       "offset": int(row.source_offset)},
+        } for row in pdf.itertuples(index=False)]
+        yield _output_frame(records, [r["group_id"] for r in records])
+
+
+def _output_frame(outputs: list[dict], group_ids: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({
+        "group_id": group_ids,
+        "type": [o["type"] for o in outputs],
+        "ts": [int(o.get("ts") or 0) for o in outputs],
+        "seq": list(range(len(outputs))),
+        "payload": [json.dumps(o, separators=(",", ":"), sort_keys=True) for o in outputs],
+    }, columns=["group_id", "type", "ts", "seq", "payload"])
+
+
+def make_state_function(options: JobOptions):
+    """Build the ``applyInPandasWithState`` function around :func:`step_group`."""
+    config = CoordinatorConfig.from_properties(options.coordinator)
+    event_time = options.time_mode == "event"
+
+    def on_group(key, batches: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
+        group_id = key[0]
+        frames = [pdf for pdf in batches if len(pdf)]
+        outputs: list[dict] = []
+        events: list[dict] = []
+        if frames:
+            # Feed order is the order the coordinator would have seen the requests in.
+            pdf = pd.concat(frames, ignore_index=True).sort_values(["source_partition", "source_offset"],
+                                                                   kind="stable")
+            for raw_event in pdf["event"]:
+                event = json.loads(raw_event)
+                if group_id == BROADCAST_KEY:
+                    outputs.append({"type": "broadcast_event", "group_id": group_id, "ts": event["ts"],
+                                    "event": event})
+                else:
+                    events.append(event)
+        if group_id != BROADCAST_KEY:
+            previous = state.get[1] if state.exists else None
+            if state.hasTimedOut or events or previous is not None:
+                now = state.getCurrentWatermarkMs() if event_time else state.getCurrentProcessingTimeMs()
+                if event_time and now <= 0:
+                    now = None  # no watermark yet: only event timestamps move time
+                result = step_group(previous, events, now, config, options.output_types)
+                outputs.extend(result.outputs)
+                if result.state is None:
+                    if state.exists:
+                        state.remove()
+                else:
+                    state.update((STATE_VERSION, result.state))
+                    if result.next_deadline is not None:
+                        if event_time:
+                            watermark = state.getCurrentWatermarkMs()
+                            state.setTimeoutTimestamp(max(int(result.next_deadline), watermark + 1))
+                        else:
+                            wait = int(result.next_deadline) - state.getCurrentProcessingTimeMs()
+                            state.setTimeoutDuration(max(1, wait))
+        if outputs:
+            yield _output_frame(outputs, [group_id] * len(outputs))
+
+    return on_group
+
+
+def build_tracker_stream(raw_stream, options: JobOptions):
+    """Turn a Kafka-shaped streaming DataFrame (key, value, topic, partition, offset, timestamp, …) into outputs:
+    the coordinator's outputs per group, plus one ``dead_letter`` row per invalid input record."""
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    parsed = raw_stream.select("key", "value", "topic", "partition", "offset", "timestamp") \
+        .mapInPandas(parse_rows, PARSED_SCHEMA)
+    good = parsed.filter("error IS NULL")
+    bad = parsed.filter("error IS NOT NULL").mapInPandas(dead_letter_rows, OUTPUT_SCHEMA)
+    if options.time_mode == "event":
+        good = good.withWatermark("event_time", options.watermark_delay)
+        timeout = GroupStateTimeout.EventTimeTimeout
+    elif options.time_mode == "processing":
+        timeout = GroupStateTimeout.ProcessingTimeTimeout
+    else:
+        raise ValueError(f"time mode must be 'processing' or 'event', not {options.time_mode!r}")
+    tracked = good.groupBy("group_id").applyInPandasWithState(
+        make_state_function(options), OUTPUT_SCHEMA, STATE_SCHEMA, "append", timeout)
+    return tracked.unionByName(bad)
