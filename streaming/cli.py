@@ -6,6 +6,9 @@ import sys
 
 # subcommand -> (module with a main(argv) function, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "simulate": ("streaming.feeds.publish", "publish simulated consumer-group events to a topic or file"),
+    "report": ("streaming.report", "HTML (and PNG) timeline of a group's rebalances"),
+    "replay": ("streaming.replay", "what-if: replay a recorded feed through each assignor, side by side"),
     "broker": ("streaming.broker", "run the bundled Kafka-compatible broker (Tansu) on loopback"),
 }
 

@@ -1,0 +1,429 @@
+"""``rebalance-tracker report``: one group's rebalance history as a self-contained HTML page (and a PNG).
+
+The page has no external resources: an inline SVG timeline — members as lanes, generations as bands, rebalances
+shaded, partition moves as arrows between lanes, expiries and leaves marked — followed by tables. The PNG is the
+same page photographed by headless Chromium.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from datetime import datetime, timezone
+from html import escape
+from pathlib import Path
+from typing import Iterable
+
+from streaming.history import Generation, GroupHistory, build_history, coordinator_outputs
+
+CHROMIUM = "/usr/bin/chromium"
+PAGE_WIDTH = 1280
+# Timeline geometry (px).
+LABEL_W, RIGHT_PAD, AXIS_H, LANE_H, BOTTOM_PAD = 230, 30, 46, 34, 30
+# Colours are fixed so a picture can be checked for them (the expiry red in particular).
+EXPIRY_RED = "#e00000"
+LEAVE_GREY = "#555555"
+GAIN_GREEN = "#1a9a3a"
+BAND_FILLS = ("#eef3fb", "#f7f7f7")
+REBALANCE_FILL = {"eager": "#ffb84d", "cooperative": "#8fc7ff"}
+LANE_FILL = "#c9d3df"
+
+
+# ==================================================================== inputs
+def read_jsonl(path: str | Path) -> Iterable[dict | str]:
+    """Records of a JSON-lines file; lines that are not JSON come back as text (the validator rejects them)."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError:
+                    yield line
+
+
+def parse_since(text: str | None) -> int | None:
+    """``--since``: epoch milliseconds, or an ISO-8601 time (UTC when it names no zone)."""
+    if text is None or text == "":
+        return None
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"--since must be epoch milliseconds or an ISO-8601 time, not {text!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+def iso(ts: int | None) -> str:
+    if ts is None:
+        return ""
+    return datetime.fromtimestamp(ts / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# ==================================================================== the timeline
+class _Scale:
+    def __init__(self, t0: int, t1: int, x0: float, x1: float) -> None:
+        self.t0, self.t1 = t0, max(t1, t0 + 1)
+        self.x0, self.x1 = x0, x1
+
+    def __call__(self, ts: int) -> float:
+        ts = min(max(ts, self.t0), self.t1)
+        return round(self.x0 + (ts - self.t0) * (self.x1 - self.x0) / (self.t1 - self.t0), 1)
+
+
+def _ticks(span_ms: int) -> int:
+    """A tick step (ms) giving roughly 6–12 ticks."""
+    for step in (100, 200, 500, 1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000,
+                 900_000, 1_800_000, 3_600_000, 7_200_000, 21_600_000, 43_200_000, 86_400_000):
+        if span_ms / step <= 12:
+            return step
+    return 86_400_000 * max(1, span_ms // (86_400_000 * 12))
+
+
+def _fmt_offset(ms: int) -> str:
+    s = ms / 1000
+    if s < 120:
+        return f"{s:g}s"
+    if s < 7_200:
+        return f"{s / 60:g}m"
+    return f"{s / 3600:g}h"
+
+
+def render_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
+    lanes = list(h.lanes.values())
+    t0 = h.first_ts or 0
+    t1 = max(h.last_ts or t0, t0 + 1)
+    x = _Scale(t0, t1, LABEL_W, width - RIGHT_PAD)
+    height = AXIS_H + max(len(lanes), 1) * LANE_H + BOTTOM_PAD
+    lane_y = {lane.key: AXIS_H + i * LANE_H for i, lane in enumerate(lanes)}
+    bottom = AXIS_H + max(len(lanes), 1) * LANE_H
+    el: list[str] = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        f'font-family="sans-serif" font-size="11" role="img" aria-label="rebalance timeline of {escape(h.group_id)}">',
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+        f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{GAIN_GREEN}"/></marker></defs>',
+        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>']
+
+    # Generation bands: from a generation's completion to the start of the next rebalance.
+    gens = h.generations
+    for i, g in enumerate(gens):
+        end = gens[i + 1].started_ts if i + 1 < len(gens) else t1
+        x_a, x_b = x(g.completed_ts), x(end)
+        el.append(f'<rect class="generation" data-generation="{g.generation}" x="{x_a}" y="{AXIS_H - 14}" '
+                  f'width="{max(x_b - x_a, 0.5)}" height="{bottom - AXIS_H + 14}" fill="{BAND_FILLS[i % 2]}"/>')
+        if x_b - x_a > 24:
+            el.append(f'<text x="{(x_a + x_b) / 2}" y="{AXIS_H - 4}" text-anchor="middle" fill="#334">'
+                      f'gen {g.generation}</text>')
+    # Rebalances: PreparingRebalance..Stable, coloured by protocol.
+    for g in gens:
+        x_a, x_b = x(g.started_ts), x(g.completed_ts)
+        fill = REBALANCE_FILL.get(g.rebalance_protocol, REBALANCE_FILL["eager"])
+        el.append(f'<rect class="rebalance" data-generation="{g.generation}" x="{x_a}" y="{AXIS_H}" '
+                  f'width="{max(x_b - x_a, 2)}" height="{bottom - AXIS_H}" fill="{fill}" fill-opacity="0.55">'
+                  f'<title>generation {g.generation}: {escape(g.trigger)} — {g.duration_ms} ms, '
+                  f'{g.partitions_moved} partitions moved</title></rect>')
+    open_since = h.rebalance_in_progress_since
+    if open_since is not None:
+        el.append(f'<rect class="rebalance open" x="{x(open_since)}" y="{AXIS_H}" '
+                  f'width="{max(x(t1) - x(open_since), 2)}" height="{bottom - AXIS_H}" fill="#ffb84d" '
+                  f'fill-opacity="0.3" stroke="#ff8c00" stroke-dasharray="4 3"/>')
+
+    # Time axis.
+    step = _ticks(t1 - t0)
+    el.append(f'<line x1="{LABEL_W}" y1="{AXIS_H - 16}" x2="{width - RIGHT_PAD}" y2="{AXIS_H - 16}" stroke="#889"/>')
+    tick = 0
+    while t0 + tick <= t1:
+        tx = x(t0 + tick)
+        el.append(f'<line x1="{tx}" y1="{AXIS_H - 20}" x2="{tx}" y2="{bottom}" stroke="#dde" stroke-width="0.6"/>'
+                  f'<text x="{tx}" y="{AXIS_H - 24}" text-anchor="middle" fill="#556">+{_fmt_offset(tick)}</text>')
+        tick += step
+
+    # Lanes: presence bars with the partition count each generation left the member.
+    for lane in lanes:
+        y = lane_y[lane.key]
+        label = lane.label if len(lane.label) <= 32 else "…" + lane.label[-31:]
+        style = ' font-style="italic"' if lane.static else ""   # static members: one lane across restarts
+        el.append(f'<text x="{LABEL_W - 8}" y="{y + LANE_H / 2 + 4}" text-anchor="end" fill="#223"{style}>'
+                  f'{escape(label)}<title>{escape(", ".join(lane.member_ids))}</title></text>')
+        el.append(f'<line x1="{LABEL_W}" y1="{y + LANE_H}" x2="{width - RIGHT_PAD}" y2="{y + LANE_H}" '
+                  f'stroke="#e4e8ee"/>')
+        for start, end in lane.spans:
+            x_a, x_b = x(start), x(end if end is not None else t1)
+            el.append(f'<rect class="lane" x="{x_a}" y="{y + 9}" width="{max(x_b - x_a, 1)}" height="{LANE_H - 18}" '
+                      f'rx="3" fill="{LANE_FILL}"/>')
+        for i, g in enumerate(gens):
+            if lane.key not in g.owners:
+                continue
+            end = gens[i + 1].started_ts if i + 1 < len(gens) else t1
+            x_a, x_b = x(g.completed_ts), x(end)
+            if x_b - x_a > 18:
+                el.append(f'<text x="{x_a + 4}" y="{y + LANE_H / 2 + 4}" fill="#123">{len(g.owners[lane.key])}p'
+                          f'</text>')
+
+    # Ownership changes: one arrow per (from, to) pair at the generation's completion; gains without a previous
+    # owner (new partitions, cooperative second round) and revocations without a new owner get a tick mark.
+    for g in gens:
+        gx = x(g.completed_ts)
+        pairs = {k: len(v) for k, v in _grouped_changes(g).items()}
+        for (src, dst), n in sorted(pairs.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
+            if src in lane_y and dst in lane_y:
+                y_a, y_b = lane_y[src] + LANE_H / 2, lane_y[dst] + LANE_H / 2
+                el.append(f'<line class="move" data-generation="{g.generation}" x1="{gx}" y1="{y_a}" x2="{gx}" '
+                          f'y2="{y_b + (-6 if y_b > y_a else 6)}" stroke="{GAIN_GREEN}" stroke-width="2" '
+                          f'marker-end="url(#arrow)"><title>{n} partition(s) moved</title></line>')
+                el.append(f'<text x="{gx + 4}" y="{(y_a + y_b) / 2}" fill="{GAIN_GREEN}">{n}</text>')
+            elif dst in lane_y:
+                yb = lane_y[dst]
+                el.append(f'<text class="gain" x="{gx + 3}" y="{yb + 11}" fill="{GAIN_GREEN}">+{n}</text>')
+            elif src in lane_y:
+                ya = lane_y[src]
+                el.append(f'<text class="revoke" x="{gx + 3}" y="{ya + LANE_H - 2}" fill="#b36b00">−{n}</text>')
+
+    # Departures: a red cross on expiry (dotted from the last heartbeat: the silent time), a grey bar on leave.
+    for d in h.departures:
+        if d.lane not in lane_y:
+            continue
+        y = lane_y[d.lane] + LANE_H / 2
+        dx = x(d.ts)
+        if d.kind == "expired":
+            if d.last_heartbeat_ts is not None and d.last_heartbeat_ts < d.ts:
+                el.append(f'<line x1="{x(d.last_heartbeat_ts)}" y1="{y}" x2="{dx}" y2="{y}" stroke="{EXPIRY_RED}" '
+                          f'stroke-width="2" stroke-dasharray="3 3"/>')
+            el.append(f'<g class="expiry" stroke="{EXPIRY_RED}" stroke-width="4">'
+                      f'<line x1="{dx - 7}" y1="{y - 7}" x2="{dx + 7}" y2="{y + 7}"/>'
+                      f'<line x1="{dx - 7}" y1="{y + 7}" x2="{dx + 7}" y2="{y - 7}"/>'
+                      f'<title>expired ({escape(d.reason)}) at {iso(d.ts)}</title></g>')
+        else:
+            el.append(f'<rect class="leave" x="{dx - 2}" y="{y - 9}" width="4" height="18" fill="{LEAVE_GREY}">'
+                      f'<title>left ({escape(d.reason)}) at {iso(d.ts)}</title></rect>')
+    if not lanes:
+        el.append(f'<text x="{width / 2}" y="{AXIS_H + 20}" text-anchor="middle" fill="#667">'
+                  f'no members in this period</text>')
+    el.append("</svg>")
+    return "\n".join(el)
+
+
+# ==================================================================== tables
+def _table(caption: str, headers: list[str], rows: list[list[object]], cls: str) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    if not rows:
+        body = f'<tr><td colspan="{len(headers)}" class="none">none</td></tr>'
+    return f'<h2>{escape(caption)}</h2><table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _label(h: GroupHistory, key: str | None) -> str:
+    if key is None:
+        return "—"
+    lane = h.lanes.get(key)
+    return lane.label if lane is not None else key
+
+
+def _grouped_changes(g: Generation) -> dict[tuple[str | None, str | None], list[tuple[str, int]]]:
+    pairs: dict[tuple[str | None, str | None], list[tuple[str, int]]] = {}
+    for c in g.changes:
+        pairs.setdefault((c.from_lane, c.to_lane), []).append(c.partition)
+    return pairs
+
+
+def _partitions(parts: list[tuple[str, int]]) -> str:
+    """``t-a: 0,1,2; t-b: 5`` — compact enough for a table cell."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, p in sorted(parts):
+        by_topic.setdefault(topic, []).append(p)
+    return "; ".join(f"{t}: {','.join(map(str, ps))}" for t, ps in by_topic.items())
+
+
+def _member_label(h: GroupHistory, member_id: str | None) -> str:
+    """The lane label of a member id (the leader is named by member id)."""
+    if member_id is None:
+        return "—"
+    return next((lane.label for lane in h.lanes.values() if member_id in lane.member_ids), member_id)
+
+
+def _phase_ms(g: Generation) -> tuple[object, object]:
+    if g.join_completed_ts is None:
+        return "", ""
+    return g.join_completed_ts - g.started_ts, g.completed_ts - g.join_completed_ts
+
+
+def summary(h: GroupHistory) -> dict[str, object]:
+    gens = h.generations
+    triggers: dict[str, int] = {}
+    for g in gens:
+        triggers[g.trigger] = triggers.get(g.trigger, 0) + 1
+    return {
+        "group": h.group_id, "from": iso(h.first_ts), "to": iso(h.last_ts), "state at end": h.state or "unknown",
+        "rebalances": len(gens),
+        "by trigger": ", ".join(f"{k} {v}" for k, v in sorted(triggers.items())) or "—",
+        "time rebalancing (ms)": sum(g.duration_ms for g in gens),
+        "longest rebalance (ms)": max((g.duration_ms for g in gens), default=0),
+        "partitions moved": sum(g.partitions_moved for g in gens),
+        "max partition unavailability (ms)": max((g.max_partition_unavailable_ms for g in gens), default=0),
+        "members expired": sum(1 for d in h.departures if d.kind == "expired"),
+        "members left": sum(1 for d in h.departures if d.kind == "left"),
+        "static member restarts": len(h.replacements),
+    }
+
+
+def render_html(h: GroupHistory, title: str | None = None) -> str:
+    title = title or f"Rebalance history of {h.group_id}"
+    gens = h.generations
+    gen_rows = [[g.generation, g.trigger, g.trigger_detail, g.protocol or "", g.rebalance_protocol,
+                 _member_label(h, g.leader), len(g.members), iso(g.started_ts), g.duration_ms, *_phase_ms(g),
+                 g.partitions_moved, g.max_partition_unavailable_ms, g.partition_count, g.balance] for g in gens]
+    move_rows = [[g.generation, iso(g.completed_ts), _label(h, src), _label(h, dst), len(parts), _partitions(parts)]
+                 for g in gens for (src, dst), parts in _grouped_changes(g).items()]
+    departure_rows = [[iso(d.ts), _label(h, d.lane), d.member_id, d.kind, d.reason, iso(d.last_heartbeat_ts),
+                       "" if d.last_heartbeat_ts is None else d.ts - d.last_heartbeat_ts,
+                       "" if d.generation is None else d.generation] for d in h.departures]
+    member_rows = [[lane.label, "static" if lane.static else "dynamic", " ".join(lane.member_ids),
+                    iso(lane.spans[0][0]) if lane.spans else "",
+                    "present" if lane.spans and lane.spans[-1][1] is None else iso(lane.spans[-1][1])
+                    if lane.spans else ""] for lane in h.lanes.values()]
+    facts = "".join(f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in summary(h).items())
+    legend = (f'<p class="legend"><span style="background:{REBALANCE_FILL["eager"]}">&nbsp;&nbsp;&nbsp;</span> '
+              f'eager rebalance (stop-the-world) <span style="background:{REBALANCE_FILL["cooperative"]}">'
+              f'&nbsp;&nbsp;&nbsp;</span> cooperative rebalance <span style="color:{GAIN_GREEN}">&#8595;</span> '
+              f'partitions moved between members <span style="color:{EXPIRY_RED}">&#10006;</span> session expiry '
+              f'(dotted: silent since last heartbeat) <span style="color:{LEAVE_GREY}">&#9646;</span> LeaveGroup</p>')
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>
+<style>
+body {{ font-family: sans-serif; margin: 20px; color: #222; background: #fff; width: {PAGE_WIDTH - 40}px; }}
+h1 {{ font-size: 20px; margin: 0 0 8px; }} h2 {{ font-size: 15px; margin: 22px 0 6px; }}
+table {{ border-collapse: collapse; font-size: 12px; margin-bottom: 8px; }}
+th, td {{ border: 1px solid #ccd; padding: 3px 6px; text-align: left; vertical-align: top; }}
+thead th {{ background: #eef1f6; }} td.none {{ color: #889; font-style: italic; }}
+table.summary th {{ background: #f5f7fa; font-weight: normal; }} .legend {{ font-size: 12px; color: #445; }}
+</style></head><body>
+<h1>{escape(title)}</h1>
+<table class="summary">{facts}</table>
+{legend}
+<div class="timeline">{render_svg(h)}</div>
+{_table("Generations", ["generation", "trigger", "detail", "assignor", "protocol", "leader", "members", "started",
+                        "duration ms", "join ms", "sync ms", "partitions moved", "max unavailable ms", "partitions",
+                        "balance (max−min)"], gen_rows, "generations")}
+{_table("Partition ownership changes", ["generation", "at", "from", "to", "count", "partitions"], move_rows,
+         "moves")}
+{_table("Members that left or expired", ["at", "member", "member id", "kind", "reason", "last heartbeat",
+                                         "silent ms", "generation"], departure_rows, "departures")}
+{_table("Members", ["member", "kind", "member ids", "first seen", "until"], member_rows, "members")}
+</body></html>
+"""
+
+
+def page_height(h: GroupHistory) -> int:
+    """Height (px) that shows the whole page in a screenshot, estimated from the row counts."""
+    svg = AXIS_H + max(len(h.lanes), 1) * LANE_H + BOTTOM_PAD
+    rows = (len(h.generations) + sum(len(_grouped_changes(g)) for g in h.generations) + len(h.departures)
+            + len(h.lanes))
+    return 160 + 12 * 24 + svg + 4 * 70 + rows * 22
+
+
+# ==================================================================== PNG via headless Chromium
+class ChromiumMissing(RuntimeError):
+    pass
+
+
+def chromium_path() -> str | None:
+    if os.path.exists(CHROMIUM):
+        return CHROMIUM
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def screenshot(html_path: str | Path, png_path: str | Path, width: int = PAGE_WIDTH, height: int = 900,
+               timeout_s: float = 60.0) -> Path:
+    """Photograph a local HTML file with headless Chromium (a throwaway profile, no network services)."""
+    browser = chromium_path()
+    if browser is None:
+        raise ChromiumMissing("PNG export needs Chromium at /usr/bin/chromium (Debian/Ubuntu: "
+                              "apt-get install -y chromium); the HTML report was still written")
+    png = Path(png_path).resolve()
+    png.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(prefix="rt-chromium-") as profile:
+        cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
+               f"--user-data-dir={profile}", f"--screenshot={png}", f"--window-size={width},{height}",
+               Path(html_path).resolve().as_uri()]
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    if not png.exists() or png.stat().st_size == 0:
+        raise RuntimeError(f"chromium wrote no screenshot (exit {result.returncode}): {result.stderr.strip()[-800:]}")
+    return png
+
+
+# ==================================================================== CLI
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="rebalance-tracker report",
+                                description="Write a group's rebalance history as a self-contained HTML page.")
+    p.add_argument("--group", required=True, help="consumer group id")
+    p.add_argument("--since", default=None, help="start at this time: epoch ms or ISO-8601 (UTC by default)")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--feed", help="JSON-lines event feed (e.g. from 'rebalance-tracker simulate --out')")
+    source.add_argument("--outputs", help="JSON-lines coordinator output records (the tracker's output topic)")
+    p.add_argument("--out", required=True, help="HTML file to write")
+    p.add_argument("--png", default=None, help="also write a PNG screenshot (needs headless Chromium)")
+    add_coordinator_option(p)
+    return p
+
+
+def add_coordinator_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--coordinator-config", action="append", default=[], metavar="KEY=VALUE",
+                   help="coordinator setting used to replay a feed, Kafka-style (e.g. "
+                        "group.initial.rebalance.delay.ms=0); repeatable")
+
+
+def coordinator_config(pairs: list[str]):
+    """``KEY=VALUE`` strings -> CoordinatorConfig (ValueError on unknown keys or bad values)."""
+    from streaming.coordinator import CoordinatorConfig
+
+    props = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise ValueError(f"--coordinator-config wants KEY=VALUE, not {pair!r}")
+        props[key.strip()] = value.strip()
+    return CoordinatorConfig.from_properties(props)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        since = parse_since(args.since)
+        config = coordinator_config(args.coordinator_config)
+    except ValueError as exc:
+        print(f"report: {exc}", file=sys.stderr)
+        return 2
+    if args.feed:
+        outputs, rejected = coordinator_outputs(read_jsonl(args.feed), config)
+        if rejected:
+            print(f"report: skipped {rejected} invalid feed records", file=sys.stderr)
+    else:
+        outputs = [o for o in read_jsonl(args.outputs) if isinstance(o, dict)]
+    history = build_history(outputs, args.group)
+    if history.first_ts is None:
+        print(f"report: group {args.group!r} does not appear in the input", file=sys.stderr)
+        return 1
+    if since is not None:
+        history = history.since(since)
+    Path(args.out).write_text(render_html(history), encoding="utf-8")
+    print(f"wrote {args.out}: {len(history.generations)} generations, {len(history.departures)} departures")
+    if args.png:
+        try:
+            screenshot(args.out, args.png, height=page_height(history))
+        except ChromiumMissing as exc:
+            print(f"report: {exc}", file=sys.stderr)
+            return 3
+        print(f"wrote {args.png}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
