@@ -1,0 +1,294 @@
+"""A Structured Streaming source for Kafka written in Python over kafka-python: format ``"kafka-python"``.
+
+It stands in for Spark's own ``kafka`` source where the connector jars are not on the classpath: the same columns
+(key, value, topic, partition, offset, timestamp, timestampType), the same offset JSON in the checkpoint
+(``{"topic": {"0": 23}}``), and the options ``kafka.bootstrap.servers``, ``subscribe`` / ``subscribePattern``,
+``startingOffsets`` (earliest | latest | JSON, -2 = earliest, -1 = latest), ``maxOffsetsPerTrigger``, plus
+``Trigger.AvailableNow``. Partitions that appear later are read from their earliest offset, as Spark does.
+
+Where a partition ends is taken as the larger of ListOffsets(latest) and the high-water mark of a fetch response:
+some brokers (e.g. the bundled Tansu) answer ListOffsets with the start of the last batch + 1, which would hide the
+rest of a multi-record batch until more data arrives.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+
+FORMAT = "kafka-python"
+SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
+          "timestampType int")
+EARLIEST, LATEST = -2, -1
+_UTC = dt.timezone.utc
+
+
+@dataclass(frozen=True)
+class KafkaRange(InputPartition):
+    """One topic-partition's offsets [start, end) for one micro-batch; read by one Spark task."""
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+def client_config(options: dict[str, str]) -> dict:
+    """``kafka.*`` options (Spark's spelling) to kafka-python's keyword arguments."""
+    config = {}
+    for key, value in options.items():
+        if key.startswith("kafka.") and key != "kafka.bootstrap.servers":
+            config[key[len("kafka."):].replace(".", "_")] = _typed(value)
+    config["bootstrap_servers"] = options["kafka.bootstrap.servers"]
+    return config
+
+
+def _typed(value: str):
+    if value.isdigit():
+        return int(value)
+    return {"true": True, "false": False}.get(value.lower(), value)
+
+
+class KafkaPythonDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def streamReader(self, schema) -> "KafkaStreamReader":
+        return KafkaStreamReader({k.lower(): v for k, v in self.options.items()})
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: dict[str, str]) -> None:
+        if "kafka.bootstrap.servers" not in options:
+            raise ValueError("option 'kafka.bootstrap.servers' is required")
+        if not (options.get("subscribe") or options.get("subscribepattern")):
+            raise ValueError("one of the options 'subscribe' or 'subscribePattern' is required")
+        self.options = options
+        self.topics = [t.strip() for t in options.get("subscribe", "").split(",") if t.strip()]
+        self.pattern = re.compile(options["subscribepattern"]) if options.get("subscribepattern") else None
+        limit = options.get("maxoffsetspertrigger")
+        self.max_offsets_per_trigger = int(limit) if limit else None
+        self.available_now_target: dict | None = None
+        self._consumer = None
+
+    # Workers receive a pickled reader for read(); the driver-side consumer stays behind.
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_consumer"] = None
+        return state
+
+    # ------------------------------------------------------------------ driver side: planning offsets
+    @property
+    def consumer(self):
+        if self._consumer is None:
+            from kafka import KafkaConsumer
+
+            # Planning only needs high-water marks: fetch as little as possible.
+            self._consumer = KafkaConsumer(**client_config(self.options), enable_auto_commit=False,
+                                           fetch_max_wait_ms=100, max_partition_fetch_bytes=1,
+                                           client_id="spark-kafka-python-source")
+        return self._consumer
+
+    def _partitions(self) -> list:
+        from kafka import TopicPartition
+
+        consumer = self.consumer
+        available = consumer.topics()  # refreshes metadata, so new topics and partitions show up
+        names = sorted(t for t in available if self.pattern.fullmatch(t)) if self.pattern else self.topics
+        tps = []
+        for topic in names:
+            for p in sorted(consumer.partitions_for_topic(topic) or []):
+                tps.append(TopicPartition(topic, p))
+        return tps
+
+    def _earliest(self, tps) -> dict:
+        return self.consumer.beginning_offsets(tps) if tps else {}
+
+    def _latest(self, tps) -> dict:
+        """End of each partition: max(ListOffsets latest, fetch high-water mark)."""
+        if not tps:
+            return {}
+        consumer = self.consumer
+        listed = consumer.end_offsets(tps)
+        consumer.assign(tps)
+        for tp in tps:
+            consumer.seek(tp, listed[tp])
+        # A fetch round answers with each partition's high-water mark; the records themselves are not used.
+        consumer.poll(timeout_ms=200)
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline and any(consumer.highwater(tp) is None for tp in tps):
+            consumer.poll(timeout_ms=100)
+        return {tp: max(listed[tp], consumer.highwater(tp) or 0) for tp in tps}
+
+    def initialOffset(self) -> dict:
+        tps = self._partitions()
+        starting = self.options.get("startingoffsets", "latest").strip()
+        if starting == "earliest":
+            return _to_json(self._earliest(tps))
+        if starting == "latest":
+            return _to_json(self._latest(tps))
+        import json
+
+        try:
+            given = json.loads(starting)
+        except ValueError:
+            raise ValueError(f"startingOffsets must be earliest, latest or JSON, not {starting!r}") from None
+        earliest, latest = self._earliest(tps), self._latest(tps)
+        out: dict[str, dict[str, int]] = {}
+        for tp in tps:
+            offset = given.get(tp.topic, {}).get(str(tp.partition), EARLIEST)
+            out.setdefault(tp.topic, {})[str(tp.partition)] = (
+                earliest[tp] if offset == EARLIEST else latest[tp] if offset == LATEST else int(offset))
+        return out
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        tps = self._partitions()
+        latest = _to_json(self._latest(tps))
+        if self.available_now_target is not None:
+            latest = _cap(latest, self.available_now_target)
+        # Partitions that appeared since the last batch start at their earliest offset.
+        new = [tp for tp in tps if str(tp.partition) not in start.get(tp.topic, {})]
+        base = _merge(_to_json(self._earliest(new)), start)
+        if isinstance(limit, ReadMaxRows):
+            return _rate_limit(base, latest, limit.max_rows)
+        return _merge(base, latest)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.max_offsets_per_trigger:
+            return ReadMaxRows(self.max_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.available_now_target = _to_json(self._latest(self._partitions()))
+
+    def reportLatestOffset(self) -> dict | None:
+        return _to_json(self._latest(self._partitions()))
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        ranges = []
+        for topic, parts in sorted(end.items()):
+            for p, stop in sorted(parts.items(), key=lambda kv: int(kv[0])):
+                begin = start.get(topic, {}).get(p)
+                if begin is None:  # a partition new in this batch
+                    from kafka import TopicPartition
+
+                    begin = self._earliest([TopicPartition(topic, int(p))])[TopicPartition(topic, int(p))]
+                if stop > begin:
+                    ranges.append(KafkaRange(topic, int(p), int(begin), int(stop)))
+        return ranges
+
+    def commit(self, end: dict) -> None:
+        pass  # offsets live in Spark's checkpoint, as with Spark's own Kafka source
+
+    def stop(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+    # ------------------------------------------------------------------ executor side: reading records
+    def read(self, partition: KafkaRange) -> Iterator[tuple]:
+        from kafka import KafkaConsumer, TopicPartition
+
+        tp = TopicPartition(partition.topic, partition.partition)
+        consumer = KafkaConsumer(**client_config(self.options), enable_auto_commit=False,
+                                 client_id="spark-kafka-python-reader")
+        try:
+            consumer.assign([tp])
+            consumer.seek(tp, partition.start)
+            position, idle_since = partition.start, time.monotonic()
+            while position < partition.end:
+                batch = consumer.poll(timeout_ms=500).get(tp, [])
+                for record in batch:
+                    if record.offset >= partition.end:
+                        return
+                    yield (record.key, record.value, record.topic, record.partition, record.offset,
+                           dt.datetime.fromtimestamp(record.timestamp / 1000, tz=_UTC), record.timestamp_type)
+                position = max(position, consumer.position(tp))
+                if batch:
+                    idle_since = time.monotonic()
+                elif time.monotonic() - idle_since > 60:
+                    raise TimeoutError(f"no records from {tp} at offset {position} for 60 s "
+                                       f"(planned to read up to {partition.end})")
+        finally:
+            consumer.close()
+
+
+def _to_json(offsets: dict) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for tp, offset in sorted(offsets.items()):
+        out.setdefault(tp.topic, {})[str(tp.partition)] = int(offset)
+    return out
+
+
+def _merge(base: dict, top: dict) -> dict:
+    out = {t: dict(p) for t, p in base.items()}
+    for topic, parts in top.items():
+        out.setdefault(topic, {}).update(parts)
+    return out
+
+
+def _cap(latest: dict, target: dict) -> dict:
+    return {t: {p: min(o, target.get(t, {}).get(p, o)) for p, o in parts.items()} for t, parts in latest.items()}
+
+
+def _rate_limit(start: dict, latest: dict, max_rows: int) -> dict:
+    """Like Spark's maxOffsetsPerTrigger: share the budget across partitions in proportion to their backlog."""
+    backlog = {(t, p): max(o - start.get(t, {}).get(p, o), 0) for t, parts in latest.items() for p, o in parts.items()}
+    total = sum(backlog.values())
+    out = _merge(start, {})
+    if total <= max_rows:
+        return _merge(start, latest)
+    budget = max_rows
+    for (t, p), lag in sorted(backlog.items()):
+        take = min(lag, int(max_rows * lag / total)) if total else 0
+        out.setdefault(t, {})[p] = start.get(t, {}).get(p, 0) + take
+        budget -= take
+    for (t, p), lag in sorted(backlog.items(), key=lambda kv: -kv[1]):  # rounding leftovers, biggest backlog first
+        if budget <= 0:
+            break
+        extra = min(budget, lag - (out[t][p] - start.get(t, {}).get(p, 0)))
+        out[t][p] += extra
+        budget -= extra
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+def builtin_kafka_available(spark) -> bool:
+    """Is Spark's own Kafka connector on the JVM classpath?"""
+    try:
+        spark.sparkContext._jvm.java.lang.Class.forName("org.apache.spark.sql.kafka010.KafkaSourceProvider")
+        return True
+    except Exception:  # py4j wraps ClassNotFoundException; any failure means "not usable"
+        return False
+
+
+def read_kafka_stream(spark, bootstrap: str, topics: list[str], starting_offsets: str = "earliest",
+                      max_offsets_per_trigger: int | None = None, source: str = "python",
+                      extra_options: dict[str, str] | None = None):
+    """A streaming DataFrame of Kafka records with Spark's kafka-source columns.
+
+    ``source``: ``python`` (this module), ``builtin`` (Spark's connector, which must be on the classpath) or
+    ``auto`` (builtin when available)."""
+    if source not in ("python", "builtin", "auto"):
+        raise ValueError(f"kafka source must be python, builtin or auto, not {source!r}")
+    use_builtin = source == "builtin" or (source == "auto" and builtin_kafka_available(spark))
+    if use_builtin:
+        reader = spark.readStream.format("kafka")
+    else:
+        spark.dataSource.register(KafkaPythonDataSource)
+        reader = spark.readStream.format(FORMAT)
+    reader = (reader.option("kafka.bootstrap.servers", bootstrap).option("subscribe", ",".join(topics))
+              .option("startingOffsets", starting_offsets))
+    if max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", str(max_offsets_per_trigger))
+    for key, value in (extra_options or {}).items():
+        reader = reader.option(key, value)
+    return reader.load().select("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
