@@ -1,0 +1,8 @@
+"""``__consumer_offsets``-compatible records: the byte-exact codec, the group -> partition rule, and a compacted
+store with an embedded (SQLite) and a Kafka (compacted topic) backend."""
+from offsets_store.codec import CodecError, decode_record, encode_record
+from offsets_store.partitioning import java_string_hash, partition_for
+from offsets_store.store import Store, open_store
+
+__all__ = ["CodecError", "decode_record", "encode_record", "java_string_hash", "partition_for", "Store",
+           "open_store"]

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
+from offsets_store.log_end import log_end_offsets
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
@@ -114,19 +115,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _latest(self, tps) -> dict:
         """End of each partition: max(ListOffsets latest, fetch high-water mark)."""
-        if not tps:
-            return {}
-        consumer = self.consumer
-        listed = consumer.end_offsets(tps)
-        consumer.assign(tps)
-        for tp in tps:
-            consumer.seek(tp, listed[tp])
-        # A fetch round answers with each partition's high-water mark; the records themselves are not used.
-        consumer.poll(timeout_ms=200)
-        deadline = time.monotonic() + 2.0
-        while time.monotonic() < deadline and any(consumer.highwater(tp) is None for tp in tps):
-            consumer.poll(timeout_ms=100)
-        return {tp: max(listed[tp], consumer.highwater(tp) or 0) for tp in tps}
+        return log_end_offsets(self.consumer, tps)
 
     def initialOffset(self) -> dict:
         tps = self._partitions()

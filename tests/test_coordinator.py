@@ -501,8 +501,10 @@ def test_explicit_retention_time_expires_offsets():
     h = Harness()
     h.commit(offsets=[("t", 0, 1)], retention_ms=5_000)
     assert one(h.outputs, "offset_commit")["expire_timestamp"] == h.now + 5_000
-    h.tick(5_000)
-    assert h.coordinator.fetch_offsets("g") == {}
+    out = h.tick(5_000)
+    assert h.coordinator.fetch_offsets("g") == {} and h.state() == "Dead"
+    # An offsets-only group (generation 0) never had metadata written, so no group tombstone either.
+    assert of_type(out, "group_metadata") == [] and one(out, "offset_commit")["tombstone"] is True
 
 
 def test_delete_group():

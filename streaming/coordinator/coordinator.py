@@ -845,8 +845,13 @@ class GroupCoordinator:
                        reason="retention")
         if group.is_(S.EMPTY) and not group.offsets and not group.pending_members:
             self._state_change(group, S.DEAD, "empty group without offsets")
-            self._emit(group.group_id, "group_metadata", group.clock, tombstone=True)
+            self._group_tombstone(group)
             del self.groups[group.group_id]
+
+    def _group_tombstone(self, group: Group) -> None:
+        # Offsets-only groups (generation 0) never had group metadata written, so Kafka writes no tombstone.
+        if group.generation > 0:
+            self._emit(group.group_id, "group_metadata", group.clock, tombstone=True)
 
     def _delete_group(self, group: Group | None, e: dict) -> None:
         if group is None or group.is_(S.DEAD):
@@ -858,7 +863,7 @@ class GroupCoordinator:
                        reason="group deleted")
         group.offsets.clear()
         self._state_change(group, S.DEAD, "group deleted")
-        self._emit(group.group_id, "group_metadata", group.clock, tombstone=True)
+        self._group_tombstone(group)
         del self.groups[group.group_id]
         self._respond(group, e, "delete_group_response", "NONE")
 

@@ -1,0 +1,81 @@
+"""``rebalance-tracker offsets``: a group's committed offsets and lag, like ``kafka-consumer-groups.sh --describe``."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from offsets_store import log_end
+from offsets_store.store import open_store
+
+HEADER = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+          "CLIENT-ID")
+
+
+def describe_rows(store, group_id: str, log_end: dict[tuple[str, int], int] | None = None) -> list[tuple]:
+    owners = {}
+    metadata = store.group(group_id)
+    for m in (metadata or {}).get("members", []):
+        for topic, partition in (m.get("assignment") or {}).get("partitions", []):
+            owners[(topic, partition)] = m
+    committed = {(r["topic"], r["partition"]): r["offset"] for r in store.offsets(group_id)}
+    rows = []
+    for tp in sorted(set(committed) | set(owners)):
+        current = committed.get(tp)
+        end = (log_end or {}).get(tp)
+        lag = end - current if end is not None and current is not None else None
+        m = owners.get(tp)
+        rows.append((group_id, tp[0], tp[1], _dash(current), _dash(end), _dash(lag),
+                     m["member_id"] if m else "-", m["client_host"] if m else "-", m["client_id"] if m else "-"))
+    return rows
+
+
+def _dash(v) -> str:
+    return "-" if v is None else str(v)
+
+
+def log_end_offsets(bootstrap: str, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """End offsets from the broker; empty when it cannot be reached."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    try:
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, request_timeout_ms=5_000,
+                                 client_id="rebalance-tracker-describe")
+    except Exception:  # no broker: offsets are still worth showing
+        return {}
+    try:
+        known = consumer.topics()
+        tps = [TopicPartition(t, p) for t, p in partitions if t in known]
+        return {(tp.topic, tp.partition): o for tp, o in log_end.log_end_offsets(consumer, tps).items()}
+    finally:
+        consumer.close()
+
+
+def format_table(rows: list[tuple]) -> str:
+    cells = [HEADER] + [tuple(str(c) for c in r) for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(HEADER))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="rebalance-tracker offsets", description=__doc__)
+    p.add_argument("--group", action="append", default=None, help="group id (repeat; default: every group)")
+    p.add_argument("--store", default="sqlite:data/offsets.db", help="sqlite:PATH or kafka:BOOTSTRAP/TOPIC")
+    p.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP"),
+                   help="broker for log-end offsets and lag (default: $KAFKA_BOOTSTRAP; none: lag shows '-')")
+    args = p.parse_args(argv)
+    store = open_store(args.store)
+    try:
+        groups = args.group or store.groups()
+        rows = [row for g in groups for row in describe_rows(store, g)]
+        if args.bootstrap and rows:
+            ends = log_end_offsets(args.bootstrap, [(r[1], r[2]) for r in rows])
+            rows = [row for g in groups for row in describe_rows(store, g, ends)]
+    finally:
+        store.close()
+    if not rows:
+        print(f"no committed offsets or members for {', '.join(args.group or ['any group'])} in {args.store}",
+              file=sys.stderr)
+        return 1
+    print(format_table(rows))
+    return 0

@@ -1,0 +1,25 @@
+"""Where a partition really ends.
+
+ListOffsets(latest) should be the answer, but some Kafka-compatible brokers (the bundled Tansu among them) report
+the start of the last batch + 1, hiding the rest of a multi-record batch. A fetch response's high-water mark is
+right, so the end is the larger of the two.
+"""
+from __future__ import annotations
+
+import time
+
+
+def log_end_offsets(consumer, partitions, timeout_s: float = 2.0) -> dict:
+    """``{TopicPartition: end offset}`` using a kafka-python consumer that this call may reassign and seek."""
+    tps = list(partitions)
+    if not tps:
+        return {}
+    listed = consumer.end_offsets(tps)
+    consumer.assign(tps)
+    for tp in tps:
+        consumer.seek(tp, listed[tp])
+    consumer.poll(timeout_ms=200)   # the fetch responses carry the high-water marks; the records are not used
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and any(consumer.highwater(tp) is None for tp in tps):
+        consumer.poll(timeout_ms=100)
+    return {tp: max(listed[tp], consumer.highwater(tp) or 0) for tp in tps}

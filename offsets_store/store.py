@@ -1,0 +1,57 @@
+"""The offsets store: a compacted map from ``__consumer_offsets`` key to value, with two backends.
+
+``write`` is upsert-or-delete per key (compaction) and idempotent per micro-batch id; ``load_records`` returns the
+surviving records in the coordinator's dict shape, which is all a restarted tracker needs to rebuild itself.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+STORE_TYPES = ("offset_commit", "group_metadata")
+
+
+class Store(ABC):
+    @abstractmethod
+    def write(self, records: list[dict], batch_id: int | None = None) -> None:
+        """Apply offset_commit / group_metadata records (tombstones delete). A batch id already applied is a no-op."""
+
+    @abstractmethod
+    def load_records(self) -> list[dict]:
+        """Every live record (latest value per key), decoded."""
+
+    def offsets(self, group_id: str) -> list[dict]:
+        return sorted((r for r in self.load_records() if r["type"] == "offset_commit" and r["group_id"] == group_id),
+                      key=lambda r: (r["topic"], r["partition"]))
+
+    def group(self, group_id: str) -> dict | None:
+        return next((r for r in self.load_records() if r["type"] == "group_metadata" and r["group_id"] == group_id),
+                    None)
+
+    def groups(self) -> list[str]:
+        return sorted({r["group_id"] for r in self.load_records()})
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def open_store(url: str) -> Store:
+    """``sqlite:PATH`` (embedded default) or ``kafka:BOOTSTRAP/TOPIC[?partitions=50]``."""
+    scheme, _, rest = url.partition(":")
+    if scheme == "sqlite" and rest:
+        from offsets_store.sqlite_store import SqliteStore
+
+        return SqliteStore(rest)
+    if scheme == "kafka" and "/" in rest:
+        from offsets_store.kafka_store import KafkaStore
+
+        target, _, query = rest.partition("?")
+        bootstrap, _, topic = target.rpartition("/")
+        params = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
+        return KafkaStore(bootstrap, topic, partitions=int(params.get("partitions", 50)))
+    raise ValueError(f"store must be sqlite:PATH or kafka:BOOTSTRAP/TOPIC, not {url!r}")

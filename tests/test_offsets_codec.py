@@ -1,0 +1,214 @@
+"""The __consumer_offsets codec: Kafka's exact bytes, every version, and no crash on any input."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from offsets_store import CodecError, decode_record, encode_record, partition_for
+from offsets_store import schemas as s
+from offsets_store.codec import (decode_assignment, decode_subscription, encode_assignment, encode_subscription,
+                                 record_key)
+from offsets_store.partitioning import java_string_hash
+from offsets_store.wire import decode, encode
+
+TS = 1_700_000_000_000
+
+# Example encodings from ../shared/reference/consumer_offsets_format.md
+OFFSET_KEY_V1 = "000100086d792d67726f757000066f726465727300000003"
+OFFSET_KEY_V0 = "000000086d792d67726f757000066f726465727300000003"
+GROUP_KEY_V2 = "000200086d792d67726f7570"
+OFFSET_VALUE_V3 = "0003000000000000002a0000000500000000018bcfe56800"
+OFFSET_VALUE_V1 = "0001000000000000002a00000000018bcfe568000000018bd50bc400"
+OFFSET_VALUE_V4 = "0004000000000000002a00000005010000018bcfe5680000"
+SUBSCRIPTION_V0 = "00000000000100066f7264657273ffffffff"
+ASSIGNMENT_V0 = "00000000000100066f726465727300000003000000000000000100000002ffffffff"
+GROUP_VALUE_V3 = ("00030008636f6e73756d657200000001000572616e676500026d310000018bcfe568000000000100026d310002693100026331"
+                  "000a2f3132372e302e302e31000493e00000afc80000001200000000000100066f7264657273ffffffff00000022000000"
+                  "00000100066f726465727300000003000000000000000100000002ffffffff")
+GROUP_VALUE_V3_EMPTY = "00030008636f6e73756d657200000002ffffffff0000018bcfe5680000000000"
+
+
+def offset_record(**kw) -> dict:
+    record = {"type": "offset_commit", "group_id": "my-group", "topic": "orders", "partition": 3, "offset": 42,
+              "leader_epoch": 5, "metadata": "", "commit_timestamp": TS, "expire_timestamp": -1, "tombstone": False}
+    record.update(kw)
+    return record
+
+
+def test_offset_commit_key_and_value_bytes():
+    key, value = encode_record(offset_record())
+    assert key.hex() == OFFSET_KEY_V1 and value.hex() == OFFSET_VALUE_V3
+
+
+def test_explicit_expiry_is_written_as_value_v1():
+    _, value = encode_record(offset_record(leader_epoch=-1, expire_timestamp=1_700_086_400_000))
+    assert value.hex() == OFFSET_VALUE_V1
+
+
+def test_flexible_v4_value_and_v0_key_decode():
+    decoded = decode_record(bytes.fromhex(OFFSET_KEY_V0), bytes.fromhex(OFFSET_VALUE_V4))
+    assert (decoded["group_id"], decoded["topic"], decoded["partition"]) == ("my-group", "orders", 3)
+    assert (decoded["offset"], decoded["leader_epoch"], decoded["commit_timestamp"], decoded["value_version"]) == \
+        (42, 5, TS, 4)
+    assert encode(s.OFFSET_COMMIT_VALUE, 4, {"offset": 42, "leaderEpoch": 5, "metadata": "",
+                                             "commitTimestamp": TS}).hex() == OFFSET_VALUE_V4
+
+
+def test_offset_value_versions_0_and_2_share_a_layout_without_epoch():
+    for version in (0, 2):
+        data = encode(s.OFFSET_COMMIT_VALUE, version, {"offset": 7, "metadata": "m", "commitTimestamp": TS})
+        record = decode_record(bytes.fromhex(OFFSET_KEY_V1), data)
+        assert (record["offset"], record["leader_epoch"], record["metadata"], record["expire_timestamp"]) == \
+            (7, -1, "m", -1)
+
+
+def test_group_metadata_value_bytes():
+    record = decode_record(bytes.fromhex(GROUP_KEY_V2), bytes.fromhex(GROUP_VALUE_V3))
+    assert record["protocol"] == "range" and record["leader"] == "m1" and record["generation"] == 1
+    (member,) = record["members"]
+    assert (member["member_id"], member["group_instance_id"], member["client_id"], member["client_host"]) == \
+        ("m1", "i1", "c1", "/127.0.0.1")
+    assert (member["rebalance_timeout"], member["session_timeout"]) == (300_000, 45_000)
+    assert member["subscription"]["topics"] == ["orders"]
+    assert member["assignment"]["partitions"] == [["orders", 0], ["orders", 1], ["orders", 2]]
+    # Our writer uses consumer protocol v3 inside; with v0 embedded bytes it reproduces the example exactly.
+    value = encode(s.GROUP_METADATA_VALUE, 3, {
+        "protocolType": "consumer", "generation": 1, "protocol": "range", "leader": "m1",
+        "currentStateTimestamp": TS, "members": [{
+            "memberId": "m1", "groupInstanceId": "i1", "clientId": "c1", "clientHost": "/127.0.0.1",
+            "rebalanceTimeout": 300_000, "sessionTimeout": 45_000,
+            "subscription": encode_subscription({"topics": ["orders"]}, version=0),
+            "assignment": encode_assignment({"partitions": [["orders", p] for p in range(3)]}, version=0)}]})
+    assert value.hex() == GROUP_VALUE_V3
+
+
+def test_empty_group_metadata_bytes():
+    record = {"type": "group_metadata", "group_id": "my-group", "tombstone": False, "protocol_type": "consumer",
+              "generation": 2, "protocol": None, "leader": None, "current_state_timestamp": TS, "members": []}
+    key, value = encode_record(record)
+    assert key.hex() == GROUP_KEY_V2 and value.hex() == GROUP_VALUE_V3_EMPTY
+
+
+def test_embedded_consumer_protocol_bytes():
+    assert encode_subscription({"topics": ["orders"]}, version=0).hex() == SUBSCRIPTION_V0
+    assert encode_assignment({"partitions": [["orders", 0], ["orders", 1], ["orders", 2]]}, version=0).hex() == \
+        ASSIGNMENT_V0
+    full = {"topics": ["a", "b"], "user_data": "AAE=", "owned_partitions": [["a", 1], ["b", 0]], "generation": 4,
+            "rack": "r1"}
+    for version in range(4):
+        decoded = decode_subscription(encode_subscription(full, version))
+        assert decoded["topics"] == ["a", "b"] and decoded["user_data"] == "AAE="
+        assert decoded["owned_partitions"] == (full["owned_partitions"] if version >= 1 else [])
+        assert decoded["generation"] == (4 if version >= 2 else -1)
+        assert decoded["rack"] == ("r1" if version >= 3 else None)
+    assert decode_assignment(encode_assignment({"partitions": [["b", 2], ["a", 0]], "user_data": None}))[
+        "partitions"] == [["a", 0], ["b", 2]]
+
+
+def test_tombstones():
+    key, value = encode_record({"type": "offset_commit", "group_id": "g", "topic": "t", "partition": 0,
+                                "tombstone": True})
+    assert value is None and decode_record(key, None) == {"type": "offset_commit", "group_id": "g", "topic": "t",
+                                                           "partition": 0, "tombstone": True}
+    key, value = encode_record({"type": "group_metadata", "group_id": "g", "tombstone": True})
+    assert value is None and decode_record(key, None)["tombstone"] is True
+
+
+def test_unknown_key_versions_are_reported_not_fatal():
+    record = decode_record(b"\x00\x03\x00\x01g", b"\x00\x00anything")
+    assert record["type"] == "unknown" and record["key_version"] == 3
+    assert record["record_type"] == "ConsumerGroupMetadata"
+    assert decode_record(b"\x00\x0b\x00\x01g", None)["record_type"] == "ShareGroupMetadata"
+
+
+def test_round_trip_of_coordinator_records():
+    from tests.coordinator_harness import Harness
+
+    h = Harness(assignment_mode="tracker")
+    h.send(type="topic_metadata", topic="t", partitions=4)
+    a, b = h.stable_group(2)
+    h.commit(member_id=a, generation=1, offsets=[("t", 0, 5), ("t", 3, 9)])
+    records = [o for o in h.outputs if o["type"] in ("offset_commit", "group_metadata")]
+    assert records
+    for record in records:
+        key, value = encode_record(record)
+        decoded = decode_record(key, value)
+        for field in ("group_id", "generation", "protocol", "leader", "offset", "topic", "partition", "metadata"):
+            assert decoded.get(field) == record.get(field)
+        if record["type"] == "group_metadata":
+            for got, want in zip(decoded["members"], record["members"]):
+                assert got["assignment"]["partitions"] == want["assignment"]["partitions"]
+                assert got["subscription"]["topics"] == want["subscription"]["topics"]
+                assert got["member_id"] == want["member_id"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(key=st.binary(max_size=40), value=st.none() | st.binary(max_size=120))
+def test_random_bytes_never_raise_anything_but_codec_error(key, value):
+    try:
+        decode_record(key, value)
+    except CodecError:
+        pass
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=200), version=st.integers(0, 4))
+def test_random_value_bodies_with_valid_keys(data, version):
+    for key in (bytes.fromhex(OFFSET_KEY_V1), bytes.fromhex(GROUP_KEY_V2)):
+        try:
+            decode_record(key, version.to_bytes(2, "big") + data)
+        except CodecError:
+            pass
+
+
+@settings(max_examples=200, deadline=None)
+@given(group=st.text(max_size=20), topic=st.text(min_size=1, max_size=20), partition=st.integers(0, 2**31 - 1),
+       offset=st.integers(-1, 2**63 - 1), metadata=st.text(max_size=30), epoch=st.integers(-1, 2**31 - 1))
+def test_offset_records_round_trip(group, topic, partition, offset, metadata, epoch):
+    record = offset_record(group_id=group, topic=topic, partition=partition, offset=offset, metadata=metadata,
+                           leader_epoch=epoch)
+    decoded = decode_record(*encode_record(record))
+    assert {k: decoded[k] for k in record} == record
+
+
+@settings(max_examples=200, deadline=None)
+@given(group=st.text(max_size=20), topic=st.text(max_size=20), partition=st.integers(-2**31, 2**31 - 1),
+       offset=st.integers(-2**63, 2**63 - 1), metadata=st.text(max_size=30), epoch=st.integers(-2**31, 2**31 - 1),
+       ts=st.integers(-2**63, 2**63 - 1))
+def test_fast_offset_encoder_equals_the_schema_walker(group, topic, partition, offset, metadata, epoch, ts):
+    key, value = encode_record(offset_record(group_id=group, topic=topic, partition=partition, offset=offset,
+                                             metadata=metadata, leader_epoch=epoch, commit_timestamp=ts))
+    assert key == encode(s.OFFSET_COMMIT_KEY, 1, {"group": group, "topic": topic, "partition": partition})
+    assert value == encode(s.OFFSET_COMMIT_VALUE, 3, {"offset": offset, "leaderEpoch": epoch, "metadata": metadata,
+                                                      "commitTimestamp": ts})
+
+
+def test_decoding_is_strict_about_trailing_and_truncated_bytes():
+    with pytest.raises(CodecError):
+        decode(s.OFFSET_COMMIT_VALUE, bytes.fromhex(OFFSET_VALUE_V3 + "00"))
+    with pytest.raises(CodecError):
+        decode(s.OFFSET_COMMIT_VALUE, bytes.fromhex(OFFSET_VALUE_V3[:-4]))
+
+
+@pytest.mark.parametrize("group,expected_hash,p50,p2", [
+    ("my-group", -1906497762, 12, 0), ("console-consumer-12345", 158455506, 6, 0), ("test-group", 627841412, 12, 0),
+    ("payments", 1382682413, 13, 1), ("orders-consumer", -1204742690, 40, 0), ("group-0", 293427298, 48, 0),
+    ("", 0, 0, 0), ("a", 97, 47, 1), ("connect-cluster", 1440343063, 13, 1),
+    ("polygenelubricants", -2147483648, 0, 0), ("groupId", 293428218, 18, 0), ("otherGroup", -204443313, 13, 1)])
+def test_partition_for_matches_kafka(group, expected_hash, p50, p2):
+    assert java_string_hash(group) == expected_hash
+    assert partition_for(group) == p50 and partition_for(group, 2) == p2
+
+
+def test_string_hash_uses_utf16_code_units():
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("Aa") == java_string_hash("BB") == 2112
+    # U+1F600 is the surrogate pair D83D DE00 in UTF-16: hashed as two code units, as Java does.
+    assert java_string_hash("\U0001F600") == (31 * 0xD83D + 0xDE00)
+    assert java_string_hash("é") == 0xE9
+
+
+def test_record_key_refuses_other_types():
+    with pytest.raises(ValueError):
+        record_key({"type": "rebalance", "group_id": "g"})
