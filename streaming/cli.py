@@ -6,9 +6,12 @@ import sys
 
 # subcommand -> (module with a main(argv) function, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("streaming.demo", "bundled broker + simulated groups + the tracker with a live table"),
+    "run": ("streaming.run", "run the streaming tracker against an event topic"),
     "simulate": ("streaming.feeds.publish", "publish simulated consumer-group events to a topic or file"),
     "report": ("streaming.report", "HTML (and PNG) timeline of a group's rebalances"),
     "replay": ("streaming.replay", "what-if: replay a recorded feed through each assignor, side by side"),
+    "offsets": ("offsets_store.describe", "show a group's committed offsets and lag from the store"),
     "broker": ("streaming.broker", "run the bundled Kafka-compatible broker (Tansu) on loopback"),
 }
 

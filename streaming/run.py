@@ -1,0 +1,235 @@
+"""``rebalance-tracker run``: the long-running tracker job (also the entry point for ``spark-submit``)."""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+
+from streaming.live_view import LiveView
+from streaming.metadata_watch import TopicMetadataWatcher
+from streaming.sinks import TrackerSink
+
+log = logging.getLogger(__name__)
+
+DEFAULT_EVENTS_TOPIC = "rebalance-events"
+DEFAULT_OUTPUTS_TOPIC = "rebalance-assignments"
+
+
+@dataclass
+class TrackerConfig:
+    bootstrap: str
+    events_topic: str = DEFAULT_EVENTS_TOPIC
+    outputs_topic: str | None = DEFAULT_OUTPUTS_TOPIC
+    dlq_topic: str | None = None                 # default: "<events_topic>.dlq"
+    store: str | None = "sqlite:data/offsets.db"
+    checkpoint: str = "data/checkpoint"
+    trigger: str = "1 second"
+    time_mode: str = "processing"
+    watermark_delay: str = "10 seconds"
+    kafka_source: str = "python"                # "python", "builtin" or "auto"
+    starting_offsets: str = "earliest"
+    max_offsets_per_trigger: int | None = None
+    coordinator: dict = field(default_factory=dict)
+    events_partitions: int = 4
+    metadata_refresh_s: float = 30.0            # how often topic sizes are checked against the broker
+    metrics_port: int | None = None             # serve Prometheus metrics on this port (0 = any free port)
+
+
+@dataclass
+class RunningTracker:
+    query: object
+    sink: TrackerSink
+    view: LiveView
+    store: object
+    watcher: TopicMetadataWatcher | None = None
+    metrics_server: object = None
+    metrics_url: str | None = None
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """Stop between micro-batches when possible: interrupting one mid-flight only spills stack traces (its
+        outputs would be redone on restart anyway)."""
+        deadline = time.monotonic() + grace_s
+        with contextlib.suppress(Exception):
+            while self.query.isActive and self.query.status.get("isTriggerActive") and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.query.stop()
+        if self.watcher is not None:
+            self.watcher.stop()
+        if self.metrics_server is not None:
+            self.metrics_server.shutdown()
+        self.sink.close()
+        if self.store is not None:
+            self.store.close()
+
+
+def ensure_topics(bootstrap: str, topics: dict[str, int]) -> None:
+    """Create missing topics (name -> partitions); existing ones are left as they are."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+    from kafka.errors import TopicAlreadyExistsError
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="rebalance-tracker-admin")
+    try:
+        existing = set(admin.list_topics())
+        new = [NewTopic(name, n, 1) for name, n in topics.items() if name and name not in existing]
+        if new:
+            with contextlib.suppress(TopicAlreadyExistsError):
+                admin.create_topics(new)
+    finally:
+        admin.close()
+
+
+def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) -> RunningTracker:
+    """Start the streaming query; returns handles to stop it and to read what it produced."""
+    from streaming.job import JobOptions, build_tracker_stream
+    from streaming.kafka_source import read_kafka_stream
+
+    dlq_topic = config.dlq_topic or f"{config.events_topic}.dlq"
+    ensure_topics(config.bootstrap, {config.events_topic: config.events_partitions,
+                                     config.outputs_topic or "": 1, dlq_topic: 1})
+    store = None
+    if config.store:
+        from offsets_store import open_store
+
+        if config.store.startswith("sqlite:"):
+            os.makedirs(os.path.dirname(os.path.abspath(config.store[len("sqlite:"):])), exist_ok=True)
+        store = open_store(config.store)
+    view = view or LiveView()
+    watcher = TopicMetadataWatcher(config.bootstrap, config.events_topic, config.metadata_refresh_s).start()
+
+    metrics_server = metrics_url = None
+    if config.metrics_port is not None:
+        from streaming.metrics import serve
+
+        metrics_server, metrics_url = serve(config.metrics_port)
+    running: list = []   # the query, once started: its last progress feeds the batch-duration metric
+
+    def on_outputs(batch_id: int, outputs: list[dict]) -> None:
+        view.update(batch_id, outputs)
+        watcher.observe(outputs)
+        if metrics_server is not None:
+            metrics_server.metrics.update(batch_id, outputs, running[0].lastProgress if running else None)
+
+    sink = TrackerSink(store=store, bootstrap=config.bootstrap, events_topic=config.events_topic,
+                       outputs_topic=config.outputs_topic, dlq_topic=dlq_topic, checkpoint=config.checkpoint,
+                       on_outputs=on_outputs)
+    raw = read_kafka_stream(spark, config.bootstrap, [config.events_topic],
+                            starting_offsets=config.starting_offsets,
+                            max_offsets_per_trigger=config.max_offsets_per_trigger, source=config.kafka_source)
+    options = JobOptions(time_mode=config.time_mode, watermark_delay=config.watermark_delay,
+                         coordinator=config.coordinator)
+    outputs = build_tracker_stream(raw, options)
+    query = (outputs.writeStream
+             .queryName("rebalance-tracker")
+             .option("checkpointLocation", os.path.join(config.checkpoint, "query"))
+             .trigger(processingTime=config.trigger)
+             .foreachBatch(sink)
+             .start())
+    running.append(query)
+    return RunningTracker(query, sink, view, store, watcher, metrics_server, metrics_url)
+
+
+def watch(tracker: RunningTracker, duration_s: float | None = None, refresh_s: float = 1.0) -> None:
+    """Redraw the live table until Ctrl-C, the duration ends, or the query fails."""
+    started = time.monotonic()
+    drawn_batch = None
+    while tracker.query.isActive:
+        if duration_s is not None and time.monotonic() - started >= duration_s:
+            break
+        tracker.query.awaitTermination(refresh_s)
+        if tracker.view.last_batch_id != drawn_batch:
+            drawn_batch = tracker.view.last_batch_id
+            tracker.view.draw(tracker.query.lastProgress)
+    if tracker.query.exception() is not None:
+        raise RuntimeError(f"the tracker query failed: {tracker.query.exception()}")
+
+
+def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--master", default=None, help="Spark master URL (default local[2], or spark-submit's)")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting; repeat for several")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="rebalance-tracker run",
+                                description="Track consumer-group rebalances from an event topic.")
+    p.add_argument("--bootstrap", default=None,
+                   help="Kafka bootstrap servers (default: $KAFKA_BOOTSTRAP, else start the bundled broker)")
+    p.add_argument("--events-topic", default=DEFAULT_EVENTS_TOPIC)
+    p.add_argument("--assignments-topic", default=DEFAULT_OUTPUTS_TOPIC,
+                   help="topic for assignments, rebalances and state changes ('' to disable)")
+    p.add_argument("--dlq-topic", default=None, help="dead-letter topic (default: <events-topic>.dlq)")
+    p.add_argument("--store", default="sqlite:data/offsets.db",
+                   help="offsets store: sqlite:PATH or kafka:BOOTSTRAP/TOPIC ('' to disable)")
+    p.add_argument("--checkpoint", default="data/checkpoint")
+    p.add_argument("--trigger", default="1s", help="micro-batch interval, e.g. 500ms, 1s, 5s")
+    p.add_argument("--time-mode", choices=("processing", "event"), default="processing",
+                   help="processing: timeouts on the wall clock (live feeds); event: on the watermark (replays)")
+    p.add_argument("--watermark-delay", default="10 seconds")
+    p.add_argument("--kafka-source", choices=("python", "builtin", "auto"), default="python",
+                   help="python: the bundled kafka-python source; builtin: Spark's kafka connector")
+    p.add_argument("--starting-offsets", default="earliest")
+    p.add_argument("--max-offsets-per-trigger", type=int, default=None)
+    p.add_argument("--coordinator-conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="coordinator setting with Kafka's name, e.g. group.initial.rebalance.delay.ms=0")
+    p.add_argument("--metrics-port", type=int, default=None,
+                   help="serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0 = a free port)")
+    p.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    add_spark_arguments(p)
+    return p
+
+
+def parse_trigger(text: str) -> str:
+    """'500ms' / '1s' / '2 seconds' -> Spark's interval text."""
+    t = text.strip().lower().replace(" ", "")
+    for suffix, unit in (("ms", "milliseconds"), ("s", "seconds"), ("m", "minutes")):
+        if t.endswith(suffix) and t[: -len(suffix)].replace(".", "", 1).isdigit():
+            return f"{t[: -len(suffix)]} {unit}"
+    return text
+
+
+def quiet_logging() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("kafka").setLevel(logging.ERROR)
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)  # py4j reports our own clean shutdown as errors
+
+
+def main(argv: list[str] | None = None) -> int:
+    from streaming.broker import kafka_broker
+    from streaming.spark import build_spark_session, parse_conf
+
+    args = build_parser().parse_args(argv)
+    quiet_logging()
+    coordinator_conf = parse_conf(args.coordinator_conf)
+    with contextlib.ExitStack() as stack:
+        bootstrap = args.bootstrap or os.environ.get("KAFKA_BOOTSTRAP")
+        if not bootstrap:
+            bootstrap, _ = stack.enter_context(kafka_broker(prefer="bundled"))
+            print(f"started the bundled broker at {bootstrap}", flush=True)
+        spark = build_spark_session("rebalance-tracker", master=args.master, conf=parse_conf(args.conf))
+        config = TrackerConfig(
+            bootstrap=bootstrap, events_topic=args.events_topic, outputs_topic=args.assignments_topic or None,
+            dlq_topic=args.dlq_topic, store=args.store or None, checkpoint=args.checkpoint,
+            trigger=parse_trigger(args.trigger), time_mode=args.time_mode, watermark_delay=args.watermark_delay,
+            kafka_source=args.kafka_source, starting_offsets=args.starting_offsets,
+            max_offsets_per_trigger=args.max_offsets_per_trigger, coordinator=coordinator_conf,
+            metrics_port=args.metrics_port)
+        tracker = start_tracker(spark, config)
+        stack.callback(tracker.stop)
+        print(f"tracking {config.events_topic} on {bootstrap}; outputs -> {config.outputs_topic}, "
+              f"store -> {config.store}; Ctrl-C stops", flush=True)
+        if tracker.metrics_url:
+            print(f"metrics: {tracker.metrics_url}", flush=True)
+        try:
+            watch(tracker, args.duration)
+        except KeyboardInterrupt:
+            print("\nstopping…", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

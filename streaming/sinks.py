@@ -1,0 +1,120 @@
+"""``foreachBatch`` sink: routes each micro-batch's outputs to the store, Kafka topics and the live view.
+
+Idempotency per batch id: the offsets store remembers the last batch it applied (a replayed batch changes nothing);
+the Kafka outputs remember theirs in a marker file under the checkpoint, written after the producer flushed. A crash
+between flush and marker re-sends that one batch; every record carries ``batch_id`` and ``seq`` headers so readers
+can drop the repeat (the same contract as Spark's own at-least-once Kafka sink, made detectable).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Callable
+
+log = logging.getLogger(__name__)
+
+STORE_TYPES = ("offset_commit", "group_metadata")
+
+
+class BatchMarker:
+    """Last batch id a non-transactional sink completed, kept in a file next to the checkpoint."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def last(self) -> int:
+        try:
+            return int(self.path.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return -1
+
+    def set(self, batch_id: int) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(str(batch_id))
+        os.replace(tmp, self.path)
+
+
+class TrackerSink:
+    def __init__(self, *, store=None, bootstrap: str | None = None, events_topic: str | None = None,
+                 outputs_topic: str | None = None, dlq_topic: str | None = None, checkpoint: str | None = None,
+                 on_outputs: Callable[[int, list[dict]], None] | None = None, producer_config: dict | None = None):
+        self.store = store
+        self.bootstrap = bootstrap
+        self.events_topic = events_topic
+        self.outputs_topic = outputs_topic
+        self.dlq_topic = dlq_topic
+        self.on_outputs = on_outputs
+        self.producer_config = producer_config or {}
+        self._producer = None
+        self.marker = BatchMarker(Path(checkpoint) / "sinks" / "kafka-outputs.batch") if checkpoint else None
+        # Groups global topic metadata is fanned out to; after a restart the store remembers them.
+        self.known_groups: set[str] = set(store.groups()) if store is not None else set()
+        self.dead_letters = 0
+
+    # -- Kafka -------------------------------------------------------------------------------------------------
+    @property
+    def producer(self):
+        if self._producer is None:
+            from kafka import KafkaProducer
+
+            self._producer = KafkaProducer(bootstrap_servers=self.bootstrap, acks="all", linger_ms=5,
+                                           client_id="rebalance-tracker-sink", **self.producer_config)
+        return self._producer
+
+    def close(self) -> None:
+        if self._producer is not None:
+            self._producer.flush()
+            self._producer.close()
+            self._producer = None
+
+    def _send(self, topic: str, key: str, value: bytes, batch_id: int, seq: int) -> None:
+        headers = [("batch_id", str(batch_id).encode()), ("seq", str(seq).encode())]
+        self.producer.send(topic, key=key.encode("utf-8"), value=value, headers=headers)
+
+    # -- the batch ---------------------------------------------------------------------------------------------
+    def __call__(self, batch_df, batch_id: int) -> None:
+        rows = batch_df.orderBy("group_id", "seq").collect()
+        outputs = [json.loads(r.payload) for r in rows]
+        self.handle(outputs, batch_id)
+
+    def handle(self, outputs: list[dict], batch_id: int) -> None:
+        for o in outputs:
+            if o.get("group_id"):
+                self.known_groups.add(o["group_id"])
+        if self.store is not None:
+            self.store.write([o for o in outputs if o["type"] in STORE_TYPES], batch_id=batch_id)
+        if self.bootstrap and (self.marker is None or batch_id > self.marker.last()):
+            self._produce(outputs, batch_id)
+            if self.marker is not None:
+                self.marker.set(batch_id)
+        self.dead_letters += sum(1 for o in outputs if o["type"] == "dead_letter")
+        if self.on_outputs is not None:
+            self.on_outputs(batch_id, outputs)
+
+    def _produce(self, outputs: list[dict], batch_id: int) -> None:
+        sent = False
+        for seq, o in enumerate(outputs):
+            kind = o["type"]
+            if kind == "dead_letter":
+                if self.dlq_topic:
+                    self._send(self.dlq_topic, o.get("group_id") or "", _json(o), batch_id, seq)
+                    sent = True
+            elif kind == "broadcast_event":
+                # Global topic metadata: one copy per known group, appended to that group's own event stream.
+                if self.events_topic:
+                    for group in sorted(self.known_groups):
+                        event = dict(o["event"], group_id=group)
+                        self._send(self.events_topic, group, _json(event), batch_id, seq)
+                        sent = True
+            elif self.outputs_topic:
+                self._send(self.outputs_topic, o["group_id"], _json(o), batch_id, seq)
+                sent = True
+        if sent:
+            self.producer.flush()
+
+
+def _json(record: dict) -> bytes:
+    return json.dumps(record, separators=(",", ":"), sort_keys=True).encode("utf-8")

@@ -1,0 +1,108 @@
+"""The whole tracker through a real broker: events topic -> Kafka source -> job -> outputs topic, dead-letter topic,
+offsets store and metrics; stopped and restarted from its checkpoint on the way."""
+from __future__ import annotations
+
+import io
+import json
+import urllib.request
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from streaming.coordinator import CoordinatorConfig, GroupCoordinator
+from streaming.feeds.publish import encode_event
+from streaming.feeds.simulator import SimulationSettings, Simulator
+from streaming.group_step import DEFAULT_OUTPUT_TYPES
+from streaming.live_view import LiveView
+from streaming.run import TrackerConfig, ensure_topics, start_tracker
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+
+def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20)
+    for key, value in records:
+        producer.send(topic, key=key, value=value)
+    producer.flush()
+    producer.close()
+
+
+def read_all(bootstrap: str, topic: str) -> list:
+    """Every record of ``topic``, read up to the fetch high-water marks."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=3_000)
+    partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
+    consumer.assign(partitions)
+    consumer.seek_to_beginning(*partitions)
+    records = list(consumer)
+    consumer.close()
+    return records
+
+
+def test_tracker_end_to_end_with_a_restart(spark, kafka_bootstrap, topic_name, tmp_path):
+    start = 1_700_000_000_000
+    feed = Simulator(SimulationSettings(groups=2, seed=21, churn_interval_ms=10_000),
+                     start_ms=start).run_until(start + 120_000)
+    events_topic, outputs_topic, dlq_topic = topic_name, f"{topic_name}-out", f"{topic_name}.dlq"
+    ensure_topics(kafka_bootstrap, {events_topic: 2})
+    config = TrackerConfig(bootstrap=kafka_bootstrap, events_topic=events_topic, outputs_topic=outputs_topic,
+                           dlq_topic=dlq_topic, store=f"sqlite:{tmp_path / 'offsets.db'}",
+                           checkpoint=str(tmp_path / "checkpoint"), trigger="200 milliseconds",
+                           time_mode="event", watermark_delay="1 second", metrics_port=0)
+    half = len(feed) // 2
+    produce(kafka_bootstrap, events_topic, [encode_event(e) for e in feed[:half]] + [(b"group-0", b"not json")])
+
+    view = LiveView(out=io.StringIO(), redraw=False)
+    tracker = start_tracker(spark, config, view)
+    try:
+        tracker.query.processAllAvailable()
+        metrics = urllib.request.urlopen(tracker.metrics_url, timeout=10).read().decode()
+    finally:
+        tracker.stop()
+    assert "rebalance_tracker" in metrics and 'group="group-0"' in metrics
+
+    produce(kafka_bootstrap, events_topic, [encode_event(e) for e in feed[half:]])
+    tracker = start_tracker(spark, config, LiveView(out=io.StringIO(), redraw=False))
+    try:
+        tracker.query.processAllAvailable()
+    finally:
+        tracker.stop()
+
+    # Outputs topic: exactly the pure model's outputs, in order, once — across the restart.
+    got: dict[str, list[dict]] = {}
+    for record in read_all(kafka_bootstrap, outputs_topic):
+        o = json.loads(record.value)
+        assert record.key.decode() == o["group_id"]
+        got.setdefault(o["group_id"], []).append(o)
+    coordinator = GroupCoordinator(CoordinatorConfig())
+    want: dict[str, list[dict]] = {}
+    for e in feed:
+        for o in coordinator.handle(e):
+            if o["type"] in DEFAULT_OUTPUT_TYPES:
+                want.setdefault(o["group_id"], []).append(json.loads(json.dumps(o)))
+    for group_id, outputs in want.items():
+        assert got[group_id] == outputs[: len(got[group_id])]
+        assert len(got[group_id]) >= len(outputs) - 3
+
+    # Dead-letter topic: the bad record, with its reason and where it came from.
+    (dead,) = [json.loads(r.value) for r in read_all(kafka_bootstrap, dlq_topic)]
+    assert "not valid JSON" in dead["reason"] and dead["source"]["topic"] == events_topic
+
+    # Offsets store: the compacted view of every offset record that came out.
+    from offsets_store import open_store
+
+    expected: dict[tuple, int] = {}
+    for outputs in got.values():
+        for o in outputs:
+            if o["type"] == "offset_commit":
+                key = (o["group_id"], o["topic"], o["partition"])
+                if o.get("tombstone"):
+                    expected.pop(key, None)
+                else:
+                    expected[key] = o["offset"]
+    store = open_store(config.store)
+    try:
+        stored = {(r["group_id"], r["topic"], r["partition"]): r["offset"]
+                  for r in store.load_records() if r["type"] == "offset_commit" and not r.get("tombstone")}
+    finally:
+        store.close()
+    assert stored == expected and stored
