@@ -1,0 +1,151 @@
+"""Kafka's producer partitioners (seed 002), usable directly and as kafka-python ``partitioner=`` objects.
+
+* ``murmur2`` is Java's ``Utils.murmur2`` (signed 32-bit); keyed records go to ``toPositive(murmur2(key)) % n``.
+* ``KeyHashPartitioner``: Kafka's default — hash the key; keyless records stick to one partition until the producer
+  starts a new batch (KIP-480), then move on.
+* ``RoundRobinPartitioner``: Java's RoundRobinPartitioner — a per-topic counter over the available partitions.
+* ``UniformStickyPartitioner``: every record (keyed or not) sticks to a partition until a batch is full or the linger
+  has passed, then switches to another (KIP-480 / KIP-794 spirit); time and randomness are injectable.
+* ``PowerUserPartitioner``: the seed's custom partitioner — one key pinned to the last partition, all others hashed
+  over the remaining ``n - 1``.
+
+The event feed is keyed by group id through the default rule, so one group's events stay in order in one partition.
+"""
+from __future__ import annotations
+
+import random
+import time
+from typing import Callable
+
+from kafka.partitioner import Partitioner
+
+
+def murmur2(data: bytes) -> int:
+    """Java's ``org.apache.kafka.common.utils.Utils.murmur2``: seed 0x9747b28c, returned as a signed int."""
+    length = len(data)
+    m, r = 0x5BD1E995, 24
+    h = (0x9747B28C ^ length) & 0xFFFFFFFF
+    for i in range(0, length - length % 4, 4):
+        k = data[i] | (data[i + 1] << 8) | (data[i + 2] << 16) | (data[i + 3] << 24)
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> r
+        k = (k * m) & 0xFFFFFFFF
+        h = ((h * m) & 0xFFFFFFFF) ^ k
+    tail = length % 4
+    base = length - tail
+    if tail == 3:
+        h ^= data[base + 2] << 16
+    if tail >= 2:
+        h ^= data[base + 1] << 8
+    if tail >= 1:
+        h ^= data[base]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def to_positive(n: int) -> int:
+    """Kafka's ``Utils.toPositive``: drop the sign bit (not ``abs``: ``Integer.MIN_VALUE`` maps to 0)."""
+    return n & 0x7FFFFFFF
+
+
+def partition_for_key(key: bytes, num_partitions: int) -> int:
+    """Where Kafka's default partitioner puts a keyed record."""
+    return to_positive(murmur2(key)) % num_partitions
+
+
+def _partitions(cluster, topic: str) -> tuple[list[int], list[int]]:
+    all_partitions = sorted(cluster.partitions_for_topic(topic) or [])
+    if not all_partitions:
+        raise ValueError(f"no partitions known for topic {topic!r}")
+    available = sorted(cluster.available_partitions_for_topic(topic) or []) or all_partitions
+    return all_partitions, available
+
+
+class KeyHashPartitioner(Partitioner):
+    """Kafka's default: murmur2 of the key over all partitions; keyless records are sticky."""
+
+    def __init__(self, rng: random.Random | None = None) -> None:
+        self.rng = rng or random.Random()
+        self.sticky: dict[str, int] = {}
+
+    def partition(self, topic, key, serialized_key, value, serialized_value, cluster) -> int:
+        all_partitions, available = _partitions(cluster, topic)
+        if serialized_key is not None:
+            return all_partitions[partition_for_key(serialized_key, len(all_partitions))]
+        if topic not in self.sticky or self.sticky[topic] not in all_partitions:
+            self.sticky[topic] = self.rng.choice(available)
+        return self.sticky[topic]
+
+    def on_new_batch(self, topic, cluster, prev_partition) -> None:
+        _, available = _partitions(cluster, topic)
+        others = [p for p in available if p != prev_partition] or available
+        self.sticky[topic] = self.rng.choice(others)
+
+
+class RoundRobinPartitioner(Partitioner):
+    """Java's RoundRobinPartitioner: ``toPositive(counter++) % available`` per topic, keys ignored."""
+
+    def __init__(self) -> None:
+        self.counters: dict[str, int] = {}
+
+    def partition(self, topic, key, serialized_key, value, serialized_value, cluster) -> int:
+        _, available = _partitions(cluster, topic)
+        n = self.counters.get(topic, 0)
+        self.counters[topic] = (n + 1) & 0xFFFFFFFF
+        return available[to_positive(n) % len(available)]
+
+
+class UniformStickyPartitioner(Partitioner):
+    """All records stick to one partition until ``batch_size`` bytes went there or ``linger_ms`` passed."""
+
+    def __init__(self, batch_size: int = 16_384, linger_ms: int = 5, rng: random.Random | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.batch_size, self.linger_ms = batch_size, linger_ms
+        self.rng, self.clock = rng or random.Random(), clock
+        self.current: dict[str, tuple[int, int, float]] = {}   # topic -> (partition, bytes so far, since)
+
+    def choose(self, topic: str, partitions: list[int], record_bytes: int) -> int:
+        now = self.clock()
+        current = self.current.get(topic)
+        if (current is None or current[0] not in partitions or current[1] >= self.batch_size
+                or (now - current[2]) * 1000 >= self.linger_ms):
+            previous = current[0] if current else None
+            candidates = [p for p in partitions if p != previous] or partitions
+            current = (self.rng.choice(candidates), 0, now)
+        partition, size, since = current
+        self.current[topic] = (partition, size + record_bytes, since)
+        return partition
+
+    def partition(self, topic, key, serialized_key, value, serialized_value, cluster) -> int:
+        _, available = _partitions(cluster, topic)
+        size = len(serialized_key or b"") + len(serialized_value or b"")
+        return self.choose(topic, available, size)
+
+    def on_new_batch(self, topic, cluster, prev_partition) -> None:
+        self.current.pop(topic, None)
+
+
+class InvalidRecord(ValueError):
+    pass
+
+
+class PowerUserPartitioner(Partitioner):
+    """Seed 002's custom partitioner: ``power_key`` always lands on the last partition; every other key is hashed
+    over the first ``n - 1`` partitions, so the power user never shares a partition."""
+
+    def __init__(self, power_key: str = "CEO") -> None:
+        self.power_key = power_key
+
+    def partition(self, topic, key, serialized_key, value, serialized_value, cluster) -> int:
+        all_partitions, _ = _partitions(cluster, topic)
+        if serialized_key is None or not isinstance(key, (str, bytes)):
+            raise InvalidRecord("records must have a string key")
+        text = key.decode("utf-8") if isinstance(key, bytes) else key
+        n = len(all_partitions)
+        if text == self.power_key or n == 1:
+            return all_partitions[-1]
+        # The seed uses Math.abs, which leaves Integer.MIN_VALUE negative; toPositive keeps every key valid.
+        return all_partitions[to_positive(murmur2(serialized_key)) % (n - 1)]

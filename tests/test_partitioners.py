@@ -1,0 +1,123 @@
+"""Producer partitioners (seed 002): Java's murmur2 to the bit, and each strategy on a real producer."""
+from __future__ import annotations
+
+import collections
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.partitioner.default import murmur2 as kafka_python_murmur2
+
+from streaming.feeds.partitioners import (InvalidRecord, KeyHashPartitioner, PowerUserPartitioner,
+                                          RoundRobinPartitioner, UniformStickyPartitioner, murmur2,
+                                          partition_for_key, to_positive)
+from streaming.run import ensure_topics
+
+
+class Cluster:
+    """The two calls a partitioner makes on kafka-python's ClusterMetadata."""
+
+    def __init__(self, n: int, unavailable=()):
+        self.n, self.unavailable = n, set(unavailable)
+
+    def partitions_for_topic(self, topic):
+        return set(range(self.n))
+
+    def available_partitions_for_topic(self, topic):
+        return set(range(self.n)) - self.unavailable
+
+
+# Kafka's UtilsTest.testMurmur2 values.
+@pytest.mark.parametrize("data,expected", [
+    (b"21", -973932308), (b"foobar", -790332482), (b"a-little-bit-long-string", -985981536),
+    (b"a-little-bit-longer-string", -1486304829), (b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971),
+    (b"abc", 479470107)])
+def test_murmur2_matches_java(data, expected):
+    assert murmur2(data) == expected
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=64))
+def test_murmur2_agrees_with_kafka_python_bit_for_bit(data):
+    assert murmur2(data) & 0xFFFFFFFF == kafka_python_murmur2(data)
+    assert -(2**31) <= murmur2(data) < 2**31
+
+
+def test_to_positive_is_not_abs():
+    assert to_positive(-(2**31)) == 0 and to_positive(-1) == 2**31 - 1 and to_positive(5) == 5
+
+
+def test_keyed_records_hash_and_spread():
+    p = KeyHashPartitioner()
+    counts = collections.Counter(p.partition("t", None, f"user-{i}".encode(), None, b"v", Cluster(6))
+                                 for i in range(6_000))
+    assert set(counts) == set(range(6)) and min(counts.values()) > 800
+    assert p.partition("t", None, b"group-0", None, b"", Cluster(4)) == partition_for_key(b"group-0", 4)
+
+
+def test_keyless_records_stick_until_a_new_batch():
+    p = KeyHashPartitioner(rng=random.Random(1))
+    cluster = Cluster(5)
+    first = {p.partition("t", None, None, None, b"v", cluster) for _ in range(50)}
+    assert len(first) == 1
+    (stuck,) = first
+    p.on_new_batch("t", cluster, stuck)
+    assert p.partition("t", None, None, None, b"v", cluster) != stuck
+
+
+def test_round_robin_cycles_over_available_partitions():
+    p = RoundRobinPartitioner()
+    assert [p.partition("t", None, b"k", None, b"", Cluster(3)) for _ in range(7)] == [0, 1, 2, 0, 1, 2, 0]
+    p = RoundRobinPartitioner()
+    assert [p.partition("t", None, None, None, b"", Cluster(4, unavailable={1})) for _ in range(4)] == [0, 2, 3, 0]
+
+
+def test_uniform_sticky_switches_on_full_batch_and_on_linger():
+    now = [0.0]
+    p = UniformStickyPartitioner(batch_size=100, linger_ms=10, rng=random.Random(3), clock=lambda: now[0])
+    picks = [p.choose("t", [0, 1, 2], 30) for _ in range(4)]   # 4 x 30 bytes: full after the 4th record
+    assert len(set(picks)) == 1
+    after_full = p.choose("t", [0, 1, 2], 30)
+    assert after_full != picks[0]
+    now[0] += 0.011                                            # linger passed
+    assert p.choose("t", [0, 1, 2], 1) != after_full
+    # keys do not matter to it
+    assert len({p.partition("t", None, f"k{i}".encode(), None, b"x", Cluster(3)) for i in range(5)}) == 1
+
+
+def test_power_user_partitioner_pins_one_key():
+    p = PowerUserPartitioner("CEO")
+    assert p.partition("t", "CEO", b"CEO", None, b"", Cluster(5)) == 4
+    others = {p.partition("t", f"u{i}", f"u{i}".encode(), None, b"", Cluster(5)) for i in range(500)}
+    assert others == {0, 1, 2, 3}
+    with pytest.raises(InvalidRecord):
+        p.partition("t", None, None, None, b"", Cluster(5))
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("make", [KeyHashPartitioner, RoundRobinPartitioner, lambda: PowerUserPartitioner("CEO")])
+def test_real_producer_lands_records_where_the_partitioner_says(kafka_bootstrap, topic_name, make):
+    ensure_topics(kafka_bootstrap, {topic_name: 4})
+    partitioner = make()
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, partitioner=partitioner, acks="all")
+    keys = ["CEO"] + [f"user-{i}" for i in range(19)]
+    sent = {}
+    for key in keys:
+        metadata = producer.send(topic_name, key=key.encode(), value=key.encode()).get(timeout=30)
+        sent[key] = metadata.partition
+    producer.close()
+    consumer = KafkaConsumer(bootstrap_servers=kafka_bootstrap, consumer_timeout_ms=3_000, enable_auto_commit=False)
+    tps = [TopicPartition(topic_name, p) for p in range(4)]
+    consumer.assign(tps)
+    consumer.seek_to_beginning(*tps)
+    landed = {r.key.decode(): r.partition for r in consumer}
+    consumer.close()
+    assert landed == sent
+    if isinstance(partitioner, KeyHashPartitioner):
+        assert all(p == partition_for_key(k.encode(), 4) for k, p in landed.items())
+    if isinstance(partitioner, RoundRobinPartitioner):
+        assert [landed[k] for k in keys] == [i % 4 for i in range(len(keys))]
+    if isinstance(partitioner, PowerUserPartitioner):
+        assert landed["CEO"] == 3 and all(p < 3 for k, p in landed.items() if k != "CEO")
