@@ -68,7 +68,8 @@ class TopicMetadataWatcher:
             try:
                 self.poll_once()
             except Exception as exc:  # a broker hiccup must not kill the tracker; try again next round
-                log.warning("topic metadata refresh failed: %s", exc)
+                if not self._stop.is_set():
+                    log.warning("topic metadata refresh failed: %s", exc)
 
     def poll_once(self) -> dict[str, int]:
         """Look the watched topics up; publish the sizes that are new or changed. Returns what was published."""

@@ -592,3 +592,29 @@ def test_config_from_kafka_property_names():
         CoordinatorConfig.from_properties({"group.max.sise": 5})
     assert CoordinatorConfig().group_min_session_timeout_ms == 6_000
     assert CoordinatorConfig().offsets_retention_minutes == 7 * 24 * 60
+
+
+# ---------------------------------------------------------------- observing a real broker (adopt mode)
+def test_observing_a_broker_follows_its_ids_generations_and_leader():
+    h = Harness(adopt_unknown_members=True)
+    assert one(h.join(client_id="a"), "join_response")["error"] == "MEMBER_ID_REQUIRED"
+    assert "g" not in h.coordinator.groups          # no pending member of ours: the broker hands out the id
+    h.join(member_id="a-broker-id", client_id="a")
+    h.join(member_id="b-broker-id", client_id="b")
+    h.tick(0)
+    assert h.state() == "PreparingRebalance"        # our own timers do not end the broker's round
+    # The broker numbered this generation 0 and made b its leader: b's SyncGroup carries the assignment.
+    h.sync("a-broker-id", 0)
+    assert h.state() == "CompletingRebalance" and h.generation() == 0
+    out = h.sync("b-broker-id", 0, assignments={"a-broker-id": [["t", 0]], "b-broker-id": [["t", 1]]})
+    assert h.state() == "Stable" and h.leader() == "b-broker-id"
+    assert one(out, "sync_response", "a-broker-id")["assignment"] == [["t", 0]]
+    assert one(out, "rebalance")["generation"] == 0
+
+
+def test_observing_a_static_member_takes_the_broker_issued_id():
+    h = Harness(adopt_unknown_members=True)
+    ours = one(h.join(instance_id="i1"), "member_joined")["member_id"]
+    h.sync("broker-id", 1, instance_id="i1", assignments={"broker-id": [["t", 0]]})
+    assert ours not in h.group().members and h.group().static_members["i1"] == "broker-id"
+    assert h.state() == "Stable"

@@ -56,6 +56,8 @@ class GroupCoordinator:
         group = self.groups.get(event["group_id"])
         if group is not None:
             self._tick(group, event.get("ts"))
+        if self.config.adopt_unknown_members and group is not None:
+            self._adopt_static_member_id(group, event)
         handler = getattr(self, f"_{kind}")
         handler(group, event)
         for group_id in [event.get("group_id")]:
@@ -318,8 +320,11 @@ class GroupCoordinator:
                       [Protocol.from_event(p) for p in e["protocols"]])
 
     def _join_new_member(self, group: Group, e: dict) -> None:
-        new_id = self._new_member_id(group, e["client_id"])
         instance_id = e["group_instance_id"]
+        if instance_id is None and self.config.adopt_unknown_members:
+            # Observing a real broker: it hands out the id; the member's next JoinGroup carries it.
+            return self._respond(group, e, "join_response", "MEMBER_ID_REQUIRED", generation=-1)
+        new_id = self._new_member_id(group, e["client_id"])
         if instance_id is not None:
             old_id = group.static_members.get(instance_id)
             if old_id is not None:
@@ -452,7 +457,7 @@ class GroupCoordinator:
                                generation=group.generation, assignment=[])
         group.pending_sync = []
         group.sync_deadline = None
-        if group.is_(S.EMPTY):
+        if group.is_(S.EMPTY) and not self.config.adopt_unknown_members:
             # The initial delayed join lets a starting application's consumers arrive before the first round.
             delay = self.config.group_initial_rebalance_delay_ms
             group.initial_delay_remaining_ms = max(group.max_rebalance_timeout_ms() - delay, 0)
@@ -468,6 +473,8 @@ class GroupCoordinator:
         self._try_complete_join(group)
 
     def _try_complete_join(self, group: Group) -> None:
+        if self.config.adopt_unknown_members and group.members:
+            return  # observing a real broker: its round ends when its members' SyncGroups show it (or on timeout)
         if (group.is_(S.PREPARING_REBALANCE) and group.initial_delay_remaining_ms is None
                 and group.has_all_members_joined()):
             self._complete_join(group)
@@ -534,6 +541,8 @@ class GroupCoordinator:
 
     # ================================================================ SyncGroup
     def _sync(self, group: Group | None, e: dict) -> None:
+        if self.config.adopt_unknown_members and group is not None and e["member_id"] in group.members:
+            self._follow_observed_round(group, e["generation"])
         error = self._validate_member_request(group, e)
         if error is None and e.get("protocol_type") is not None and e["protocol_type"] != group.protocol_type:
             error = "INCONSISTENT_GROUP_PROTOCOL"
@@ -553,12 +562,37 @@ class GroupCoordinator:
         self._schedule_session(group, member)
         if group.is_(S.COMPLETING_REBALANCE):
             member.awaiting_sync = True
-            if member.member_id == group.leader_id:
+            if self.config.adopt_unknown_members:
+                # Observing a real broker: its leader is the member that sends the assignment.
+                if e.get("assignments"):
+                    group.leader_id = member.member_id
+                    self._complete_sync(group, e["assignments"])
+            elif member.member_id == group.leader_id:
                 self._complete_sync(group, e.get("assignments"))
         else:  # Stable: the member asks again (or after the leader) — give it its assignment
             self._sync_response(group, member)
         if e.get("assigned") is not None:
             self._observe_delivery(group, member, e["assigned"])
+
+    def _adopt_static_member_id(self, group: Group, e: dict) -> None:
+        """Observing a real broker: a static member's id is the one the broker gave it, which we only learn from
+        its next request."""
+        instance_id, member_id = e.get("group_instance_id"), e.get("member_id")
+        if instance_id is None or not member_id or member_id in group.members:
+            return
+        old_id = group.static_members.get(instance_id)
+        if old_id is not None and old_id != member_id:
+            group.replace_static(old_id, member_id)
+            member = group.members[member_id]
+            self._arm(group, _SESSION, member_id, member.session_deadline)
+
+    def _follow_observed_round(self, group: Group, generation: int) -> None:
+        """Observing a real broker: a SyncGroup proves the broker completed its join round, whatever our own timers
+        say, and its generation is the one that counts."""
+        if group.is_(S.PREPARING_REBALANCE):
+            self._complete_join(group)
+        if group.is_(S.COMPLETING_REBALANCE) and generation != group.generation:
+            group.generation = generation   # brokers number generations their own way (some start at 0)
 
     def _sync_response(self, group: Group, member: Member) -> None:
         member.awaiting_sync = False
