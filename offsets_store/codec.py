@@ -78,6 +78,8 @@ def _fast_offset_commit(record: dict) -> tuple[bytes, bytes]:
     Byte-identical to ``encode`` over the schemas (tested)."""
     group, topic = record["group_id"].encode("utf-8"), record["topic"].encode("utf-8")
     metadata = (record.get("metadata") or "").encode("utf-8")
+    if max(len(group), len(topic), len(metadata)) > 0x7FFF:
+        raise ValueError("a string of an offset commit is longer than Kafka's 32767 bytes")
     key = b"".join((_KEY_HEAD.pack(OFFSET_KEY_VERSION, len(group)), group, _H.pack(len(topic)), topic,
                     _I.pack(int(record["partition"]))))
     value = b"".join((_VALUE_HEAD.pack(OFFSET_VALUE_VERSION, int(record["offset"]), int(record.get("leader_epoch", -1))),
@@ -135,6 +137,11 @@ def _b64decode(text: str | None) -> bytes:
     return base64.b64decode(text) if text else b""
 
 
+def _b64decode_nullable(text: str | None) -> bytes | None:
+    """user_data keeps Kafka's distinction between null and empty bytes ("" round-trips as "")."""
+    return None if text is None else base64.b64decode(text)
+
+
 # ------------------------------------------------------------------ the embedded consumer protocol
 def _by_topic(partitions) -> list[dict]:
     pairs = sorted((t, int(p)) for t, p in partitions)
@@ -143,8 +150,8 @@ def _by_topic(partitions) -> list[dict]:
 
 def encode_subscription(sub: dict, version: int = CONSUMER_PROTOCOL_VERSION) -> bytes:
     return encode(s.CONSUMER_PROTOCOL_SUBSCRIPTION, version, {
-        "topics": list(sub.get("topics") or []), "userData": _b64decode(sub.get("user_data")) if sub.get("user_data")
-        else None, "ownedPartitions": _by_topic(sub.get("owned_partitions") or []),
+        "topics": list(sub.get("topics") or []), "userData": _b64decode_nullable(sub.get("user_data")),
+        "ownedPartitions": _by_topic(sub.get("owned_partitions") or []),
         "generationId": int(sub.get("generation", -1) if sub.get("generation") is not None else -1),
         "rackId": sub.get("rack")})
 
@@ -159,7 +166,7 @@ def decode_subscription(data: bytes) -> dict:
 def encode_assignment(assignment: dict, version: int = CONSUMER_PROTOCOL_VERSION) -> bytes:
     return encode(s.CONSUMER_PROTOCOL_ASSIGNMENT, version, {
         "assignedPartitions": _by_topic(assignment.get("partitions") or []),
-        "userData": _b64decode(assignment.get("user_data")) if assignment.get("user_data") else None})
+        "userData": _b64decode_nullable(assignment.get("user_data"))})
 
 
 def decode_assignment(data: bytes) -> dict:

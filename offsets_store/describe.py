@@ -34,21 +34,33 @@ def _dash(v) -> str:
     return "-" if v is None else str(v)
 
 
-def log_end_offsets(bootstrap: str, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-    """End offsets from the broker; empty when it cannot be reached."""
+def log_end_offsets(bootstrap: str, partitions: list[tuple[str, int]],
+                    timeout_ms: int = 3_000) -> dict[tuple[str, int], int]:
+    """End offsets from the broker; empty when it cannot be reached within ``timeout_ms`` (the table shows '-')."""
     from kafka import KafkaConsumer, TopicPartition
+    from kafka.errors import KafkaError
 
     try:
-        consumer = KafkaConsumer(bootstrap_servers=bootstrap, request_timeout_ms=5_000,
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, request_timeout_ms=5_000, bootstrap_timeout_ms=timeout_ms,
                                  client_id="rebalance-tracker-describe")
-    except Exception:  # no broker: offsets are still worth showing
+    except KafkaError:   # no broker: the committed offsets are still worth showing
         return {}
     try:
         known = consumer.topics()
         tps = [TopicPartition(t, p) for t, p in partitions if t in known]
         return {(tp.topic, tp.partition): o for tp, o in log_end.log_end_offsets(consumer, tps).items()}
+    except KafkaError:
+        return {}
     finally:
         consumer.close()
+
+
+def default_bootstrap(store_url: str) -> str | None:
+    """$KAFKA_BOOTSTRAP, else the broker of a ``kafka:`` store: the data topics usually live on the same cluster."""
+    if os.environ.get("KAFKA_BOOTSTRAP"):
+        return os.environ["KAFKA_BOOTSTRAP"]
+    scheme, _, rest = store_url.partition(":")
+    return rest.partition("?")[0].rpartition("/")[0] or None if scheme == "kafka" else None
 
 
 def format_table(rows: list[tuple]) -> str:
@@ -61,9 +73,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="rebalance-tracker offsets", description=__doc__)
     p.add_argument("--group", action="append", default=None, help="group id (repeat; default: every group)")
     p.add_argument("--store", default="sqlite:data/offsets.db", help="sqlite:PATH or kafka:BOOTSTRAP/TOPIC")
-    p.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP"),
-                   help="broker for log-end offsets and lag (default: $KAFKA_BOOTSTRAP; none: lag shows '-')")
+    p.add_argument("--bootstrap", default=None,
+                   help="broker for log-end offsets and lag (default: $KAFKA_BOOTSTRAP, else a kafka: store's "
+                        "broker; '' or unreachable: LOG-END-OFFSET and LAG show '-')")
     args = p.parse_args(argv)
+    if args.bootstrap is None:
+        args.bootstrap = default_bootstrap(args.store)
     store = open_store(args.store)
     try:
         groups = args.group or store.groups()

@@ -1,19 +1,23 @@
 """Store at scale: a compacted Kafka topic laid out like ``__consumer_offsets`` — same key and value bytes, 50
 partitions by default, each group's records in partition ``partition_for(group)``.
 
-Writes are naturally idempotent: replaying a batch rewrites the same keys with the same values, and compaction keeps
-the latest. Loading reads every partition to its end and keeps the last value per key, so it is correct whether or not
-the broker has compacted yet.
+Loading reads every partition to its end and keeps the last value per key, so it is correct whether or not the
+broker has compacted yet (the bundled Tansu broker does not). Batch idempotency: after a batch's records are acked, a
+marker record (key version 0x7FFF, partition 0) stores its id; a batch id at or below the marker is skipped.
 """
 from __future__ import annotations
 
 import time
 
+from offsets_store import schemas as s
 from offsets_store.codec import decode_record, encode_record
 from offsets_store.partitioning import partition_for
-from offsets_store.store import STORE_TYPES, Store
+from offsets_store.store import STORE_TYPES, Store, already_applied, log
+from offsets_store.wire import CodecError, decode, encode
 
 TOPIC_CONFIG = {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": str(100 * 1024 * 1024)}
+MARKER_KEY = encode(s.BATCH_MARKER_KEY, s.BATCH_MARKER_KEY_VERSION, {"name": "batch_id"})
+MARKER_PARTITION = 0
 
 
 class KafkaStore(Store):
@@ -21,7 +25,8 @@ class KafkaStore(Store):
         self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
         self._ensure_topic(replication_factor)
         self._producer = None
-        self._cache: dict[bytes, bytes] | None = None
+        self._cache: dict[bytes, bytes] | None = None   # the compacted view: key -> latest non-null value
+        self._last_batch_id = -1
 
     def _ensure_topic(self, replication_factor: int) -> None:
         from kafka import KafkaAdminClient
@@ -34,8 +39,17 @@ class KafkaStore(Store):
                 try:
                     admin.create_topics([NewTopic(self.topic, self.partitions, replication_factor,
                                                   topic_configs=TOPIC_CONFIG)])
+                    return
                 except TopicAlreadyExistsError:
                     pass
+            # An existing topic keeps its partition count (like offsets.topic.num.partitions, it must never change
+            # under existing data): group -> partition follows the topic, not the requested count.
+            (described,) = admin.describe_topics([self.topic])
+            existing = len(described["partitions"])
+            if existing and existing != self.partitions:
+                log.warning("offsets store: topic %s has %d partitions, not %d; using %d", self.topic, existing,
+                            self.partitions, existing)
+                self.partitions = existing
         finally:
             admin.close()
 
@@ -48,22 +62,43 @@ class KafkaStore(Store):
                                            client_id="rebalance-tracker-offsets-store")
         return self._producer
 
+    def last_batch_id(self) -> int:
+        self._view()
+        return self._last_batch_id
+
     def write(self, records: list[dict], batch_id: int | None = None) -> None:
-        sent = False
+        view = self._view()
+        if already_applied(batch_id, self._last_batch_id):
+            return   # applied before (this process or an earlier one): a replay after a restart
         for r in records:
             if r.get("type") not in STORE_TYPES:
                 continue
             key, value = encode_record(r)
             self.producer.send(self.topic, key=key, value=value,
                                partition=partition_for(r["group_id"], self.partitions))
-            if self._cache is not None:
-                if value is None:
-                    self._cache.pop(key, None)
-                else:
-                    self._cache[key] = value
-            sent = True
-        if sent:
-            self.producer.flush()
+            if value is None:
+                view.pop(key, None)
+            else:
+                view[key] = value
+        if batch_id is not None:
+            self.producer.flush()   # the marker must never be durable before the records it vouches for
+            self.producer.send(self.topic, key=MARKER_KEY, value=encode(s.BATCH_MARKER_VALUE, 0, {"batchId": batch_id}),
+                               partition=MARKER_PARTITION)
+            self._last_batch_id = batch_id
+        if self._producer is not None:
+            self._producer.flush()
+
+    def _view(self) -> dict[bytes, bytes]:
+        if self._cache is None:
+            latest = self._read_all()
+            marker = latest.pop(MARKER_KEY, None)
+            if marker is not None:
+                try:
+                    self._last_batch_id = decode(s.BATCH_MARKER_VALUE, marker)[1]["batchId"]
+                except CodecError:
+                    self._last_batch_id = -1
+            self._cache = latest
+        return self._cache
 
     def _read_all(self) -> dict[bytes, bytes]:
         """Every partition from its start to its end; the last value per key wins, a null value deletes."""
@@ -85,9 +120,10 @@ class KafkaStore(Store):
                         latest[record.key] = record.value
                 if batches:
                     idle_deadline = time.monotonic() + 5
-                # The end is the high-water mark of a fetch response (some brokers under-report ListOffsets).
-                ends = {tp: max(listed[tp], consumer.highwater(tp) or 0) for tp in tps}
-                if all(consumer.highwater(tp) is not None and consumer.position(tp) >= ends[tp] for tp in tps):
+                # The end is the high-water mark of a fetch response: Tansu under-reports ListOffsets(latest) when a
+                # produce request held several records, so the listed end is only a lower bound.
+                if all(consumer.highwater(tp) is not None
+                       and consumer.position(tp) >= max(listed[tp], consumer.highwater(tp)) for tp in tps):
                     break
                 if time.monotonic() > idle_deadline:
                     raise TimeoutError(f"could not read {self.topic} to its end")
@@ -96,9 +132,16 @@ class KafkaStore(Store):
         return {k: v for k, v in latest.items() if v is not None}
 
     def load_records(self) -> list[dict]:
-        if self._cache is None:
-            self._cache = self._read_all()
-        return [decode_record(k, v) for k, v in self._cache.items()]
+        out = []
+        for key, value in self._view().items():
+            record = decode_record(key, value)
+            if record["type"] in STORE_TYPES:   # KIP-848 / share-group records are not ours to rebuild from
+                out.append(record)
+        return out
+
+    def raw_records(self) -> list[tuple[bytes, bytes]]:
+        """The live key/value bytes (compacted view), as Kafka would hold them after compaction."""
+        return sorted(self._view().items())
 
     def close(self) -> None:
         if self._producer is not None:

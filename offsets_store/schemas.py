@@ -96,3 +96,11 @@ KNOWN_OTHER_KEYS = {3: "ConsumerGroupMetadata", 4: "ConsumerGroupPartitionMetada
                     6: "ConsumerGroupTargetAssignmentMetadata", 7: "ConsumerGroupTargetAssignmentMember",
                     8: "ConsumerGroupCurrentMemberAssignment", 9: "ShareGroupPartitionMetadata",
                     10: "ShareGroupMemberMetadata", 11: "ShareGroupMetadata"}
+
+# Our own bookkeeping record in the Kafka backend's topic: the last micro-batch applied, so a replay after a restart
+# is a no-op. Its key version is far beyond Kafka's, so Kafka's readers (and ours) report it as an unknown record.
+BATCH_MARKER_KEY_VERSION = 0x7FFF
+BATCH_MARKER_KEY = Struct("RebalanceTrackerBatchMarkerKey", (Field("name", "string"),),
+                          versions=(BATCH_MARKER_KEY_VERSION, BATCH_MARKER_KEY_VERSION))
+BATCH_MARKER_VALUE = Struct("RebalanceTrackerBatchMarkerValue", (Field("batchId", "int64"),), versions=(0, 0))
+KNOWN_OTHER_KEYS[BATCH_MARKER_KEY_VERSION] = "RebalanceTrackerBatchMarker"

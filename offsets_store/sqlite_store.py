@@ -6,7 +6,7 @@ import os
 import sqlite3
 
 from offsets_store.codec import decode_record, encode_record
-from offsets_store.store import STORE_TYPES, Store
+from offsets_store.store import STORE_TYPES, Store, already_applied
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
@@ -56,7 +56,7 @@ class SqliteStore(Store):
         cur = self.db.cursor()
         cur.execute("BEGIN IMMEDIATE")
         try:
-            if batch_id is not None and batch_id <= self.last_batch_id():
+            if already_applied(batch_id, self.last_batch_id()):
                 cur.execute("ROLLBACK")   # this micro-batch was applied before a restart: nothing to do
                 return
             if not any(is_delete for is_delete, _ in ops):

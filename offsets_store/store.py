@@ -5,9 +5,22 @@ surviving records in the coordinator's dict shape, which is all a restarted trac
 """
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 
 STORE_TYPES = ("offset_commit", "group_metadata")
+log = logging.getLogger("offsets_store")
+
+
+def already_applied(batch_id: int | None, last_batch_id: int) -> bool:
+    """True when the batch must be skipped. A restart replays the last batch (equal id); an id further back means
+    the stream's checkpoint was reset while this store was kept, and every write would be dropped: say so."""
+    if batch_id is None or batch_id > last_batch_id:
+        return False
+    if batch_id < last_batch_id:
+        log.warning("offsets store: skipping batch %d, batch %d was already applied (was the streaming checkpoint "
+                    "reset? then reset the store too)", batch_id, last_batch_id)
+    return True
 
 
 class Store(ABC):

@@ -55,6 +55,8 @@ def _write(out: bytearray, kind, v: Any, flexible: bool, version: int) -> None:
             _length(out, -1, flexible, short=True)
         else:
             data = v.encode("utf-8")
+            if len(data) > 0x7FFF:   # Kafka's limit for every string, compact or not (Short.MAX_VALUE)
+                raise ValueError(f"string of {len(data)} UTF-8 bytes is longer than Kafka's 32767")
             _length(out, len(data), flexible, short=True)
             out += data
     elif kind in ("bytes", "nullable_bytes"):

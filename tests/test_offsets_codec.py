@@ -212,3 +212,41 @@ def test_string_hash_uses_utf16_code_units():
 def test_record_key_refuses_other_types():
     with pytest.raises(ValueError):
         record_key({"type": "rebalance", "group_id": "g"})
+
+
+def test_user_data_keeps_null_and_empty_apart():
+    assert decode_subscription(encode_subscription({"topics": ["t"], "user_data": ""}))["user_data"] == ""
+    assert decode_subscription(encode_subscription({"topics": ["t"], "user_data": None}))["user_data"] is None
+    assert decode_assignment(encode_assignment({"partitions": [], "user_data": ""}))["user_data"] == ""
+
+
+def test_strings_longer_than_kafkas_limit_are_refused_when_encoding():
+    with pytest.raises(ValueError):
+        encode_record(offset_record(metadata="x" * 40_000))
+    with pytest.raises(ValueError):
+        encode_record({"type": "group_metadata", "group_id": "g" * 40_000, "tombstone": True})
+
+
+def _java_hash_reference(text: str) -> int:
+    """Java's hashCode written out differently: split astral characters into surrogates by hand, wrap at the end
+    with the closed form sum(c[i] * 31**(n-1-i)) mod 2**32."""
+    units = []
+    for ch in text:
+        cp = ord(ch)
+        if cp >= 0x10000:
+            cp -= 0x10000
+            units += [0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF)]
+        else:
+            units.append(cp)
+    h = sum(c * 31 ** (len(units) - 1 - i) for i, c in enumerate(units)) % 2**32
+    return h - 2**32 if h >= 2**31 else h
+
+
+@settings(max_examples=300, deadline=None)
+@given(group=st.text(max_size=30), partitions=st.integers(1, 200))
+def test_partition_for_properties(group, partitions):
+    h = _java_hash_reference(group)
+    assert java_string_hash(group) == h
+    # Java's Math.abs(MIN_VALUE) overflows to MIN_VALUE; Kafka's Utils.abs returns 0 for it, Math.abs otherwise.
+    assert partition_for(group, partitions) == (abs(h) if h != -2**31 else 0) % partitions
+    assert 0 <= partition_for(group, partitions) < partitions

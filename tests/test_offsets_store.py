@@ -2,7 +2,6 @@
 restarted coordinator answering exactly as before."""
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -13,7 +12,6 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 
 from offsets_store import encode_record, open_store, partition_for
-from offsets_store.describe import main as describe_main
 from streaming.coordinator import GroupCoordinator
 from streaming.feeds.simulator import SimulationSettings, Simulator
 
@@ -34,22 +32,17 @@ def live_offsets(store) -> dict:
             for r in store.load_records() if r["type"] == "offset_commit"}
 
 
-def simulated_outputs(minutes: int = 3) -> tuple[list[dict], GroupCoordinator]:
-    simulator = Simulator(SimulationSettings(groups=3, seed=4, churn_interval_ms=10_000), start_ms=TS)
-    simulator.run_until(TS + minutes * 60_000)
-    coordinator = GroupCoordinator(simulator.coordinator.config)
-    return simulator, coordinator
-
-
-def test_sqlite_compaction_tombstones_and_batch_replay(tmp_path):
+def test_sqlite_compaction_tombstones_and_batch_replay(tmp_path, caplog):
     store = open_store(f"sqlite:{tmp_path / 'o.db'}")
     store.write([commit("g", "t", 0, 1), commit("g", "t", 1, 1), commit("g", "t", 0, 5)], batch_id=0)
     assert live_offsets(store) == {("g", "t", 0): 5, ("g", "t", 1): 1}
     store.write([tombstone("g", "t", 1), commit("h", "t", 0, 3)], batch_id=1)
     assert live_offsets(store) == {("g", "t", 0): 5, ("h", "t", 0): 3}
     store.write([commit("g", "t", 0, 999)], batch_id=1)          # a replay of batch 1: already applied
-    store.write([commit("g", "t", 0, 1)], batch_id=0)
+    assert live_offsets(store)[("g", "t", 0)] == 5 and not caplog.records
+    store.write([commit("g", "t", 0, 1)], batch_id=0)            # further back: a reset checkpoint, say so
     assert live_offsets(store)[("g", "t", 0)] == 5
+    assert "checkpoint" in caplog.text
     assert store.groups() == ["g", "h"]
     # The stored bytes are exactly Kafka's.
     key, value = encode_record(commit("g", "t", 0, 5))
@@ -65,34 +58,19 @@ def test_commit_then_tombstone_in_one_batch_leaves_nothing(tmp_path):
 
 
 def test_sqlite_store_survives_sigkill(tmp_path):
-    path = tmp_path / "o.db"
-    script = textwrap.dedent(f"""
-        import os, signal, sys
-        sys.path.insert(0, {os.getcwd()!r})
-        from offsets_store import open_store
-        store = open_store("sqlite:{path}")
-        for batch in range(50):
-            store.write([{{"type": "offset_commit", "group_id": f"g{{batch % 5}}", "topic": "t", "partition": p,
-                           "offset": batch * 10 + p, "leader_epoch": -1, "metadata": "", "commit_timestamp": 1,
-                           "expire_timestamp": -1}} for p in range(4)], batch_id=batch)
-        os.kill(os.getpid(), signal.SIGKILL)
-    """)
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
-    assert result.returncode == -signal.SIGKILL
-    store = open_store(f"sqlite:{path}")
-    expected = {(f"g{b % 5}", "t", p): b * 10 + p for b in range(45, 50) for p in range(4)}
-    assert live_offsets(store) == expected and store.last_batch_id() == 49
+    url = f"sqlite:{tmp_path / 'o.db'}"
+    write_then_sigkill(url, 50)
+    store = open_store(url)
+    check_after_kill(store, 50)
     store.close()
 
 
 def rebuild_check(store_url: str):
-    simulator, _ = simulated_outputs()
-    records = []
-    # Re-run the simulator's own feed through a fresh coordinator to collect exactly what Kafka would have written.
-    fresh = GroupCoordinator(simulator.coordinator.config)
-    feed = Simulator(simulator.settings, start_ms=TS).run_until(TS + 3 * 60_000)
-    for event in feed:
-        records += [o for o in fresh.handle(event) if o["type"] in ("offset_commit", "group_metadata")]
+    # A simulated run's feed through a fresh coordinator: exactly the records Kafka would have written.
+    settings = SimulationSettings(groups=3, seed=4, churn_interval_ms=10_000)
+    feed = Simulator(settings, start_ms=TS).run_until(TS + 3 * 60_000)
+    fresh = GroupCoordinator(Simulator(settings, start_ms=TS).coordinator.config)
+    records = [o for event in feed for o in fresh.handle(event) if o["type"] in ("offset_commit", "group_metadata")]
     assert any(r["type"] == "group_metadata" for r in records) and any(r["type"] == "offset_commit" for r in records)
     store = open_store(store_url)
     for i in range(0, len(records), 25):
@@ -103,13 +81,16 @@ def rebuild_check(store_url: str):
     restarted = GroupCoordinator(fresh.config)
     restarted.load_records(reopened.load_records(), now_ms=feed[-1]["ts"])
     reopened.close()
+    stable = 0
     for group_id in fresh.group_ids():
-        assert restarted.fetch_offsets(group_id) == fresh.fetch_offsets(group_id)
+        assert restarted.fetch_offsets(group_id) == fresh.fetch_offsets(group_id) != {}
         before, after = fresh.describe_group(group_id), restarted.describe_group(group_id)
         if before["state"] == "Stable":
             assert after == before
+            stable += 1
         else:   # mid-rebalance groups come back as of their last written metadata, like Kafka's loading
             assert after["group_id"] == group_id
+    assert stable > 0
     return fresh
 
 
@@ -128,13 +109,17 @@ def test_restart_from_kafka_compacted_topic(kafka_bootstrap, topic_name):
     consumer.seek_to_beginning(*tps)
     from offsets_store import decode_record
 
-    seen = 0
+    seen = markers = 0
     for record in consumer:
         decoded = decode_record(record.key, record.value)
+        if decoded["type"] == "unknown":   # only our batch marker, which Kafka's readers would skip likewise
+            assert decoded["record_type"] == "RebalanceTrackerBatchMarker" and record.partition == 0
+            markers += 1
+            continue
         assert record.partition == partition_for(decoded["group_id"], 5)
         seen += 1
     consumer.close()
-    assert seen > 0
+    assert seen > 0 and markers > 0
 
 
 @pytest.mark.kafka
@@ -149,37 +134,73 @@ def test_kafka_store_tombstones_and_latest_value(kafka_bootstrap, topic_name):
     reopened.close()
 
 
-def test_offsets_command_prints_a_describe_table(tmp_path, capsys):
-    store = open_store(f"sqlite:{tmp_path / 'o.db'}")
-    store.write([commit("orders", "t", 0, 40), commit("orders", "t", 1, 41), {
-        "type": "group_metadata", "group_id": "orders", "protocol_type": "consumer", "generation": 3,
-        "protocol": "range", "leader": "m-1", "current_state_timestamp": TS, "members": [{
-            "member_id": "m-1", "group_instance_id": None, "client_id": "app", "client_host": "/10.0.0.7",
-            "rebalance_timeout": 30_000, "session_timeout": 10_000,
-            "subscription": {"topics": ["t"], "owned_partitions": [], "generation": -1},
-            "assignment": {"partitions": [["t", 0], ["t", 1]]}}]}], batch_id=0)
-    store.close()
-    assert describe_main(["--group", "orders", "--store", f"sqlite:{tmp_path / 'o.db'}", "--bootstrap", ""]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
-                                "CONSUMER-ID", "HOST", "CLIENT-ID"]
-    assert lines[1].split() == ["orders", "t", "0", "40", "-", "-", "m-1", "/10.0.0.7", "app"]
-    assert describe_main(["--group", "nobody", "--store", f"sqlite:{tmp_path / 'o.db'}", "--bootstrap", ""]) == 1
+def write_then_sigkill(url: str, batches: int) -> None:
+    """A separate process writes ``batches`` batches to the store and is SIGKILLed without closing it."""
+    script = textwrap.dedent(f"""
+        import os, signal, sys
+        sys.path.insert(0, {os.getcwd()!r})
+        from offsets_store import open_store
+        store = open_store({url!r})
+        for batch in range({batches}):
+            store.write([{{"type": "offset_commit", "group_id": f"g{{batch % 5}}", "topic": "t", "partition": p,
+                           "offset": batch * 10 + p, "leader_epoch": -1, "metadata": "", "commit_timestamp": 1,
+                           "expire_timestamp": -1}} for p in range(4)], batch_id=batch)
+        store.write([{{"type": "group_metadata", "group_id": "g0", "protocol_type": "consumer", "generation": 2,
+                       "protocol": None, "leader": None, "current_state_timestamp": 5, "members": []}},
+                     {{"type": "offset_commit", "group_id": "g1", "topic": "t", "partition": 3, "tombstone": True}}],
+                    batch_id={batches})
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
+    assert result.returncode == -signal.SIGKILL, result.stderr.decode()[-2000:]
+
+
+def check_after_kill(store, batches: int) -> None:
+    expected = {(f"g{b % 5}", "t", p): b * 10 + p for b in range(batches - 5, batches) for p in range(4)}
+    del expected[("g1", "t", 3)]
+    assert live_offsets(store) == expected
+    assert store.group("g0")["generation"] == 2 and store.group("g0")["members"] == []
+    assert store.last_batch_id() == batches
+    store.write([commit("g0", "t", 0, -7)], batch_id=batches)   # the last batch replayed after the restart: no-op
+    assert live_offsets(store) == expected
 
 
 @pytest.mark.kafka
-def test_offsets_command_shows_lag_from_the_broker(tmp_path, capsys, kafka_bootstrap, topic_name):
+def test_kafka_store_survives_sigkill_and_ignores_replayed_batches(kafka_bootstrap, topic_name):
+    url = f"kafka:{kafka_bootstrap}/{topic_name}?partitions=4"
+    write_then_sigkill(url, 12)
+    store = open_store(url)
+    check_after_kill(store, 12)
+    store.close()
+    reopened = open_store(url)   # and the skipped replay left no trace in the topic
+    check_after_kill(reopened, 12)
+    reopened.close()
+
+
+@pytest.mark.kafka
+def test_kafka_store_skips_kip848_records_on_load(kafka_bootstrap, topic_name):
     from kafka import KafkaProducer
 
+    url = f"kafka:{kafka_bootstrap}/{topic_name}?partitions=2"
+    store = open_store(url)
+    store.write([commit("g", "t", 0, 3)])
+    store.close()
     producer = KafkaProducer(bootstrap_servers=kafka_bootstrap)
-    for i in range(10):
-        producer.send(topic_name, value=b"x", partition=0)
+    # A ConsumerGroupMetadataKey (key version 3) record, as a KIP-848 broker writes next to the classic ones.
+    producer.send(topic_name, key=b"\x00\x03\x00\x01g", value=b"\x00\x00\x00\x00\x00\x01\x00", partition=0)
     producer.flush()
     producer.close()
-    store = open_store(f"sqlite:{tmp_path / 'o.db'}")
-    store.write([commit("g", topic_name, 0, 4)], batch_id=0)
-    store.close()
-    assert describe_main(["--group", "g", "--store", f"sqlite:{tmp_path / 'o.db'}",
-                          "--bootstrap", kafka_bootstrap]) == 0
-    row = capsys.readouterr().out.splitlines()[1].split()
-    assert row[3:6] == ["4", "10", "6"]
+    reopened = open_store(url)
+    assert live_offsets(reopened) == {("g", "t", 0): 3} and reopened.groups() == ["g"]
+    reopened.close()
+
+
+@pytest.mark.kafka
+def test_kafka_store_keeps_an_existing_topics_partition_count(kafka_bootstrap, topic_name):
+    with open_store(f"kafka:{kafka_bootstrap}/{topic_name}?partitions=3") as store:
+        store.write([commit("payments", "t", 0, 1)])
+    with open_store(f"kafka:{kafka_bootstrap}/{topic_name}") as reopened:   # default 50 requested
+        assert reopened.partitions == 3
+        reopened.write([commit("payments", "t", 0, 2)])   # partition_for("payments", 50) = 13 would not exist
+    with open_store(f"kafka:{kafka_bootstrap}/{topic_name}") as third:
+        assert live_offsets(third) == {("payments", "t", 0): 2}
