@@ -32,6 +32,9 @@ BROADCAST_KEY = ""
 class JobOptions:
     time_mode: str = "processing"           # "processing" (live feeds) or "event" (deterministic replays)
     watermark_delay: str = "10 seconds"     # event-time mode: how late an event may arrive
+    # Processing-time mode: timers run this far behind the wall clock, because events reach the job some time after
+    # they happened; without it a micro-batch that lags would expire members whose heartbeats are still in flight.
+    timeout_grace_ms: int = 1_000
     coordinator: dict = field(default_factory=dict)  # Kafka-named coordinator settings
     output_types: frozenset[str] | None = DEFAULT_OUTPUT_TYPES  # None keeps every output, responses included
 
@@ -114,7 +117,8 @@ def make_state_function(options: JobOptions):
         if group_id != BROADCAST_KEY:
             previous = state.get[1] if state.exists else None
             if state.hasTimedOut or events or previous is not None:
-                now = state.getCurrentWatermarkMs() if event_time else state.getCurrentProcessingTimeMs()
+                now = state.getCurrentWatermarkMs() if event_time \
+                    else state.getCurrentProcessingTimeMs() - options.timeout_grace_ms
                 if event_time and now <= 0:
                     now = None  # no watermark yet: only event timestamps move time
                 result = step_group(previous, events, now, config, options.output_types)
@@ -129,7 +133,8 @@ def make_state_function(options: JobOptions):
                             watermark = state.getCurrentWatermarkMs()
                             state.setTimeoutTimestamp(max(int(result.next_deadline), watermark + 1))
                         else:
-                            wait = int(result.next_deadline) - state.getCurrentProcessingTimeMs()
+                            wait = int(result.next_deadline) + options.timeout_grace_ms \
+                                - state.getCurrentProcessingTimeMs()
                             state.setTimeoutDuration(max(1, wait))
         if outputs:
             yield _output_frame(outputs, [group_id] * len(outputs))

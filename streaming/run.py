@@ -30,6 +30,7 @@ class TrackerConfig:
     trigger: str = "1 second"
     time_mode: str = "processing"
     watermark_delay: str = "10 seconds"
+    timeout_grace_ms: int = 1_000                # processing mode: how far timers run behind the wall clock
     kafka_source: str = "python"                # "python", "builtin" or "auto"
     starting_offsets: str = "earliest"
     max_offsets_per_trigger: int | None = None
@@ -121,7 +122,7 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
                             starting_offsets=config.starting_offsets,
                             max_offsets_per_trigger=config.max_offsets_per_trigger, source=config.kafka_source)
     options = JobOptions(time_mode=config.time_mode, watermark_delay=config.watermark_delay,
-                         coordinator=config.coordinator)
+                         timeout_grace_ms=config.timeout_grace_ms, coordinator=config.coordinator)
     outputs = build_tracker_stream(raw, options)
     query = (outputs.writeStream
              .queryName("rebalance-tracker")
@@ -169,7 +170,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trigger", default="1s", help="micro-batch interval, e.g. 500ms, 1s, 5s")
     p.add_argument("--time-mode", choices=("processing", "event"), default="processing",
                    help="processing: timeouts on the wall clock (live feeds); event: on the watermark (replays)")
-    p.add_argument("--watermark-delay", default="10 seconds")
+    p.add_argument("--watermark-delay", default="10 seconds",
+                   help="event mode: how far behind the newest event time the watermark (and the timers) run")
+    p.add_argument("--timeout-grace-ms", type=int, default=1_000,
+                   help="processing mode: how far behind the wall clock timers run, so events still in flight "
+                        "to the job are not expired early")
     p.add_argument("--kafka-source", choices=("python", "builtin", "auto"), default="python",
                    help="python: the bundled kafka-python source; builtin: Spark's kafka connector")
     p.add_argument("--starting-offsets", default="earliest")
@@ -215,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             bootstrap=bootstrap, events_topic=args.events_topic, outputs_topic=args.assignments_topic or None,
             dlq_topic=args.dlq_topic, store=args.store or None, checkpoint=args.checkpoint,
             trigger=parse_trigger(args.trigger), time_mode=args.time_mode, watermark_delay=args.watermark_delay,
+            timeout_grace_ms=args.timeout_grace_ms,
             kafka_source=args.kafka_source, starting_offsets=args.starting_offsets,
             max_offsets_per_trigger=args.max_offsets_per_trigger, coordinator=coordinator_conf,
             metrics_port=args.metrics_port)

@@ -41,8 +41,10 @@ def read_all(bootstrap: str, topic: str) -> list:
 
 def test_tracker_end_to_end_with_a_restart(spark, kafka_bootstrap, topic_name, tmp_path):
     start = 1_700_000_000_000
-    feed = Simulator(SimulationSettings(groups=2, seed=21, churn_interval_ms=10_000),
-                     start_ms=start).run_until(start + 120_000)
+    # group-0 rebalances cooperatively, group-1 eagerly; churn brings crashes, leaves, static restarts.
+    feed = Simulator(SimulationSettings(groups=2, seed=21, churn_interval_ms=8_000,
+                                        assignors=("cooperative-sticky", "range")),
+                     start_ms=start).run_until(start + 150_000)
     events_topic, outputs_topic, dlq_topic = topic_name, f"{topic_name}-out", f"{topic_name}.dlq"
     ensure_topics(kafka_bootstrap, {events_topic: 2})
     config = TrackerConfig(bootstrap=kafka_bootstrap, events_topic=events_topic, outputs_topic=outputs_topic,
@@ -59,7 +61,10 @@ def test_tracker_end_to_end_with_a_restart(spark, kafka_bootstrap, topic_name, t
         metrics = urllib.request.urlopen(tracker.metrics_url, timeout=10).read().decode()
     finally:
         tracker.stop()
-    assert "rebalance_tracker" in metrics and 'group="group-0"' in metrics
+    # The metrics endpoint answered while the job ran, with what the job had emitted so far.
+    sample = f'rebalance_tracker_group_rebalances_total{{group="group-0"}} {view.groups["group-0"].rebalances}'
+    assert view.groups["group-0"].rebalances > 0 and sample in metrics.splitlines()
+    assert 'rebalance_tracker_dead_lettered_events_total 1' in metrics.splitlines()
 
     produce(kafka_bootstrap, events_topic, [encode_event(e) for e in feed[half:]])
     tracker = start_tracker(spark, config, LiveView(out=io.StringIO(), redraw=False))
@@ -87,6 +92,19 @@ def test_tracker_end_to_end_with_a_restart(spark, kafka_bootstrap, topic_name, t
         assert got[group_id] == outputs[: len(got[group_id])]
         assert len(got[group_id]) >= len(outputs) - 3
 
+    # The moments the issue names all happened, and came out as the pure model says.
+    everything = [o for outputs in got.values() for o in outputs]
+    kinds = {o["type"] for o in everything}
+    assert {"member_expired", "member_left", "member_replaced", "assignment", "rebalance"} <= kinds
+    replaced = [o for o in everything if o["type"] == "member_replaced"]
+    # A static member restarting while Stable takes its old place: no state change at that moment.
+    assert any(not any(c["type"] == "state_change" and c["ts"] == r["ts"] for c in got[r["group_id"]])
+               for r in replaced), "no static member restart without a rebalance"
+    cooperative = [o for o in got["group-0"] if o["type"] == "rebalance"]
+    assert all(r["rebalance_protocol"] == "cooperative" for r in cooperative)
+    assert any(r["partitions_moved"] > 0 and any(a["revoked"] for a in got["group-0"]
+               if a["type"] == "assignment" and a["generation"] == r["generation"]) for r in cooperative)
+
     # Dead-letter topic: the bad record, with its reason and where it came from.
     (dead,) = [json.loads(r.value) for r in read_all(kafka_bootstrap, dlq_topic)]
     assert "not valid JSON" in dead["reason"] and dead["source"]["topic"] == events_topic
@@ -104,8 +122,14 @@ def test_tracker_end_to_end_with_a_restart(spark, kafka_bootstrap, topic_name, t
                 expected[key] = o["offset"]
     store = open_store(config.store)
     try:
-        stored = {(r["group_id"], r["topic"], r["partition"]): r["offset"]
-                  for r in store.load_records() if r["type"] == "offset_commit" and not r.get("tombstone")}
+        records = store.load_records()
     finally:
         store.close()
+    stored = {(r["group_id"], r["topic"], r["partition"]): r["offset"]
+              for r in records if r["type"] == "offset_commit" and not r.get("tombstone")}
     assert stored == expected and stored
+    # ...and a coordinator reloaded from the store answers OffsetFetch as the live one does.
+    reloaded = GroupCoordinator(CoordinatorConfig())
+    reloaded.load_records(records, now_ms=feed[-1]["ts"])
+    for group_id in ("group-0", "group-1"):
+        assert reloaded.fetch_offsets(group_id) == coordinator.fetch_offsets(group_id)

@@ -1,0 +1,86 @@
+"""A live feed through the real broker and Spark in processing-time mode: a member that crashes (its heartbeats
+simply stop) is expired by the group-state timeout and its partitions go to the survivor."""
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+
+import pytest
+from kafka import KafkaProducer
+
+from streaming.coordinator import CoordinatorConfig
+from streaming.feeds.simulator import SimulationSettings, Simulator
+from streaming.live_view import LiveView
+from streaming.run import TrackerConfig, ensure_topics, start_tracker
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+SETTINGS = {"group.min.session.timeout.ms": 1_000}
+
+
+class Capture(LiveView):
+    def __init__(self):
+        super().__init__(out=io.StringIO(), redraw=False)
+        self.outputs: list[dict] = []
+        self.arrived: list[float] = []
+
+    def update(self, batch_id, outputs):
+        self.outputs += outputs
+        self.arrived += [time.time()] * len(outputs)
+        super().update(batch_id, outputs)
+
+
+def test_crashed_member_is_expired_and_its_partitions_reassigned(spark, kafka_bootstrap, topic_name, tmp_path):
+    ensure_topics(kafka_bootstrap, {topic_name: 1})
+    view = Capture()
+    config = TrackerConfig(bootstrap=kafka_bootstrap, events_topic=topic_name, outputs_topic=None, store=None,
+                           checkpoint=str(tmp_path / "cp"), trigger="500 milliseconds", coordinator=SETTINGS)
+    tracker = start_tracker(spark, config, view)
+    simulator = Simulator(SimulationSettings(groups=1, members_per_group=2, churn_interval_ms=10**9,
+                                             session_timeout_ms=3_000, heartbeat_interval_ms=1_000,
+                                             static_fraction=0.0),
+                          start_ms=int(time.time() * 1000), config=CoordinatorConfig.from_properties(SETTINGS))
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks=1)
+    stop, crashed = threading.Event(), {}
+
+    def play():
+        started = time.time()
+        while not stop.is_set():
+            if not crashed and time.time() - started > 10:
+                victim = next(c for c in simulator.clients.values() if c.phase == "stable")
+                crashed["member_id"], crashed["at"] = victim.member_id, time.time()
+                simulator._crash(victim)          # its heartbeats stop; nothing else is sent for it
+            for event in simulator.run_until(int(time.time() * 1000)):
+                producer.send(topic_name, key=event["group_id"].encode(), value=json.dumps(event).encode())
+            producer.flush()
+            stop.wait(0.05)
+
+    feeder = threading.Thread(target=play, daemon=True)
+    feeder.start()
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            done = [o for o in view.outputs if o["type"] == "rebalance" and crashed
+                    and o["ts"] > crashed["at"] * 1000 and len(o["members"]) == 1]
+            if done:
+                break
+            time.sleep(0.2)
+    finally:
+        tracker.stop()        # first: once the feed stops, the survivor would (rightly) expire too
+        stop.set()
+        feeder.join(10)
+        producer.close()
+    expired = [(o, t) for o, t in zip(view.outputs, view.arrived) if o["type"] == "member_expired"]
+    assert [o["member_id"] for o, _ in expired] == [crashed["member_id"]]
+    (o, emitted), = expired
+    # Expired exactly one session after its last heartbeat, and reported within session + trigger + the timer
+    # grace + 1 s of it (its last heartbeat came up to one heartbeat interval before the crash).
+    assert o["ts"] - o["last_heartbeat_ts"] == 3_000 and o["reason"] == "session timeout"
+    assert emitted - o["last_heartbeat_ts"] / 1000 <= 3.0 + 0.5 + 1.0 + 1.0
+    final = [o for o in view.outputs if o["type"] == "rebalance"][-1]
+    (survivor,) = final["assignment"]
+    assert survivor != crashed["member_id"]
+    assert sorted(map(tuple, final["assignment"][survivor])) == \
+        [(f"topic-0-{t}", p) for t in range(2) for p in range(6)]
