@@ -271,6 +271,7 @@ class GroupCoordinator:
     # ================================================================ JoinGroup
     def _join(self, group: Group | None, e: dict) -> None:
         member_id, instance_id = e["member_id"], e["group_instance_id"]
+        created = group is None
         if group is None:
             if member_id and not self.config.adopt_unknown_members:
                 return self._respond(None, e, "join_response", "UNKNOWN_MEMBER_ID", generation=-1)
@@ -291,8 +292,8 @@ class GroupCoordinator:
             self._join_new_member(group, e)
         else:
             self._join_known_member(group, e)
-        if group.is_empty and not group.pending_members and group.is_(S.EMPTY) and not group.offsets:
-            # A join that was refused left an empty shell behind; Kafka would not keep it either.
+        if created and group.is_empty and not group.pending_members and not group.offsets:
+            # A refused join must not leave a group behind that it alone created; Kafka would not keep it either.
             self.groups.pop(group.group_id, None)
 
     def _new_group(self, e: dict) -> Group:
