@@ -11,6 +11,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("streaming.feeds.publish", "publish simulated consumer-group events to a topic or file"),
     "report": ("streaming.report", "HTML (and PNG) timeline of a group's rebalances"),
     "replay": ("streaming.replay", "what-if: replay a recorded feed through each assignor, side by side"),
+    "cluster-feed": ("streaming.feeds.cluster_feed", "turn a cluster's __consumer_offsets into tracker events"),
     "offsets": ("offsets_store.describe", "show a group's committed offsets and lag from the store"),
     "broker": ("streaming.broker", "run the bundled Kafka-compatible broker (Tansu) on loopback"),
 }

@@ -25,6 +25,9 @@ class CoordinatorConfig:
     # Tracker only. When observing a real cluster the broker has already issued member ids, so a JoinGroup with an
     # id we never saw is adopted instead of answered with UNKNOWN_MEMBER_ID.
     adopt_unknown_members: bool = False
+    # Tracker only. Off when the feed cannot see heartbeats (the __consumer_offsets cluster feed): membership then
+    # changes only when the broker's own records say so.
+    expire_members: bool = True
 
     @property
     def offsets_retention_ms(self) -> int:
@@ -56,7 +59,8 @@ class CoordinatorConfig:
 def _property_name(field_name: str) -> str:
     special = {"new_member_join_timeout_ms": "group.new.member.join.timeout.ms",
                "assignment_mode": "tracker.assignment.mode",
-               "adopt_unknown_members": "tracker.adopt.unknown.members"}
+               "adopt_unknown_members": "tracker.adopt.unknown.members",
+               "expire_members": "tracker.expire.members"}
     return special.get(field_name, field_name.replace("_", "."))
 
 

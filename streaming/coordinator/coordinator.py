@@ -56,7 +56,7 @@ class GroupCoordinator:
         group = self.groups.get(event["group_id"])
         if group is not None:
             self._tick(group, event.get("ts"))
-        if self.config.adopt_unknown_members and group is not None:
+        if self.config.adopt_unknown_members and group is not None and kind != "leave":
             self._adopt_static_member_id(group, event)
         handler = getattr(self, f"_{kind}")
         handler(group, event)
@@ -221,8 +221,18 @@ class GroupCoordinator:
 
     def _schedule_session(self, group: Group, member: Member, timeout_ms: int | None = None) -> None:
         member.last_heartbeat_ts = group.clock
+        if not self.config.expire_members:
+            member.session_deadline = None
+            return
         member.session_deadline = group.clock + (timeout_ms if timeout_ms is not None else member.session_timeout_ms)
         self._arm(group, _SESSION, member.member_id, member.session_deadline)
+
+    def _extend_session(self, group: Group, member: Member) -> None:
+        """A heartbeat (or commit) from a live member. Extending needs no new timer: the armed one re-arms itself
+        when it pops before the new deadline."""
+        member.last_heartbeat_ts = group.clock
+        if self.config.expire_members and member.session_deadline is not None:
+            member.session_deadline = group.clock + member.session_timeout_ms
 
     # ================================================================ outputs
     def _emit(self, group_id: str, kind: str, ts: int, **fields) -> None:
@@ -737,9 +747,7 @@ class GroupCoordinator:
             return self._respond(group, e, "heartbeat_response", error)
         member = group.members[e["member_id"]]
         if not member.awaiting_join:
-            member.last_heartbeat_ts = group.clock
-            # Extending a deadline needs no new timer: the old one re-arms itself when it pops early.
-            member.session_deadline = group.clock + member.session_timeout_ms
+            self._extend_session(group, member)
         error = "REBALANCE_IN_PROGRESS" if group.is_(S.PREPARING_REBALANCE) else "NONE"
         self._respond(group, e, "heartbeat_response", error)
 
@@ -815,9 +823,7 @@ class GroupCoordinator:
         if error is not None:
             return self._commit_response(group, e, error)
         if not simple and member_id in group.members and not group.members[member_id].awaiting_join:
-            member = group.members[member_id]
-            member.last_heartbeat_ts = group.clock
-            member.session_deadline = group.clock + member.session_timeout_ms
+            self._extend_session(group, group.members[member_id])
         results = []
         for o in e["offsets"]:
             tp = (o["topic"], o["partition"])
