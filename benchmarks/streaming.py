@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import statistics
 import sys
 import tempfile
 import threading

@@ -8,7 +8,6 @@ import sys
 import textwrap
 import time
 
-import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from streaming.broker import kafka_broker, start_bundled_broker

@@ -10,7 +10,7 @@ import pytest
 
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, GroupState, parse_event
 from streaming.coordinator.state import VALID_PREVIOUS
-from tests.coordinator_harness import RANGE, Harness, of_type, one
+from tests.coordinator_harness import Harness, of_type, one
 
 
 # ---------------------------------------------------------------- states
@@ -284,7 +284,7 @@ def test_sync_in_stable_returns_the_members_assignment_again():
 
 def test_rebalance_restarting_during_completing_rebalance_answers_waiting_followers():
     h = Harness()
-    a = h.new_member()
+    h.new_member()                        # the leader, which never syncs here
     b = h.new_member()
     h.tick(0)
     h.sync(b, 1)                          # b waits for the leader
@@ -375,7 +375,7 @@ def test_static_member_restart_in_stable_keeps_assignment_without_rebalance():
 
 def test_static_leader_restart_keeps_leadership():
     h = Harness()
-    ids = static_group(h)
+    static_group(h)
     new_id = one(h.join(instance_id="i1", client_id="i1"), "member_replaced")["member_id"]
     assert h.leader() == new_id and h.state() == "Stable"
 
@@ -386,7 +386,7 @@ def test_static_member_restart_with_other_protocol_rebalances():
     h.join(instance_id="i2", protocols=[{"name": "roundrobin", "topics": ["t"]}, {"name": "range", "topics": ["t"]}])
     assert h.state() == "Stable"           # range is still what every member supports and votes for
     h2 = Harness()
-    ids = static_group(h2, ("i1",))
+    static_group(h2, ("i1",))
     out = h2.join(instance_id="i1", protocols=[{"name": "roundrobin", "topics": ["t"]},
                                                {"name": "range", "topics": ["t"]}])
     assert [o["to"] for o in of_type(out, "state_change")] == ["PreparingRebalance", "CompletingRebalance"]

@@ -280,7 +280,7 @@ class GroupCoordinator:
 
     # ================================================================ JoinGroup
     def _join(self, group: Group | None, e: dict) -> None:
-        member_id, instance_id = e["member_id"], e["group_instance_id"]
+        member_id = e["member_id"]
         created = group is None
         if group is None:
             if member_id and not self.config.adopt_unknown_members:

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from streaming.coordinator.javahash import hashmap_order
-from streaming.coordinator.member import Member, Partition, Protocol
+from streaming.coordinator.member import Member, Partition
 from streaming.coordinator.state import GroupState, IllegalStateTransition
 
 

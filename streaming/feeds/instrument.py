@@ -8,7 +8,6 @@ requests the broker sees, including the leader's real assignment. Run the tracke
 """
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import socket
