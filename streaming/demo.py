@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from streaming.broker import kafka_broker
     from streaming.feeds.publish import kafka_sender, play
-    from streaming.run import TrackerConfig, parse_trigger, quiet_logging, start_tracker, watch
+    from streaming.run import TrackerConfig, parse_trigger, quiet_logging, start_tracker, stop_on_signals, watch
     from streaming.spark import build_spark_session, parse_conf
 
     args = build_parser().parse_args(argv)
@@ -68,9 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         stack.callback(stop.set)
         print(f"simulating {args.groups} groups into '{events_topic}'; store and checkpoint in {workdir}; "
               "Ctrl-C stops", flush=True)
-        try:
-            watch(tracker, args.duration)
-        except KeyboardInterrupt:
+        interrupted = stop_on_signals()
+        watch(tracker, args.duration, stop=interrupted)
+        if interrupted.is_set():
             print("\nstopping…", flush=True)
     return 0
 

@@ -5,7 +5,9 @@ import argparse
 import contextlib
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -54,6 +56,10 @@ class RunningTracker:
         """Stop between micro-batches when possible: interrupting one mid-flight only spills stack traces (its
         outputs would be redone on restart anyway)."""
         deadline = time.monotonic() + grace_s
+        with contextlib.suppress(Exception):
+            from pyspark import SparkContext
+
+            SparkContext._active_spark_context.setLogLevel("ERROR")   # Spark warns about the jobs it cancels
         with contextlib.suppress(Exception):
             while self.query.isActive and self.query.status.get("isTriggerActive") and time.monotonic() < deadline:
                 time.sleep(0.05)
@@ -134,11 +140,21 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
     return RunningTracker(query, sink, view, store, watcher, metrics_server, metrics_url)
 
 
-def watch(tracker: RunningTracker, duration_s: float | None = None, refresh_s: float = 1.0) -> None:
-    """Redraw the live table until Ctrl-C, the duration ends, or the query fails."""
+def stop_on_signals() -> threading.Event:
+    """Ctrl-C / SIGTERM set an event instead of raising inside whatever py4j call is running (PySpark's own SIGINT
+    handler calls into the JVM re-entrantly and spills tracebacks); ``watch`` sees the event and returns."""
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    return stop
+
+
+def watch(tracker: RunningTracker, duration_s: float | None = None, refresh_s: float = 1.0,
+          stop: threading.Event | None = None) -> None:
+    """Redraw the live table until ``stop`` is set (Ctrl-C), the duration ends, or the query fails."""
     started = time.monotonic()
     drawn_batch = None
-    while tracker.query.isActive:
+    while tracker.query.isActive and not (stop is not None and stop.is_set()):
         if duration_s is not None and time.monotonic() - started >= duration_s:
             break
         tracker.query.awaitTermination(refresh_s)
@@ -230,9 +246,9 @@ def main(argv: list[str] | None = None) -> int:
               f"store -> {config.store}; Ctrl-C stops", flush=True)
         if tracker.metrics_url:
             print(f"metrics: {tracker.metrics_url}", flush=True)
-        try:
-            watch(tracker, args.duration)
-        except KeyboardInterrupt:
+        stop = stop_on_signals()
+        watch(tracker, args.duration, stop=stop)
+        if stop.is_set():
             print("\nstopping…", flush=True)
     return 0
 
