@@ -1,51 +1,128 @@
-"""Live instrumentation with real kafka-python consumers on the broker: the tracker, fed only the mirrored requests,
-ends up with exactly the assignments the broker delivered."""
+"""Live instrumentation with real kafka-python consumers on the broker: the feed reports what the broker really did
+(member ids, generations, delivered assignments, commits, leaves), and the tracker fed only that feed ends up with
+exactly the assignments the broker delivered."""
 from __future__ import annotations
 
+import collections
+import json
 import threading
 import time
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
 from kafka.coordinator.assignors.range import RangePartitionAssignor
+from kafka.protocol.consumer.group import (LeaveGroupRequest, OffsetCommitRequest, OffsetCommitResponse,
+                                           SyncGroupRequest, SyncGroupResponse)
+
+from offsets_store.codec import encode_assignment
 
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
-from streaming.feeds.instrument import GroupEventMirror
+from streaming.feeds.instrument import commit_event, instrument, leave_events, sync_event
+from streaming.feeds.partitioners import partition_for_key
 from streaming.run import ensure_topics
 
-pytestmark = pytest.mark.kafka
+FEED_PARTITIONS = 3
+
+
+# ------------------------------------------------------------------ the translation, on real protocol objects
+def _commit_pair():
+    topic, part = OffsetCommitRequest.OffsetCommitRequestTopic, \
+        OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+    request = OffsetCommitRequest(
+        group_id="g", generation_id_or_member_epoch=4, member_id="m1", group_instance_id=None, retention_time_ms=-1,
+        topics=[topic(name="t", partitions=[
+            part(partition_index=0, committed_offset=5, committed_leader_epoch=-1, committed_metadata=""),
+            part(partition_index=1, committed_offset=9, committed_leader_epoch=2, committed_metadata="m")])])
+    rtopic = OffsetCommitResponse.OffsetCommitResponseTopic
+    rpart = rtopic.OffsetCommitResponsePartition
+    return request, rtopic, rpart
+
+
+def test_commit_event_keeps_only_what_the_broker_accepted():
+    request, rtopic, rpart = _commit_pair()
+    response = OffsetCommitResponse(topics=[rtopic(name="t", partitions=[
+        rpart(partition_index=0, error_code=22), rpart(partition_index=1, error_code=0)])])   # 22: ILLEGAL_GENERATION
+    event = commit_event(request, response, 1_000)
+    assert event["member_id"] == "m1" and event["generation"] == 4 and event["retention_ms"] == -1
+    assert event["offsets"] == [{"topic": "t", "partition": 1, "offset": 9, "leader_epoch": 2, "metadata": "m"}]
+    refused = OffsetCommitResponse(topics=[rtopic(name="t", partitions=[
+        rpart(partition_index=0, error_code=22), rpart(partition_index=1, error_code=22)])])
+    assert commit_event(request, refused, 1_000) is None
+    assert parse_event(json.dumps(event).encode())[1] is None
+
+
+def test_sync_event_decodes_leader_assignments_and_the_delivered_partitions():
+    mine = encode_assignment({"partitions": [["t", 3], ["t", 1]]})
+    theirs = encode_assignment({"partitions": [["t", 0], ["u", 2]]})
+    request = SyncGroupRequest(group_id="g", generation_id=7, member_id="a", group_instance_id=None,
+                               protocol_type="consumer", protocol_name="range",
+                               assignments=[SyncGroupRequest.SyncGroupRequestAssignment(member_id="a", assignment=mine),
+                                            SyncGroupRequest.SyncGroupRequestAssignment(member_id="b",
+                                                                                        assignment=theirs)])
+    event = sync_event(request, SyncGroupResponse(error_code=0, assignment=mine), 5)
+    assert event["generation"] == 7 and event["protocol_name"] == "range"
+    assert event["assignments"] == {"a": [["t", 1], ["t", 3]], "b": [["t", 0], ["u", 2]]}
+    assert event["assigned"] == [["t", 1], ["t", 3]]
+    follower = SyncGroupRequest(group_id="g", generation_id=7, member_id="b", group_instance_id=None,
+                                protocol_type="consumer", protocol_name="range", assignments=[])
+    event = sync_event(follower, SyncGroupResponse(error_code=0, assignment=b""), 5)
+    assert "assignments" not in event and event["assigned"] == []
+
+
+def test_leave_events_for_old_and_batched_requests():
+    assert [e["member_id"] for e in leave_events(LeaveGroupRequest(group_id="g", member_id="m0"), 1)] == ["m0"]
+    batched = LeaveGroupRequest(group_id="g", members=[
+        LeaveGroupRequest.MemberIdentity(member_id="a", group_instance_id="i-a", reason="bye"),
+        LeaveGroupRequest.MemberIdentity(member_id="b", group_instance_id="i-b", reason=None)])
+    events = leave_events(batched, 1)
+    assert [(e["member_id"], e["group_instance_id"], e["reason"]) for e in events] == \
+        [("a", "i-a", "bye"), ("b", "i-b", "")]
+
+
+# ------------------------------------------------------------------ real consumers on the broker
 
 
 class Member(threading.Thread):
     """One consumer polling in its own thread (kafka-python consumers are not thread-safe)."""
 
-    def __init__(self, bootstrap, topic, group, name, mirror):
+    def __init__(self, bootstrap, topic, group, name, producer, feed_topic):
         super().__init__(daemon=True, name=name)
         self.consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, client_id=name,
                                       session_timeout_ms=3_000, heartbeat_interval_ms=500,
                                       enable_auto_commit=False, auto_offset_reset="earliest",
                                       partition_assignment_strategy=[RangePartitionAssignor])
-        mirror.attach(self.consumer)
-        self.stop_event, self.commit_request = threading.Event(), threading.Event()
+        instrument(self.consumer, producer, feed_topic, heartbeat_every_ms=1_000)
+        self.stop_event = threading.Event()
+        self.commit_offset: int | None = None   # set by the test: commit this offset on every owned partition
+        self.use_async = False
         self.assigned: set = set()
-        self.committed: set = set()
+        self.committed: dict = {}
+        self.commit_generation = -1
 
     def run(self):
         while not self.stop_event.is_set():
             self.consumer.poll(timeout_ms=100)
             self.assigned = set(self.consumer.assignment())
-            if self.commit_request.is_set() and self.assigned:
-                self.consumer.commit({tp: OffsetAndMetadata(5, "", -1) for tp in self.assigned})
-                self.committed = set(self.assigned)
-                self.commit_request.clear()
+            if self.commit_offset is not None and self.assigned:
+                offsets = {tp: OffsetAndMetadata(self.commit_offset, "", -1) for tp in self.assigned}
+                generation = self.consumer._coordinator._generation.generation_id
+                if self.use_async:
+                    done = threading.Event()
+                    self.consumer.commit_async(offsets, callback=lambda *_: done.set())
+                    while not done.is_set():
+                        self.consumer.poll(timeout_ms=50)
+                else:
+                    self.consumer.commit(offsets)
+                self.committed = {(tp.topic, tp.partition): self.commit_offset for tp in offsets}
+                self.commit_generation, self.commit_offset = generation, None
         self.consumer.close()
 
-    @property
-    def member_id(self):
-        return self.consumer._coordinator._generation.member_id
+    def snapshot(self) -> tuple[str, int, list]:
+        generation = self.consumer._coordinator._generation
+        return generation.member_id, generation.generation_id, sorted([tp.topic, tp.partition] for tp in self.assigned)
 
 
-def wait_until(predicate, timeout_s=40, what=""):
+def wait_until(predicate, timeout_s=30, what=""):
     deadline = time.time() + timeout_s
     while time.time() < deadline:
         if predicate():
@@ -56,66 +133,122 @@ def wait_until(predicate, timeout_s=40, what=""):
 
 def settled(members, partitions):
     sets = [m.assigned for m in members]
-    union = set().union(*sets)
-    return all(sets) and sum(len(s) for s in sets) == len(union) == partitions
+    return all(sets) and sum(len(s) for s in sets) == len(set().union(*sets)) == partitions
 
 
-def test_tracker_reproduces_what_real_consumers_received(kafka_bootstrap, topic_name):
+def stable_snapshots(members, partitions):
+    """Each member's (member id, generation, partitions), once two looks a second apart agree."""
+    while True:
+        wait_until(lambda: settled(members, partitions), what=f"{len(members)} consumers sharing the partitions")
+        before = [m.snapshot() for m in members]
+        time.sleep(1.0)
+        if [m.snapshot() for m in members] == before and settled(members, partitions):
+            return {member_id: (generation, parts) for member_id, generation, parts in before}
+
+
+@pytest.mark.kafka
+def test_feed_reports_what_the_broker_did(kafka_bootstrap, topic_name):
     data_topic, feed_topic, group = topic_name, f"{topic_name}-feed", f"{topic_name}-group"
-    ensure_topics(kafka_bootstrap, {data_topic: 6, feed_topic: 1})
+    ensure_topics(kafka_bootstrap, {data_topic: 6, feed_topic: FEED_PARTITIONS})
     producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all")
-    mirror = GroupEventMirror(producer, feed_topic)
-    members = [Member(kafka_bootstrap, data_topic, group, f"c{i}", mirror) for i in range(3)]
+    members = [Member(kafka_bootstrap, data_topic, group, f"c{i}", producer, feed_topic) for i in range(3)]
     try:
         for m in members:
             m.start()
-        wait_until(lambda: settled(members, 6), what="three consumers sharing six partitions")
-        time.sleep(1.5)   # a few heartbeats, so the round is surely over everywhere
-        first = {m.member_id: sorted(m.assigned) for m in members}
-        members[0].commit_request.set()
-        wait_until(lambda: members[0].committed, what="a commit")
-        committed = members[0].committed
+        first = stable_snapshots(members, 6)
+        members[0].commit_offset = 5
+        members[1].commit_offset, members[1].use_async = 7, True
+        wait_until(lambda: members[0].committed and members[1].committed, what="two commits")
+        commits = {m.snapshot()[0]: (m.commit_generation, m.committed) for m in members[:2]}
         leaving = members.pop()
+        leaving_id = leaving.snapshot()[0]
         leaving.stop_event.set()
         leaving.join(15)
-        wait_until(lambda: settled(members, 6) and all(len(m.assigned) == 3 for m in members),
-                   what="two consumers after one left")
-        time.sleep(1.5)
-        second = {m.member_id: sorted(m.assigned) for m in members}
+        second = stable_snapshots(members, 6)
+        assert all(len(parts) == 3 for _, parts in second.values())
     finally:
         for m in members:
             m.stop_event.set()
         for m in members:
             m.join(15)
-        mirror.flush()
+        producer.flush(30)
         producer.close()
 
     feed = KafkaConsumer(bootstrap_servers=kafka_bootstrap, enable_auto_commit=False, consumer_timeout_ms=3_000)
-    feed.assign([TopicPartition(feed_topic, 0)])
-    feed.seek_to_beginning()
-    events = [parse_event(r.value) for r in feed]
+    tps = [TopicPartition(feed_topic, p) for p in range(FEED_PARTITIONS)]
+    feed.assign(tps)
+    feed.seek_to_beginning(*tps)
+    records = list(feed)
     feed.close()
-    assert all(error is None for _, error in events), [e for e in events if e[1]]
-    kinds = {e["type"] for e, _ in events}
-    assert {"join", "sync", "heartbeat", "commit", "leave"} <= kinds
 
+    # Keyed by group id with the default partitioner: all in one partition, so in order.
+    assert {r.key for r in records} == {group.encode("utf-8")}
+    assert {r.partition for r in records} == {partition_for_key(group.encode("utf-8"), FEED_PARTITIONS)}
+    parsed = [parse_event(r.value) for r in sorted(records, key=lambda r: r.offset)]
+    assert all(error is None for _, error in parsed), [e for e in parsed if e[1]]
+    events = [e for e, _ in parsed]
+    assert {"join", "sync", "heartbeat", "commit", "leave"} <= {e["type"] for e in events}
+
+    # Real member ids only; per member, join and sync alternate: one join per generation it took part in.
+    real_ids = set(first) | set(second)
+    by_member = collections.defaultdict(list)
+    for e in events:
+        if e["type"] in ("join", "sync"):
+            by_member[e["member_id"]].append(e)
+    assert set(by_member) == real_ids
+    for member_id, seq in by_member.items():
+        types = [e["type"] for e in seq]   # may end on a join: a rejoin cut short by close()
+        assert all(t == ("join" if i % 2 == 0 else "sync") for i, t in enumerate(types)), (member_id, types)
+        generations = [e["generation"] for e in seq if e["type"] == "sync"]
+        assert generations == sorted(set(generations)), member_id
+    joins = [e for e in events if e["type"] == "join"]
+    assert {e["client_id"] for e in joins} == {"c0", "c1", "c2"}
+    assert all(e["session_timeout_ms"] == 3_000 and e["protocols"][0]["name"] == "range"
+               and e["protocols"][0]["topics"] == [data_topic] for e in joins)
+
+    # Delivered assignments are exactly what each consumer's assignment() showed, generation by generation, and
+    # the leader's assignments for that generation say the same.
+    syncs = {(e["member_id"], e["generation"]): e for e in events if e["type"] == "sync"}
+    for snapshot in (first, second):
+        for member_id, (generation, parts) in snapshot.items():
+            assert syncs[(member_id, generation)]["assigned"] == parts
+        (generation,) = {g for g, _ in snapshot.values()}
+        leader = [e for (_, g), e in syncs.items() if g == generation and e.get("assignments")]
+        assert len(leader) == 1
+        assert {m: sorted(p) for m, p in leader[0]["assignments"].items()} == \
+            {m: parts for m, (_, parts) in snapshot.items()}
+
+    # Commits carry the committed offsets, member and generation.
+    for member_id, (generation, committed) in commits.items():
+        mine = [e for e in events if e["type"] == "commit" and e["member_id"] == member_id]
+        assert len(mine) == 1 and mine[0]["generation"] == generation
+        assert {(o["topic"], o["partition"]): o["offset"] for o in mine[0]["offsets"]} == committed
+
+    # Heartbeats are thinned to at most one per member per second.
+    beats = collections.defaultdict(list)
+    for e in events:
+        if e["type"] == "heartbeat":
+            beats[e["member_id"]].append(e["ts"])
+    assert beats and all(b - a >= 1_000 for ts in beats.values() for a, b in zip(ts, ts[1:]))
+
+    # Every member left on close, the one that left early first.
+    leaves = [e["member_id"] for e in events if e["type"] == "leave"]
+    assert sorted(leaves) == sorted(real_ids) and leaves[0] == leaving_id
+
+    # The tracker, fed only this feed, has the broker's assignment at each stable point.
     tracker = GroupCoordinator(CoordinatorConfig(adopt_unknown_members=True, group_min_session_timeout_ms=1_000,
                                                  group_initial_rebalance_delay_ms=0))
-    outputs = []
-    # Stop right after the last recorded request: the remaining members closed later, which is not our question.
-    cut = max(i for i, (e, _) in enumerate(events) if e["type"] == "leave" and e["member_id"] not in second)
-    for e, _ in events[:cut + 1]:
-        outputs += tracker.handle(e)
-    rebalances = [o for o in outputs if o["type"] == "rebalance" and o["group_id"] == group]
-    seen = [{m: sorted(TopicPartition(t, p) for t, p in parts) for m, parts in r["assignment"].items()}
-            for r in rebalances]
-    assert first in seen, f"tracker saw {seen}, consumers had {first}"
-    for e, _ in events[cut + 1:]:
-        outputs += tracker.handle(e)
-        if tracker.describe_group(group)["state"] == "Stable" and len(tracker.describe_group(group)["members"]) == 2:
-            break
-    final = {m["member_id"]: sorted(TopicPartition(t, p) for t, p in m["assignment"])
-             for m in tracker.describe_group(group)["members"]}
-    assert final == second
+    seen, final = [], None
+    for e in events:
+        if e["type"] == "leave" and e["member_id"] != leaving_id:
+            break   # the remaining members closing is not our question
+        for out in tracker.handle(e):
+            if out["type"] == "rebalance" and out["group_id"] == group:
+                seen.append({m: sorted(map(list, parts)) for m, parts in out["assignment"].items()})
+        described = tracker.describe_group(group)
+        if described["state"] == "Stable":
+            final = {m["member_id"]: sorted(map(list, m["assignment"])) for m in described["members"]}
+    assert {m: parts for m, (_, parts) in first.items()} in seen, seen
+    assert final == {m: parts for m, (_, parts) in second.items()}
     assert {tp: o["offset"] for tp, o in tracker.fetch_offsets(group).items()} == \
-        {(tp.topic, tp.partition): 5 for tp in committed}
+        {tp: off for _, committed in commits.values() for tp, off in committed.items()}

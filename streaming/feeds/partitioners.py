@@ -86,16 +86,28 @@ class KeyHashPartitioner(Partitioner):
 
 
 class RoundRobinPartitioner(Partitioner):
-    """Java's RoundRobinPartitioner: ``toPositive(counter++) % available`` per topic, keys ignored."""
+    """Java's RoundRobinPartitioner: ``toPositive(counter++) % available`` per topic, keys ignored.
+
+    A keyless send that would open a new batch is partitioned twice by the producer (once, aborted, then again after
+    ``on_new_batch``). Like Kafka's fix for KAFKA-9965, the aborted pick is remembered and handed out again, so the
+    counter advances once per record and no partition is skipped.
+    """
 
     def __init__(self) -> None:
         self.counters: dict[str, int] = {}
+        self.repick: dict[str, list[int]] = {}
 
     def partition(self, topic, key, serialized_key, value, serialized_value, cluster) -> int:
         _, available = _partitions(cluster, topic)
+        queued = self.repick.get(topic)
+        if queued:
+            return queued.pop(0)
         n = self.counters.get(topic, 0)
-        self.counters[topic] = (n + 1) & 0xFFFFFFFF
+        self.counters[topic] = (n + 1) & 0xFFFFFFFF   # Java int overflow; toPositive keeps the low 31 bits
         return available[to_positive(n) % len(available)]
+
+    def on_new_batch(self, topic, cluster, prev_partition) -> None:
+        self.repick.setdefault(topic, []).append(prev_partition)
 
 
 class UniformStickyPartitioner(Partitioner):
@@ -125,7 +137,10 @@ class UniformStickyPartitioner(Partitioner):
         return self.choose(topic, available, size)
 
     def on_new_batch(self, topic, cluster, prev_partition) -> None:
-        self.current.pop(topic, None)
+        """The producer had to open a new batch: the old one is on its way, so move to another partition now."""
+        _, available = _partitions(cluster, topic)
+        candidates = [p for p in available if p != prev_partition] or available
+        self.current[topic] = (self.rng.choice(candidates), 0, self.clock())
 
 
 class InvalidRecord(ValueError):

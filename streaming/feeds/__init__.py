@@ -1,0 +1,1 @@
+"""Event feeds for the tracker: simulator, live consumer instrumentation, cluster feed, producer partitioners."""
