@@ -34,7 +34,7 @@ class JobOptions:
     watermark_delay: str = "10 seconds"     # event-time mode: how late an event may arrive
     # Processing-time mode: timers run this far behind the wall clock, because events reach the job some time after
     # they happened; without it a micro-batch that lags would expire members whose heartbeats are still in flight.
-    timeout_grace_ms: int = 1_000
+    timeout_grace_ms: int = 500
     coordinator: dict = field(default_factory=dict)  # Kafka-named coordinator settings
     output_types: frozenset[str] | None = DEFAULT_OUTPUT_TYPES  # None keeps every output, responses included
 

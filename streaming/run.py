@@ -32,7 +32,7 @@ class TrackerConfig:
     trigger: str = "1 second"
     time_mode: str = "processing"
     watermark_delay: str = "10 seconds"
-    timeout_grace_ms: int = 1_000                # processing mode: how far timers run behind the wall clock
+    timeout_grace_ms: int = 500                  # processing mode: how far timers run behind the wall clock
     kafka_source: str = "python"                # "python", "builtin" or "auto"
     starting_offsets: str = "earliest"
     max_offsets_per_trigger: int | None = None
@@ -188,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="processing: timeouts on the wall clock (live feeds); event: on the watermark (replays)")
     p.add_argument("--watermark-delay", default="10 seconds",
                    help="event mode: how far behind the newest event time the watermark (and the timers) run")
-    p.add_argument("--timeout-grace-ms", type=int, default=1_000,
+    p.add_argument("--timeout-grace-ms", type=int, default=500,
                    help="processing mode: how far behind the wall clock timers run, so events still in flight "
                         "to the job are not expired early")
     p.add_argument("--kafka-source", choices=("python", "builtin", "auto"), default="python",
