@@ -4,7 +4,10 @@ It stands in for Spark's own ``kafka`` source where the connector jars are not o
 (key, value, topic, partition, offset, timestamp, timestampType), the same offset JSON in the checkpoint
 (``{"topic": {"0": 23}}``), and the options ``kafka.bootstrap.servers``, ``subscribe`` / ``subscribePattern``,
 ``startingOffsets`` (earliest | latest | JSON, -2 = earliest, -1 = latest), ``maxOffsetsPerTrigger``, plus
-``Trigger.AvailableNow``. Partitions that appear later are read from their earliest offset, as Spark does.
+``Trigger.AvailableNow``, ``failOnDataLoss`` (records deleted before they were read: fail, or skip with
+``false``) and ``kafkaConsumer.pollTimeoutMs``; other ``kafka.*`` options go to kafka-python (``kafka.a.b`` ->
+``a_b``). Partitions that appear later are read from their earliest offset, as Spark does. Partitions missing from
+a ``startingOffsets`` JSON start from earliest (Spark rejects such a JSON).
 
 Where a partition ends is taken as the larger of ListOffsets(latest) and the high-water mark of a fetch response:
 some brokers (e.g. the bundled Tansu) answer ListOffsets with the start of the last batch + 1, which would hide the
@@ -102,9 +105,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             from kafka import KafkaConsumer
 
             # Planning only needs high-water marks: fetch as little as possible.
-            self._consumer = KafkaConsumer(**client_config(self.options), enable_auto_commit=False,
-                                           fetch_max_wait_ms=100, max_partition_fetch_bytes=1,
-                                           client_id="spark-kafka-python-source")
+            self._consumer = KafkaConsumer(**client_config(self.options) | {
+                "enable_auto_commit": False, "fetch_max_wait_ms": 100, "max_partition_fetch_bytes": 1,
+                "client_id": "spark-kafka-python-source"})
         return self._consumer
 
     def _partitions(self) -> list:
@@ -149,12 +152,20 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         tps = self._partitions()
+        target = self.available_now_target
+        if target is not None:
+            # AvailableNow reads only what existed when the query started: partitions that appear later wait
+            # for the next run (which starts them from earliest, as they are not in its checkpoint).
+            tps = [tp for tp in tps if str(tp.partition) in target.get(tp.topic, {})]
         latest = _to_json(self._latest(tps))
-        if self.available_now_target is not None:
-            latest = _cap(latest, self.available_now_target)
+        if target is not None:
+            latest = _cap(latest, target)
         # Partitions that appeared since the last batch start at their earliest offset.
         new = [tp for tp in tps if str(tp.partition) not in start.get(tp.topic, {})]
         base = _merge(_to_json(self._earliest(new)), start)
+        # Never plan an end below the start: a low answer from the broker would otherwise make the next batch
+        # re-read records that were already delivered.
+        latest = _floor(latest, base)
         if isinstance(limit, ReadMaxRows):
             return _rate_limit(base, latest, limit.max_rows)
         return _merge(base, latest)
@@ -196,34 +207,52 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Yield Arrow record batches (one per poll): far cheaper than a Python tuple per record."""
         import pyarrow as pa
         from kafka import KafkaConsumer, TopicPartition
+        from kafka.errors import OffsetOutOfRangeError
 
         tp = TopicPartition(partition.topic, partition.partition)
-        consumer = KafkaConsumer(**client_config(self.options), enable_auto_commit=False,
-                                 max_poll_records=5_000, client_id="spark-kafka-python-reader")
+        fail_on_data_loss = self.options.get("failondataloss", "true").lower() != "false"
+        poll_timeout_s = int(self.options.get("kafkaconsumer.polltimeoutms", "120000")) / 1000
+        config = client_config(self.options) | {
+            "enable_auto_commit": False, "max_poll_records": 5_000, "client_id": "spark-kafka-python-reader",
+            # Records deleted by retention before we read them: fail (Spark's default) or skip to what is left.
+            "auto_offset_reset": "none" if fail_on_data_loss else "earliest"}
+        consumer = KafkaConsumer(**config)
         try:
             consumer.assign([tp])
             consumer.seek(tp, partition.start)
             position, idle_since = partition.start, time.monotonic()
             while position < partition.end:
-                records = [r for r in consumer.poll(timeout_ms=500).get(tp, []) if r.offset < partition.end]
+                try:
+                    polled = consumer.poll(timeout_ms=500).get(tp, [])
+                except OffsetOutOfRangeError:
+                    raise RuntimeError(
+                        f"{tp}: offset {position} is no longer on the broker (deleted by retention?); records "
+                        f"up to {partition.end} are lost. Set failOnDataLoss=false to skip them.") from None
+                # The plan's end is exclusive: later records belong to the next micro-batch.
+                records = [r for r in polled if r.offset < partition.end]
                 if records:
-                    yield pa.RecordBatch.from_arrays([
-                        pa.array([r.key for r in records], pa.binary()),
-                        pa.array([r.value for r in records], pa.binary()),
-                        pa.array([r.topic for r in records], pa.string()),
-                        pa.array([r.partition for r in records], pa.int32()),
-                        pa.array([r.offset for r in records], pa.int64()),
-                        pa.array([r.timestamp * 1000 for r in records], pa.timestamp("us", tz="UTC")),
-                        pa.array([r.timestamp_type for r in records], pa.int32()),
-                    ], schema=ARROW_SCHEMA)
+                    yield _to_arrow(records, pa)
                     idle_since = time.monotonic()
                     position = records[-1].offset + 1
+                # Offsets may have gaps (compaction, transaction markers): trust the consumer's position too.
                 position = max(position, consumer.position(tp))
-                if not records and time.monotonic() - idle_since > 60:
-                    raise TimeoutError(f"no records from {tp} at offset {position} for 60 s "
+                if not polled and time.monotonic() - idle_since > poll_timeout_s:
+                    raise TimeoutError(f"no records from {tp} at offset {position} for {poll_timeout_s:.0f} s "
                                        f"(planned to read up to {partition.end})")
         finally:
             consumer.close()
+
+
+def _to_arrow(records: list, pa):
+    return pa.RecordBatch.from_arrays([
+        pa.array([r.key for r in records], pa.binary()),
+        pa.array([r.value for r in records], pa.binary()),
+        pa.array([r.topic for r in records], pa.string()),
+        pa.array([r.partition for r in records], pa.int32()),
+        pa.array([r.offset for r in records], pa.int64()),
+        pa.array([r.timestamp * 1000 for r in records], pa.timestamp("us", tz="UTC")),  # Kafka: ms since epoch
+        pa.array([r.timestamp_type for r in records], pa.int32()),
+    ], schema=ARROW_SCHEMA)
 
 
 def _to_json(offsets: dict) -> dict[str, dict[str, int]]:
@@ -238,6 +267,10 @@ def _merge(base: dict, top: dict) -> dict:
     for topic, parts in top.items():
         out.setdefault(topic, {}).update(parts)
     return out
+
+
+def _floor(latest: dict, base: dict) -> dict:
+    return {t: {p: max(o, base.get(t, {}).get(p, o)) for p, o in parts.items()} for t, parts in latest.items()}
 
 
 def _cap(latest: dict, target: dict) -> dict:

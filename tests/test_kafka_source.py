@@ -5,16 +5,20 @@ from __future__ import annotations
 import glob
 import json
 import os
+import time
 
 import pytest
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewPartitions
 from kafka.errors import IncompatibleBrokerVersion
 
-from streaming.kafka_source import FORMAT, KafkaPythonDataSource, read_kafka_stream
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+from streaming.kafka_source import (FORMAT, KafkaPythonDataSource, KafkaRange, KafkaStreamReader, _rate_limit,
+                                    read_kafka_stream)
 from streaming.run import ensure_topics
 
-pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+pytestmark = [pytest.mark.kafka]
 
 
 def produce(bootstrap, topic, values, partition=None, linger_ms=50):
@@ -50,6 +54,7 @@ def run(spark, bootstrap, topic, checkpoint, sink, available_now=False, **kw):
     return query
 
 
+@pytest.mark.spark
 def test_columns_records_and_checkpoint_offsets(spark, kafka_bootstrap, topic_name, tmp_path):
     ensure_topics(kafka_bootstrap, {topic_name: 2})
     values = [f"v{i}" for i in range(40)]
@@ -73,6 +78,7 @@ def test_columns_records_and_checkpoint_offsets(spark, kafka_bootstrap, topic_na
     assert offsets == {topic_name: {str(p): len(per_partition.get(p, [])) for p in (0, 1)}}
 
 
+@pytest.mark.spark
 def test_starting_offsets_latest_and_json(spark, kafka_bootstrap, topic_name, tmp_path):
     ensure_topics(kafka_bootstrap, {topic_name: 1})
     produce(kafka_bootstrap, topic_name, ["old0", "old1", "old2"])
@@ -93,6 +99,7 @@ def test_starting_offsets_latest_and_json(spark, kafka_bootstrap, topic_name, tm
     assert latest.values == ["new0"]
 
 
+@pytest.mark.spark
 def test_max_offsets_per_trigger_and_available_now(spark, kafka_bootstrap, topic_name, tmp_path):
     ensure_topics(kafka_bootstrap, {topic_name: 2})
     produce(kafka_bootstrap, topic_name, [f"v{i}" for i in range(50)])
@@ -104,6 +111,7 @@ def test_max_offsets_per_trigger_and_available_now(spark, kafka_bootstrap, topic
     assert max(len(b) for b in rows.batches) <= 12 and len(rows.batches) >= 5
 
 
+@pytest.mark.spark
 def test_partition_added_mid_stream_is_read_from_its_start(spark, kafka_bootstrap, topic_name, tmp_path):
     ensure_topics(kafka_bootstrap, {topic_name: 1})
     produce(kafka_bootstrap, topic_name, ["a0", "a1"])
@@ -127,6 +135,7 @@ def test_partition_added_mid_stream_is_read_from_its_start(spark, kafka_bootstra
     assert {r.partition for batch in rows.batches for r in batch if r.value.startswith(b"b")} == {1}
 
 
+@pytest.mark.spark
 def test_topic_matching_the_pattern_appears_mid_stream(spark, kafka_bootstrap, topic_name, tmp_path):
     ensure_topics(kafka_bootstrap, {f"{topic_name}-a": 1})
     produce(kafka_bootstrap, f"{topic_name}-a", ["a0"])
@@ -145,24 +154,128 @@ def test_topic_matching_the_pattern_appears_mid_stream(spark, kafka_bootstrap, t
     assert rows.values == ["a0", "b0", "b1"]
 
 
+def reader_for(bootstrap, **options) -> KafkaStreamReader:
+    """The reader as Spark builds it (option keys lower-cased), used directly on the driver side."""
+    return KafkaPythonDataSource({"kafka.bootstrap.servers": bootstrap, **options}).streamReader(None)
+
+
+def read_offsets(reader, topic, partition, start, end) -> list[int]:
+    return [o for batch in reader.read(KafkaRange(topic, partition, start, end)) for o in batch.column("offset")
+            .to_pylist()]
+
+
+def test_planned_end_covers_every_record_of_a_multi_record_batch(kafka_bootstrap, topic_name):
+    """One produce request with many records: the planned end is the true log end (not ListOffsets' answer on
+    brokers that report the last batch's start + 1), and a read stops at the planned end."""
+    ensure_topics(kafka_bootstrap, {topic_name: 1})
+    produce(kafka_bootstrap, topic_name, [f"v{i}" for i in range(25)], partition=0, linger_ms=200)
+    reader = reader_for(kafka_bootstrap, subscribe=topic_name, startingOffsets="latest")
+    try:
+        assert reader.initialOffset() == {topic_name: {"0": 25}}
+        assert reader.latestOffset({topic_name: {"0": 0}}, ReadAllAvailable()) == {topic_name: {"0": 25}}
+        assert read_offsets(reader, topic_name, 0, 5, 20) == list(range(5, 20))   # [start, end) exactly
+        assert read_offsets(reader, topic_name, 0, 20, 25) == list(range(20, 25))
+    finally:
+        reader.stop()
+
+
+def test_rate_limit_shares_the_budget_by_backlog_and_never_overshoots():
+    start = {"t": {"0": 0, "1": 10, "2": 5}}
+    latest = {"t": {"0": 90, "1": 20, "2": 5}}       # backlogs 90, 10, 0
+    out = _rate_limit(start, latest, 10)
+    taken = {p: out["t"][p] - start["t"][p] for p in start["t"]}
+    assert sum(taken.values()) == 10 and taken == {"0": 9, "1": 1, "2": 0}
+    assert _rate_limit(start, latest, 1000) == latest   # budget above the backlog: everything
+    odd = _rate_limit({"t": {"0": 0, "1": 0, "2": 0}}, {"t": {"0": 1, "1": 1, "2": 1}}, 2)
+    assert sum(odd["t"].values()) == 2 and all(0 <= o <= 1 for o in odd["t"].values())
+
+
+def test_available_now_target_ignores_later_records_and_partitions(kafka_bootstrap, topic_name):
+    ensure_topics(kafka_bootstrap, {f"{topic_name}-a": 2})
+    produce(kafka_bootstrap, f"{topic_name}-a", ["a0", "a1", "a2"], partition=0)
+    reader = reader_for(kafka_bootstrap, subscribePattern=f"{topic_name}-.*", startingOffsets="earliest",
+                        maxOffsetsPerTrigger="2")
+    try:
+        start = reader.initialOffset()
+        assert start == {f"{topic_name}-a": {"0": 0, "1": 0}}
+        reader.prepareForTriggerAvailableNow()
+        produce(kafka_bootstrap, f"{topic_name}-a", ["late"], partition=1)     # after the target was taken
+        ensure_topics(kafka_bootstrap, {f"{topic_name}-b": 1})
+        produce(kafka_bootstrap, f"{topic_name}-b", ["b0"])
+        limit = reader.getDefaultReadLimit()
+        assert limit == ReadMaxRows(2)
+        first = reader.latestOffset(start, limit)
+        assert first == {f"{topic_name}-a": {"0": 2, "1": 0}}
+        second = reader.latestOffset(first, limit)
+        assert second == {f"{topic_name}-a": {"0": 3, "1": 0}}
+        assert reader.latestOffset(second, limit) == second   # target reached: AvailableNow can stop
+        assert reader.reportLatestOffset() == {f"{topic_name}-a": {"0": 3, "1": 1}, f"{topic_name}-b": {"0": 1}}
+    finally:
+        reader.stop()
+
+
+def test_a_subscribed_topic_created_later_is_read_from_its_start(kafka_bootstrap, topic_name):
+    ensure_topics(kafka_bootstrap, {f"{topic_name}-a": 1})
+    reader = reader_for(kafka_bootstrap, subscribe=f"{topic_name}-a,{topic_name}-b", startingOffsets="latest")
+    try:
+        start = reader.initialOffset()
+        assert start == {f"{topic_name}-a": {"0": 0}}
+        ensure_topics(kafka_bootstrap, {f"{topic_name}-b": 2})
+        produce(kafka_bootstrap, f"{topic_name}-b", ["b0", "b1"], partition=1)
+        end = reader.latestOffset(start, ReadAllAvailable())
+        assert end == {f"{topic_name}-a": {"0": 0}, f"{topic_name}-b": {"0": 0, "1": 2}}
+        assert reader.partitions(start, end) == [KafkaRange(f"{topic_name}-b", 1, 0, 2)]
+    finally:
+        reader.stop()
+
+
+@pytest.mark.spark
+def test_option_checks_and_source_switch(spark, kafka_bootstrap):
+    from pyspark.errors import AnalysisException
+
+    from streaming.kafka_source import builtin_kafka_available
+
+    with pytest.raises(ValueError, match="subscribe"):
+        reader_for(kafka_bootstrap)
+    with pytest.raises(ValueError, match="python, builtin or auto"):
+        read_kafka_stream(spark, kafka_bootstrap, ["t"], source="jars")
+    if builtin_kafka_available(spark):
+        pytest.skip("Spark's Kafka connector is on the classpath here")
+    # Without the connector jars "builtin" fails as Spark does, and "auto" falls back to this source.
+    with pytest.raises(AnalysisException, match="kafka"):
+        read_kafka_stream(spark, kafka_bootstrap, ["t"], source="builtin")
+    plan = read_kafka_stream(spark, kafka_bootstrap, ["t"], source="auto")._jdf.queryExecution().logical()
+    assert f", {FORMAT}, " in plan.toString()
+
+
+@pytest.mark.spark
 def test_restart_from_checkpoint_is_exactly_once(spark, kafka_bootstrap, topic_name, tmp_path):
-    """Walking skeleton: topic on the real broker -> streaming query through the source -> a file sink; stop,
-    produce more, restart from the checkpoint: every event once."""
+    """Walking skeleton: events on a topic of the real broker -> streaming query through the source -> a parquet
+    sink; stopped mid-way through the backlog, more events produced, restarted from the checkpoint: every event
+    exactly once."""
     ensure_topics(kafka_bootstrap, {topic_name: 3})
     produce(kafka_bootstrap, topic_name, [f"e{i}" for i in range(30)])
     sink_dir, checkpoint = tmp_path / "sink", tmp_path / "cp"
 
-    def start():
-        return (read_kafka_stream(spark, kafka_bootstrap, [topic_name]).selectExpr("CAST(value AS STRING) AS v")
-                .writeStream.format("parquet").option("path", str(sink_dir))
-                .option("checkpointLocation", str(checkpoint)).start())
+    def start(**trigger):
+        stream = read_kafka_stream(spark, kafka_bootstrap, [topic_name], max_offsets_per_trigger=5)
+        return (stream.selectExpr("partition", "offset", "CAST(value AS STRING) AS v").writeStream
+                .format("parquet").option("path", str(sink_dir)).option("checkpointLocation", str(checkpoint))
+                .trigger(**trigger).start())
 
-    query = start()
-    query.processAllAvailable()
-    query.stop()
+    def sunk() -> list:
+        return spark.read.parquet(str(sink_dir)).collect()   # reads through the sink's log: committed files only
+
+    query = start(processingTime="0 seconds")
+    deadline = time.monotonic() + 60
+    while not any(p["numInputRows"] for p in query.recentProgress) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    query.stop()                                 # 5 rows a batch: well before the 30-event backlog is done
+    assert 0 < len(sunk()) < 30
+
     produce(kafka_bootstrap, topic_name, [f"e{i}" for i in range(30, 45)])
-    query = start()
-    query.processAllAvailable()
-    query.stop()
-    values = sorted(r.v for r in spark.read.parquet(str(sink_dir)).collect())
-    assert values == sorted(f"e{i}" for i in range(45))
+    query = start(availableNow=True)
+    assert query.awaitTermination(120)
+    rows = sunk()
+    assert sorted(r.v for r in rows) == sorted(f"e{i}" for i in range(45))
+    assert len({(r.partition, r.offset) for r in rows}) == 45
