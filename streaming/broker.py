@@ -64,7 +64,7 @@ def _die_with_parent() -> None:
     os.setpgrp()  # Ctrl-C in a terminal goes to us; we stop the broker ourselves
 
 
-def wait_until_ready(bootstrap: str, timeout_s: float = 20.0) -> None:
+def wait_until_ready(bootstrap: str, timeout_s: float = 20.0, client_settings: dict | None = None) -> None:
     """Wait until the broker answers a Kafka metadata request, not merely a TCP connect."""
     from kafka import KafkaAdminClient
     from kafka.errors import KafkaError
@@ -73,8 +73,8 @@ def wait_until_ready(bootstrap: str, timeout_s: float = 20.0) -> None:
     last: Exception | None = None
     while time.monotonic() < deadline:
         try:
-            admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=3000,
-                                     client_id="rebalance-tracker-probe")
+            admin = KafkaAdminClient(**{"bootstrap_servers": bootstrap, "request_timeout_ms": 3000,
+                                        "client_id": "rebalance-tracker-probe", **(client_settings or {})})
             try:
                 admin.list_topics()
                 return

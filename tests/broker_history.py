@@ -1,0 +1,207 @@
+"""Drive a real consumer group on a real broker through a history, and keep what the consumers were given.
+
+The history of issue #11: two consumers start, a third is added, one closes cleanly, one is killed without leaving,
+one more is added, then the rest close. Each consumer is its own process (``tests/real_consumer.py``) with its own
+instrumentation producer, so the feed is ordered per client only, as in production. ``Truth`` reads back what each
+consumer recorded; the tests hold the tracker's story against it.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def wait_until(predicate, timeout_s: float = 60, what: str = "", every_s: float = 0.1):
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+        time.sleep(every_s)
+
+
+@dataclass
+class Generation:
+    generation: int
+    leader: str | None
+    members: dict[str, list]          # member id -> partitions the broker delivered
+    clients: dict[str, str]           # member id -> client id
+
+
+@dataclass
+class Truth:
+    """What the consumers recorded, read from their truth file."""
+
+    facts: list[dict]
+
+    @classmethod
+    def read(cls, path: Path) -> "Truth":
+        if not path.exists():
+            return cls([])
+        return cls([json.loads(line) for line in path.read_text().splitlines() if line.strip()])
+
+    def generations(self) -> dict[int, Generation]:
+        out: dict[int, Generation] = {}
+        for f in self.facts:
+            if f["fact"] != "assigned":
+                continue
+            g = out.setdefault(f["generation"], Generation(f["generation"], None, {}, {}))
+            g.members[f["member_id"]] = f["partitions"]
+            g.clients[f["member_id"]] = f["client"]
+            if f["leader"]:
+                g.leader = f["member_id"]
+        return dict(sorted(out.items()))
+
+    def member_ids(self, client: str) -> set[str]:
+        return {f["member_id"] for f in self.facts if f["fact"] == "assigned" and f["client"] == client}
+
+    def committed(self) -> dict[tuple[str, int], int]:
+        """The last offset each partition's commits reached, in the order the broker accepted them."""
+        out: dict[tuple[str, int], int] = {}
+        for f in sorted((f for f in self.facts if f["fact"] == "committed"), key=lambda f: f["ts"]):
+            for topic, partition, offset in f["offsets"]:
+                out[(topic, partition)] = offset
+        return out
+
+
+@dataclass
+class GroupHistory:
+    bootstrap: str
+    topic: str
+    group: str
+    workdir: Path
+    feed_topic: str | None = None
+    partitions: int = 6
+    client: dict = field(default_factory=dict)      # kafka-python settings, e.g. {"api_version": [0, 9]}
+    session_timeout_ms: int = 6_000
+    heartbeat_interval_ms: int = 1_000
+    processes: dict[str, subprocess.Popen] = field(default_factory=dict)
+    steps: list[tuple[str, int]] = field(default_factory=list)   # (what happened, generation it led to)
+
+    @property
+    def truth_path(self) -> Path:
+        return self.workdir / "truth.jsonl"
+
+    def truth(self) -> Truth:
+        return Truth.read(self.truth_path)
+
+    def start(self, name: str) -> None:
+        config = {"bootstrap": self.bootstrap, "topic": self.topic, "group": self.group, "name": name,
+                  "truth": str(self.truth_path), "client": self.client, "feed_topic": self.feed_topic,
+                  "session_timeout_ms": self.session_timeout_ms, "heartbeat_interval_ms": self.heartbeat_interval_ms}
+        log = open(self.workdir / f"{name}.log", "wb")
+        self.processes[name] = subprocess.Popen([sys.executable, "-m", "tests.real_consumer", json.dumps(config)],
+                                                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                                env={**os.environ, "PYTHONPATH": str(ROOT)})
+        log.close()
+
+    def close(self, name: str) -> None:
+        """A clean close(): LeaveGroup, then exit."""
+        proc = self.processes.pop(name)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+
+    def kill(self, name: str) -> None:
+        """A crash: no LeaveGroup; the broker finds out when the session times out."""
+        proc = self.processes.pop(name)
+        proc.kill()
+        proc.wait(10)
+
+    def stop_all(self) -> None:
+        for name in list(self.processes):
+            self.close(name)
+
+    def settled(self, step: str, timeout_s: float = 90) -> Generation:
+        """Wait until the running consumers all hold the same newest generation and share every partition."""
+        def done():
+            gens = self.truth().generations()
+            if not gens:
+                return None
+            g = gens[max(gens)]
+            clients = set(g.clients.values())
+            parts = [tp for p in g.members.values() for tp in p]
+            if clients == set(self.processes) and len(parts) == len(set(map(tuple, parts))) == self.partitions:
+                return g
+            return None
+
+        g = wait_until(done, timeout_s, f"the group to settle after: {step} (running: {sorted(self.processes)})",
+                       every_s=0.2)
+        self.steps.append((step, g.generation))
+        return g
+
+
+class Producing(threading.Thread):
+    """Keeps a trickle of records flowing into the data topic, so every generation has something to commit."""
+
+    def __init__(self, bootstrap: str, topic: str, client: dict, per_second: int = 20) -> None:
+        super().__init__(daemon=True)
+        from kafka import KafkaProducer
+
+        settings = {k: tuple(v) if k == "api_version" else v for k, v in client.items()}
+        self.producer = KafkaProducer(bootstrap_servers=bootstrap, **settings)
+        self.topic, self.every_s = topic, 1 / per_second
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        i = 0
+        while not self.halt.is_set():
+            self.producer.send(self.topic, key=str(i).encode(), value=b"x")
+            i += 1
+            self.halt.wait(self.every_s)
+        self.producer.flush(10)
+        self.producer.close()
+
+
+def run_issue_history(history: GroupHistory) -> Truth:
+    """Two start, one added, one closes, one is killed, one added, the rest close."""
+    producing = Producing(history.bootstrap, history.topic, history.client)
+    producing.start()
+    try:
+        history.start("c0")
+        history.start("c1")
+        history.settled("c0 and c1 started")
+        history.start("c2")
+        history.settled("c2 added")
+        history.close("c1")
+        history.settled("c1 closed")
+        history.kill("c0")
+        history.settled("c0 killed")
+        history.start("c3")
+        history.settled("c3 added")
+        time.sleep(1.5)   # a few commits in the last generation
+    finally:
+        history.stop_all()
+        producing.halt.set()
+        producing.join(15)
+    return history.truth()
+
+
+def read_feed(bootstrap: str, topic: str, client: dict) -> list[dict]:
+    """Every event of the feed topic, partition by partition in offset order."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    settings = {k: tuple(v) if k == "api_version" else v for k, v in client.items()}
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=3_000,
+                             **settings)
+    try:
+        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        by_partition = collections.defaultdict(list)
+        for r in consumer:
+            by_partition[r.partition].append(r)
+        return [json.loads(r.value) for p in sorted(by_partition) for r in by_partition[p]]
+    finally:
+        consumer.close()
