@@ -20,6 +20,7 @@ from typing import Iterable
 from streaming.coordinator.config import CoordinatorConfig
 from streaming.coordinator.group import CommittedOffset, Group, RebalanceInProgress
 from streaming.coordinator.member import Member, Partition, Protocol
+from streaming.coordinator.observe import BrokerObserver
 from streaming.coordinator.state import GroupState
 
 S = GroupState
@@ -29,7 +30,9 @@ _MEMBER_ID_NAMESPACE = uuid.UUID("6f1a7c9e-3d2b-4e8a-9c41-5b0d2e7f8a13")
 _JOIN, _SYNC, _SESSION, _PENDING, _RETENTION = range(5)
 
 
-class GroupCoordinator:
+class GroupCoordinator(BrokerObserver):
+    _SYNC = _SYNC
+
     def __init__(self, config: CoordinatorConfig | None = None) -> None:
         self.config = config or CoordinatorConfig()
         self.groups: dict[str, Group] = {}
@@ -58,8 +61,8 @@ class GroupCoordinator:
             self._tick(group, event.get("ts"))
         if self.config.adopt_unknown_members and group is not None and kind != "leave":
             self._adopt_static_member_id(group, event)
-        handler = getattr(self, f"_{kind}")
-        handler(group, event)
+        if not (self.config.adopt_unknown_members and self._observe(group, event)):
+            getattr(self, f"_{kind}")(group, event)
         for group_id in [event.get("group_id")]:
             g = self.groups.get(group_id)
             if g is not None and kind != "heartbeat":
@@ -400,10 +403,11 @@ class GroupCoordinator:
             reason += f" with group instance id {member.group_instance_id}"
         if e.get("reason"):
             reason += f"; client reason: {e['reason']}"
+        self._note_cause(group, "join", reason, group.clock)
         self._maybe_prepare_rebalance(group, "join", reason)
 
     def _update_member_and_rebalance(self, group: Group, member: Member, e: dict,
-                                     protocols: list[Protocol]) -> None:
+                                     protocols: list[Protocol], trigger: str = "join") -> None:
         member.protocols = protocols
         member.session_timeout_ms, member.rebalance_timeout_ms = e["session_timeout_ms"], e["rebalance_timeout_ms"]
         member.client_id, member.client_host = e["client_id"], e["client_host"]
@@ -412,7 +416,7 @@ class GroupCoordinator:
         reason = f"updating metadata for member {member.member_id}"
         if e.get("reason"):
             reason += f"; client reason: {e['reason']}"
-        self._maybe_prepare_rebalance(group, "join", reason)
+        self._maybe_prepare_rebalance(group, trigger, reason)
 
     def _replace_static_member(self, group: Group, old_id: str, new_id: str, e: dict) -> None:
         """KIP-345: a known group.instance.id joins with no member id — the same consumer restarted."""
@@ -525,7 +529,12 @@ class GroupCoordinator:
             self._rebalance_record(group, {})
             return
         group.protocol_name = group.select_protocol()
-        self._state_change(group, S.COMPLETING_REBALANCE, "all members joined or the join timeout passed")
+        self._open_generation(group, "all members joined or the join timeout passed")
+
+    def _open_generation(self, group: Group, reason: str) -> None:
+        """CompletingRebalance: answer the joined members and wait for the leader's SyncGroup."""
+        group.generation_ts = group.clock
+        self._state_change(group, S.COMPLETING_REBALANCE, reason)
         if group.rebalance is not None:
             group.rebalance.join_completed_ts = group.clock
         group.pending_sync = list(group.members)
@@ -552,8 +561,6 @@ class GroupCoordinator:
 
     # ================================================================ SyncGroup
     def _sync(self, group: Group | None, e: dict) -> None:
-        if self.config.adopt_unknown_members and group is not None and e["member_id"] in group.members:
-            self._follow_observed_round(group, e["generation"])
         error = self._validate_member_request(group, e)
         if error is None and e.get("protocol_type") is not None and e["protocol_type"] != group.protocol_type:
             error = "INCONSISTENT_GROUP_PROTOCOL"
@@ -573,12 +580,7 @@ class GroupCoordinator:
         self._schedule_session(group, member)
         if group.is_(S.COMPLETING_REBALANCE):
             member.awaiting_sync = True
-            if self.config.adopt_unknown_members:
-                # Observing a real broker: its leader is the member that sends the assignment.
-                if e.get("assignments"):
-                    group.leader_id = member.member_id
-                    self._complete_sync(group, e["assignments"])
-            elif member.member_id == group.leader_id:
+            if member.member_id == group.leader_id:
                 self._complete_sync(group, e.get("assignments"))
         else:  # Stable: the member asks again (or after the leader) — give it its assignment
             self._sync_response(group, member)
@@ -596,14 +598,6 @@ class GroupCoordinator:
             group.replace_static(old_id, member_id)
             member = group.members[member_id]
             self._arm(group, _SESSION, member_id, member.session_deadline)
-
-    def _follow_observed_round(self, group: Group, generation: int) -> None:
-        """Observing a real broker: a SyncGroup proves the broker completed its join round, whatever our own timers
-        say, and its generation is the one that counts."""
-        if group.is_(S.PREPARING_REBALANCE):
-            self._complete_join(group)
-        if group.is_(S.COMPLETING_REBALANCE) and generation != group.generation:
-            group.generation = generation   # brokers number generations their own way (some start at 0)
 
     def _sync_response(self, group: Group, member: Member) -> None:
         member.awaiting_sync = False
@@ -791,6 +785,7 @@ class GroupCoordinator:
         self._emit(group.group_id, kind, group.clock, member_id=member.member_id,
                    group_instance_id=member.group_instance_id, client_id=member.client_id, reason=reason,
                    last_heartbeat_ts=member.last_heartbeat_ts, generation=group.generation)
+        self._note_cause(group, trigger, detail, group.clock)
         if not update_group:
             return
         if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
@@ -824,19 +819,21 @@ class GroupCoordinator:
             return self._commit_response(group, e, error)
         if not simple and member_id in group.members and not group.members[member_id].awaiting_join:
             self._extend_session(group, group.members[member_id])
-        results = []
-        for o in e["offsets"]:
-            tp = (o["topic"], o["partition"])
-            if len(o["metadata"].encode("utf-8")) > self.config.offset_metadata_max_bytes:
-                results.append([o["topic"], o["partition"], "OFFSET_METADATA_TOO_LARGE"])
-                continue
-            expire = group.clock + e["retention_ms"] if e["retention_ms"] >= 0 else -1
-            group.offsets[tp] = CommittedOffset(o["offset"], o["leader_epoch"], o["metadata"], group.clock, expire)
-            results.append([o["topic"], o["partition"], "NONE"])
+        limit = self.config.offset_metadata_max_bytes
+        too_large = [o for o in e["offsets"] if len(o["metadata"].encode("utf-8")) > limit]
+        self._store_offsets(group, [o for o in e["offsets"] if o not in too_large], e["retention_ms"], group.clock)
+        self._respond(group, e, "commit_response", "NONE", partitions=[
+            [o["topic"], o["partition"], "OFFSET_METADATA_TOO_LARGE" if o in too_large else "NONE"]
+            for o in e["offsets"]])
+
+    def _store_offsets(self, group: Group, offsets: list[dict], retention_ms: int, ts: int) -> None:
+        expire = ts + retention_ms if retention_ms >= 0 else -1
+        for o in offsets:
+            group.offsets[(o["topic"], o["partition"])] = CommittedOffset(o["offset"], o["leader_epoch"],
+                                                                          o["metadata"], ts, expire)
             self._emit(group.group_id, "offset_commit", group.clock, topic=o["topic"], partition=o["partition"],
                        offset=o["offset"], leader_epoch=o["leader_epoch"], metadata=o["metadata"],
-                       commit_timestamp=group.clock, expire_timestamp=expire, tombstone=False)
-        self._respond(group, e, "commit_response", "NONE", partitions=results)
+                       commit_timestamp=ts, expire_timestamp=expire, tombstone=False)
 
     def _commit_response(self, group: Group | None, e: dict, error: str) -> None:
         self._respond(group, e, "commit_response", error,
@@ -953,6 +950,7 @@ def _group_to_dict(g: Group) -> dict:
         "topics": g.topics, "clock": g.clock, "member_seq": g.member_seq, "join_deadline": g.join_deadline,
         "initial_delay_remaining_ms": g.initial_delay_remaining_ms, "new_member_added": g.new_member_added,
         "sync_deadline": g.sync_deadline, "retention_deadline": g.retention_deadline,
+        "generation_ts": g.generation_ts,
         "rebalance": None if rb is None else [rb.started_ts, rb.trigger, rb.detail, rb.join_completed_ts],
         "stable_owners": [[tp[0], tp[1], owner] for tp, owner in g.stable_owners.items()],
         "revoked_at": [[tp[0], tp[1], ts] for tp, ts in g.revoked_at.items()],
@@ -975,6 +973,7 @@ def _group_from_dict(d: dict) -> Group:
     g.join_deadline, g.initial_delay_remaining_ms = d["join_deadline"], d["initial_delay_remaining_ms"]
     g.new_member_added, g.sync_deadline = d["new_member_added"], d["sync_deadline"]
     g.retention_deadline = d["retention_deadline"]
+    g.generation_ts = d.get("generation_ts", g.state_timestamp)
     g.rebalance = None if d["rebalance"] is None else RebalanceInProgress(*d["rebalance"])
     g.stable_owners = {(t, p): owner for t, p, owner in d["stable_owners"]}
     g.revoked_at = {(t, p): ts for t, p, ts in d["revoked_at"]}
@@ -985,6 +984,7 @@ def _restore_metadata(group: Group, record: dict, now_ms: int) -> None:
     group.protocol_type = record.get("protocol_type") or None
     group.protocol_name = record.get("protocol")
     group.generation = int(record.get("generation", 0))
+    group.generation_ts = now_ms
     group.state_timestamp = int(record.get("current_state_timestamp", -1))
     for md in record.get("members") or []:
         sub = md.get("subscription") or {}

@@ -21,7 +21,10 @@ EVENT_SCHEMA: dict[str, dict[str, tuple[str, bool, Any]]] = {
     "join": {**_MEMBER, "client_id": ("str", False, "consumer"), "client_host": ("str", False, "/127.0.0.1"),
              "session_timeout_ms": ("int", False, 10_000), "rebalance_timeout_ms": ("int?", False, None),
              "protocol_type": ("str", False, "consumer"), "protocols": ("protocols", True, None),
-             "reason": ("str?", False, None)},
+             "reason": ("str?", False, None),
+             # Set when the join is reported from the broker's answer (observe mode): the generation it opened
+             # and its leader.
+             "generation": ("int?", False, None), "leader": ("str?", False, None)},
     "sync": {**_MEMBER, "generation": ("int", True, None), "protocol_type": ("str?", False, None),
              "protocol_name": ("str?", False, None), "assignments": ("assignments", False, None),
              "assigned": ("partitions?", False, None)},

@@ -44,6 +44,7 @@ class Group:
     offsets: dict[Partition, CommittedOffset] = field(default_factory=dict)
     topics: dict[str, int] = field(default_factory=dict)            # partition counts known to this group
     clock: int = 0                                                  # latest time seen; never moves back
+    generation_ts: int = -1          # when this generation's join completed (observe mode: its earliest answer)
     member_seq: int = 0                                             # for deterministic member ids
     # Timers (epoch ms, None = not armed).
     join_deadline: int | None = None

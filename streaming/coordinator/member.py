@@ -42,6 +42,7 @@ class Member:
     # None while the member is waiting in a join round: then the round's own timeout governs it.
     session_deadline: int | None = None
     last_heartbeat_ts: int = 0
+    stand_in: bool = False   # observe mode: named by the broker before its own join arrived
 
     @property
     def is_static(self) -> bool:

@@ -7,8 +7,9 @@ Each event reports what the broker really did, taken from the request and, where
 
 * ``join``: published when the JoinGroup request is sent, with the member's broker-given id. A new member's first
   request carries no id (KIP-394: the broker answers MEMBER_ID_REQUIRED and the client asks again with the id); that
-  request is not published, unless the broker accepted it directly (static members, old brokers), in which case the
-  join is published on the answer with the id it gave. So there is one join per member per round, never an "" id.
+  request is not published, unless the broker accepted it directly (static members, brokers before 2.2), in which
+  case the join is published on the answer with the id, ``generation`` and ``leader`` it gave. So there is one join
+  per member per round, never an "" id.
 * ``sync``: published on a successful SyncGroup answer, with the generation; the leader's event carries the group's
   ``assignments`` (they travel in its request). Extra field ``assigned`` = [[topic, p], ...]: the partitions the broker
   delivered to this member (decoded from the answer) - the tracker takes it as the client's word.
@@ -198,7 +199,10 @@ class GroupEventMirror:
         kind, now = type(request).__name__, self._now()
         error = _field(response, "error_code", NO_ERROR)
         if kind == "JoinGroupRequest" and not request.member_id and error == NO_ERROR:
-            self.publish(join_event(request, response.member_id, client_id, host, now))
+            # Accepted at once (old brokers, static members): the answer says which generation it joined.
+            event = join_event(request, response.member_id, client_id, host, now)
+            event.update(generation=response.generation_id, leader=response.leader)
+            self.publish(event)
         elif kind == "SyncGroupRequest" and error == NO_ERROR:
             self.publish(sync_event(request, response, now))
         elif kind == "OffsetCommitRequest":

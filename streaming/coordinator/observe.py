@@ -1,0 +1,232 @@
+"""Observe mode: follow a group that a real broker runs, from the events its clients report.
+
+With ``tracker.adopt.unknown.members=true`` the broker is the coordinator and the feed reports its answers, so the
+broker's word wins over the model's own decisions. The feed comes from many client processes: each client's events
+are in order, but nothing orders them across clients, so any member's report of a round may arrive before or after
+another's. The rules:
+
+* An answer that carries a generation (a SyncGroup answer, a JoinGroup reported from its answer, an accepted
+  commit) proves the broker completed that join round: the model moves to that generation, whatever its own timers
+  said.
+* The leader's SyncGroup names the generation's members (its assignment has an entry for every member): they are
+  the members, adopted if their own joins are still on the way, and anyone it leaves out is gone.
+* A rejoin sent before the earliest answer of the current generation belongs to that (finished) round; a later one
+  means the broker is rebalancing again, so a round starts; its cause (a leave, an expiry, a newcomer) replaces
+  "rejoin" when the model learns it.
+* Accepted commits are facts: stored whatever the model thinks of the member, unless a newer commit of the same
+  partition is already there.
+
+The model fills in only what nobody reported, such as an expiry when a member's heartbeats stop.
+"""
+from __future__ import annotations
+
+from streaming.coordinator.group import Group
+from streaming.coordinator.member import Member, Protocol
+from streaming.coordinator.state import GroupState as S
+
+REJOIN = "rejoin"   # a round whose cause the model has not seen (yet)
+
+
+class BrokerObserver:
+    """Mixed into GroupCoordinator: the observe-mode request handling. ``_observe`` returns False to leave an event
+    to Kafka's ordinary rules."""
+
+    def _observe(self, group: Group | None, e: dict) -> bool:
+        kind = e["type"]
+        if kind == "join":
+            return self._observe_join(group, e)
+        if kind == "sync":
+            return self._observe_sync(group, e)
+        if kind == "commit":
+            return self._observe_commit(group, e)
+        if kind == "heartbeat" and group is not None:
+            member = group.members.get(e["member_id"])
+            if member is not None and not member.awaiting_join:
+                self._extend_session(group, member)   # alive, whatever generation it still reports
+        return False
+
+    # --- JoinGroup ------------------------------------------------------------------------------------------
+    def _observe_join(self, group: Group | None, e: dict) -> bool:
+        member_id, generation = e["member_id"], e.get("generation")
+        if not member_id:
+            return False                      # asks for an id (KIP-394) or a static member's restart
+        if generation is None:                # reported when sent: a request for the next round
+            member = group.members.get(member_id) if group is not None else None
+            if member is None or group.is_(S.PREPARING_REBALANCE):
+                return False                  # a newcomer starts a round; a round under way takes the rejoin
+            if _ts(e, group) < group.generation_ts:
+                self._refresh_member(group, member, e)   # sent for the round that has since completed
+                return True
+            protocols = [Protocol.from_event(p) for p in e["protocols"]]
+            self._update_member_and_rebalance(group, member, e, protocols, trigger=REJOIN)
+            return True
+        # Reported from the broker's answer: this member is in that generation.
+        if group is None:
+            group = self._new_group(e)
+        if generation < group.generation:
+            if member_id in group.members:
+                self._refresh_member(group, group.members[member_id], e)
+            return True                       # an answer from a round already past
+        member = group.members.get(member_id)
+        if member is None:
+            member = self._member_from_event(member_id, e)
+            self._admit(group, member, f"adding new member {member_id}", _ts(e, group))
+        else:
+            self._refresh_member(group, member, e)
+        self._note_answer(group, generation, _ts(e, group), leader=e.get("leader"))
+        if member.awaiting_join:
+            member.awaiting_join = False
+            self._schedule_session(group, member)
+        return True
+
+    # --- SyncGroup ------------------------------------------------------------------------------------------
+    def _observe_sync(self, group: Group | None, e: dict) -> bool:
+        if group is None or not e["member_id"] or e["generation"] < group.generation:
+            return False                      # Kafka's answer to a stale or unknown request
+        member = group.members.get(e["member_id"])
+        if member is None:
+            member = self._stand_in(group, e["member_id"], e)
+        leader = e["member_id"] if e.get("assignments") is not None else None
+        self._note_answer(group, e["generation"], _ts(e, group), leader=leader, protocol=e.get("protocol_name"))
+        if e["member_id"] in group.pending_sync:
+            group.pending_sync.remove(e["member_id"])
+        member.awaiting_join = False
+        self._schedule_session(group, member)
+        if group.is_(S.COMPLETING_REBALANCE):
+            member.awaiting_sync = True       # answered once the leader's assignment is known
+            if leader is not None:
+                self._complete_observed_round(group, member, e["assignments"])
+            return True
+        if group.is_(S.STABLE):
+            self._sync_response(group, member)
+        if e.get("assigned") is not None:     # also a late answer of this generation while the next round runs
+            self._observe_delivery(group, member, e["assigned"])
+        return True
+
+    def _complete_observed_round(self, group: Group, leader: Member, assignments: dict[str, list]) -> None:
+        """The leader's SyncGroup: its assignment names the generation's members."""
+        for m in list(group.members.values()):
+            if m.member_id not in assignments:
+                timed_out = group.clock >= m.last_heartbeat_ts + m.session_timeout_ms
+                reason = "session timeout" if timed_out else "rebalance timeout"
+                self._remove_member(group, m, "expiry", f"member {m.member_id} is not in generation "
+                                    f"{group.generation}", update_group=False, reason=reason)
+        for member_id in assignments:
+            if member_id not in group.members:
+                self._stand_in(group, member_id, None).awaiting_sync = False
+        group.leader_id = leader.member_id
+        self._complete_sync(group, assignments)
+
+    # --- OffsetCommit ---------------------------------------------------------------------------------------
+    def _observe_commit(self, group: Group | None, e: dict) -> bool:
+        if group is None:
+            group = self._new_group(e)
+        member = group.members.get(e["member_id"])
+        if member is not None and not member.awaiting_join:
+            self._extend_session(group, member)
+        ts = _ts(e, group)
+        if e["member_id"] and e["generation"] >= 0:
+            self._note_answer(group, e["generation"], ts)
+        fresh = [o for o in e["offsets"] if (current := group.offsets.get((o["topic"], o["partition"]))) is None
+                 or current.commit_timestamp <= ts]   # an older commit arriving late changes nothing
+        self._store_offsets(group, fresh, e["retention_ms"], ts)
+        self._respond(group, e, "commit_response", "NONE",
+                      partitions=[[o["topic"], o["partition"], "NONE"] for o in e["offsets"]])
+        return True
+
+    # --- generations and members ----------------------------------------------------------------------------
+    def _note_answer(self, group: Group, generation: int, ts: int, leader: str | None = None,
+                     protocol: str | None = None) -> None:
+        """The broker answered in ``generation``: move there if the model is behind."""
+        if generation > group.generation or (generation == group.generation and group.generation_ts < 0):
+            self._enter_generation(group, generation, ts, protocol)   # (some brokers number the first 0)
+        if generation == group.generation:
+            group.generation_ts = min(group.generation_ts, ts) if group.generation_ts >= 0 else ts
+            if leader is not None and leader in group.members:
+                group.leader_id = leader
+
+    def _enter_generation(self, group: Group, generation: int, ts: int, protocol: str | None) -> None:
+        """The broker completed a join round the model did not see complete: end it here, keeping every member
+        (the leader's SyncGroup will say who is in it)."""
+        if not group.is_(S.PREPARING_REBALANCE):
+            self._prepare_rebalance(group, REJOIN, f"the broker opened generation {generation}")
+        group.join_deadline = None
+        group.initial_delay_remaining_ms = None
+        group.generation, group.generation_ts = generation, ts
+        group.protocol_name = protocol or self._observed_protocol(group)
+        self._state_change(group, S.COMPLETING_REBALANCE, f"the broker completed the join of generation {generation}")
+        if group.rebalance is not None:
+            group.rebalance.join_completed_ts = group.clock
+        group.pending_sync = list(group.members)
+        group.sync_deadline = group.clock + group.max_rebalance_timeout_ms()
+        self._arm(group, self._SYNC, "", group.sync_deadline)
+        for m in group.members.values():   # Kafka restarts every member's session when a join completes
+            if m.awaiting_join:
+                m.awaiting_join = False
+                self._join_response(group, m)
+            m.is_new = False
+            self._schedule_session(group, m)
+
+    @staticmethod
+    def _observed_protocol(group: Group) -> str | None:
+        candidates = group.candidate_protocols()
+        if group.protocol_name in candidates or not candidates:
+            return group.protocol_name
+        return group.select_protocol()
+
+    def _admit(self, group: Group, member: Member, detail: str, ts: int) -> None:
+        """A member the broker let in, whose round may already be over in the model."""
+        group.add(member)
+        self._schedule_session(group, member)
+        self._emit(group.group_id, "member_joined", group.clock, member_id=member.member_id,
+                   group_instance_id=member.group_instance_id, client_id=member.client_id,
+                   client_host=member.client_host, protocols=member.protocol_names())
+        self._note_cause(group, "join", detail, ts)
+
+    def _stand_in(self, group: Group, member_id: str, e: dict | None) -> Member:
+        """A member named by the broker before its own join reached the feed: admitted with what is known (the
+        leader's timeouts and protocol, the client id from Kafka's ``clientId-uuid`` member ids); its join fills
+        in the rest."""
+        like = group.members.get(group.leader_id or "") or next(iter(group.members.values()), None)
+        name = (e or {}).get("protocol_name") or group.protocol_name or ""
+        topics = list(like.protocol(name).topics) if like is not None and like.protocol(name) else []
+        member = Member(member_id, (e or {}).get("group_instance_id"), _client_id(member_id), "",
+                        like.session_timeout_ms if like else 10_000, like.rebalance_timeout_ms if like else 10_000,
+                        group.protocol_type or "consumer", [Protocol(name, topics)])
+        member.stand_in = True
+        self._admit(group, member, f"adding new member {member_id}", group.clock)
+        return member
+
+    def _refresh_member(self, group: Group, member: Member, e: dict) -> None:
+        """A join reported late: take the metadata it carries; the stored group record follows."""
+        was_stand_in = member.stand_in
+        member.stand_in = False
+        protocols = [Protocol.from_event(p) for p in e["protocols"]]
+        changed = (member.protocols, member.client_id, member.client_host, member.session_timeout_ms,
+                   member.rebalance_timeout_ms) != (protocols, e["client_id"], e["client_host"],
+                                                    e["session_timeout_ms"], e["rebalance_timeout_ms"])
+        member.protocols, member.client_id, member.client_host = protocols, e["client_id"], e["client_host"]
+        member.session_timeout_ms, member.rebalance_timeout_ms = e["session_timeout_ms"], e["rebalance_timeout_ms"]
+        if was_stand_in:
+            self._emit(group.group_id, "member_updated", group.clock, member_id=member.member_id,
+                       client_id=member.client_id, client_host=member.client_host,
+                       protocols=member.protocol_names())
+        if changed and group.is_(S.STABLE):
+            self._group_metadata_record(group)
+
+    def _note_cause(self, group: Group, trigger: str, detail: str, ts: int) -> None:
+        """A round started on a rejoin learns what really started it."""
+        rb = group.rebalance
+        if rb is not None and rb.trigger == REJOIN and trigger != REJOIN:
+            rb.trigger, rb.detail, rb.started_ts = trigger, detail, min(rb.started_ts, ts)
+
+
+def _ts(e: dict, group: Group) -> int:
+    return e["ts"] if e.get("ts") is not None else group.clock
+
+
+def _client_id(member_id: str) -> str:
+    """Kafka builds member ids as ``clientId-<uuid>``: the client id is what precedes the UUID's five groups."""
+    parts = member_id.rsplit("-", 5)
+    return parts[0] if len(parts) == 6 else ""
+
