@@ -558,6 +558,8 @@ class GroupCoordinator(BrokerObserver):
             if member is not None:
                 self._remove_member(group, member, "sync-timeout", "", update_group=False, reason="sync timeout")
         self._prepare_rebalance(group, "sync-timeout", f"members {', '.join(missing)} never sent SyncGroup")
+        if group.deferred:
+            self._release_deferred(group)
 
     # ================================================================ SyncGroup
     def _sync(self, group: Group | None, e: dict) -> None:
@@ -664,6 +666,7 @@ class GroupCoordinator(BrokerObserver):
         """One line of rebalance history: what started the round, what it cost, what moved."""
         rb = group.rebalance or RebalanceInProgress(group.clock, "unknown", "")
         group.rebalance = None
+        group.recorded_generation = group.generation
         identity = {m.member_id: m.group_instance_id or m.member_id for m in group.members.values()}
         new_owners = {tp: identity[m.member_id] for m in group.members.values() for tp in m.assignment}
         old_owners = group.stable_owners
@@ -950,7 +953,7 @@ def _group_to_dict(g: Group) -> dict:
         "topics": g.topics, "clock": g.clock, "member_seq": g.member_seq, "join_deadline": g.join_deadline,
         "initial_delay_remaining_ms": g.initial_delay_remaining_ms, "new_member_added": g.new_member_added,
         "sync_deadline": g.sync_deadline, "retention_deadline": g.retention_deadline,
-        "generation_ts": g.generation_ts,
+        "generation_ts": g.generation_ts, "deferred": g.deferred, "recorded_generation": g.recorded_generation,
         "rebalance": None if rb is None else [rb.started_ts, rb.trigger, rb.detail, rb.join_completed_ts],
         "stable_owners": [[tp[0], tp[1], owner] for tp, owner in g.stable_owners.items()],
         "revoked_at": [[tp[0], tp[1], ts] for tp, ts in g.revoked_at.items()],
@@ -974,6 +977,8 @@ def _group_from_dict(d: dict) -> Group:
     g.new_member_added, g.sync_deadline = d["new_member_added"], d["sync_deadline"]
     g.retention_deadline = d["retention_deadline"]
     g.generation_ts = d.get("generation_ts", g.state_timestamp)
+    g.deferred = list(d.get("deferred", []))
+    g.recorded_generation = d.get("recorded_generation", g.generation)
     g.rebalance = None if d["rebalance"] is None else RebalanceInProgress(*d["rebalance"])
     g.stable_owners = {(t, p): owner for t, p, owner in d["stable_owners"]}
     g.revoked_at = {(t, p): ts for t, p, ts in d["revoked_at"]}

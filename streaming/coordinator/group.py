@@ -45,6 +45,8 @@ class Group:
     topics: dict[str, int] = field(default_factory=dict)            # partition counts known to this group
     clock: int = 0                                                  # latest time seen; never moves back
     generation_ts: int = -1          # when this generation's join completed (observe mode: its earliest answer)
+    deferred: list[dict] = field(default_factory=list)   # observe mode: events held for the next round
+    recorded_generation: int = -1    # the last generation that has its line in the rebalance history
     member_seq: int = 0                                             # for deterministic member ids
     # Timers (epoch ms, None = not armed).
     join_deadline: int | None = None

@@ -13,6 +13,9 @@ another's. The rules:
 * A rejoin sent before the earliest answer of the current generation belongs to that (finished) round; a later one
   means the broker is rebalancing again, so a round starts; its cause (a leave, an expiry, a newcomer) replaces
   "rejoin" when the model learns it.
+* While the model waits for the leader's SyncGroup of a generation it entered on another member's answer, leaves
+  and later joins wait too: they happened after the broker completed that join, so they belong to the next round.
+  A newcomer the leader's assignment leaves out was on its way to the next round as well.
 * Accepted commits are facts: stored whatever the model thinks of the member, unless a newer commit of the same
   partition is already there.
 
@@ -32,6 +35,12 @@ class BrokerObserver:
     to Kafka's ordinary rules."""
 
     def _observe(self, group: Group | None, e: dict) -> bool:
+        if group is not None and self._belongs_to_next_round(group, e):
+            group.deferred.append(e)
+            return True
+        return self._observe_now(group, e)
+
+    def _observe_now(self, group: Group | None, e: dict) -> bool:
         kind = e["type"]
         if kind == "join":
             return self._observe_join(group, e)
@@ -45,18 +54,41 @@ class BrokerObserver:
                 self._extend_session(group, member)   # alive, whatever generation it still reports
         return False
 
+    def _belongs_to_next_round(self, group: Group, e: dict) -> bool:
+        if not group.is_(S.COMPLETING_REBALANCE) or e["type"] not in ("join", "leave"):
+            return False
+        if e["type"] == "leave":
+            return True
+        return bool(e["member_id"]) and e.get("generation") is None and _ts(e, group) >= group.generation_ts
+
+    def _release_deferred(self, group: Group) -> None:
+        """Apply what waited for the generation's end, in the order it arrived."""
+        deferred, group.deferred = group.deferred, []
+        for e in deferred:
+            if group.group_id not in self.groups:
+                return
+            if not self._observe_now(group, e):
+                getattr(self, f"_{e['type']}")(group, e)
+
     # --- JoinGroup ------------------------------------------------------------------------------------------
     def _observe_join(self, group: Group | None, e: dict) -> bool:
         member_id, generation = e["member_id"], e.get("generation")
         if not member_id:
             return False                      # asks for an id (KIP-394) or a static member's restart
         if generation is None:                # reported when sent: a request for the next round
-            member = group.members.get(member_id) if group is not None else None
+            if group is None:
+                return False
+            member = group.members.get(member_id)
+            if _ts(e, group) < group.generation_ts:   # sent for the round that has since completed
+                if member is None:
+                    member = self._member_from_event(member_id, e)
+                    member.is_new = True              # its place in the generation awaits the leader's word
+                    self._admit(group, member, f"adding new member {member_id}", _ts(e, group))
+                else:
+                    self._refresh_member(group, member, e)
+                return True
             if member is None or group.is_(S.PREPARING_REBALANCE):
                 return False                  # a newcomer starts a round; a round under way takes the rejoin
-            if _ts(e, group) < group.generation_ts:
-                self._refresh_member(group, member, e)   # sent for the round that has since completed
-                return True
             protocols = [Protocol.from_event(p) for p in e["protocols"]]
             self._update_member_and_rebalance(group, member, e, protocols, trigger=REJOIN)
             return True
@@ -74,15 +106,18 @@ class BrokerObserver:
         else:
             self._refresh_member(group, member, e)
         self._note_answer(group, generation, _ts(e, group), leader=e.get("leader"))
-        if member.awaiting_join:
-            member.awaiting_join = False
-            self._schedule_session(group, member)
+        member.awaiting_join = member.is_new = False
+        self._schedule_session(group, member)
         return True
 
     # --- SyncGroup ------------------------------------------------------------------------------------------
     def _observe_sync(self, group: Group | None, e: dict) -> bool:
-        if group is None or not e["member_id"] or e["generation"] < group.generation:
-            return False                      # Kafka's answer to a stale or unknown request
+        if group is None or not e["member_id"]:
+            return False
+        if e["generation"] < group.generation:
+            if e.get("assignments") is not None and e["generation"] > group.recorded_generation:
+                self._late_generation_record(group, e)
+            return False                      # Kafka's answer to a stale request
         member = group.members.get(e["member_id"])
         if member is None:
             member = self._stand_in(group, e["member_id"], e)
@@ -90,7 +125,7 @@ class BrokerObserver:
         self._note_answer(group, e["generation"], _ts(e, group), leader=leader, protocol=e.get("protocol_name"))
         if e["member_id"] in group.pending_sync:
             group.pending_sync.remove(e["member_id"])
-        member.awaiting_join = False
+        member.awaiting_join = member.is_new = False
         self._schedule_session(group, member)
         if group.is_(S.COMPLETING_REBALANCE):
             member.awaiting_sync = True       # answered once the leader's assignment is known
@@ -105,17 +140,54 @@ class BrokerObserver:
 
     def _complete_observed_round(self, group: Group, leader: Member, assignments: dict[str, list]) -> None:
         """The leader's SyncGroup: its assignment names the generation's members."""
+        started = group.rebalance.started_ts if group.rebalance is not None else group.clock
+        on_the_way = []
         for m in list(group.members.values()):
-            if m.member_id not in assignments:
-                timed_out = group.clock >= m.last_heartbeat_ts + m.session_timeout_ms
-                reason = "session timeout" if timed_out else "rebalance timeout"
-                self._remove_member(group, m, "expiry", f"member {m.member_id} is not in generation "
-                                    f"{group.generation}", update_group=False, reason=reason)
+            if m.member_id in assignments:
+                m.is_new = False
+                continue
+            if m.is_new:                     # joined too late for this generation: it is in the next one
+                on_the_way.append(m)
+                group.members.pop(m.member_id)
+                continue
+            # Silent since before the round began (or for a whole session): it died, and the broker expired it
+            # (brokers differ in what keeps a session alive: 0.9 counts only heartbeats, later ones commits too).
+            # Otherwise it was alive but did not rejoin in time.
+            dead = m.last_heartbeat_ts < started or group.clock >= m.last_heartbeat_ts + m.session_timeout_ms
+            detail = (f"removing member {m.member_id} on heartbeat expiration" if dead else
+                      f"member {m.member_id} did not rejoin generation {group.generation} in time")
+            self._remove_member(group, m, "expiry", detail, update_group=False,
+                                reason="session timeout" if dead else "rebalance timeout")
         for member_id in assignments:
             if member_id not in group.members:
                 self._stand_in(group, member_id, None).awaiting_sync = False
         group.leader_id = leader.member_id
+        group.pending_sync, group.sync_deadline = [], None   # the leader's word settles the generation
         self._complete_sync(group, assignments)
+        for m in on_the_way:
+            group.members[m.member_id] = m
+            self._prepare_rebalance(group, "join", f"adding new member {m.member_id}")
+            m.awaiting_join = True
+        self._release_deferred(group)
+
+    def _late_generation_record(self, group: Group, e: dict) -> None:
+        """The leader's SyncGroup of a generation the model went past before hearing of it (another client's
+        report of a later round arrived first): the generation was real, so it gets its line in the history,
+        marked late; the group's state stays where it is."""
+        assignment = {m: sorted(map(list, parts)) for m, parts in e["assignments"].items()}
+        members = [group.members.get(m) for m in assignment]
+        ts = _ts(e, group)
+        self._emit(group.group_id, "rebalance", ts, generation=e["generation"],
+                   protocol_type=group.protocol_type, protocol=e.get("protocol_name") or group.protocol_name,
+                   rebalance_protocol="cooperative" if self._is_cooperative(group.protocol_name) else "eager",
+                   leader=e["member_id"],
+                   members=[{"member_id": mid, "group_instance_id": m.group_instance_id if m else None,
+                             "client_id": m.client_id if m else _client_id(mid),
+                             "client_host": m.client_host if m else ""} for mid, m in zip(assignment, members)],
+                   assignment=assignment, trigger="unknown", trigger_detail="reported after a later generation",
+                   started_ts=ts, join_completed_ts=ts, completed_ts=ts, duration_ms=0, partitions_moved=0,
+                   max_partition_unavailable_ms=0, unknown_topics=[], late=True)
+        group.recorded_generation = e["generation"]
 
     # --- OffsetCommit ---------------------------------------------------------------------------------------
     def _observe_commit(self, group: Group | None, e: dict) -> bool:
@@ -148,6 +220,8 @@ class BrokerObserver:
     def _enter_generation(self, group: Group, generation: int, ts: int, protocol: str | None) -> None:
         """The broker completed a join round the model did not see complete: end it here, keeping every member
         (the leader's SyncGroup will say who is in it)."""
+        if group.is_(S.COMPLETING_REBALANCE):
+            self._release_deferred(group)     # the previous generation's leader was never heard from
         if not group.is_(S.PREPARING_REBALANCE):
             self._prepare_rebalance(group, REJOIN, f"the broker opened generation {generation}")
         group.join_deadline = None
@@ -160,12 +234,12 @@ class BrokerObserver:
         group.pending_sync = list(group.members)
         group.sync_deadline = group.clock + group.max_rebalance_timeout_ms()
         self._arm(group, self._SYNC, "", group.sync_deadline)
-        for m in group.members.values():   # Kafka restarts every member's session when a join completes
-            if m.awaiting_join:
+        for m in group.members.values():
+            m.is_new = False
+            if m.awaiting_join:   # known to be in the round: the broker restarted its session on completing it
                 m.awaiting_join = False
                 self._join_response(group, m)
-            m.is_new = False
-            self._schedule_session(group, m)
+                self._schedule_session(group, m)
 
     @staticmethod
     def _observed_protocol(group: Group) -> str | None:

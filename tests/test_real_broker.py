@@ -1,0 +1,168 @@
+"""The tracker against a real Apache Kafka broker: what it says happened is what the broker did.
+
+Real kafka-python consumers, each in its own process with its own instrumentation producer, go through the history
+of issue #11 on Apache Kafka 0.9.0.1: two start, one is added, one closes cleanly, one is killed without leaving,
+one more is added, the rest close. Each consumer records what the broker gave it; the tracker, fed only the
+instrumentation feed, must tell the same story generation by generation — in the order the feed arrived, in any
+other order the clients' publishing could have produced, and through the Spark job.
+"""
+from __future__ import annotations
+
+import collections
+import io
+import json
+import random
+import uuid
+from types import SimpleNamespace
+
+import pytest
+from kafka import KafkaConsumer, TopicPartition
+
+from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
+from tests.broker_history import GroupHistory, read_feed, run_issue_history
+
+pytestmark = [pytest.mark.kafka]
+
+CLIENT = {"api_version": [0, 9]}
+OBSERVE = {"tracker.adopt.unknown.members": "true"}
+
+
+@pytest.fixture(scope="module", params=["first", "second"])
+def history(request, apache_kafka, tmp_path_factory):
+    """The history, run twice on the broker (each run its own topics and group)."""
+    suffix = uuid.uuid4().hex[:8]
+    topic, feed_topic, group = f"data-{suffix}", f"feed-{suffix}", f"group-{suffix}"
+    apache_kafka.create_topics({topic: 6, feed_topic: 3})
+    run = GroupHistory(apache_kafka.bootstrap, topic, group, tmp_path_factory.mktemp(f"history-{request.param}"),
+                       feed_topic=feed_topic, client=CLIENT)
+    truth = run_issue_history(run)
+    consumer = KafkaConsumer(bootstrap_servers=apache_kafka.bootstrap, group_id=group, api_version=(0, 9),
+                             enable_auto_commit=False)
+    try:
+        broker_committed = {(topic, p): consumer.committed(TopicPartition(topic, p)) for p in range(6)}
+    finally:
+        consumer.close()
+    events = read_feed(apache_kafka.bootstrap, feed_topic, CLIENT)
+    (run.workdir / "feed.json").write_text(json.dumps(events))   # beside truth.jsonl, for a look after a failure
+    return SimpleNamespace(group=group, topic=topic, truth=truth, steps=run.steps, events=events,
+                           broker_committed=broker_committed)
+
+
+def track(events: list[dict]) -> tuple[list[dict], GroupCoordinator]:
+    tracker = GroupCoordinator(CoordinatorConfig.from_properties(OBSERVE))
+    outputs = []
+    for raw in events:
+        event, error = parse_event(raw)
+        assert error is None, error
+        outputs += tracker.handle(event)
+    return outputs, tracker
+
+
+def story(outputs: list[dict]) -> dict:
+    """What the tracker says happened: each generation that reached Stable (leader and who got what), who left,
+    who expired and why."""
+    generations = {}
+    for o in outputs:
+        if o["type"] == "rebalance" and o["members"]:
+            generations[o["generation"]] = (o["leader"], {m: sorted(map(list, p)) for m, p in o["assignment"].items()})
+    return {"generations": generations,
+            "left": sorted(o["member_id"] for o in outputs if o["type"] == "member_left"),
+            "expired": sorted((o["member_id"], o["reason"]) for o in outputs if o["type"] == "member_expired"),
+            "refused_commits": [o for o in outputs if o["type"] == "commit_response" and o["error"] != "NONE"]}
+
+
+def broker_story(h) -> dict:
+    truth = h.truth
+    ids = {client: truth.member_ids(client) for client in ("c0", "c1", "c2", "c3")}
+    assert all(len(v) == 1 for v in ids.values()), ids   # no consumer lost its member id in this history
+    (c0,), (c1,), (c2,), (c3,) = (ids[c] for c in ("c0", "c1", "c2", "c3"))
+    return {"generations": {g.generation: (g.leader, g.members) for g in truth.generations().values()},
+            "left": sorted([c1, c2, c3]), "expired": [(c0, "session timeout")], "refused_commits": []}
+
+
+def test_the_history_ran_as_planned(history):
+    # Every step of the history gave a new generation, with the members the step implies.
+    generations = [g for _, g in history.steps]
+    assert generations == sorted(set(generations)) and len(generations) == 5
+    clients = {g.generation: sorted(g.clients.values()) for g in history.truth.generations().values()}
+    assert [clients[g] for g in generations] == [["c0", "c1"], ["c0", "c1", "c2"], ["c0", "c2"], ["c2"], ["c2", "c3"]]
+    # The consumers' own commits are what the broker holds.
+    assert history.truth.committed() == history.broker_committed
+
+
+def test_the_instrumented_feed_tells_the_brokers_story(history):
+    outputs, tracker = track(history.events)
+    assert story(outputs) == broker_story(history)
+    committed = {tp: o["offset"] for tp, o in tracker.fetch_offsets(history.group).items()}
+    assert committed == history.broker_committed
+    assert tracker.describe_group(history.group)["state"] == "Empty"   # everyone closed
+
+
+def per_client_shuffles(events: list[dict], seed: int, skew_ms: int = 300) -> list[dict]:
+    """Another order the feed could have arrived in: each client's events stay in order (one producer each), but
+    every event may reach the topic up to ``skew_ms`` late relative to the other clients'."""
+    rng = random.Random(seed)
+    last: dict[str, float] = collections.defaultdict(float)
+    keyed = []
+    for i, e in enumerate(events):
+        client = e.get("member_id") or f"anonymous-{i}"
+        arrival = max(e["ts"] + rng.uniform(0, skew_ms), last[client])
+        last[client] = arrival
+        keyed.append((arrival, i, e))
+    return [e for _, _, e in sorted(keyed, key=lambda k: (k[0], k[1]))]
+
+
+def test_any_arrival_order_of_the_clients_feeds_tells_the_same_story(history):
+    want = broker_story(history)
+    orders = [sorted(history.events, key=lambda e: e["ts"])]
+    orders += [per_client_shuffles(history.events, seed) for seed in range(12)]
+    for order in orders:
+        outputs, tracker = track(order)
+        assert story(outputs) == want
+        assert {tp: o["offset"] for tp, o in tracker.fetch_offsets(history.group).items()} == history.broker_committed
+
+
+@pytest.mark.spark
+def test_the_streaming_job_tells_the_brokers_story(history, spark, kafka_bootstrap, tmp_path):
+    """The same feed through the Spark job (events topic -> source -> stateful stage -> outputs and store)."""
+    from kafka import KafkaProducer
+
+    from streaming.feeds.publish import encode_event
+    from streaming.live_view import LiveView
+    from streaming.run import TrackerConfig, ensure_topics, start_tracker
+    from tests.test_tracker_kafka import read_all
+
+    events_topic, outputs_topic = f"rt-{uuid.uuid4().hex[:8]}", f"rt-out-{uuid.uuid4().hex[:8]}"
+    ensure_topics(kafka_bootstrap, {events_topic: 2})
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all", linger_ms=20)
+    for event in history.events:
+        key, value = encode_event(event)
+        producer.send(events_topic, key=key, value=value)
+    producer.flush()
+    producer.close()
+    config = TrackerConfig(bootstrap=kafka_bootstrap, events_topic=events_topic, outputs_topic=outputs_topic,
+                           store=f"sqlite:{tmp_path / 'offsets.db'}", checkpoint=str(tmp_path / "checkpoint"),
+                           trigger="200 milliseconds", time_mode="event", watermark_delay="5 seconds",
+                           coordinator=dict(OBSERVE), metrics_port=None)
+    tracker = start_tracker(spark, config, LiveView(out=io.StringIO(), redraw=False))
+    try:
+        tracker.query.processAllAvailable()
+    finally:
+        tracker.stop()
+    outputs = [json.loads(r.value) for r in read_all(kafka_bootstrap, outputs_topic)]
+    got = story(outputs)
+    want = broker_story(history)
+    # Event time only moves with the feed: the last members' leaves are in it, so is everything else.
+    assert got["generations"] == want["generations"]
+    assert got["left"] == want["left"] and got["expired"] == want["expired"]
+
+    from offsets_store import open_store
+
+    store = open_store(config.store)
+    try:
+        records = store.load_records()
+    finally:
+        store.close()
+    stored = {(r["topic"], r["partition"]): r["offset"] for r in records
+              if r["type"] == "offset_commit" and not r.get("tombstone") and r["group_id"] == history.group}
+    assert stored == history.broker_committed
