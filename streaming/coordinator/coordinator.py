@@ -800,30 +800,19 @@ class GroupCoordinator:
 
     # ================================================================ OffsetCommit / retention / deletion
     def _commit(self, group: Group | None, e: dict) -> None:
-        generation, member_id = e["generation"], e["member_id"]
-        simple = generation < 0 and not member_id
         if group is None:
-            if generation >= 0:
+            if e["generation"] >= 0:
                 return self._commit_response(None, e, "ILLEGAL_GENERATION")
             # A group that only stores offsets (no group management) comes into being on its first commit.
             group = self._new_group(e)
-        error = None
-        if group.is_(S.DEAD):
-            error = "COORDINATOR_NOT_AVAILABLE"
-        elif self._fenced(group, e["group_instance_id"], member_id):
-            error = "FENCED_INSTANCE_ID"
-        elif generation < 0 and group.is_(S.EMPTY):
-            error = None
-        elif group.is_(S.COMPLETING_REBALANCE):
-            error = "REBALANCE_IN_PROGRESS"
-        elif member_id not in group.members:
-            error = "UNKNOWN_MEMBER_ID"
-        elif generation != group.generation:
-            error = "ILLEGAL_GENERATION"
+        error = self._commit_error(group, e)
         if error is not None:
             return self._commit_response(group, e, error)
-        if not simple and member_id in group.members and not group.members[member_id].awaiting_join:
-            self._extend_session(group, group.members[member_id])
+        if group.state in (S.STABLE, S.PREPARING_REBALANCE):
+            # A member's commit counts as a heartbeat (the checks above proved the member exists).
+            member = group.members[e["member_id"]]
+            if not member.awaiting_join:
+                self._extend_session(group, member)
         results = []
         for o in e["offsets"]:
             tp = (o["topic"], o["partition"])
@@ -837,6 +826,34 @@ class GroupCoordinator:
                        offset=o["offset"], leader_epoch=o["leader_epoch"], metadata=o["metadata"],
                        commit_timestamp=group.clock, expire_timestamp=expire, tombstone=False)
         self._respond(group, e, "commit_response", "NONE", partitions=results)
+
+    def _commit_error(self, group: Group, e: dict) -> str | None:
+        """Kafka's validateOffsetCommit, in its order: the member and its generation first, and only a valid member
+        of the new generation learns that the group is still CompletingRebalance."""
+        generation, member_id, instance_id = e["generation"], e["member_id"], e["group_instance_id"]
+        if group.is_(S.DEAD):
+            return "COORDINATOR_NOT_AVAILABLE"
+        if generation < 0 and group.is_(S.EMPTY):
+            return None  # the admin client, or a consumer without group management: fine while nobody is a member
+        if generation < 0 and not member_id and instance_id is None:
+            return "UNKNOWN_MEMBER_ID"  # an anonymous commit, but the group has members: only they may commit
+        error = self._member_error(group, member_id, instance_id)
+        if error is None and generation != group.generation:
+            error = "ILLEGAL_GENERATION"
+        if error is None and group.is_(S.COMPLETING_REBALANCE):
+            error = "REBALANCE_IN_PROGRESS"
+        return error
+
+    @staticmethod
+    def _member_error(group: Group, member_id: str, instance_id: str | None) -> str | None:
+        """Kafka's validateMember: a named instance must exist and belong to this member, and the member must exist."""
+        if instance_id is not None:
+            current = group.static_members.get(instance_id)
+            if current is None:
+                return "UNKNOWN_MEMBER_ID"
+            if current != member_id:
+                return "FENCED_INSTANCE_ID"
+        return None if member_id in group.members else "UNKNOWN_MEMBER_ID"
 
     def _commit_response(self, group: Group | None, e: dict, error: str) -> None:
         self._respond(group, e, "commit_response", error,

@@ -1,0 +1,81 @@
+"""Answers the coordinator gives exactly as Kafka's GroupCoordinator does: the order of the OffsetCommit checks, the
+answer to a pending JoinGroup when its member is removed, sessions restarted when a join round completes, requests
+with an empty group id or no protocols, and protocol selection on an empty group.
+
+Expectations follow Kafka's GroupCoordinator.scala (3.x) and GroupMetadataManager / ClassicGroup /
+OffsetMetadataManager (4.x) and their tests.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.coordinator_harness import Harness, of_type, one
+
+
+# ---------------------------------------------------------------- OffsetCommit: Kafka's order of checks
+def group_in(state: str) -> tuple[Harness, str, str]:
+    """A group in ``state`` with a dynamic leader and a static member (instance "i1"); returns (harness, leader id,
+    static member id). Empty is reached by both members leaving."""
+    h = Harness()
+    leader = h.new_member(client_id="a")
+    static = one(h.join(instance_id="i1", client_id="s"), "member_joined")["member_id"]
+    h.tick(0)
+    if state == "CompletingRebalance":
+        return h, leader, static
+    h.sync(leader, 1)
+    h.sync(static, 1, instance_id="i1")
+    if state == "PreparingRebalance":
+        h.new_member(client_id="late")
+    elif state == "Empty":
+        h.send(type="leave", member_id=leader)
+        h.send(type="leave", member_id=static, group_instance_id="i1")
+    assert h.state() == state
+    return h, leader, static
+
+
+# (who commits, with which instance id, which generation) -> answer in Empty / PreparingRebalance /
+# CompletingRebalance / Stable. "G" is the group's current generation. Kafka: Dead -> COORDINATOR_NOT_AVAILABLE;
+# generation < 0 on an Empty group is always accepted; otherwise a request naming a member, an instance or a
+# generation must come from the current member (unknown instance or member -> UNKNOWN_MEMBER_ID, instance mapped to
+# another member -> FENCED_INSTANCE_ID) of the current generation (ILLEGAL_GENERATION); an anonymous commit to a group
+# with members -> UNKNOWN_MEMBER_ID; only a valid member's commit during CompletingRebalance -> REBALANCE_IN_PROGRESS.
+COMMIT_CASES = {
+    "member, current generation": (("leader", None, "G"), ("UNKNOWN_MEMBER_ID", "NONE", "REBALANCE_IN_PROGRESS", "NONE")),
+    "static member, current generation": (("static", "i1", "G"),
+                                          ("UNKNOWN_MEMBER_ID", "NONE", "REBALANCE_IN_PROGRESS", "NONE")),
+    "unknown member": (("ghost", None, "G"), ("UNKNOWN_MEMBER_ID",) * 4),
+    "wrong generation": (("leader", None, "G+1"), ("UNKNOWN_MEMBER_ID",) + ("ILLEGAL_GENERATION",) * 3),
+    "anonymous, generation -1": (("", None, -1), ("NONE",) + ("UNKNOWN_MEMBER_ID",) * 3),
+    "member, generation -1": (("leader", None, -1), ("NONE",) + ("ILLEGAL_GENERATION",) * 3),
+    "instance of another member": (("leader", "i1", "G"), ("UNKNOWN_MEMBER_ID",) + ("FENCED_INSTANCE_ID",) * 3),
+    "instance only, generation -1": (("", "i1", -1), ("NONE",) + ("FENCED_INSTANCE_ID",) * 3),
+    "unknown instance of a known member": (("static", "i9", "G"), ("UNKNOWN_MEMBER_ID",) * 4),
+}
+STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
+
+
+@pytest.mark.parametrize("case", list(COMMIT_CASES))
+@pytest.mark.parametrize("state", STATES)
+def test_commit_checks_member_and_generation_in_kafkas_order(state, case):
+    (who, instance, generation), answers = COMMIT_CASES[case]
+    h, leader, static = group_in(state)
+    member_id = {"leader": leader, "static": static}.get(who, who)
+    generation = {"G": h.generation(), "G+1": h.generation() + 1}.get(generation, generation)
+    out = h.commit(member_id=member_id, generation=generation, group_instance_id=instance)
+    expected = answers[STATES.index(state)]
+    response = one(out, "commit_response")
+    assert response["error"] == expected
+    assert response["partitions"] == [["t", 0, expected]]
+    assert bool(of_type(out, "offset_commit")) == (expected == "NONE")
+
+
+def test_commit_during_completing_rebalance_validates_before_answering_rebalance_in_progress():
+    h = Harness()
+    a = h.new_member()
+    h.tick(0)
+    assert h.state() == "CompletingRebalance"
+    assert one(h.commit(member_id="ghost", generation=1), "commit_response")["error"] == "UNKNOWN_MEMBER_ID"
+    assert one(h.commit(member_id=a, generation=0), "commit_response")["error"] == "ILLEGAL_GENERATION"
+    assert one(h.commit(), "commit_response")["error"] == "UNKNOWN_MEMBER_ID"
+    assert one(h.commit(member_id=a, generation=1), "commit_response")["error"] == "REBALANCE_IN_PROGRESS"
+    assert h.coordinator.fetch_offsets("g") == {}
