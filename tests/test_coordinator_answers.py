@@ -79,3 +79,59 @@ def test_commit_during_completing_rebalance_validates_before_answering_rebalance
     assert one(h.commit(), "commit_response")["error"] == "UNKNOWN_MEMBER_ID"
     assert one(h.commit(member_id=a, generation=1), "commit_response")["error"] == "REBALANCE_IN_PROGRESS"
     assert h.coordinator.fetch_offsets("g") == {}
+
+
+# ---------------------------------------------------------------- removing a member whose JoinGroup is pending
+def test_new_member_join_timeout_answers_its_pending_join_with_unknown_member_id():
+    h = Harness(new_member_join_timeout_ms=5_000)
+    (a,) = h.stable_group(1, session=10_000, rebalance=60_000)
+    b = h.new_member(client_id="b", session=10_000, rebalance=60_000)
+    assert h.state() == "PreparingRebalance"
+    h.tick(3_000)
+    h.heartbeat(a, 1)                      # a stays alive but never rejoins: the round hangs
+    out = h.tick(2_000)
+    assert one(out, "join_response", b)["error"] == "UNKNOWN_MEMBER_ID"
+    expired = one(out, "member_expired", b)
+    assert expired["reason"] == "new member join timeout"
+    assert out.index(one(out, "join_response", b)) < out.index(expired)   # answered before it is removed
+    assert b not in h.group().members and h.state() == "PreparingRebalance"
+
+
+def test_leave_answers_the_leaving_members_pending_join():
+    h = Harness()
+    a, b = h.stable_group(2)
+    h.join(member_id=a)                    # the leader rejoins and waits for b
+    assert h.group().members[a].awaiting_join
+    out = h.send(type="leave", member_id=a)
+    assert one(out, "leave_response", a)["error"] == "NONE"
+    assert one(out, "join_response", a)["error"] == "UNKNOWN_MEMBER_ID"
+    out = h.join(member_id=b)
+    assert one(out, "join_response", b)["error"] == "NONE" and one(out, "join_response", b)["leader"] == b
+
+
+def test_admin_removal_answers_the_static_members_pending_join():
+    h = Harness()
+    ids = {i: one(h.join(instance_id=i, client_id=i), "member_joined")["member_id"] for i in ("i1", "i2")}
+    h.tick(0)
+    h.sync(ids["i1"], 1, instance_id="i1")
+    h.new_member(client_id="d")
+    h.join(member_id=ids["i2"], instance_id="i2")          # i2 waits in the new round
+    out = h.send(type="leave", member_id="", group_instance_id="i2")
+    assert one(out, "join_response", ids["i2"])["error"] == "UNKNOWN_MEMBER_ID"
+    assert one(out, "member_left")["member_id"] == ids["i2"]
+
+
+def test_removing_a_member_that_awaits_sync_leaves_its_sync_unanswered():
+    # Kafka answers a pending SyncGroup of a removed member only when a static member is replaced (FENCED_INSTANCE_ID);
+    # on leave the rebalance it starts answers the members that remain, not the one that left.
+    h = Harness()
+    a = h.new_member(client_id="a")
+    b = h.new_member(client_id="b")
+    c = h.new_member(client_id="c")
+    h.tick(0)
+    h.sync(b, 1)
+    h.sync(c, 1)                           # b and c wait for the leader's assignment
+    out = h.send(type="leave", member_id=b)
+    assert of_type(out, "sync_response", b) == []
+    assert one(out, "sync_response", c)["error"] == "REBALANCE_IN_PROGRESS"
+    assert of_type(out, "join_response") == [] and h.state() == "PreparingRebalance" and a in h.group().members

@@ -784,6 +784,11 @@ class GroupCoordinator:
 
     def _remove_member(self, group: Group, member: Member, trigger: str, detail: str,
                        update_group: bool = True, reason: str = "") -> None:
+        if member.awaiting_join:
+            # Its JoinGroup is still waiting (a new member's join timeout, a leave): Kafka answers it before removing
+            # the member, so a client that is still alive starts over.
+            self._emit(group.group_id, "join_response", group.clock, member_id=member.member_id,
+                       group_instance_id=member.group_instance_id, error="UNKNOWN_MEMBER_ID", generation=-1)
         group.remove(member.member_id)
         for tp in member.assignment:
             group.revoked_at.setdefault(tp, group.clock)
