@@ -135,3 +135,23 @@ def test_removing_a_member_that_awaits_sync_leaves_its_sync_unanswered():
     assert of_type(out, "sync_response", b) == []
     assert one(out, "sync_response", c)["error"] == "REBALANCE_IN_PROGRESS"
     assert of_type(out, "join_response") == [] and h.state() == "PreparingRebalance" and a in h.group().members
+
+
+# ---------------------------------------------------------------- completing a join round restarts every session
+def test_join_completion_restarts_the_session_of_a_static_member_that_did_not_rejoin():
+    h = Harness()
+    ids = {i: one(h.join(instance_id=i, client_id=i), "member_joined")["member_id"] for i in ("i1", "i2")}
+    h.tick(0)
+    h.sync(ids["i1"], 1, instance_id="i1")
+    h.sync(ids["i2"], 1, instance_id="i2")
+    h.new_member(client_id="d")                             # rebalance timeout 10 s
+    h.join(member_id=ids["i1"], instance_id="i1")
+    h.tick(5_000)
+    h.heartbeat(ids["i2"], 1, instance_id="i2")             # i2's session would end 10 s from here
+    h.tick(5_000)
+    assert h.state() == "CompletingRebalance" and ids["i2"] in h.group().members
+    completed = h.now
+    # Kafka reschedules every member's heartbeat in onCompleteJoin, the static member that missed the round included.
+    assert {m.session_deadline for m in h.group().members.values()} == {completed + 10_000}
+    out = h.tick(5_000)                                     # where i2's old session would have ended
+    assert of_type(out, "member_expired") == []

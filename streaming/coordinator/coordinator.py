@@ -534,9 +534,10 @@ class GroupCoordinator:
         for m in group.members.values():
             if m.awaiting_join:
                 m.awaiting_join = False
-                m.is_new = False
                 self._join_response(group, m)
-                self._schedule_session(group, m)
+            # Every session restarts with the new generation, a static member's that missed the round included.
+            m.is_new = False
+            self._schedule_session(group, m)
 
     def _on_sync_deadline(self, group: Group) -> None:
         group.sync_deadline = None
