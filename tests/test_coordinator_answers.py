@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from streaming.coordinator import parse_event
 from tests.coordinator_harness import Harness, of_type, one
 
 
@@ -155,3 +156,78 @@ def test_join_completion_restarts_the_session_of_a_static_member_that_did_not_re
     assert {m.session_deadline for m in h.group().members.values()} == {completed + 10_000}
     out = h.tick(5_000)                                     # where i2's old session would have ended
     assert of_type(out, "member_expired") == []
+
+
+# ---------------------------------------------------------------- requests Kafka answers with an error, not bad input
+def test_empty_group_id_and_empty_protocols_are_requests_not_dead_letters():
+    join = {"type": "join", "group_id": "g", "protocols": [{"name": "range", "topics": ["t"]}]}
+    assert parse_event(dict(join, protocols=[]))[1] is None
+    assert parse_event(dict(join, protocols=[{"name": "", "topics": ["t"]}]))[1] is None
+    for kind, fields in [("join", join), ("sync", {"generation": 1}), ("heartbeat", {"generation": 1}),
+                         ("leave", {}), ("commit", {"offsets": []}), ("delete_group", {})]:
+        event, error = parse_event({**fields, "type": kind, "group_id": ""})
+        assert error is None and event["group_id"] == "", kind
+    # What cannot be read as a request at all is still bad input.
+    assert "missing field 'protocols'" in parse_event({"type": "join", "group_id": "g"})[1]
+    assert "missing field 'group_id'" in parse_event({"type": "heartbeat", "generation": 1})[1]
+
+
+def test_join_with_no_protocols_is_inconsistent_and_leaves_no_group():
+    h = Harness()
+    out = h.join(protocols=[])
+    assert one(out, "join_response")["error"] == "INCONSISTENT_GROUP_PROTOCOL"
+    assert h.coordinator.group_ids() == [] and h.coordinator.is_blank()
+    a, b = h.stable_group(2)
+    out = h.join(member_id=a, protocols=[])
+    assert one(out, "join_response", a)["error"] == "INCONSISTENT_GROUP_PROTOCOL"
+    assert h.state() == "Stable" and h.generation() == 1 and not h.group().members[a].awaiting_join
+
+
+@pytest.mark.parametrize("refusal", [dict(protocols=[]), dict(protocol_type=""), dict(session=1_000)],
+                         ids=["no protocols", "no protocol type", "session timeout"])
+def test_a_refused_join_leaves_no_group_and_keeps_the_groups_topic_sizes(refusal):
+    h = Harness(assignment_mode="tracker")
+    h.send(type="topic_metadata", topic="t", partitions=2)
+    assert one(h.join(**refusal), "join_response")["error"] != "NONE"
+    assert h.coordinator.group_ids() == []
+    a = h.new_member()
+    h.tick(0)
+    assert one(h.sync(a, 1), "sync_response", a)["assignment"] == [["t", 0], ["t", 1]]
+
+
+def test_protocol_with_an_empty_name_is_a_protocol_like_any_other():
+    h = Harness()
+    a = h.new_member(protocols=[{"name": "", "topics": ["t"]}])
+    assert one(h.tick(0), "join_response", a)["protocol"] == ""
+
+
+@pytest.mark.parametrize("kind,fields,answer", [
+    ("join", dict(member_id="", session_timeout_ms=10_000, protocols=[{"name": "range", "topics": ["t"]}]),
+     "join_response"),
+    ("join", dict(member_id="m", session_timeout_ms=1, protocols=[]), "join_response"),  # checked before all else
+    ("sync", dict(member_id="m", generation=1), "sync_response"),
+    ("heartbeat", dict(member_id="m", generation=1), "heartbeat_response"),
+    ("leave", dict(member_id="m"), "leave_response"),
+    ("leave", dict(group_instance_id="i1"), "leave_response"),
+])
+def test_group_management_requests_with_an_empty_group_id_are_invalid(kind, fields, answer):
+    h = Harness(group_id="")
+    h.commit(offsets=[("t", 0, 5)])       # an offsets-only group "" exists: the group id is refused all the same
+    out = h.send(type=kind, **fields)
+    response = one(out, answer)
+    assert response["error"] == "INVALID_GROUP_ID" and response["group_id"] == ""
+    assert response["member_id"] == fields.get("member_id", "")
+    assert h.coordinator.group_ids() == [""] and h.state() == "Empty" and not h.group().members
+    assert len(out) == 1
+
+
+def test_commit_and_delete_accept_the_empty_group_id_as_kafka_does():
+    # Kafka keeps OffsetCommit, OffsetFetch, DescribeGroups and DeleteGroups working for the empty group id.
+    h = Harness(group_id="")
+    assert one(h.commit(offsets=[("t", 0, 5)]), "commit_response")["error"] == "NONE"
+    assert h.coordinator.fetch_offsets("") == {("t", 0): {"offset": 5, "leader_epoch": -1, "metadata": ""}}
+    assert h.coordinator.describe_group("")["state"] == "Empty"
+    out = h.send(type="delete_group")
+    assert one(out, "delete_group_response")["error"] == "NONE"
+    assert one(out, "offset_commit")["tombstone"] and h.coordinator.group_ids() == []
+

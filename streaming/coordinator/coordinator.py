@@ -27,6 +27,11 @@ FORMAT_VERSION = 1
 _MEMBER_ID_NAMESPACE = uuid.UUID("6f1a7c9e-3d2b-4e8a-9c41-5b0d2e7f8a13")
 # Timer kinds, in the order timers due at the same millisecond fire.
 _JOIN, _SYNC, _SESSION, _PENDING, _RETENTION = range(5)
+# Group management needs a group id: Kafka answers an empty one with INVALID_GROUP_ID before anything else (OffsetCommit
+# and DeleteGroups keep accepting it, for backwards compatibility). Request -> its answer, with the answer's fields.
+_GROUP_ID_REQUIRED = {"join": ("join_response", {"generation": -1}),
+                      "sync": ("sync_response", {"generation": -1, "assignment": []}),
+                      "heartbeat": ("heartbeat_response", {}), "leave": ("leave_response", {})}
 
 
 class GroupCoordinator:
@@ -47,6 +52,11 @@ class GroupCoordinator:
         out = self.advance(event["ts"] - 1) if event.get("ts") is not None else []
         self._out = out
         kind = event["type"]
+        if kind in _GROUP_ID_REQUIRED and not event["group_id"]:
+            answer, fields = _GROUP_ID_REQUIRED[kind]
+            self._respond(None, event, answer, "INVALID_GROUP_ID", **fields)
+            self._out = []
+            return out
         if kind == "topic_metadata" and not event.get("group_id"):
             self.default_topics[event["topic"]] = event["partitions"]
             for group in list(self.groups.values()):
@@ -280,12 +290,19 @@ class GroupCoordinator:
 
     # ================================================================ JoinGroup
     def _join(self, group: Group | None, e: dict) -> None:
+        if group is not None:
+            return self._join_group(group, e)
+        if e["member_id"] and not self.config.adopt_unknown_members:
+            return self._respond(None, e, "join_response", "UNKNOWN_MEMBER_ID", generation=-1)
+        group = self._new_group(e)
+        self._join_group(group, e)
+        # Only a join that brought a member in keeps the group it created: Kafka refuses a bad session timeout
+        # before creating the group, and an Empty group without offsets goes at its next cleanup anyway.
+        if group.members or group.pending_members:
+            self._keep(group)
+
+    def _join_group(self, group: Group, e: dict) -> None:
         member_id = e["member_id"]
-        created = group is None
-        if group is None:
-            if member_id and not self.config.adopt_unknown_members:
-                return self._respond(None, e, "join_response", "UNKNOWN_MEMBER_ID", generation=-1)
-            group = self._new_group(e)
         c = self.config
         if not c.group_min_session_timeout_ms <= e["session_timeout_ms"] <= c.group_max_session_timeout_ms:
             return self._respond(group, e, "join_response", "INVALID_SESSION_TIMEOUT", generation=-1)
@@ -302,15 +319,15 @@ class GroupCoordinator:
             self._join_new_member(group, e)
         else:
             self._join_known_member(group, e)
-        if created and group.is_empty and not group.pending_members and not group.offsets:
-            # A refused join must not leave a group behind that it alone created; Kafka would not keep it either.
-            self.groups.pop(group.group_id, None)
 
     def _new_group(self, e: dict) -> Group:
-        topics = {**self.default_topics, **self.pending_topics.pop(e["group_id"], {})}
-        group = Group(e["group_id"], clock=e.get("ts") or 0, topics=topics)
+        """The group a request creates, with the topic sizes remembered for it; it exists once ``_keep`` says so."""
+        topics = {**self.default_topics, **self.pending_topics.get(e["group_id"], {})}
+        return Group(e["group_id"], clock=e.get("ts") or 0, topics=topics)
+
+    def _keep(self, group: Group) -> None:
         self.groups[group.group_id] = group
-        return group
+        self.pending_topics.pop(group.group_id, None)
 
     def _accept_joining_member(self, group: Group, member_id: str) -> bool:
         limit = self.config.group_max_size
@@ -811,6 +828,7 @@ class GroupCoordinator:
                 return self._commit_response(None, e, "ILLEGAL_GENERATION")
             # A group that only stores offsets (no group management) comes into being on its first commit.
             group = self._new_group(e)
+            self._keep(group)
         error = self._commit_error(group, e)
         if error is not None:
             return self._commit_response(group, e, error)
