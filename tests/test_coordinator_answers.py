@@ -7,9 +7,15 @@ OffsetMetadataManager (4.x) and their tests.
 """
 from __future__ import annotations
 
+import json
+
+import pandas as pd
+import pyarrow as pa
 import pytest
 
 from streaming.coordinator import parse_event
+from streaming.job import BROADCAST_KEY, JobOptions, make_state_function, parse_rows
+from streaming.sinks import TrackerSink
 from tests.coordinator_harness import Harness, of_type, one
 
 
@@ -231,3 +237,113 @@ def test_commit_and_delete_accept_the_empty_group_id_as_kafka_does():
     assert one(out, "delete_group_response")["error"] == "NONE"
     assert one(out, "offset_commit")["tombstone"] and h.coordinator.group_ids() == []
 
+
+class FakeGroupState:
+    """The slice of Spark's GroupState the job's state function uses."""
+
+    def __init__(self):
+        self.value = None
+        self.hasTimedOut = False
+
+    @property
+    def exists(self):
+        return self.value is not None
+
+    @property
+    def get(self):
+        return self.value
+
+    def update(self, value):
+        self.value = value
+
+    def remove(self):
+        self.value = None
+
+    def getCurrentProcessingTimeMs(self):
+        return 10_000
+
+    def setTimeoutDuration(self, ms):
+        pass
+
+
+def kafka_rows(events: list[dict], keys: list[bytes | None]) -> pd.DataFrame:
+    return pd.DataFrame({"key": keys, "value": [json.dumps(e).encode() for e in events], "topic": "events",
+                         "partition": 0, "offset": range(len(events)),
+                         "timestamp": pd.to_datetime([e.get("ts", 0) for e in events], unit="ms")})
+
+
+def test_job_keys_the_empty_group_id_as_a_group_and_global_metadata_apart():
+    events = [{"type": "commit", "group_id": "", "ts": 1_000, "offsets": [{"topic": "t", "partition": 0, "offset": 7}]},
+              {"type": "join", "group_id": "", "ts": 1_000, "protocols": []},
+              {"type": "topic_metadata", "ts": 1_000, "topic": "t", "partitions": 3},
+              {"type": "topic_metadata", "group_id": "", "ts": 1_000, "topic": "u", "partitions": 1}]
+    (parsed,) = parse_rows([kafka_rows(events, [b"", b"", None, b""])])
+    assert list(parsed["error"]) == [None] * 4
+    assert list(parsed["group_id"]) == ["", "", BROADCAST_KEY, BROADCAST_KEY]  # no group id: every group's
+    on_group = make_state_function(JobOptions(output_types=None))
+    by_key = {}
+    for key, rows in parsed.groupby(parsed["group_id"].map(repr)):
+        state = FakeGroupState()
+        frames = list(on_group((rows["group_id"].iloc[0],), iter([rows]), state))
+        by_key[key] = ([json.loads(p) for f in frames for p in f["payload"]], state)
+    group_outputs, state = by_key[repr("")]
+    assert [o["type"] for o in group_outputs] == ["offset_commit", "commit_response", "join_response"]
+    assert group_outputs[-1]["error"] == "INVALID_GROUP_ID" and state.exists   # group "" lives on, offsets only
+    broadcasts, state = by_key[repr(BROADCAST_KEY)]
+    assert [(o["type"], o["event"]["topic"]) for o in broadcasts] == [("broadcast_event", "t"), ("broadcast_event", "u")]
+    assert not state.exists
+
+
+class ArrowBatch:
+    """Just enough of a Spark DataFrame for TrackerSink.__call__."""
+
+    def __init__(self, rows: list[dict]):
+        self.table = pa.Table.from_pylist(rows)
+
+    def select(self, *columns):
+        return self
+
+    def toArrow(self):
+        return self.table
+
+
+def test_sink_orders_a_batch_holding_the_empty_group_and_broadcasts():
+    seen = []
+    sink = TrackerSink(on_outputs=lambda batch_id, outputs: seen.extend(outputs))
+    rows = [{"group_id": "g", "seq": 0, "payload": json.dumps({"type": "state_change", "group_id": "g"})},
+            {"group_id": BROADCAST_KEY, "seq": 0, "payload": json.dumps({"type": "broadcast_event",
+                                                                         "group_id": BROADCAST_KEY})},
+            {"group_id": "", "seq": 0, "payload": json.dumps({"type": "offset_commit", "group_id": ""})}]
+    sink(ArrowBatch(rows), 0)
+    assert [o["group_id"] for o in seen] == [BROADCAST_KEY, "", "g"]
+    # Global metadata is never fanned out to "": a topic_metadata for "" is itself global, it would come back again.
+    assert sink.known_groups == {"g"}
+
+
+def test_sink_restarting_from_a_store_with_the_empty_group_does_not_fan_out_to_it():
+    class Store:
+        def groups(self):
+            return ["", "g"]
+
+    assert TrackerSink(store=Store()).known_groups == {"g"}
+
+
+@pytest.mark.spark
+def test_streaming_job_runs_the_empty_group_id_as_its_own_group(spark, tmp_path):
+    from tests.test_job import Collector, start, write_rows
+
+    source = tmp_path / "in"
+    source.mkdir()
+    ts = 1_700_000_000_000
+    events = [{"type": "topic_metadata", "ts": ts, "topic": "t", "partitions": 3},
+              {"type": "commit", "group_id": "", "ts": ts, "offsets": [{"topic": "t", "partition": 0, "offset": 7}]},
+              {"type": "heartbeat", "group_id": "", "ts": ts, "member_id": "m", "generation": 1}]
+    write_rows(source, "a", [json.dumps(e).encode() for e in events], [b"", b"", b""], 0, [ts] * 3)
+    sink = Collector()
+    query = start(spark, source, tmp_path / "checkpoint", JobOptions(time_mode="event", output_types=None), sink)
+    query.processAllAvailable()
+    query.stop()
+    got = [(o["type"], o["group_id"], o.get("error")) for o in sink.outputs]
+    assert sorted(got, key=repr) == sorted([("broadcast_event", None, None), ("offset_commit", "", None),
+                                            ("commit_response", "", "NONE"),
+                                            ("heartbeat_response", "", "INVALID_GROUP_ID")], key=repr)
