@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 from streaming.coordinator import parse_event
+from streaming.coordinator.group import Group
 from streaming.job import BROADCAST_KEY, JobOptions, make_state_function, parse_rows
 from streaming.sinks import TrackerSink
 from tests.coordinator_harness import Harness, of_type, one
@@ -347,3 +348,29 @@ def test_streaming_job_runs_the_empty_group_id_as_its_own_group(spark, tmp_path)
     assert sorted(got, key=repr) == sorted([("broadcast_event", None, None), ("offset_commit", "", None),
                                             ("commit_response", "", "NONE"),
                                             ("heartbeat_response", "", "INVALID_GROUP_ID")], key=repr)
+
+
+# ---------------------------------------------------------------- protocol selection needs members
+def test_selecting_a_protocol_for_a_group_without_members_is_a_bug():
+    from streaming.coordinator.state import IllegalGroupState   # Kafka: IllegalStateException
+
+    with pytest.raises(IllegalGroupState, match="empty group"):
+        Group("g").select_protocol()
+
+
+def test_a_round_that_ends_with_nobody_left_never_selects_a_protocol():
+    # The last members go in every way a round can lose them: a new member's join timeout, a member that does not
+    # rejoin in time, a leave during the round. The round still completes: Empty, next generation, no protocol.
+    h = Harness(new_member_join_timeout_ms=5_000)
+    a, b = h.stable_group(2, rebalance=20_000)
+    h.new_member(client_id="c", rebalance=20_000)
+    h.join(member_id=b, rebalance=20_000)
+    h.send(type="leave", member_id=b)
+    for _ in range(7):
+        h.tick(3_000)
+        if a in h.group().members:
+            h.heartbeat(a, 1)                # alive, but never rejoins
+    assert h.state() == "Empty" and h.generation() == 2 and h.group().protocol_name is None
+    assert [(o["member_id"], o["reason"]) for o in of_type(h.outputs, "member_expired")][-1] == \
+        (a, "rebalance timeout")
+    assert of_type(h.outputs, "group_metadata")[-1]["members"] == []
