@@ -24,8 +24,9 @@ OUTPUT_SCHEMA = "group_id string, type string, ts long, seq int, payload string"
 STATE_SCHEMA = "version int, data binary"
 STATE_VERSION = 1
 
-# Global topic metadata (no group id) is fanned out to every group by the driver; it travels under this key.
-BROADCAST_KEY = ""
+# Global topic metadata (no group id) is fanned out to every group by the driver; it travels under this key. Not "":
+# the empty group id is a group of its own (Kafka keeps offset commits working for it).
+BROADCAST_KEY = None
 
 
 @dataclass(frozen=True)
@@ -50,14 +51,15 @@ def parse_rows(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
             event, error = parse_event(raw)
             if event is not None:
                 group_id = event.get("group_id")
-                group_id = BROADCAST_KEY if group_id is None else group_id
+                if event["type"] == "topic_metadata" and not group_id:
+                    group_id = BROADCAST_KEY   # the coordinator reads an empty group id here as "every group" too
                 if event.get("ts") is None:  # live feeds may leave time to the broker's record timestamp
                     event["ts"] = int(pd.Timestamp(timestamp).value // 10**6)
                 ts = int(event["ts"])
                 event_json = json.dumps(event, separators=(",", ":"), sort_keys=True)
             else:
                 # Keep bad input under the record's key so it is dead-lettered next to its group's events.
-                group_id = bytes(key).decode("utf-8", "replace") if key is not None else BROADCAST_KEY
+                group_id = bytes(key).decode("utf-8", "replace") if key is not None else ""
                 ts, event_json = int(pd.Timestamp(timestamp).value // 10**6), None
             out["group_id"].append(group_id)
             out["ts"].append(ts)
@@ -109,12 +111,12 @@ def make_state_function(options: JobOptions):
                                                                    kind="stable")
             for raw_event in pdf["event"]:
                 event = json.loads(raw_event)
-                if group_id == BROADCAST_KEY:
+                if group_id is BROADCAST_KEY:
                     outputs.append({"type": "broadcast_event", "group_id": group_id, "ts": event["ts"],
                                     "event": event})
                 else:
                     events.append(event)
-        if group_id != BROADCAST_KEY:
+        if group_id is not BROADCAST_KEY:
             previous = state.get[1] if state.exists else None
             if state.hasTimedOut or events or previous is not None:
                 now = state.getCurrentWatermarkMs() if event_time \

@@ -50,8 +50,9 @@ class TrackerSink:
         self.producer_config = producer_config or {}
         self._producer = None
         self.marker = BatchMarker(Path(checkpoint) / "sinks" / "kafka-outputs.batch") if checkpoint else None
-        # Groups global topic metadata is fanned out to; after a restart the store remembers them.
-        self.known_groups: set[str] = set(store.groups()) if store is not None else set()
+        # Groups global topic metadata is fanned out to; after a restart the store remembers them. Never "": a
+        # topic_metadata for the empty group id means every group, so fanning out to it would come back for ever.
+        self.known_groups: set[str] = {g for g in store.groups() if g} if store is not None else set()
         self.dead_letters = 0
 
     # -- Kafka -------------------------------------------------------------------------------------------------
@@ -78,13 +79,14 @@ class TrackerSink:
     def __call__(self, batch_df, batch_id: int) -> None:
         # Arrow to the driver: far cheaper than Row objects for large batches.
         table = batch_df.select("group_id", "seq", "payload").toArrow()
+        # Broadcasts (a null group id) first, then each group, the empty group id included, in its own order.
         rows = sorted(zip(table.column("group_id").to_pylist(), table.column("seq").to_pylist(),
-                          table.column("payload").to_pylist()), key=lambda r: (r[0], r[1]))
+                          table.column("payload").to_pylist()), key=lambda r: (r[0] is not None, r[0] or "", r[1]))
         self.handle([json.loads(payload) for _, _, payload in rows], batch_id)
 
     def handle(self, outputs: list[dict], batch_id: int) -> None:
         for o in outputs:
-            if o.get("group_id"):
+            if o.get("group_id"):   # not "" (see known_groups)
                 self.known_groups.add(o["group_id"])
         if self.store is not None:
             self.store.write([o for o in outputs if o["type"] in STORE_TYPES], batch_id=batch_id)

@@ -38,7 +38,7 @@ class Harness:
              rebalance: int | None = None, client_id: str = "consumer", **extra) -> list[dict]:
         return self.send(type="join", member_id=member_id, group_instance_id=instance_id, client_id=client_id,
                          session_timeout_ms=session, rebalance_timeout_ms=rebalance or session,
-                         protocols=protocols or RANGE, **extra)
+                         protocols=RANGE if protocols is None else protocols, **extra)
 
     def new_member(self, client_id: str = "consumer", **kw) -> str:
         """A dynamic member's two-step join (KIP-394): ask for an id, then join with it."""

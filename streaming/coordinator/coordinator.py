@@ -28,6 +28,11 @@ FORMAT_VERSION = 1
 _MEMBER_ID_NAMESPACE = uuid.UUID("6f1a7c9e-3d2b-4e8a-9c41-5b0d2e7f8a13")
 # Timer kinds, in the order timers due at the same millisecond fire.
 _JOIN, _SYNC, _SESSION, _PENDING, _RETENTION = range(5)
+# Group management needs a group id: Kafka answers an empty one with INVALID_GROUP_ID before anything else (OffsetCommit
+# and DeleteGroups keep accepting it, for backwards compatibility). Request -> its answer, with the answer's fields.
+_GROUP_ID_REQUIRED = {"join": ("join_response", {"generation": -1}),
+                      "sync": ("sync_response", {"generation": -1, "assignment": []}),
+                      "heartbeat": ("heartbeat_response", {}), "leave": ("leave_response", {})}
 
 
 class GroupCoordinator(BrokerObserver):
@@ -50,6 +55,11 @@ class GroupCoordinator(BrokerObserver):
         out = self.advance(event["ts"] - 1) if event.get("ts") is not None else []
         self._out = out
         kind = event["type"]
+        if kind in _GROUP_ID_REQUIRED and not event["group_id"]:
+            answer, fields = _GROUP_ID_REQUIRED[kind]
+            self._respond(None, event, answer, "INVALID_GROUP_ID", **fields)
+            self._out = []
+            return out
         if kind == "topic_metadata" and not event.get("group_id"):
             self.default_topics[event["topic"]] = event["partitions"]
             for group in list(self.groups.values()):
@@ -283,12 +293,19 @@ class GroupCoordinator(BrokerObserver):
 
     # ================================================================ JoinGroup
     def _join(self, group: Group | None, e: dict) -> None:
+        if group is not None:
+            return self._join_group(group, e)
+        if e["member_id"] and not self.config.adopt_unknown_members:
+            return self._respond(None, e, "join_response", "UNKNOWN_MEMBER_ID", generation=-1)
+        group = self._new_group(e)
+        self._join_group(group, e)
+        # Only a join that brought a member in keeps the group it created: Kafka refuses a bad session timeout
+        # before creating the group, and an Empty group without offsets goes at its next cleanup anyway.
+        if group.members or group.pending_members:
+            self._keep(group)
+
+    def _join_group(self, group: Group, e: dict) -> None:
         member_id = e["member_id"]
-        created = group is None
-        if group is None:
-            if member_id and not self.config.adopt_unknown_members:
-                return self._respond(None, e, "join_response", "UNKNOWN_MEMBER_ID", generation=-1)
-            group = self._new_group(e)
         c = self.config
         if not c.group_min_session_timeout_ms <= e["session_timeout_ms"] <= c.group_max_session_timeout_ms:
             return self._respond(group, e, "join_response", "INVALID_SESSION_TIMEOUT", generation=-1)
@@ -305,15 +322,15 @@ class GroupCoordinator(BrokerObserver):
             self._join_new_member(group, e)
         else:
             self._join_known_member(group, e)
-        if created and group.is_empty and not group.pending_members and not group.offsets:
-            # A refused join must not leave a group behind that it alone created; Kafka would not keep it either.
-            self.groups.pop(group.group_id, None)
 
     def _new_group(self, e: dict) -> Group:
-        topics = {**self.default_topics, **self.pending_topics.pop(e["group_id"], {})}
-        group = Group(e["group_id"], clock=e.get("ts") or 0, topics=topics)
+        """The group a request creates, with the topic sizes remembered for it; it exists once ``_keep`` says so."""
+        topics = {**self.default_topics, **self.pending_topics.get(e["group_id"], {})}
+        return Group(e["group_id"], clock=e.get("ts") or 0, topics=topics)
+
+    def _keep(self, group: Group) -> None:
         self.groups[group.group_id] = group
-        return group
+        self.pending_topics.pop(group.group_id, None)
 
     def _accept_joining_member(self, group: Group, member_id: str) -> bool:
         limit = self.config.group_max_size
@@ -543,9 +560,10 @@ class GroupCoordinator(BrokerObserver):
         for m in group.members.values():
             if m.awaiting_join:
                 m.awaiting_join = False
-                m.is_new = False
                 self._join_response(group, m)
-                self._schedule_session(group, m)
+            # Every session restarts with the new generation, a static member's that missed the round included.
+            m.is_new = False
+            self._schedule_session(group, m)
 
     def _on_sync_deadline(self, group: Group) -> None:
         group.sync_deadline = None
@@ -781,6 +799,11 @@ class GroupCoordinator(BrokerObserver):
 
     def _remove_member(self, group: Group, member: Member, trigger: str, detail: str,
                        update_group: bool = True, reason: str = "") -> None:
+        if member.awaiting_join:
+            # Its JoinGroup is still waiting (a new member's join timeout, a leave): Kafka answers it before removing
+            # the member, so a client that is still alive starts over.
+            self._emit(group.group_id, "join_response", group.clock, member_id=member.member_id,
+                       group_instance_id=member.group_instance_id, error="UNKNOWN_MEMBER_ID", generation=-1)
         group.remove(member.member_id)
         for tp in member.assignment:
             group.revoked_at.setdefault(tp, group.clock)
@@ -798,30 +821,20 @@ class GroupCoordinator(BrokerObserver):
 
     # ================================================================ OffsetCommit / retention / deletion
     def _commit(self, group: Group | None, e: dict) -> None:
-        generation, member_id = e["generation"], e["member_id"]
-        simple = generation < 0 and not member_id
         if group is None:
-            if generation >= 0:
+            if e["generation"] >= 0:
                 return self._commit_response(None, e, "ILLEGAL_GENERATION")
             # A group that only stores offsets (no group management) comes into being on its first commit.
             group = self._new_group(e)
-        error = None
-        if group.is_(S.DEAD):
-            error = "COORDINATOR_NOT_AVAILABLE"
-        elif self._fenced(group, e["group_instance_id"], member_id):
-            error = "FENCED_INSTANCE_ID"
-        elif generation < 0 and group.is_(S.EMPTY):
-            error = None
-        elif group.is_(S.COMPLETING_REBALANCE):
-            error = "REBALANCE_IN_PROGRESS"
-        elif member_id not in group.members:
-            error = "UNKNOWN_MEMBER_ID"
-        elif generation != group.generation:
-            error = "ILLEGAL_GENERATION"
+            self._keep(group)
+        error = self._commit_error(group, e)
         if error is not None:
             return self._commit_response(group, e, error)
-        if not simple and member_id in group.members and not group.members[member_id].awaiting_join:
-            self._extend_session(group, group.members[member_id])
+        if group.state in (S.STABLE, S.PREPARING_REBALANCE):
+            # A member's commit counts as a heartbeat (the checks above proved the member exists).
+            member = group.members[e["member_id"]]
+            if not member.awaiting_join:
+                self._extend_session(group, member)
         limit = self.config.offset_metadata_max_bytes
         too_large = [o for o in e["offsets"] if len(o["metadata"].encode("utf-8")) > limit]
         self._store_offsets(group, [o for o in e["offsets"] if o not in too_large], e["retention_ms"], group.clock)
@@ -837,6 +850,34 @@ class GroupCoordinator(BrokerObserver):
             self._emit(group.group_id, "offset_commit", group.clock, topic=o["topic"], partition=o["partition"],
                        offset=o["offset"], leader_epoch=o["leader_epoch"], metadata=o["metadata"],
                        commit_timestamp=ts, expire_timestamp=expire, tombstone=False)
+
+    def _commit_error(self, group: Group, e: dict) -> str | None:
+        """Kafka's validateOffsetCommit, in its order: the member and its generation first, and only a valid member
+        of the new generation learns that the group is still CompletingRebalance."""
+        generation, member_id, instance_id = e["generation"], e["member_id"], e["group_instance_id"]
+        if group.is_(S.DEAD):
+            return "COORDINATOR_NOT_AVAILABLE"
+        if generation < 0 and group.is_(S.EMPTY):
+            return None  # the admin client, or a consumer without group management: fine while nobody is a member
+        if generation < 0 and not member_id and instance_id is None:
+            return "UNKNOWN_MEMBER_ID"  # an anonymous commit, but the group has members: only they may commit
+        error = self._member_error(group, member_id, instance_id)
+        if error is None and generation != group.generation:
+            error = "ILLEGAL_GENERATION"
+        if error is None and group.is_(S.COMPLETING_REBALANCE):
+            error = "REBALANCE_IN_PROGRESS"
+        return error
+
+    @staticmethod
+    def _member_error(group: Group, member_id: str, instance_id: str | None) -> str | None:
+        """Kafka's validateMember: a named instance must exist and belong to this member, and the member must exist."""
+        if instance_id is not None:
+            current = group.static_members.get(instance_id)
+            if current is None:
+                return "UNKNOWN_MEMBER_ID"
+            if current != member_id:
+                return "FENCED_INSTANCE_ID"
+        return None if member_id in group.members else "UNKNOWN_MEMBER_ID"
 
     def _commit_response(self, group: Group | None, e: dict, error: str) -> None:
         self._respond(group, e, "commit_response", error,

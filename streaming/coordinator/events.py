@@ -2,6 +2,8 @@
 
 An event is one JSON object per Kafka record, keyed by group id. ``parse_event`` returns the event normalised
 (defaults filled, types checked) or the reason it is bad — never raises — so the job can dead-letter bad input.
+Only what cannot be read as a request is bad input: a request Kafka would answer with an error (an empty group id,
+no protocols) is a good event, and the coordinator gives Kafka's answer.
 """
 from __future__ import annotations
 
@@ -70,13 +72,8 @@ def validate_event(obj: Any) -> dict:
         event[name] = _check(kind, name, field_kind, obj[name])
     if kind == "topic_metadata" and event["partitions"] < 0:
         raise InvalidEvent("topic_metadata: partitions must be >= 0")
-    if kind == "join":
-        if event["rebalance_timeout_ms"] is None:
-            event["rebalance_timeout_ms"] = event["session_timeout_ms"]  # JoinGroup v0 semantics
-        if not event["protocols"]:
-            raise InvalidEvent("join: protocols must not be empty")
-    if event.get("group_id") == "" and kind != "topic_metadata":
-        raise InvalidEvent(f"{kind}: group_id must not be empty")
+    if kind == "join" and event["rebalance_timeout_ms"] is None:
+        event["rebalance_timeout_ms"] = event["session_timeout_ms"]  # JoinGroup v0 semantics
     return event
 
 
@@ -147,8 +144,8 @@ def _protocol(where: str, value: Any) -> dict:
     if not isinstance(value, dict):
         raise InvalidEvent(f"{where} must be an object")
     name = value.get("name")
-    if not isinstance(name, str) or not name:
-        raise InvalidEvent(f"{where}.name must be a non-empty string")
+    if not isinstance(name, str):
+        raise InvalidEvent(f"{where}.name must be a string")
     topics = value.get("topics", [])
     if not isinstance(topics, list) or not all(isinstance(t, str) for t in topics):
         raise InvalidEvent(f"{where}.topics must be a list of strings")

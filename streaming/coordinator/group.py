@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from streaming.coordinator.javahash import hashmap_order
 from streaming.coordinator.member import Member, Partition
-from streaming.coordinator.state import GroupState, IllegalStateTransition
+from streaming.coordinator.state import GroupState, IllegalGroupState, IllegalStateTransition
 
 
 @dataclass
@@ -143,6 +143,8 @@ class Group:
     def select_protocol(self) -> str:
         """Every member votes for its preferred candidate; most votes wins. Ties go to the protocol Java's HashMap
         iterates first, as in Kafka's ``votesByProtocol.entrySet().stream().max(...)``."""
+        if not self.members:
+            raise IllegalGroupState(f"group {self.group_id}: cannot select a protocol for an empty group")
         candidates = self.candidate_protocols()
         votes = Counter()
         order: list[str] = []

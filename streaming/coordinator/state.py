@@ -28,3 +28,7 @@ VALID_PREVIOUS: dict[GroupState, frozenset[GroupState]] = {
 
 class IllegalStateTransition(RuntimeError):
     """A bug in the model, never bad input: input errors become Kafka error codes instead."""
+
+
+class IllegalGroupState(RuntimeError):
+    """An operation the group's state does not allow (Kafka's IllegalStateException): a bug in the model, too."""
