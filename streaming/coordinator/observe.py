@@ -95,6 +95,7 @@ class BrokerObserver:
         # Reported from the broker's answer: this member is in that generation.
         if group is None:
             group = self._new_group(e)
+            self._keep(group)
         if generation < group.generation:
             if member_id in group.members:
                 self._refresh_member(group, group.members[member_id], e)
@@ -193,6 +194,7 @@ class BrokerObserver:
     def _observe_commit(self, group: Group | None, e: dict) -> bool:
         if group is None:
             group = self._new_group(e)
+            self._keep(group)
         member = group.members.get(e["member_id"])
         if member is not None and not member.awaiting_join:
             self._extend_session(group, member)
