@@ -141,7 +141,6 @@ class BrokerObserver:
 
     def _complete_observed_round(self, group: Group, leader: Member, assignments: dict[str, list]) -> None:
         """The leader's SyncGroup: its assignment names the generation's members."""
-        started = group.rebalance.started_ts if group.rebalance is not None else group.clock
         on_the_way = []
         for m in list(group.members.values()):
             if m.member_id in assignments:
@@ -151,10 +150,11 @@ class BrokerObserver:
                 on_the_way.append(m)
                 group.members.pop(m.member_id)
                 continue
-            # Silent since before the round began (or for a whole session): it died, and the broker expired it
-            # (brokers differ in what keeps a session alive: 0.9 counts only heartbeats, later ones commits too).
-            # Otherwise it was alive but did not rejoin in time.
-            dead = m.last_heartbeat_ts < started or group.clock >= m.last_heartbeat_ts + m.session_timeout_ms
+            # Silent for half a session or more: it died and the broker expired it (a live member reports at least
+            # every heartbeat interval, a third of the session by convention; the broker's session clock may run
+            # a little ahead of ours, as 0.9 counts only heartbeats and later brokers commits too). Otherwise it
+            # was alive but did not rejoin in time.
+            dead = group.clock - m.last_heartbeat_ts >= m.session_timeout_ms // 2
             detail = (f"removing member {m.member_id} on heartbeat expiration" if dead else
                       f"member {m.member_id} did not rejoin generation {group.generation} in time")
             self._remove_member(group, m, "expiry", detail, update_group=False,

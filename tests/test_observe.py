@@ -1,0 +1,163 @@
+"""Observe mode, rule by rule: the broker's answers win, whatever order the clients' reports arrive in.
+
+Each scenario is a feed as several client processes would publish it (each client's events in order, nothing
+ordered across clients), including the orders that broke the tracker against Apache Kafka 0.9 (issue #11). The
+real-broker tests (test_real_broker.py) check the same rules end to end.
+"""
+from __future__ import annotations
+
+from tests.coordinator_harness import Harness, of_type, one
+
+T0 = 1_000_000
+# Member ids as Kafka makes them: client id, dash, a UUID.
+A, B, C, X = (f"{c}-6f1a7c9e-3d2b-4e8a-9c41-5b0d2e7f8a1{i}" for i, c in enumerate("abcx"))
+
+
+def observer() -> Harness:
+    h = Harness(adopt_unknown_members=True)
+    h.now = T0
+    return h
+
+
+def answered_join(h: Harness, member: str, generation: int, leader: str, ts: int) -> list[dict]:
+    """A join reported from the broker's answer (brokers before 2.2 hand out ids on the first JoinGroup)."""
+    return h.join(member_id=member, client_id=member.split("-")[0], generation=generation, leader=leader, ts=ts)
+
+
+def rejoin(h: Harness, member: str, ts: int) -> list[dict]:
+    """A known member's JoinGroup, reported when sent."""
+    return h.join(member_id=member, client_id=member.split("-")[0], ts=ts)
+
+
+def synced(h: Harness, member: str, generation: int, ts: int, assignments: dict | None = None) -> list[dict]:
+    fields = dict(type="sync", member_id=member, generation=generation, ts=ts)
+    if assignments is not None:
+        fields["assignments"] = assignments
+    return h.send(**fields)
+
+
+def stable_two(h: Harness) -> None:
+    """a (leader) and b, generation 1, as the broker reported it."""
+    answered_join(h, A, 1, A, T0)
+    answered_join(h, B, 1, A, T0 + 1)
+    synced(h, A, 1, T0 + 5, {A: [["t", 0]], B: [["t", 1]]})
+    synced(h, B, 1, T0 + 6)
+    assert h.state() == "Stable" and h.generation() == 1 and h.leader() == A
+
+
+def rebalances(outputs: list[dict]) -> list[dict]:
+    return of_type(outputs, "rebalance")
+
+
+def test_a_newcomers_join_reported_after_the_leaders_sync_starts_no_new_round():
+    h = observer()
+    stable_two(h)
+    out = rejoin(h, A, T0 + 1_000) + rejoin(h, B, T0 + 1_001)
+    # The leader's SyncGroup names c, whose own join (published on its answer, by its own producer) is late.
+    out += synced(h, A, 2, T0 + 1_010, {A: [["t", 0]], B: [["t", 1]], C: [["t", 2]]})
+    assert h.state() == "Stable" and h.generation() == 2
+    (line,) = rebalances(out)
+    assert line["trigger"] == "join" and set(line["assignment"]) == {A, B, C}
+    assert one(out, "member_joined", C)["client_id"] == "c"     # from Kafka's clientId-uuid member id
+    late = answered_join(h, C, 2, A, T0 + 1_008)
+    assert h.state() == "Stable" and not rebalances(late) and not of_type(late, "state_change")
+    assert one(late, "member_updated", C)["protocols"] == ["range"]
+    stored = one(late, "group_metadata")          # the store gets c's real subscription
+    assert {m["member_id"]: m["subscription"]["topics"] for m in stored["members"]}[C] == ["t"]
+    assert one(synced(h, C, 2, T0 + 1_012), "sync_response")["assignment"] == [["t", 2]]
+
+
+def test_a_followers_rejoin_as_the_first_event_of_a_round_keeps_the_follower():
+    h = observer()
+    stable_two(h)
+    out = rejoin(h, B, T0 + 1_000)           # Kafka's rule alone would answer and stay Stable
+    assert h.state() == "PreparingRebalance"
+    out += rejoin(h, A, T0 + 1_002)
+    out += synced(h, A, 2, T0 + 1_010, {A: [["t", 1]], B: [["t", 0]]})
+    out += synced(h, B, 2, T0 + 1_011)
+    for second in range(1, 30):                  # both keep heartbeating generation 2 for 3 session timeouts
+        for member in (A, B):
+            out += h.send(type="heartbeat", member_id=member, generation=2, ts=T0 + 1_011 + second * 1_000)
+    assert h.state() == "Stable" and h.generation() == 2 and not of_type(out, "member_expired")
+    assert rebalances(out)[0]["trigger"] == "rejoin"   # nobody reported why the broker rebalanced
+
+
+def test_a_rejoin_sent_before_the_generation_was_answered_belongs_to_it():
+    h = observer()
+    stable_two(h)
+    rejoin(h, A, T0 + 1_000)
+    synced(h, A, 2, T0 + 1_010, {A: [["t", 0]], B: [["t", 1]]})
+    out = rejoin(h, B, T0 + 1_001)           # b's request for round 2, published after the leader's answer
+    assert h.state() == "Stable" and h.generation() == 2 and not of_type(out, "state_change")
+    out = rejoin(h, B, T0 + 2_000)           # sent after generation 2 was answered: a new round
+    assert h.state() == "PreparingRebalance"
+
+
+def test_a_leave_reported_while_the_leaders_sync_is_on_its_way_waits_for_it():
+    h = observer()
+    stable_two(h)
+    rejoin(h, A, T0 + 1_000)
+    rejoin(h, B, T0 + 1_001)
+    out = synced(h, B, 2, T0 + 1_010)         # a follower's answer first: generation 2 is complete
+    assert h.state() == "CompletingRebalance" and h.generation() == 2
+    out += h.send(type="leave", member_id=B, ts=T0 + 1_050)   # b closes right after its answer
+    assert not of_type(out, "member_left")
+    out += synced(h, A, 2, T0 + 1_009, {A: [["t", 0]], B: [["t", 1]]})
+    (line, *rest) = rebalances(out)
+    assert line["generation"] == 2 and set(line["assignment"]) == {A, B} and not rest
+    assert one(out, "member_left", B) and h.state() == "PreparingRebalance"
+    assert out.index(line) < out.index(one(out, "member_left", B))
+
+
+def test_a_newcomer_the_leaders_assignment_leaves_out_is_in_the_next_round():
+    h = observer()
+    stable_two(h)
+    rejoin(h, A, T0 + 1_000)
+    rejoin(h, B, T0 + 1_001)
+    synced(h, B, 2, T0 + 1_010)
+    # c's JoinGroup left before generation 2 was answered but reached the broker after the round closed.
+    h.join(member_id=C, client_id="c", ts=T0 + 1_005)
+    out = synced(h, A, 2, T0 + 1_009, {A: [["t", 0]], B: [["t", 1]]})
+    assert set(rebalances(out)[0]["assignment"]) == {A, B} and not of_type(out, "member_expired")
+    assert h.state() == "PreparingRebalance" and C in h.group().members
+
+
+def test_who_is_missing_from_a_generation_died_or_failed_to_rejoin():
+    h = observer()
+    stable_two(h)
+    answered_join(h, C, 2, A, T0 + 500)   # c joins: round 2
+    synced(h, A, 2, T0 + 510, {A: [["t", 0]], B: [["t", 1]], C: [["t", 2]]})
+    for ts in range(T0 + 1_510, T0 + 4_600, 1_000):
+        h.send(type="heartbeat", member_id=A, generation=2, ts=ts)
+        h.send(type="heartbeat", member_id=C, generation=2, ts=ts)
+    # b went silent after its generation-1 answer (5 s: half its session); c is alive but never rejoins round 3.
+    rejoin(h, A, T0 + 5_000)
+    out = synced(h, A, 3, T0 + 5_010, {A: [["t", 0], ["t", 1], ["t", 2]]})
+    expired = {o["member_id"]: o["reason"] for o in of_type(out, "member_expired")}
+    assert expired == {B: "session timeout", C: "rebalance timeout"}
+    assert rebalances(out)[0]["trigger"] == "expiry"
+
+
+def test_a_generation_reported_after_a_later_one_gets_a_late_history_line():
+    h = observer()
+    answered_join(h, B, 2, A, T0 + 100)   # generation 2's answer arrives first ...
+    late = answered_join(h, A, 1, A, T0)  # ... then the leader's reports of generation 1
+    late += synced(h, A, 1, T0 + 10, {A: [["t", 0], ["t", 1]]})
+    (line,) = rebalances(late)
+    assert line["generation"] == 1 and line["late"] and line["assignment"] == {A: [["t", 0], ["t", 1]]}
+    assert h.generation() == 2 and h.state() == "CompletingRebalance"
+    out = synced(h, A, 2, T0 + 110, {A: [["t", 0]], B: [["t", 1]]})
+    assert [r["generation"] for r in rebalances(out)] == [2] and h.state() == "Stable"
+
+
+def test_accepted_commits_are_facts_and_an_older_one_arriving_late_changes_nothing():
+    h = observer()
+    stable_two(h)
+    commit = dict(type="commit", generation=1, offsets=[{"topic": "t", "partition": 0, "offset": 7}])
+    out = h.send(member_id=A, ts=T0 + 2_000, **commit)
+    assert one(out, "commit_response")["error"] == "NONE"
+    # Accepted by the broker from a member this model never saw (its reports are lost): still stored.
+    h.send(member_id=X, ts=T0 + 2_100, **{**commit, "offsets": [{"topic": "t", "partition": 1, "offset": 3}]})
+    out = h.send(member_id=B, ts=T0 + 1_900, **{**commit, "offsets": [{"topic": "t", "partition": 0, "offset": 5}]})
+    assert one(out, "commit_response")["error"] == "NONE" and not of_type(out, "offset_commit")
+    assert {tp: o["offset"] for tp, o in h.coordinator.fetch_offsets("g").items()} == {("t", 0): 7, ("t", 1): 3}
