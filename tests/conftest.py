@@ -64,3 +64,21 @@ def apache_kafka(request):
         reporter.write_line(message)
     yield kafka
     kafka.stop()
+
+
+@pytest.fixture(params=["session-broker", "apache-kafka-0.9"])
+def group_broker(request):
+    """Each broker with a group coordinator, for tests of what real consumers are given: the session's broker
+    (KAFKA_BOOTSTRAP, testcontainers or the bundled Tansu) and Apache Kafka 0.9.0.1. ``client`` holds the settings
+    kafka-python needs for it."""
+    from types import SimpleNamespace
+
+    if request.param == "session-broker":
+        from streaming.run import ensure_topics
+
+        bootstrap = request.getfixturevalue("kafka_bootstrap")
+        return SimpleNamespace(bootstrap=bootstrap, client={},
+                               create_topics=lambda topics: ensure_topics(bootstrap, topics))
+    kafka = request.getfixturevalue("apache_kafka")
+    return SimpleNamespace(bootstrap=kafka.bootstrap, client={"api_version": (0, 9)},
+                           create_topics=kafka.create_topics)
