@@ -83,9 +83,10 @@ class GroupHistory:
     group: str
     workdir: Path
     feed_topic: str | None = None
+    feed_bootstrap: str | None = None                # where the feed topic lives (default: the group's cluster)
     partitions: int = 6
     client: dict = field(default_factory=dict)      # kafka-python settings, e.g. {"api_version": [0, 9]}
-    session_timeout_ms: int = 6_000
+    session_timeout_ms: int = 10_000   # 0.9 also bounds a join round by it: generous for a loaded machine
     heartbeat_interval_ms: int = 1_000
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     steps: list[tuple[str, int]] = field(default_factory=list)   # (what happened, generation it led to)
@@ -100,6 +101,7 @@ class GroupHistory:
     def start(self, name: str) -> None:
         config = {"bootstrap": self.bootstrap, "topic": self.topic, "group": self.group, "name": name,
                   "truth": str(self.truth_path), "client": self.client, "feed_topic": self.feed_topic,
+                  "feed_bootstrap": self.feed_bootstrap,
                   "session_timeout_ms": self.session_timeout_ms, "heartbeat_interval_ms": self.heartbeat_interval_ms}
         log = open(self.workdir / f"{name}.log", "wb")
         self.processes[name] = subprocess.Popen([sys.executable, "-m", "tests.real_consumer", json.dumps(config)],

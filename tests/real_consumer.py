@@ -27,6 +27,10 @@ class Truth:
 
 
 def main(config: dict) -> int:
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("kafka.coordinator").setLevel(logging.INFO)   # joins, syncs, generations: the story
     client = {"bootstrap_servers": config["bootstrap"], **config.get("client", {})}
     if "api_version" in client:
         client["api_version"] = tuple(client["api_version"])
@@ -57,8 +61,11 @@ def main(config: dict) -> int:
     if config.get("feed_topic"):
         from streaming.feeds.instrument import instrument
 
-        producer = KafkaProducer(bootstrap_servers=config["bootstrap"], acks="all", client_id=f"{config['name']}-feed",
-                                 **{k: v for k, v in client.items() if k == "api_version"})
+        # The feed may live on another cluster than the group (the tracker's own broker).
+        feed_bootstrap = config.get("feed_bootstrap") or config["bootstrap"]
+        same_cluster = feed_bootstrap == config["bootstrap"]
+        producer = KafkaProducer(bootstrap_servers=feed_bootstrap, acks="all", client_id=f"{config['name']}-feed",
+                                 **{k: v for k, v in client.items() if k == "api_version" and same_cluster})
         instrument(consumer, producer, config["feed_topic"], heartbeat_every_ms=config.get("heartbeat_every_ms", 1000))
     consumer.subscribe([config["topic"]], listener=Listener())
     stop = threading.Event()

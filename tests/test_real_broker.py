@@ -19,7 +19,7 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
-from tests.broker_history import GroupHistory, read_feed, run_issue_history
+from tests.broker_history import GroupHistory, read_feed, run_issue_history, wait_until
 
 pytestmark = [pytest.mark.kafka]
 
@@ -166,3 +166,40 @@ def test_the_streaming_job_tells_the_brokers_story(history, spark, kafka_bootstr
     stored = {(r["topic"], r["partition"]): r["offset"] for r in records
               if r["type"] == "offset_commit" and not r.get("tombstone") and r["group_id"] == history.group}
     assert stored == history.broker_committed
+
+
+@pytest.mark.spark
+def test_the_tracker_running_live_beside_the_group_tells_the_brokers_story(apache_kafka, spark, kafka_bootstrap,
+                                                                            tmp_path):
+    """The deployment as users run it: the job is up (processing time, wall-clock timers) while the consumers go
+    through the history on Apache Kafka and publish their reports to the tracker's own broker. The crash is found
+    by the job's own timers and the broker's next generation, the clean close by the leave."""
+    from streaming.live_view import LiveView
+    from streaming.run import TrackerConfig, ensure_topics, start_tracker
+    from tests.test_tracker_kafka import read_all
+
+    suffix = uuid.uuid4().hex[:8]
+    topic, group = f"data-{suffix}", f"group-{suffix}"
+    events_topic, outputs_topic = f"live-{suffix}", f"live-out-{suffix}"
+    apache_kafka.create_topics({topic: 6})
+    ensure_topics(kafka_bootstrap, {events_topic: 3})
+    config = TrackerConfig(bootstrap=kafka_bootstrap, events_topic=events_topic, outputs_topic=outputs_topic,
+                           store=f"sqlite:{tmp_path / 'offsets.db'}", checkpoint=str(tmp_path / "checkpoint"),
+                           trigger="500 milliseconds", time_mode="processing", coordinator=dict(OBSERVE))
+    tracker = start_tracker(spark, config, LiveView(out=io.StringIO(), redraw=False))
+    try:
+        run = GroupHistory(apache_kafka.bootstrap, topic, group, tmp_path / "history", feed_topic=events_topic,
+                           feed_bootstrap=kafka_bootstrap, client=CLIENT)
+        run.workdir.mkdir()
+        truth = run_issue_history(run)
+        want = broker_story(SimpleNamespace(truth=truth))
+
+        def told() -> dict | None:   # until the last member's leave is out
+            got = story([json.loads(r.value) for r in read_all(kafka_bootstrap, outputs_topic)])
+            return got if got["left"] == want["left"] else None
+
+        got = wait_until(told, 60, "the tracker's outputs to reach the last leave", every_s=1)
+    finally:
+        tracker.stop()
+    assert got["generations"] == want["generations"]
+    assert got["left"] == want["left"] and got["expired"] == want["expired"]
