@@ -6,6 +6,7 @@ Only wiring lives here. Validation is ``streaming.coordinator.events.parse_event
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -36,11 +37,15 @@ class JobOptions:
     # Processing-time mode: timers run this far behind the wall clock, because events reach the job some time after
     # they happened; without it a micro-batch that lags would expire members whose heartbeats are still in flight.
     timeout_grace_ms: int = 500
+    # An event stamped this far ahead of its Kafka record's timestamp is dead-lettered: one event from the year 9999
+    # would otherwise move its group's clock (and, in event-time mode, the watermark) and expire every member.
+    max_event_ahead_ms: int = 3_600_000
     coordinator: dict = field(default_factory=dict)  # Kafka-named coordinator settings
     output_types: frozenset[str] | None = DEFAULT_OUTPUT_TYPES  # None keeps every output, responses included
 
 
-def parse_rows(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+def parse_rows(batches: Iterator[pd.DataFrame],
+               max_ahead_ms: int = JobOptions.max_event_ahead_ms) -> Iterator[pd.DataFrame]:
     """Validate raw Kafka rows. Bad rows are kept, with their reason, for the dead-letter sink."""
     for pdf in batches:
         out = {name: [] for name in ("group_id", "ts", "event", "error", "raw", "source_topic",
@@ -49,18 +54,22 @@ def parse_rows(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
                 pdf["key"], pdf["value"], pdf["topic"], pdf["partition"], pdf["offset"], pdf["timestamp"]):
             raw = bytes(value) if value is not None else b""
             event, error = parse_event(raw)
+            record_ms = int(pd.Timestamp(timestamp).value // 10**6)
+            if event is not None and event.get("ts") is not None and event["ts"] - record_ms > max_ahead_ms:
+                event, error = None, (f"ts {event['ts']} is {(event['ts'] - record_ms) // 1000} s ahead of its record's "
+                                      f"timestamp {record_ms} (the bound is {max_ahead_ms // 1000} s)")
             if event is not None:
                 group_id = event.get("group_id")
                 if event["type"] == "topic_metadata" and not group_id:
                     group_id = BROADCAST_KEY   # the coordinator reads an empty group id here as "every group" too
                 if event.get("ts") is None:  # live feeds may leave time to the broker's record timestamp
-                    event["ts"] = int(pd.Timestamp(timestamp).value // 10**6)
+                    event["ts"] = record_ms
                 ts = int(event["ts"])
                 event_json = json.dumps(event, separators=(",", ":"), sort_keys=True)
             else:
                 # Keep bad input under the record's key so it is dead-lettered next to its group's events.
                 group_id = bytes(key).decode("utf-8", "replace") if key is not None else ""
-                ts, event_json = int(pd.Timestamp(timestamp).value // 10**6), None
+                ts, event_json = record_ms, None
             out["group_id"].append(group_id)
             out["ts"].append(ts)
             out["event"].append(event_json)
@@ -150,7 +159,7 @@ def build_tracker_stream(raw_stream, options: JobOptions):
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     parsed = raw_stream.select("key", "value", "topic", "partition", "offset", "timestamp") \
-        .mapInPandas(parse_rows, PARSED_SCHEMA)
+        .mapInPandas(functools.partial(parse_rows, max_ahead_ms=options.max_event_ahead_ms), PARSED_SCHEMA)
     good = parsed.filter("error IS NULL")
     bad = parsed.filter("error IS NOT NULL").mapInPandas(dead_letter_rows, OUTPUT_SCHEMA)
     if options.time_mode == "event":

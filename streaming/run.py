@@ -33,6 +33,7 @@ class TrackerConfig:
     time_mode: str = "processing"
     watermark_delay: str = "10 seconds"
     timeout_grace_ms: int = 500                  # processing mode: how far timers run behind the wall clock
+    max_event_ahead_ms: int = 3_600_000          # events stamped further ahead of their record are dead-lettered
     kafka_source: str = "python"                # "python", "builtin" or "auto"
     starting_offsets: str = "earliest"
     max_offsets_per_trigger: int | None = None
@@ -128,7 +129,8 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
                             starting_offsets=config.starting_offsets,
                             max_offsets_per_trigger=config.max_offsets_per_trigger, source=config.kafka_source)
     options = JobOptions(time_mode=config.time_mode, watermark_delay=config.watermark_delay,
-                         timeout_grace_ms=config.timeout_grace_ms, coordinator=config.coordinator)
+                         timeout_grace_ms=config.timeout_grace_ms, coordinator=config.coordinator,
+                         max_event_ahead_ms=config.max_event_ahead_ms)
     outputs = build_tracker_stream(raw, options)
     query = (outputs.writeStream
              .queryName("rebalance-tracker")
@@ -191,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout-grace-ms", type=int, default=500,
                    help="processing mode: how far behind the wall clock timers run, so events still in flight "
                         "to the job are not expired early")
+    p.add_argument("--max-event-ahead", type=float, default=3600, metavar="SECONDS",
+                   help="dead-letter events whose ts is further ahead of their Kafka record's timestamp (a clock "
+                        "gone wrong, or hostile input, would otherwise expire every member)")
     p.add_argument("--kafka-source", choices=("python", "builtin", "auto"), default="python",
                    help="python: the bundled kafka-python source; builtin: Spark's kafka connector")
     p.add_argument("--starting-offsets", default="earliest")
@@ -236,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
             bootstrap=bootstrap, events_topic=args.events_topic, outputs_topic=args.assignments_topic or None,
             dlq_topic=args.dlq_topic, store=args.store or None, checkpoint=args.checkpoint,
             trigger=parse_trigger(args.trigger), time_mode=args.time_mode, watermark_delay=args.watermark_delay,
-            timeout_grace_ms=args.timeout_grace_ms,
+            timeout_grace_ms=args.timeout_grace_ms, max_event_ahead_ms=int(args.max_event_ahead * 1000),
             kafka_source=args.kafka_source, starting_offsets=args.starting_offsets,
             max_offsets_per_trigger=args.max_offsets_per_trigger, coordinator=coordinator_conf,
             metrics_port=args.metrics_port)

@@ -10,31 +10,33 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import sys
 from typing import Any
 
 MAX_EVENT_BYTES = 1 << 20
 
-# Field specs: name -> (kind, required, default). Kinds: str, str?, int, bool, protocols, partitions, offsets,
-# assignments. "str?" accepts null. Defaults are used when the field is absent.
-_COMMON = {"group_id": ("str", True, None), "ts": ("int?", False, None)}
+# Field specs: name -> (kind, required, default). Kinds: str, int (Kafka's int64), int32 (Kafka's int32 fields), time
+# (epoch ms, >= 0), protocols, partitions, offsets, assignments; a trailing "?" accepts null. Defaults are used when
+# the field is absent.
+_COMMON = {"group_id": ("str", True, None), "ts": ("time?", False, None)}
 _MEMBER = {"member_id": ("str", False, ""), "group_instance_id": ("str?", False, None)}
 
 EVENT_SCHEMA: dict[str, dict[str, tuple[str, bool, Any]]] = {
     "join": {**_MEMBER, "client_id": ("str", False, "consumer"), "client_host": ("str", False, "/127.0.0.1"),
-             "session_timeout_ms": ("int", False, 10_000), "rebalance_timeout_ms": ("int?", False, None),
+             "session_timeout_ms": ("int32", False, 10_000), "rebalance_timeout_ms": ("int32?", False, None),
              "protocol_type": ("str", False, "consumer"), "protocols": ("protocols", True, None),
              "reason": ("str?", False, None),
              # Set when the join is reported from the broker's answer (observe mode): the generation it opened
              # and its leader.
-             "generation": ("int?", False, None), "leader": ("str?", False, None)},
-    "sync": {**_MEMBER, "generation": ("int", True, None), "protocol_type": ("str?", False, None),
+             "generation": ("int32?", False, None), "leader": ("str?", False, None)},
+    "sync": {**_MEMBER, "generation": ("int32", True, None), "protocol_type": ("str?", False, None),
              "protocol_name": ("str?", False, None), "assignments": ("assignments", False, None),
              "assigned": ("partitions?", False, None)},
-    "heartbeat": {**_MEMBER, "generation": ("int", True, None)},
+    "heartbeat": {**_MEMBER, "generation": ("int32", True, None)},
     "leave": {**_MEMBER, "reason": ("str?", False, None)},
-    "commit": {**_MEMBER, "generation": ("int", False, -1), "offsets": ("offsets", True, None),
+    "commit": {**_MEMBER, "generation": ("int32", False, -1), "offsets": ("offsets", True, None),
                "retention_ms": ("int", False, -1)},
-    "topic_metadata": {"topic": ("str", True, None), "partitions": ("int", True, None)},
+    "topic_metadata": {"topic": ("str", True, None), "partitions": ("int32", True, None)},
     "delete_group": {},
 }
 EVENT_TYPES = tuple(EVENT_SCHEMA)
@@ -82,14 +84,39 @@ def _decode(raw: bytes | str | dict | None, max_bytes: int) -> Any:
         return raw
     if raw is None:
         raise InvalidEvent("empty record value")
-    if isinstance(raw, str):
-        raw = raw.encode("utf-8")
-    if len(raw) > max_bytes:
-        raise InvalidEvent(f"event of {len(raw)} bytes exceeds the {max_bytes}-byte limit")
+    if isinstance(raw, (bytes, bytearray, memoryview)):
+        if len(raw) > max_bytes:
+            raise InvalidEvent(f"event of {len(raw)} bytes exceeds the {max_bytes}-byte limit")
+        try:
+            raw = bytes(raw).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidEvent(f"not UTF-8: byte 0x{exc.object[exc.start]:02x} at position {exc.start}") from None
+    elif len(raw) > max_bytes:
+        raise InvalidEvent(f"event of {len(raw)} characters exceeds the {max_bytes}-byte limit")
     try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, ValueError) as exc:
+        return json.loads(raw, object_pairs_hook=_object, parse_constant=_no_constant)
+    except InvalidEvent:
+        raise
+    except RecursionError:
+        raise InvalidEvent("not valid JSON: nested too deeply") from None
+    except ValueError as exc:
+        if "integer string conversion" in str(exc):
+            raise InvalidEvent(f"not valid JSON: a number of more than {sys.get_int_max_str_digits()} digits") from None
         raise InvalidEvent(f"not valid JSON: {exc}") from None
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict:
+    """A JSON object whose keys are unique: with a repeated key, which value counts would be a guess."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        repeated = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise InvalidEvent(f"duplicate key {repeated!r}")
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise InvalidEvent(f"{name} is not a JSON number")
 
 
 def _check(kind: str, name: str, field_kind: str, value: Any) -> Any:
@@ -103,6 +130,10 @@ def _check(kind: str, name: str, field_kind: str, value: Any) -> Any:
         return value
     if base == "int":
         return _int(where, value)
+    if base == "int32":
+        return _int(where, value, *_INT32)
+    if base == "time":
+        return _int(where, value, 0, _INT64[1])
     if base == "partitions":
         return _partitions(where, value)
     if base == "protocols":
@@ -120,12 +151,21 @@ def _check(kind: str, name: str, field_kind: str, value: Any) -> Any:
     raise AssertionError(field_kind)
 
 
-def _int(where: str, value: Any) -> int:
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _int(where: str, value: Any, low: int = _INT64[0], high: int = _INT64[1]) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidEvent(f"{where} must be an integer")
-    if not -(2**63) <= value < 2**63:
-        raise InvalidEvent(f"{where} is out of range")
+        raise InvalidEvent(f"{where} must be an integer, got {type(value).__name__}")
+    if not low <= value <= high:
+        raise InvalidEvent(f"{where} = {_short(value)} is out of range [{low}, {high}]")
     return value
+
+
+def _short(value: int) -> str:
+    text = str(value)
+    return text if len(text) <= 24 else f"{text[:10]}...({len(text)} digits)"
 
 
 def _partitions(where: str, value: Any) -> list[list]:
@@ -134,7 +174,7 @@ def _partitions(where: str, value: Any) -> list[list]:
     out = []
     for item in value:
         if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str)
-                or isinstance(item[1], bool) or not isinstance(item[1], int) or item[1] < 0):
+                or isinstance(item[1], bool) or not isinstance(item[1], int) or not 0 <= item[1] <= _INT32[1]):
             raise InvalidEvent(f"{where} must be a list of [topic, partition] pairs, got {item!r}")
         out.append([item[0], item[1]])
     return out
@@ -163,7 +203,7 @@ def _protocol(where: str, value: Any) -> dict:
         raise InvalidEvent(f"{where}.rack must be a string")
     return {"name": name, "topics": list(dict.fromkeys(topics)),
             "owned_partitions": None if owned is None else _partitions(f"{where}.owned_partitions", owned),
-            "generation": _int(f"{where}.generation", value.get("generation", -1)),
+            "generation": _int(f"{where}.generation", value.get("generation", -1), *_INT32),
             "user_data": user_data, "rack": rack}
 
 
@@ -178,8 +218,8 @@ def _offset(where: str, value: Any) -> dict:
         metadata = ""
     if not isinstance(metadata, str):
         raise InvalidEvent(f"{where}.metadata must be a string")
-    partition = _int(f"{where}.partition", value.get("partition"))
-    if partition < 0:
-        raise InvalidEvent(f"{where}.partition must be >= 0")
-    return {"topic": topic, "partition": partition, "offset": _int(f"{where}.offset", value.get("offset")),
-            "leader_epoch": _int(f"{where}.leader_epoch", value.get("leader_epoch", -1)), "metadata": metadata}
+    # Kafka's clients refuse negative offsets (OffsetAndMetadata) and leader epochs below -1 (none).
+    return {"topic": topic, "partition": _int(f"{where}.partition", value.get("partition"), 0, _INT32[1]),
+            "offset": _int(f"{where}.offset", value.get("offset"), 0),
+            "leader_epoch": _int(f"{where}.leader_epoch", value.get("leader_epoch", -1), -1, _INT32[1]),
+            "metadata": metadata}
