@@ -22,6 +22,7 @@ import sys
 import time
 from typing import Iterable, Iterator
 
+from offsets_store import kafka_conf
 from offsets_store.codec import CodecError, decode_record
 
 OBSERVER_SETTINGS = {"tracker.adopt.unknown.members": "true", "tracker.expire.members": "false"}
@@ -144,15 +145,17 @@ class ClusterFeed:
 
 
 def read_offsets_topic(bootstrap: str, topic: str = "__consumer_offsets", follow: bool = False,
-                       poll_ms: int = 500) -> Iterator[tuple[bytes, bytes | None]]:
+                       poll_ms: int = 500, client: dict | None = None) -> Iterator[tuple[bytes, bytes | None]]:
     """Key/value pairs of every partition, in each partition's order, from the beginning (to the end, or for ever
-    with ``follow``)."""
+    with ``follow``). ``client``: kafka-python settings (see ``offsets_store.kafka_conf``), e.g.
+    ``{"api_version": (0, 9)}`` for a 0.9 broker."""
     from kafka import KafkaConsumer, TopicPartition
 
     from offsets_store.log_end import log_end_offsets
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                             exclude_internal_topics=False, client_id="rebalance-tracker-cluster-feed")
+    consumer = KafkaConsumer(**kafka_conf.for_client(KafkaConsumer, client, bootstrap_servers=bootstrap,
+                                                     client_id="rebalance-tracker-cluster-feed")
+                             | {"enable_auto_commit": False, "exclude_internal_topics": False})
     try:
         tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
         if not tps:
@@ -185,17 +188,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--feed-bootstrap", default=None, help="where the tracker's events topic lives (default: same)")
     p.add_argument("--events-topic", default="rebalance-events")
     p.add_argument("--follow", action="store_true", help="keep reading new records until Ctrl-C")
+    kafka_conf.add_arguments(p)
+    kafka_conf.add_arguments(p, prefix="feed-")
     args = p.parse_args(argv)
     if not args.bootstrap:
         print("cluster-feed: give --bootstrap HOST:PORT or set KAFKA_BOOTSTRAP", file=sys.stderr)
         return 2
+    try:
+        props = kafka_conf.from_args(args)
+        feed_props = kafka_conf.from_args(args, prefix="feed-")
+        client = kafka_conf.to_kwargs(props)
+        # The events topic's cluster takes its own settings when given, else the observed cluster's.
+        feed_client = kafka_conf.to_kwargs(feed_props) if feed_props else client
+    except (OSError, ValueError) as exc:
+        print(f"cluster-feed: {exc}", file=sys.stderr)
+        return 2
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=args.feed_bootstrap or args.bootstrap, acks="all",
-                             client_id="rebalance-tracker-cluster-feed")
+    if props:
+        print(f"client settings: {kafka_conf.describe(props)}", file=sys.stderr)
+    producer = KafkaProducer(**kafka_conf.for_client(KafkaProducer, feed_client,
+                                                     bootstrap_servers=args.feed_bootstrap or args.bootstrap,
+                                                     acks="all", client_id="rebalance-tracker-cluster-feed"))
     sent = 0
     try:
-        for event in events_from(read_offsets_topic(args.bootstrap, args.offsets_topic, args.follow)):
+        pairs = read_offsets_topic(args.bootstrap, args.offsets_topic, args.follow, client=client)
+        for event in events_from(pairs):
             producer.send(args.events_topic, key=event["group_id"].encode("utf-8"),
                           value=json.dumps(event, separators=(",", ":")).encode("utf-8"))
             sent += 1
