@@ -347,8 +347,9 @@ def test_group_metadata_of_every_version_round_trip_byte_exact(version, embedded
 
 
 def test_reference_examples_round_trip_byte_exact():
-    for key, value in ((OFFSET_KEY_V1, OFFSET_VALUE_V3), (OFFSET_KEY_V1, OFFSET_VALUE_V1), (OFFSET_KEY_V0, OFFSET_VALUE_V4),
-                       (GROUP_KEY_V2, GROUP_VALUE_V3), (GROUP_KEY_V2, GROUP_VALUE_V3_EMPTY)):
+    for key, value in ((OFFSET_KEY_V1, OFFSET_VALUE_V3), (OFFSET_KEY_V1, OFFSET_VALUE_V1),
+                       (OFFSET_KEY_V0, OFFSET_VALUE_V4), (GROUP_KEY_V2, GROUP_VALUE_V3),
+                       (GROUP_KEY_V2, GROUP_VALUE_V3_EMPTY)):
         pair = (bytes.fromhex(key), bytes.fromhex(value))
         assert encode_record(decode_record(*pair)) == pair
     assert encode_subscription(decode_subscription(bytes.fromhex(SUBSCRIPTION_V0))).hex() == SUBSCRIPTION_V0
