@@ -13,7 +13,8 @@ first, and keeps the group's offsets until they expire); after an Empty snapshot
 Time: a snapshot's time is its ``currentStateTimestamp`` (GroupMetadataValue v2+). Older versions have none, so the
 time is inferred from the group's nearest commits in the log (a partition's records are in the order the broker
 appended them): the last commit before the snapshot, else the first one after it. Such events carry ``ts_inferred``
-(``"earlier commit"`` / ``"later commit"``, or ``"none"`` and no ``ts`` for a group that never committed).
+(``"earlier commit"`` / ``"later commit"``, or ``"none"`` and no ``ts`` for a group that never committed; a
+following reader gives up waiting for a group's first commit each time it has caught up with the log).
 
 What cannot be seen: rounds that never reached Stable leave no record; membership changes only at snapshots; a
 member missing from the next generation may have left or been expired (the tracker's rules decide which).
@@ -65,7 +66,7 @@ class ClusterFeed:
             self.held[group_id].append(record)
             if own is None:
                 return []
-            return self._release(group_id, own, "later commit")
+            return self._release(group_id, own, "later commit" if kind == "offset_commit" else "later snapshot")
         if own is None and group_id not in self.last_commit_ts:
             self.held[group_id] = [record]   # no commit of this group yet: wait for the first
             return []
