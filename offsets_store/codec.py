@@ -1,9 +1,12 @@
 """``__consumer_offsets`` records <-> the coordinator's record dicts (see the README's "Outputs").
 
-``encode_record`` writes what a current broker writes: OffsetCommitKey v1 with OffsetCommitValue v3 (v1 when the
-commit carried an explicit expire timestamp), GroupMetadataKey v2 with GroupMetadataValue v3 whose members embed
-ConsumerProtocolSubscription / ConsumerProtocolAssignment v3. ``decode_record`` reads every version, reports the
-KIP-848 and share-group record types it does not model as ``{"type": "unknown"}``, and raises only ``CodecError``.
+``encode_record`` writes a new record (one without versions) as a current broker writes it: OffsetCommitKey v1
+with OffsetCommitValue v3 (v1 when the commit carried an explicit expire timestamp), GroupMetadataKey v2 with
+GroupMetadataValue v3 whose members embed ConsumerProtocolSubscription / ConsumerProtocolAssignment v3.
+``decode_record`` reads every version, reports the KIP-848 and share-group record types it does not model as
+``{"type": "unknown"}``, and raises only ``CodecError``. A decoded record keeps its versions (``key_version``,
+``value_version``, the embedded ``version``), so encoding it again gives the bytes it was read from. Fields an old
+version lacks take the value Kafka's loader gives them (a v0 member's rebalance timeout is its session timeout).
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ __all__ = ["CodecError", "encode_record", "decode_record", "record_key", "encode
 # ------------------------------------------------------------------ keys
 def record_key(record: dict) -> bytes:
     if record["type"] == "offset_commit":
-        return encode(s.OFFSET_COMMIT_KEY, OFFSET_KEY_VERSION,
+        return encode(s.OFFSET_COMMIT_KEY, record.get("key_version", OFFSET_KEY_VERSION),
                       {"group": record["group_id"], "topic": record["topic"], "partition": record["partition"]})
     if record["type"] == "group_metadata":
         return encode(s.GROUP_METADATA_KEY, GROUP_KEY_VERSION, {"group": record["group_id"]})
@@ -39,14 +42,17 @@ def record_key(record: dict) -> bytes:
 def encode_record(record: dict) -> tuple[bytes, bytes | None]:
     """(key, value); value None is a tombstone."""
     if record["type"] == "offset_commit" and not record.get("tombstone") and \
-            record.get("expire_timestamp") in (None, -1):
+            record.get("expire_timestamp") in (None, -1) and record.get("value_version", 3) == 3 and \
+            record.get("key_version", OFFSET_KEY_VERSION) == OFFSET_KEY_VERSION:
         return _fast_offset_commit(record)
     key = record_key(record)
     if record.get("tombstone"):
         return key, None
     if record["type"] == "offset_commit":
         expire = int(record.get("expire_timestamp", -1) if record.get("expire_timestamp") is not None else -1)
-        version = OFFSET_VALUE_WITH_EXPIRY if expire != -1 else OFFSET_VALUE_VERSION
+        version = record.get("value_version")
+        if version is None:
+            version = OFFSET_VALUE_WITH_EXPIRY if expire != -1 else OFFSET_VALUE_VERSION
         return key, encode(s.OFFSET_COMMIT_VALUE, version, {
             "offset": int(record["offset"]), "leaderEpoch": int(record.get("leader_epoch", -1)),
             "metadata": record.get("metadata") or "", "commitTimestamp": int(record["commit_timestamp"]),
@@ -59,9 +65,9 @@ def encode_record(record: dict) -> tuple[bytes, bytes | None]:
             "memberId": m["member_id"], "groupInstanceId": m.get("group_instance_id"),
             "clientId": m.get("client_id", ""), "clientHost": m.get("client_host", ""),
             "rebalanceTimeout": int(m.get("rebalance_timeout", -1)), "sessionTimeout": int(m["session_timeout"]),
-            "subscription": encode_subscription(sub) if consumer else _b64decode(sub.get("raw")),
-            "assignment": encode_assignment(assignment) if consumer else _b64decode(assignment.get("raw"))})
-    return key, encode(s.GROUP_METADATA_VALUE, GROUP_VALUE_VERSION, {
+            "subscription": _embedded_bytes(encode_subscription, sub, consumer),
+            "assignment": _embedded_bytes(encode_assignment, assignment, consumer)})
+    return key, encode(s.GROUP_METADATA_VALUE, record.get("value_version", GROUP_VALUE_VERSION), {
         "protocolType": record.get("protocol_type") or "", "generation": int(record["generation"]),
         "protocol": record.get("protocol"), "leader": record.get("leader"),
         "currentStateTimestamp": int(record.get("current_state_timestamp", -1)), "members": members})
@@ -98,7 +104,8 @@ def decode_record(key: bytes, value: bytes | None) -> dict:
     key_schema, value_schema = s.RECORD_TYPES[key_version]
     _, k = decode(key_schema, key)
     if key_schema is s.OFFSET_COMMIT_KEY:
-        record = {"type": "offset_commit", "group_id": k["group"], "topic": k["topic"], "partition": k["partition"]}
+        record = {"type": "offset_commit", "group_id": k["group"], "topic": k["topic"], "partition": k["partition"],
+                  "key_version": key_version}
         if value is None:
             return {**record, "tombstone": True}
         version, v = decode(value_schema, value)
@@ -111,9 +118,11 @@ def decode_record(key: bytes, value: bytes | None) -> dict:
     consumer = v["protocolType"] == "consumer"
     members = []
     for m in v["members"]:
+        # v0 has no rebalance timeout: Kafka's loader takes the session timeout (which bounded a 0.9 join round).
+        rebalance_timeout = m["sessionTimeout"] if version == 0 else m["rebalanceTimeout"]
         members.append({
             "member_id": m["memberId"], "group_instance_id": m["groupInstanceId"], "client_id": m["clientId"],
-            "client_host": m["clientHost"], "rebalance_timeout": m["rebalanceTimeout"],
+            "client_host": m["clientHost"], "rebalance_timeout": rebalance_timeout,
             "session_timeout": m["sessionTimeout"],
             "subscription": _embedded(decode_subscription, m["subscription"], consumer),
             "assignment": _embedded(decode_assignment, m["assignment"], consumer)})
@@ -124,13 +133,26 @@ def decode_record(key: bytes, value: bytes | None) -> dict:
 
 
 def _embedded(decoder, data: bytes, consumer: bool) -> dict:
-    """Members' protocol bytes: decoded for consumer groups; kept raw (base64) otherwise or when unreadable."""
+    """Members' protocol bytes: decoded for consumer groups; kept raw (base64) otherwise or when unreadable. The
+    broker stores these bytes as the client sent them; when our writer would lay them out differently (partitions
+    in another order, a topic with no partitions), ``raw`` keeps them too, so writing the record back is exact."""
     if consumer:
         try:
-            return decoder(data)
+            decoded = decoder(data)
         except CodecError:
             pass
-    return {"raw": base64.b64encode(data).decode("ascii")}
+        else:
+            encoder = encode_subscription if decoder is decode_subscription else encode_assignment
+            if encoder(decoded) != data:
+                decoded["raw"] = _b64(data)
+            return decoded
+    return {"raw": _b64(data)}
+
+
+def _embedded_bytes(encoder, embedded: dict, consumer: bool) -> bytes:
+    if "raw" in embedded or not consumer:   # the bytes as read win over their decoded fields
+        return _b64decode(embedded.get("raw"))
+    return encoder(embedded)
 
 
 def _b64decode(text: str | None) -> bytes:
@@ -148,7 +170,9 @@ def _by_topic(partitions) -> list[dict]:
     return [{"topic": t, "partitions": [p for _, p in group]} for t, group in groupby(pairs, key=lambda tp: tp[0])]
 
 
-def encode_subscription(sub: dict, version: int = CONSUMER_PROTOCOL_VERSION) -> bytes:
+def encode_subscription(sub: dict, version: int | None = None) -> bytes:
+    """At ``version``, else the version the subscription was decoded from, else the newest."""
+    version = sub.get("version", CONSUMER_PROTOCOL_VERSION) if version is None else version
     return encode(s.CONSUMER_PROTOCOL_SUBSCRIPTION, version, {
         "topics": list(sub.get("topics") or []), "userData": _b64decode_nullable(sub.get("user_data")),
         "ownedPartitions": _by_topic(sub.get("owned_partitions") or []),
@@ -163,7 +187,9 @@ def decode_subscription(data: bytes) -> dict:
             "generation": v["generationId"], "rack": v["rackId"], "version": version}
 
 
-def encode_assignment(assignment: dict, version: int = CONSUMER_PROTOCOL_VERSION) -> bytes:
+def encode_assignment(assignment: dict, version: int | None = None) -> bytes:
+    """At ``version``, else the version the assignment was decoded from, else the newest."""
+    version = assignment.get("version", CONSUMER_PROTOCOL_VERSION) if version is None else version
     return encode(s.CONSUMER_PROTOCOL_ASSIGNMENT, version, {
         "assignedPartitions": _by_topic(assignment.get("partitions") or []),
         "userData": _b64decode_nullable(assignment.get("user_data"))})

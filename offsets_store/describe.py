@@ -5,7 +5,7 @@ import argparse
 import os
 import sys
 
-from offsets_store import log_end
+from offsets_store import kafka_conf, log_end
 from offsets_store.store import open_store
 
 HEADER = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
@@ -34,15 +34,16 @@ def _dash(v) -> str:
     return "-" if v is None else str(v)
 
 
-def log_end_offsets(bootstrap: str, partitions: list[tuple[str, int]],
-                    timeout_ms: int = 3_000) -> dict[tuple[str, int], int]:
+def log_end_offsets(bootstrap: str, partitions: list[tuple[str, int]], timeout_ms: int = 3_000,
+                    client: dict | None = None) -> dict[tuple[str, int], int]:
     """End offsets from the broker; empty when it cannot be reached within ``timeout_ms`` (the table shows '-')."""
     from kafka import KafkaConsumer, TopicPartition
     from kafka.errors import KafkaError
 
     try:
-        consumer = KafkaConsumer(bootstrap_servers=bootstrap, request_timeout_ms=5_000, bootstrap_timeout_ms=timeout_ms,
-                                 client_id="rebalance-tracker-describe")
+        consumer = KafkaConsumer(**kafka_conf.for_client(
+            KafkaConsumer, client, bootstrap_servers=bootstrap, request_timeout_ms=5_000,
+            bootstrap_timeout_ms=timeout_ms, client_id="rebalance-tracker-describe"))
     except KafkaError:   # no broker: the committed offsets are still worth showing
         return {}
     try:
@@ -76,15 +77,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bootstrap", default=None,
                    help="broker for log-end offsets and lag (default: $KAFKA_BOOTSTRAP, else a kafka: store's "
                         "broker; '' or unreachable: LOG-END-OFFSET and LAG show '-')")
+    kafka_conf.add_arguments(p)
     args = p.parse_args(argv)
+    try:
+        client = kafka_conf.to_kwargs(kafka_conf.from_args(args))
+    except (OSError, ValueError) as exc:
+        print(f"offsets: {exc}", file=sys.stderr)
+        return 2
     if args.bootstrap is None:
         args.bootstrap = default_bootstrap(args.store)
-    store = open_store(args.store)
+    store = open_store(args.store, client)
     try:
         groups = args.group or store.groups()
         rows = [row for g in groups for row in describe_rows(store, g)]
         if args.bootstrap and rows:
-            ends = log_end_offsets(args.bootstrap, [(r[1], r[2]) for r in rows])
+            ends = log_end_offsets(args.bootstrap, [(r[1], r[2]) for r in rows], client=client)
             rows = [row for g in groups for row in describe_rows(store, g, ends)]
     finally:
         store.close()

@@ -11,6 +11,7 @@ import time
 
 from offsets_store import schemas as s
 from offsets_store.codec import decode_record, encode_record
+from offsets_store.kafka_conf import for_client
 from offsets_store.partitioning import partition_for
 from offsets_store.store import STORE_TYPES, Store, already_applied, log
 from offsets_store.wire import CodecError, decode, encode
@@ -21,8 +22,10 @@ MARKER_PARTITION = 0
 
 
 class KafkaStore(Store):
-    def __init__(self, bootstrap: str, topic: str, partitions: int = 50, replication_factor: int = 1) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int = 50, replication_factor: int = 1,
+                 client: dict | None = None) -> None:
         self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
+        self.client = client or {}   # kafka-python settings (see kafka_conf), for every client of the store
         self._ensure_topic(replication_factor)
         self._producer = None
         self._cache: dict[bytes, bytes] | None = None   # the compacted view: key -> latest non-null value
@@ -33,7 +36,8 @@ class KafkaStore(Store):
         from kafka.admin import NewTopic
         from kafka.errors import TopicAlreadyExistsError
 
-        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="rebalance-tracker-offsets-store")
+        admin = KafkaAdminClient(**for_client(KafkaAdminClient, self.client, bootstrap_servers=self.bootstrap,
+                                              client_id="rebalance-tracker-offsets-store"))
         try:
             if self.topic not in set(admin.list_topics()):
                 try:
@@ -58,8 +62,9 @@ class KafkaStore(Store):
         if self._producer is None:
             from kafka import KafkaProducer
 
-            self._producer = KafkaProducer(bootstrap_servers=self.bootstrap, acks="all", linger_ms=5,
-                                           client_id="rebalance-tracker-offsets-store")
+            self._producer = KafkaProducer(**for_client(KafkaProducer, self.client, bootstrap_servers=self.bootstrap,
+                                                        linger_ms=5, client_id="rebalance-tracker-offsets-store")
+                                           | {"acks": "all"})   # the batch marker relies on it
         return self._producer
 
     def last_batch_id(self) -> int:
@@ -104,8 +109,9 @@ class KafkaStore(Store):
         """Every partition from its start to its end; the last value per key wins, a null value deletes."""
         from kafka import KafkaConsumer, TopicPartition
 
-        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False,
-                                 client_id="rebalance-tracker-offsets-loader")
+        consumer = KafkaConsumer(**for_client(KafkaConsumer, self.client, bootstrap_servers=self.bootstrap,
+                                              client_id="rebalance-tracker-offsets-loader")
+                                 | {"enable_auto_commit": False})
         try:
             tps = [TopicPartition(self.topic, p) for p in sorted(consumer.partitions_for_topic(self.topic) or [])]
             consumer.assign(tps)

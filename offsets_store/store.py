@@ -53,8 +53,9 @@ class Store(ABC):
         self.close()
 
 
-def open_store(url: str) -> Store:
-    """``sqlite:PATH`` (embedded default) or ``kafka:BOOTSTRAP/TOPIC[?partitions=50]``."""
+def open_store(url: str, client: dict | None = None) -> Store:
+    """``sqlite:PATH`` (embedded default) or ``kafka:BOOTSTRAP/TOPIC[?partitions=50]``; ``client``: kafka-python
+    settings for a Kafka store (see ``kafka_conf``)."""
     scheme, _, rest = url.partition(":")
     if scheme == "sqlite" and rest:
         from offsets_store.sqlite_store import SqliteStore
@@ -66,5 +67,5 @@ def open_store(url: str) -> Store:
         target, _, query = rest.partition("?")
         bootstrap, _, topic = target.rpartition("/")
         params = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
-        return KafkaStore(bootstrap, topic, partitions=int(params.get("partitions", 50)))
+        return KafkaStore(bootstrap, topic, partitions=int(params.get("partitions", 50)), client=client)
     raise ValueError(f"store must be sqlite:PATH or kafka:BOOTSTRAP/TOPIC, not {url!r}")

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
+from offsets_store.kafka_conf import to_kwargs
 from offsets_store.log_end import log_end_offsets
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
@@ -51,19 +52,10 @@ class KafkaRange(InputPartition):
 
 
 def client_config(options: dict[str, str]) -> dict:
-    """``kafka.*`` options (Spark's spelling) to kafka-python's keyword arguments."""
-    config = {}
-    for key, value in options.items():
-        if key.startswith("kafka.") and key != "kafka.bootstrap.servers":
-            config[key[len("kafka."):].replace(".", "_")] = _typed(value)
-    config["bootstrap_servers"] = options["kafka.bootstrap.servers"]
-    return config
-
-
-def _typed(value: str):
-    if value.isdigit():
-        return int(value)
-    return {"true": True, "false": False}.get(value.lower(), value)
+    """``kafka.*`` options (Spark's spelling) to kafka-python's keyword arguments (``offsets_store.kafka_conf``)."""
+    props = {key[len("kafka."):]: value for key, value in options.items()
+             if key.startswith("kafka.") and key != "kafka.bootstrap.servers"}
+    return to_kwargs(props) | {"bootstrap_servers": options["kafka.bootstrap.servers"]}
 
 
 class KafkaPythonDataSource(DataSource):
@@ -105,9 +97,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             from kafka import KafkaConsumer
 
             # Planning only needs high-water marks: fetch as little as possible.
-            self._consumer = KafkaConsumer(**client_config(self.options) | {
-                "enable_auto_commit": False, "fetch_max_wait_ms": 100, "max_partition_fetch_bytes": 1,
-                "client_id": "spark-kafka-python-source"})
+            self._consumer = KafkaConsumer(**{"client_id": "spark-kafka-python-source"} | client_config(self.options)
+                                           | {"enable_auto_commit": False, "fetch_max_wait_ms": 100,
+                                              "max_partition_fetch_bytes": 1})
         return self._consumer
 
     def _partitions(self) -> list:
@@ -212,8 +204,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         tp = TopicPartition(partition.topic, partition.partition)
         fail_on_data_loss = self.options.get("failondataloss", "true").lower() != "false"
         poll_timeout_s = int(self.options.get("kafkaconsumer.polltimeoutms", "120000")) / 1000
-        config = client_config(self.options) | {
-            "enable_auto_commit": False, "max_poll_records": 5_000, "client_id": "spark-kafka-python-reader",
+        config = {"client_id": "spark-kafka-python-reader"} | client_config(self.options) | {
+            "enable_auto_commit": False, "max_poll_records": 5_000,
             # Records deleted by retention before we read them: fail (Spark's default) or skip to what is left.
             "auto_offset_reset": "none" if fail_on_data_loss else "earliest"}
         consumer = KafkaConsumer(**config)

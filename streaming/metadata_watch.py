@@ -12,12 +12,15 @@ import logging
 import threading
 import time
 
+from offsets_store.kafka_conf import for_client
+
 log = logging.getLogger(__name__)
 
 
 class TopicMetadataWatcher:
-    def __init__(self, bootstrap: str, events_topic: str, interval_s: float = 30.0) -> None:
+    def __init__(self, bootstrap: str, events_topic: str, interval_s: float = 30.0, client: dict | None = None) -> None:
         self.bootstrap = bootstrap
+        self.client = client or {}   # kafka-python settings (see offsets_store.kafka_conf)
         self.events_topic = events_topic
         self.interval_s = interval_s
         self.watched: set[str] = set()
@@ -80,7 +83,8 @@ class TopicMetadataWatcher:
         if not topics:
             return {}
         if self._consumer is None:
-            self._consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, client_id="rebalance-tracker-metadata")
+            self._consumer = KafkaConsumer(**for_client(KafkaConsumer, self.client, bootstrap_servers=self.bootstrap,
+                                                        client_id="rebalance-tracker-metadata"))
         self._consumer.topics()  # forces a metadata refresh
         changed = {}
         for topic in topics:
@@ -89,8 +93,9 @@ class TopicMetadataWatcher:
                 changed[topic] = len(partitions)
         if changed:
             if self._producer is None:
-                self._producer = KafkaProducer(bootstrap_servers=self.bootstrap, acks="all",
-                                               client_id="rebalance-tracker-metadata")
+                self._producer = KafkaProducer(**for_client(KafkaProducer, self.client, acks="all",
+                                                            bootstrap_servers=self.bootstrap,
+                                                            client_id="rebalance-tracker-metadata"))
             now = int(time.time() * 1000)
             for topic, count in changed.items():
                 event = {"type": "topic_metadata", "topic": topic, "partitions": count, "ts": now}

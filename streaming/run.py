@@ -11,6 +11,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from offsets_store import kafka_conf
 from streaming.live_view import LiveView
 from streaming.metadata_watch import TopicMetadataWatcher
 from streaming.sinks import TrackerSink
@@ -41,6 +42,7 @@ class TrackerConfig:
     events_partitions: int = 4
     metadata_refresh_s: float = 30.0            # how often topic sizes are checked against the broker
     metrics_port: int | None = None             # serve Prometheus metrics on this port (0 = any free port)
+    kafka: dict = field(default_factory=dict)   # Kafka client settings under Kafka's names (offsets_store.kafka_conf)
 
 
 @dataclass
@@ -74,13 +76,15 @@ class RunningTracker:
             self.store.close()
 
 
-def ensure_topics(bootstrap: str, topics: dict[str, int]) -> None:
-    """Create missing topics (name -> partitions); existing ones are left as they are."""
+def ensure_topics(bootstrap: str, topics: dict[str, int], client: dict | None = None) -> None:
+    """Create missing topics (name -> partitions); existing ones are left as they are. ``client``: kafka-python
+    settings."""
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
     from kafka.errors import TopicAlreadyExistsError
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="rebalance-tracker-admin")
+    admin = KafkaAdminClient(**kafka_conf.for_client(KafkaAdminClient, client, bootstrap_servers=bootstrap,
+                                                     client_id="rebalance-tracker-admin"))
     try:
         existing = set(admin.list_topics())
         new = [NewTopic(name, n, 1) for name, n in topics.items() if name and name not in existing]
@@ -97,17 +101,18 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
     from streaming.kafka_source import read_kafka_stream
 
     dlq_topic = config.dlq_topic or f"{config.events_topic}.dlq"
+    client = kafka_conf.to_kwargs(config.kafka)   # the Python clients' view of the same settings
     ensure_topics(config.bootstrap, {config.events_topic: config.events_partitions,
-                                     config.outputs_topic or "": 1, dlq_topic: 1})
+                                     config.outputs_topic or "": 1, dlq_topic: 1}, client)
     store = None
     if config.store:
         from offsets_store import open_store
 
         if config.store.startswith("sqlite:"):
             os.makedirs(os.path.dirname(os.path.abspath(config.store[len("sqlite:"):])), exist_ok=True)
-        store = open_store(config.store)
+        store = open_store(config.store, client)
     view = view or LiveView()
-    watcher = TopicMetadataWatcher(config.bootstrap, config.events_topic, config.metadata_refresh_s).start()
+    watcher = TopicMetadataWatcher(config.bootstrap, config.events_topic, config.metadata_refresh_s, client).start()
 
     metrics_server = metrics_url = None
     if config.metrics_port is not None:
@@ -124,10 +129,11 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
 
     sink = TrackerSink(store=store, bootstrap=config.bootstrap, events_topic=config.events_topic,
                        outputs_topic=config.outputs_topic, dlq_topic=dlq_topic, checkpoint=config.checkpoint,
-                       on_outputs=on_outputs)
+                       on_outputs=on_outputs, producer_config=client)
     raw = read_kafka_stream(spark, config.bootstrap, [config.events_topic],
                             starting_offsets=config.starting_offsets,
-                            max_offsets_per_trigger=config.max_offsets_per_trigger, source=config.kafka_source)
+                            max_offsets_per_trigger=config.max_offsets_per_trigger, source=config.kafka_source,
+                            extra_options=kafka_conf.spark_options(config.kafka))
     options = JobOptions(time_mode=config.time_mode, watermark_delay=config.watermark_delay,
                          timeout_grace_ms=config.timeout_grace_ms, coordinator=config.coordinator,
                          max_event_ahead_ms=config.max_event_ahead_ms)
@@ -205,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics-port", type=int, default=None,
                    help="serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0 = a free port)")
     p.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    kafka_conf.add_arguments(p)
     add_spark_arguments(p)
     return p
 
@@ -231,6 +238,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     quiet_logging()
     coordinator_conf = parse_conf(args.coordinator_conf)
+    try:
+        kafka = kafka_conf.from_args(args)
+        kafka_conf.to_kwargs(kafka)   # refuse a bad setting before Spark starts
+    except (OSError, ValueError) as exc:
+        print(f"run: {exc}", file=sys.stderr)
+        return 2
     with contextlib.ExitStack() as stack:
         bootstrap = args.bootstrap or os.environ.get("KAFKA_BOOTSTRAP")
         if not bootstrap:
@@ -244,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
             timeout_grace_ms=args.timeout_grace_ms, max_event_ahead_ms=int(args.max_event_ahead * 1000),
             kafka_source=args.kafka_source, starting_offsets=args.starting_offsets,
             max_offsets_per_trigger=args.max_offsets_per_trigger, coordinator=coordinator_conf,
-            metrics_port=args.metrics_port)
+            metrics_port=args.metrics_port, kafka=kafka)
         tracker = start_tracker(spark, config)
         stack.callback(tracker.stop)
         print(f"tracking {config.events_topic} on {bootstrap}; outputs -> {config.outputs_topic}, "

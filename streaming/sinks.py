@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 from typing import Callable
 
+from offsets_store.kafka_conf import for_client
+
 log = logging.getLogger(__name__)
 
 STORE_TYPES = ("offset_commit", "group_metadata")
@@ -61,8 +63,9 @@ class TrackerSink:
         if self._producer is None:
             from kafka import KafkaProducer
 
-            self._producer = KafkaProducer(bootstrap_servers=self.bootstrap, acks="all", linger_ms=5,
-                                           client_id="rebalance-tracker-sink", **self.producer_config)
+            self._producer = KafkaProducer(**for_client(KafkaProducer, self.producer_config,
+                                                        bootstrap_servers=self.bootstrap, acks="all", linger_ms=5,
+                                                        client_id="rebalance-tracker-sink"))
         return self._producer
 
     def close(self) -> None:

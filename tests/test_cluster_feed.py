@@ -9,7 +9,7 @@ from kafka import KafkaProducer
 
 from offsets_store import encode_record, partition_for
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
-from streaming.feeds.cluster_feed import OBSERVER_SETTINGS, ClusterFeed, events_from, read_offsets_topic
+from streaming.feeds.cluster_feed import OBSERVER_SETTINGS, ClusterFeed, events_from, read_offsets_topic, summary
 from streaming.feeds.simulator import SimulationSettings, Simulator
 from streaming.run import ensure_topics
 
@@ -41,8 +41,13 @@ def timeline(outputs: list[dict]) -> dict[str, list[tuple]]:
 
 def observe(records_or_pairs, from_bytes: bool) -> tuple[list[dict], GroupCoordinator]:
     tracker = GroupCoordinator(CoordinatorConfig.from_properties(OBSERVER_SETTINGS))
-    feed = ClusterFeed()
-    events = events_from(records_or_pairs) if from_bytes else (e for r in records_or_pairs for e in feed.events_for(r))
+    def decoded():
+        feed = ClusterFeed()
+        for r in records_or_pairs:
+            yield from feed.events_for(r)
+        yield from feed.flush()
+
+    events = events_from(records_or_pairs) if from_bytes else decoded()
     outputs = []
     for raw in events:
         event, error = parse_event(raw)     # what the job does with every record of the events topic
@@ -99,3 +104,100 @@ def test_cluster_feed_reads_a_consumer_offsets_topic_on_the_broker(kafka_bootstr
     assert timeline(seen) == timeline(outputs)
     for group_id in broker.group_ids():
         assert tracker.fetch_offsets(group_id) == broker.fetch_offsets(group_id)
+
+
+# ---------------------------------------------------------------- records as old brokers write them
+DAY = 86_400_000
+
+
+def v0_snapshot(generation: int, members: dict[str, list], leader: str, group: str = "g") -> dict:
+    """GroupMetadataValue v0 (Kafka 0.9): no state timestamp, no rebalance timeout."""
+    return {"type": "group_metadata", "group_id": group, "tombstone": False, "protocol_type": "consumer",
+            "generation": generation, "protocol": "range", "leader": leader, "value_version": 0,
+            "members": [{"member_id": m, "client_id": m.split("-")[0], "client_host": "/127.0.0.1",
+                         "session_timeout": 6_000,
+                         "subscription": {"topics": ["t"], "user_data": "", "version": 0},
+                         "assignment": {"partitions": parts, "user_data": "", "version": 0}}
+                        for m, parts in members.items()]}
+
+
+def v1_commit(partition: int, offset: int, ts: int, group: str = "g") -> dict:
+    """OffsetCommitValue v1 (Kafka 0.9): with the expire timestamp the broker computed."""
+    return {"type": "offset_commit", "group_id": group, "topic": "t", "partition": partition, "offset": offset,
+            "metadata": "", "commit_timestamp": ts, "expire_timestamp": ts + DAY, "value_version": 1}
+
+
+def tombstone(group: str = "g") -> dict:
+    return {"type": "group_metadata", "group_id": group, "tombstone": True}
+
+
+def feed_events(records: list[dict]) -> tuple[list[dict], ClusterFeed]:
+    feed = ClusterFeed()
+    return list(events_from((encode_record(r) for r in records), feed)), feed
+
+
+def rebalances(outputs: list[dict]) -> list[tuple]:
+    return [(r["generation"], r["leader"], r["assignment"]) for r in outputs if r["type"] == "rebalance"]
+
+
+A, B = "a-0c3f", "b-9e21"
+
+
+def test_old_snapshots_take_their_time_from_the_groups_nearest_commits():
+    records = [v0_snapshot(1, {A: [["t", 0], ["t", 1]]}, A), v1_commit(0, 5, START + 1_000),
+               v1_commit(1, 7, START + 2_000), v0_snapshot(2, {A: [["t", 0]], B: [["t", 1]]}, A),
+               v1_commit(1, 9, START + 3_000), tombstone()]
+    events, feed = feed_events(records)
+    by_kind = [(e["type"], e.get("ts"), e.get("ts_inferred")) for e in events if e["type"] != "commit"]
+    # The first snapshot has no commit before it: the first after it; later ones: the last before them.
+    assert by_kind == [("join", START + 1_000, "later commit"), ("sync", START + 1_000, "later commit"),
+                       ("join", START + 2_000, "earlier commit"), ("join", START + 2_000, "earlier commit"),
+                       ("sync", START + 2_000, "earlier commit"), ("sync", START + 2_000, "earlier commit"),
+                       ("leave", START + 3_000, "earlier commit"), ("leave", START + 3_000, "earlier commit")]
+    assert feed.counts["time from later commit"] == 1 and feed.counts["time from earlier commit"] == 1
+    assert any("time inferred for 2 group records" in line for line in summary(feed, len(events), "events"))
+
+
+def test_a_snapshot_is_the_brokers_answer_for_its_generation():
+    events, _ = feed_events([v1_commit(0, 1, START), v0_snapshot(2, {A: [["t", 0]], B: [["t", 1]]}, B)])
+    joins = [e for e in events if e["type"] == "join"]
+    assert [(e["member_id"], e["generation"], e["leader"]) for e in joins] == [(A, 2, B), (B, 2, B)]
+    # v0 has no rebalance timeout: the session timeout, as Kafka's loader says (not -1).
+    assert {e["rebalance_timeout_ms"] for e in joins} == {6_000}
+    (leader_sync,) = [e for e in events if e["type"] == "sync" and "assignments" in e]
+    assert leader_sync["member_id"] == B and leader_sync["assignments"] == {A: [["t", 0]], B: [["t", 1]]}
+
+
+def test_a_tombstone_after_members_means_they_left_and_the_offsets_stay():
+    records = [v0_snapshot(1, {A: [["t", 0]], B: [["t", 1]]}, A), v1_commit(0, 5, START), v1_commit(1, 6, START),
+               tombstone()]
+    seen, tracker = observe([encode_record(r) for r in records], from_bytes=True)
+    assert sorted(o["member_id"] for o in seen if o["type"] == "member_left") == [A, B]
+    assert tracker.describe_group("g")["state"] == "Empty"
+    assert tracker.fetch_offsets("g") == {("t", 0): {"offset": 5, "leader_epoch": -1, "metadata": ""},
+                                          ("t", 1): {"offset": 6, "leader_epoch": -1, "metadata": ""}}
+
+
+def test_a_tombstone_after_an_empty_snapshot_deletes_the_group():
+    empty = {**v0_snapshot(2, {}, None), "value_version": 3, "current_state_timestamp": START + 10}
+    records = [v0_snapshot(1, {A: [["t", 0]]}, A), v1_commit(0, 5, START), empty, tombstone()]
+    events, _ = feed_events(records)
+    assert [e["type"] for e in events][-2:] == ["leave", "delete_group"]
+    _, tracker = observe([encode_record(r) for r in records], from_bytes=True)
+    assert tracker.describe_group("g")["state"] == "Dead" and tracker.fetch_offsets("g") == {}
+
+
+def test_a_0_9_group_that_comes_back_is_numbered_from_the_start_again():
+    # Kafka 0.9 drops a group its last member left; when consumers come back, the new group starts at generation 1.
+    records = [v0_snapshot(1, {A: [["t", 0], ["t", 1]]}, A), v1_commit(0, 5, START), tombstone(),
+               v1_commit(1, 8, START + 5_000), v0_snapshot(1, {B: [["t", 0], ["t", 1]]}, B),
+               v1_commit(0, 9, START + 6_000)]
+    seen, tracker = observe([encode_record(r) for r in records], from_bytes=True)
+    assert rebalances(seen) == [(1, A, {A: [["t", 0], ["t", 1]]}), (2, None, {}), (1, B, {B: [["t", 0], ["t", 1]]})]
+    assert {tp: o["offset"] for tp, o in tracker.fetch_offsets("g").items()} == {("t", 0): 9, ("t", 1): 8}
+
+
+def test_a_group_that_never_committed_has_no_time():
+    events, feed = feed_events([v0_snapshot(1, {A: [["t", 0]]}, A)])
+    assert events and all("ts" not in e and e["ts_inferred"] == "none" for e in events)
+    assert feed.counts["time from none"] == 1

@@ -584,6 +584,23 @@ def test_reload_honours_tombstones():
     assert restarted.fetch_offsets("g") == {}
 
 
+def test_reloaded_v0_members_get_their_session_timeout_as_rebalance_timeout():
+    from offsets_store import decode_record
+    from tests.test_offsets_codec import KAFKA_09_GROUP_KEY, KAFKA_09_GROUP_VALUE
+
+    record = decode_record(bytes.fromhex(KAFKA_09_GROUP_KEY), bytes.fromhex(KAFKA_09_GROUP_VALUE))
+    leader, follower = (m["member_id"] for m in record["members"])
+    h = Harness("g1")
+    h.coordinator.load_records([record], now_ms=h.now)
+    assert h.coordinator.describe_group("g1")["state"] == "Stable"
+    h.send(type="leave", member_id=follower)     # a round starts; the leader has its 6 s to rejoin
+    h.tick(5_999)
+    assert [m["member_id"] for m in h.coordinator.describe_group("g1")["members"]] == [leader]
+    h.join(member_id=leader, session=6_000)
+    completing = [o for o in h.outputs if o["type"] == "state_change" and o["to"] == "CompletingRebalance"]
+    assert [o["generation"] for o in completing] == [3]
+
+
 def test_config_from_kafka_property_names():
     config = CoordinatorConfig.from_properties({"group.max.size": "5", "group.initial.rebalance.delay.ms": 0,
                                                 "tracker.assignment.mode": "leader"})

@@ -28,6 +28,19 @@ GROUP_VALUE_V3 = ("00030008636f6e73756d657200000001000572616e676500026d310000018
                   "00000100066f726465727300000003000000000000000100000002ffffffff")
 GROUP_VALUE_V3_EMPTY = "00030008636f6e73756d657200000002ffffffff0000018bcfe5680000000000"
 
+# GroupMetadataValue v0 as Apache Kafka 0.9.0.1 wrote it (read from its __consumer_offsets): generation 2 of group
+# "g1", range, members c0 (the leader) and c1 with 6 s sessions and no rebalance timeout in this version.
+KAFKA_09_GROUP_KEY = "000200026731"
+KAFKA_09_GROUP_VALUE = (
+    "00000008636f6e73756d657200000002000572616e6765002763302d65316332333665382d653432342d346231352d623766612d6264"
+    "3731316632336562376300000002002763302d65316332333665382d653432342d346231352d623766612d6264373131663233656237"
+    "6300026330000a2f3132372e302e302e3100001770000000100000000000010004646174610000000000000020000000000001000464"
+    "6174610000000300000000000000010000000200000000002763312d35306334613663382d636431312d346462302d393438332d3861"
+    "3062316533633232616500026331000a2f3132372e302e302e31000017700000001000000000000100046461746100000000000000200"
+    "000000000010004646174610000000300000003000000040000000500000000")
+KAFKA_09_OFFSET_KEY = "00010002673100046461746100000000"     # OffsetCommitKey v1: g1 / data / 0
+KAFKA_09_OFFSET_VALUE = "000100000000000000050000000001a20885aef3000001a20dac0af3"   # value v1, with expiry
+
 
 def offset_record(**kw) -> dict:
     record = {"type": "offset_commit", "group_id": "my-group", "topic": "orders", "partition": 3, "offset": 42,
@@ -110,7 +123,7 @@ def test_tombstones():
     key, value = encode_record({"type": "offset_commit", "group_id": "g", "topic": "t", "partition": 0,
                                 "tombstone": True})
     assert value is None and decode_record(key, None) == {"type": "offset_commit", "group_id": "g", "topic": "t",
-                                                           "partition": 0, "tombstone": True}
+                                                           "partition": 0, "key_version": 1, "tombstone": True}
     key, value = encode_record({"type": "group_metadata", "group_id": "g", "tombstone": True})
     assert value is None and decode_record(key, None)["tombstone"] is True
 
@@ -250,3 +263,133 @@ def test_partition_for_properties(group, partitions):
     # Java's Math.abs(MIN_VALUE) overflows to MIN_VALUE; Kafka's Utils.abs returns 0 for it, Math.abs otherwise.
     assert partition_for(group, partitions) == (abs(h) if h != -2**31 else 0) % partitions
     assert 0 <= partition_for(group, partitions) < partitions
+
+
+# ------------------------------------------------------------------ decode -> encode keeps every version's bytes
+# Written out by hand from the layouts in consumer_offsets_format.md (not with the codec's schema walker), so the
+# schemas themselves are checked too. Non-flexible: int16-length strings, int32-length bytes and arrays.
+def _i16(n): return n.to_bytes(2, "big", signed=True)
+def _i32(n): return n.to_bytes(4, "big", signed=True)
+def _i64(n): return n.to_bytes(8, "big", signed=True)
+def _str(t): return _i16(-1) if t is None else _i16(len(t.encode())) + t.encode()
+def _bytes(b): return _i32(-1) if b is None else _i32(len(b)) + b
+def _arr(items): return _i32(len(items)) + b"".join(items)
+def _uv(n): return bytes([n]) if n < 0x80 else bytes([(n & 0x7F) | 0x80, n >> 7])      # small varints only
+def _cstr(t): return _uv(0) if t is None else _uv(len(t.encode()) + 1) + t.encode()  # compact (flexible)
+def _cbytes(b): return _uv(len(b) + 1) + b
+def _carr(items): return _uv(len(items) + 1) + b"".join(items)
+
+
+def _subscription(version: int) -> bytes:
+    body = _arr([_str("orders"), _str("audit")]) + _bytes(b"\x00\x01")
+    if version >= 1:
+        body += _arr([_str("orders") + _arr([_i32(0), _i32(2)])])
+    if version >= 2:
+        body += _i32(7)
+    if version >= 3:
+        body += _str("rack-a")
+    return _i16(version) + body
+
+
+def _assignment(version: int) -> bytes:
+    return _i16(version) + _arr([_str("audit") + _arr([_i32(1)]), _str("orders") + _arr([_i32(0), _i32(2)])]) + \
+        _bytes(None)
+
+
+def _group_value(version: int, sub: bytes, assignment: bytes) -> bytes:
+    if version == 4:   # flexible: compact everything, an empty tagged-field section after each struct
+        member = (_cstr("m1") + _cstr("i1") + _cstr("c1") + _cstr("/10.0.0.1") + _i32(300_000) + _i32(45_000)
+                  + _cbytes(sub) + _cbytes(assignment) + _uv(0))
+        return (_i16(4) + _cstr("consumer") + _i32(5) + _cstr("range") + _cstr("m1") + _i64(TS) + _carr([member])
+                + _uv(0))
+    member = _str("m1") + (_str("i1") if version >= 3 else b"") + _str("c1") + _str("/10.0.0.1")
+    member += (_i32(300_000) if version >= 1 else b"") + _i32(45_000) + _bytes(sub) + _bytes(assignment)
+    head = _i16(version) + _str("consumer") + _i32(5) + _str("range") + _str("m1")
+    return head + (_i64(TS) if version >= 2 else b"") + _arr([member])
+
+
+def _offset_value(version: int) -> bytes:
+    if version == 4:
+        return _i16(4) + _i64(42) + _i32(5) + _cstr("meta") + _i64(TS) + _uv(0)
+    body = _i64(42) + (_i32(5) if version >= 3 else b"") + _str("meta") + _i64(TS)
+    return _i16(version) + body + (_i64(TS + 86_400_000) if version == 1 else b"")
+
+
+@pytest.mark.parametrize("key_version", [0, 1])
+@pytest.mark.parametrize("version", range(5))
+def test_offset_commits_of_every_version_round_trip_byte_exact(key_version, version):
+    key = _i16(key_version) + _str("my-group") + _str("orders") + _i32(3)
+    value = _offset_value(version)
+    record = decode_record(key, value)
+    assert (record["offset"], record["metadata"], record["commit_timestamp"]) == (42, "meta", TS)
+    assert record["leader_epoch"] == (5 if version >= 3 else -1)
+    assert record["expire_timestamp"] == (TS + 86_400_000 if version == 1 else -1)
+    assert encode_record(record) == (key, value)
+    assert encode_record({**record, "tombstone": True}) == (key, None)
+
+
+@pytest.mark.parametrize("version", range(5))
+@pytest.mark.parametrize("embedded", range(4))
+def test_group_metadata_of_every_version_round_trip_byte_exact(version, embedded):
+    key = _i16(2) + _str("my-group")
+    value = _group_value(version, _subscription(embedded), _assignment(embedded))
+    record = decode_record(key, value)
+    (m,) = record["members"]
+    assert (record["value_version"], m["subscription"]["version"], m["assignment"]["version"]) == \
+        (version, embedded, embedded)
+    assert m["group_instance_id"] == ("i1" if version >= 3 else None)
+    # v0 has no rebalance timeout: Kafka's loader uses the session timeout.
+    assert m["rebalance_timeout"] == (300_000 if version >= 1 else 45_000)
+    assert record["current_state_timestamp"] == (TS if version >= 2 else -1)
+    assert m["subscription"]["topics"] == ["orders", "audit"]
+    assert m["assignment"]["partitions"] == [["audit", 1], ["orders", 0], ["orders", 2]]
+    assert encode_record(record) == (key, value)
+
+
+def test_reference_examples_round_trip_byte_exact():
+    for key, value in ((OFFSET_KEY_V1, OFFSET_VALUE_V3), (OFFSET_KEY_V1, OFFSET_VALUE_V1),
+                       (OFFSET_KEY_V0, OFFSET_VALUE_V4), (GROUP_KEY_V2, GROUP_VALUE_V3),
+                       (GROUP_KEY_V2, GROUP_VALUE_V3_EMPTY)):
+        pair = (bytes.fromhex(key), bytes.fromhex(value))
+        assert encode_record(decode_record(*pair)) == pair
+    assert encode_subscription(decode_subscription(bytes.fromhex(SUBSCRIPTION_V0))).hex() == SUBSCRIPTION_V0
+    assert encode_assignment(decode_assignment(bytes.fromhex(ASSIGNMENT_V0))).hex() == ASSIGNMENT_V0
+
+
+def test_new_records_are_written_with_the_newest_versions():
+    record = decode_record(bytes.fromhex(GROUP_KEY_V2), _group_value(0, _subscription(0), _assignment(0)))
+    record.pop("value_version")
+    for m in record["members"]:
+        m["subscription"].pop("version")
+        m["assignment"].pop("version")
+    _, value = encode_record(record)
+    again = decode_record(bytes.fromhex(GROUP_KEY_V2), value)
+    assert again["value_version"] == 3
+    assert again["members"][0]["subscription"]["version"] == again["members"][0]["assignment"]["version"] == 3
+    assert encode_subscription({"topics": ["t"]})[:2] == encode_assignment({"partitions": []})[:2] == b"\x00\x03"
+    key, value = encode_record(offset_record())
+    assert key[:2] == b"\x00\x01" and value[:2] == b"\x00\x03"
+
+
+def test_embedded_bytes_our_writer_would_lay_out_differently_are_kept():
+    # kafka-python's range assignor sends a topic with no partitions to a member left without any; Java groups
+    # partitions by topic in hash order. The broker stores the bytes as sent; so does a re-encoded record.
+    unusual = _i16(0) + _arr([_str("orders") + _arr([_i32(2), _i32(0)]), _str("audit") + _arr([])]) + _bytes(b"")
+    key = _i16(2) + _str("my-group")
+    value = _group_value(1, _subscription(0), unusual)
+    record = decode_record(key, value)
+    assert record["members"][0]["assignment"]["partitions"] == [["orders", 2], ["orders", 0]]
+    assert encode_record(record) == (key, value)
+    # Bytes a consumer group's member could not be decoded from stay raw, and are written back as they were.
+    value = _group_value(1, b"\x00\x09junk", unusual)
+    assert encode_record(decode_record(key, value)) == (key, value)
+
+
+def test_records_written_by_kafka_0_9_round_trip_byte_exact():
+    for key, value in ((KAFKA_09_GROUP_KEY, KAFKA_09_GROUP_VALUE), (KAFKA_09_OFFSET_KEY, KAFKA_09_OFFSET_VALUE)):
+        pair = (bytes.fromhex(key), bytes.fromhex(value))
+        assert encode_record(decode_record(*pair)) == pair
+    record = decode_record(bytes.fromhex(KAFKA_09_GROUP_KEY), bytes.fromhex(KAFKA_09_GROUP_VALUE))
+    assert [m["rebalance_timeout"] for m in record["members"]] == [6_000, 6_000]   # the session timeout
+    assert record["members"][0]["assignment"] == {"partitions": [["data", 0], ["data", 1], ["data", 2]],
+                                                  "user_data": "", "version": 0}

@@ -1038,9 +1038,12 @@ def _restore_metadata(group: Group, record: dict, now_ms: int) -> None:
         protocol = Protocol(group.protocol_name or "", list(sub.get("topics") or []),
                             None if owned is None else [(t, int(p)) for t, p in owned],
                             int(sub.get("generation", -1)), sub.get("user_data"), sub.get("rack"))
+        session_timeout = int(md.get("session_timeout", 10_000))
+        # No rebalance timeout (GroupMetadataValue v0, or -1): Kafka's loader takes the session timeout.
+        rebalance_timeout = int(md.get("rebalance_timeout", -1))
         member = Member(md["member_id"], md.get("group_instance_id"), md.get("client_id", ""),
-                        md.get("client_host", ""), int(md.get("session_timeout", 10_000)),
-                        int(md.get("rebalance_timeout", md.get("session_timeout", 10_000))), group.protocol_type or "",
+                        md.get("client_host", ""), session_timeout,
+                        rebalance_timeout if rebalance_timeout >= 0 else session_timeout, group.protocol_type or "",
                         [protocol],
                         assignment=[(t, int(p)) for t, p in (md.get("assignment") or {}).get("partitions", [])],
                         assignment_generation=group.generation)

@@ -18,6 +18,8 @@ another's. The rules:
   A newcomer the leader's assignment leaves out was on its way to the next round as well.
 * Accepted commits are facts: stored whatever the model thinks of the member, unless a newer commit of the same
   partition is already there.
+* An answer in a lower generation that comes after the group emptied means the broker dropped the group and numbers
+  a new one from the start (Kafka 0.9 does so when its last member leaves): the model follows.
 
 The model fills in only what nobody reported, such as an expiry when a member's heartbeats stop.
 """
@@ -96,17 +98,25 @@ class BrokerObserver:
         if group is None:
             group = self._new_group(e)
             self._keep(group)
+        if generation < group.generation and group.is_(S.EMPTY) and not group.members \
+                and _ts(e, group) >= group.state_timestamp:
+            # Answered after the group emptied, in a lower generation: the broker dropped the group and numbers a new
+            # one from the start (Kafka 0.9 removes a group its last member left; its offsets stay).
+            group.generation = generation - 1
         if generation < group.generation:
             if member_id in group.members:
                 self._refresh_member(group, group.members[member_id], e)
             return True                       # an answer from a round already past
         member = group.members.get(member_id)
-        if member is None:
+        newcomer = member is None
+        if newcomer:
             member = self._member_from_event(member_id, e)
             self._admit(group, member, f"adding new member {member_id}", _ts(e, group))
         else:
             self._refresh_member(group, member, e)
         self._note_answer(group, generation, _ts(e, group), leader=e.get("leader"))
+        if newcomer:   # the round its answer completed may have opened only now: a newcomer is its cause
+            self._note_cause(group, "join", f"adding new member {member_id}", _ts(e, group))
         member.awaiting_join = member.is_new = False
         self._schedule_session(group, member)
         return True

@@ -1,36 +1,50 @@
 """Track a real cluster with no client changes: read its ``__consumer_offsets``, decode the records with our codec,
 and turn them into tracker events (as Burrow does for lag).
 
-The broker writes GroupMetadata when a group becomes Stable (or Empty) and OffsetCommit on every commit. Each new
-GroupMetadata snapshot becomes: a ``join`` for every member present (with the broker's member id, its subscription
-and timeouts), a ``leave`` for every member that is gone, followers' ``sync``s, and the leader's ``sync`` carrying the
-stored assignment and the broker's generation (see ``events_for`` for the order); a snapshot with an unchanged generation is a static member taking its
-old place. Commits are attributed to the member owning the partition.
+The broker writes GroupMetadata when a group's round completes (and, since 0.10.1, when it becomes Empty) and
+OffsetCommit on every commit it accepts. A GroupMetadata snapshot is the broker's answer for its generation, so it
+becomes what observe mode (``streaming/coordinator/observe.py``) takes as proof: a ``join`` for every member carrying
+that ``generation`` and its ``leader`` (members already known first, then newcomers), the followers' ``sync``s, and
+the leader's ``sync`` whose assignment names every member, so anyone it leaves out is gone. A snapshot with an
+unchanged generation is a static member taking its old place (KIP-345). Commits are attributed to the member owning
+the partition. A group tombstone after a snapshot with members means they all left (Kafka 0.9 writes no Empty record
+first, and keeps the group's offsets until they expire); after an Empty snapshot it means the group was deleted.
 
-What cannot be seen: rounds that never reached Stable leave no record, so the generation of an Empty group is ours
-(the next Stable snapshot brings the broker's numbering back); and membership changes only at snapshots.
+Time: a snapshot's time is its ``currentStateTimestamp`` (GroupMetadataValue v2+). Older versions have none, so the
+time is inferred from the group's nearest commits in the log (a partition's records are in the order the broker
+appended them): the last commit before the snapshot, else the first one after it. Such events carry ``ts_inferred``
+(``"earlier commit"`` / ``"later commit"``, or ``"none"`` and no ``ts`` for a group that never committed; a
+following reader gives up waiting for a group's first commit each time it has caught up with the log).
+
+What cannot be seen: rounds that never reached Stable leave no record; membership changes only at snapshots; a
+member missing from the next generation may have left or been expired (the tracker's rules decide which).
 
 Run the tracker with ``tracker.adopt.unknown.members=true`` (ids and generations come from the broker) and
-``tracker.expire.members=false`` (this feed sees no heartbeats; the broker's next snapshot says who left).
+``tracker.expire.members=false`` (this feed sees no heartbeats; the broker's next snapshot says who is gone).
 """
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import sys
-import time
 from typing import Iterable, Iterator
 
+from offsets_store import kafka_conf
 from offsets_store.codec import CodecError, decode_record
 
 OBSERVER_SETTINGS = {"tracker.adopt.unknown.members": "true", "tracker.expire.members": "false"}
+CAUGHT_UP = object()   # yielded by a following reader when it has read everything there is (for now)
 
 
 class ClusterFeed:
     def __init__(self) -> None:
         self.snapshots: dict[str, dict] = {}
+        self.last_commit_ts: dict[str, int] = {}
+        self.held: dict[str, list[dict]] = {}   # a group's records waiting for a time (its first commit)
         self.undecodable = 0
+        self.counts: collections.Counter = collections.Counter()
 
     def events_for_bytes(self, key: bytes, value: bytes | None) -> list[dict]:
         try:
@@ -41,57 +55,80 @@ class ClusterFeed:
         return self.events_for(record)
 
     def events_for(self, record: dict) -> list[dict]:
+        """Events for one decoded record, in log order; a group's records may be held until their time is known."""
         kind, group_id = record["type"], record.get("group_id")
-        if kind == "offset_commit":
-            return self._commit(record)
-        if kind != "group_metadata":
-            return []            # KIP-848 / share-group records: not the classic protocol
-        if record.get("tombstone"):
-            self.snapshots.pop(group_id, None)
-            return [{"type": "delete_group", "group_id": group_id}]
-        previous = self.snapshots.get(group_id)
-        self.snapshots[group_id] = record
-        ts = record.get("current_state_timestamp", -1)
-        ts = ts if ts and ts > 0 else int(time.time() * 1000)
-        if previous is not None and previous["generation"] == record["generation"] and record["members"]:
-            return self._static_replacements(previous, record, ts)
-        # Replayed in an order that opens one round, as the broker saw it: newcomers join first (so a membership
-        # that turned over completely never looks empty), the departed leave, then the previous leader rejoins (a
-        # leader's JoinGroup in Stable starts a round even when nothing else changed) and the rest follow.
-        before = {m["member_id"]: m for m in (previous or {}).get("members", [])}
-        before_instances = {m.get("group_instance_id") for m in before.values()} - {None}
-        current = {m["member_id"] for m in record["members"]}
-        old_leader = before.get((previous or {}).get("leader"), {})
+        if kind not in ("offset_commit", "group_metadata") or (kind == "offset_commit" and record.get("tombstone")):
+            return []   # KIP-848 / share-group records; offset tombstones (the tracker applies retention itself)
+        if kind == "group_metadata":
+            self.counts["snapshots"] += 1
+        own = _own_time(record)
+        if group_id in self.held:
+            self.held[group_id].append(record)
+            if own is None:
+                return []
+            return self._release(group_id, own, "later commit" if kind == "offset_commit" else "later snapshot")
+        if own is None and group_id not in self.last_commit_ts:
+            self.held[group_id] = [record]   # no commit of this group yet: wait for the first
+            return []
+        return self._events(record, own)
 
-        def stays(m: dict) -> bool:   # a restarted static member keeps its place under a new member id
-            return m["member_id"] in before or m.get("group_instance_id") in before_instances
+    def flush(self) -> list[dict]:
+        """Release every held record: their groups have no commit (yet), so their time is unknown."""
+        return [e for group_id in list(self.held) for e in self._release(group_id, None, "none")]
 
-        def was_leader(m: dict) -> bool:
-            return m["member_id"] == old_leader.get("member_id") or (
-                m.get("group_instance_id") is not None and m.get("group_instance_id") == old_leader.get(
-                    "group_instance_id"))
+    def _release(self, group_id: str, ts: int | None, source: str) -> list[dict]:
+        out = []
+        for record in self.held.pop(group_id):
+            own = _own_time(record)
+            if own is not None:
+                out += self._events(record, own)
+            else:
+                out += self._events(record, ts, source)
+        return out
 
-        events = [self._join(record, m, ts) for m in record["members"] if not stays(m)]
-        instances = {m.get("group_instance_id") for m in record["members"]} - {None}
-        events += [{"type": "leave", "group_id": group_id, "ts": ts, "member_id": mid,
-                    "group_instance_id": m.get("group_instance_id"), "reason": "gone from the group"}
-                   for mid, m in before.items()
-                   if mid not in current and m.get("group_instance_id") not in instances]  # restarted static: stays
-        staying = sorted((m for m in record["members"] if stays(m)), key=lambda m: not was_leader(m))
-        events += [self._join(record, m, ts) for m in staying]
-        if not record["members"]:
-            return events
-        leader = record.get("leader") or record["members"][0]["member_id"]
-        generation = record["generation"]
-        for m in record["members"]:
-            if m["member_id"] != leader:
-                events.append(self._sync(group_id, ts, m, generation))
-        leader_member = next(m for m in record["members"] if m["member_id"] == leader)
-        events.append(self._sync(group_id, ts, leader_member, generation, assignments={
-            m["member_id"]: (m.get("assignment") or {}).get("partitions", []) for m in record["members"]}))
+    def _events(self, record: dict, ts: int | None, source: str | None = None) -> list[dict]:
+        """``ts``: the record's own time, else the inferred one (``source`` says from where)."""
+        if record["type"] == "offset_commit":
+            self.last_commit_ts[record["group_id"]] = max(record["commit_timestamp"],
+                                                          self.last_commit_ts.get(record["group_id"], 0))
+            return [self._commit(record)]
+        if ts is None and source is None:
+            ts, source = self.last_commit_ts[record["group_id"]], "earlier commit"
+        if source is not None and not record.get("tombstone"):
+            self.counts[f"time from {source}"] += 1
+        events = self._snapshot(record)
+        for e in events:
+            if ts is not None:
+                e["ts"] = ts
+            if source is not None:
+                e["ts_inferred"] = source
         return events
 
-    def _static_replacements(self, previous: dict, record: dict, ts: int) -> list[dict]:
+    # --- group metadata -------------------------------------------------------------------------------------
+    def _snapshot(self, record: dict) -> list[dict]:
+        group_id = record["group_id"]
+        previous = self.snapshots.pop(group_id, None)
+        before = (previous or {}).get("members") or []
+        if record.get("tombstone"):
+            if before:   # Kafka 0.9 removes a group its last members left, with no Empty record first
+                return [_leave(group_id, m, "the group's record was deleted") for m in before]
+            return [{"type": "delete_group", "group_id": group_id}] if previous is not None else []
+        self.snapshots[group_id] = record
+        members = record["members"]
+        if not members:   # Empty: whoever was there is gone
+            return [_leave(group_id, m, f"generation {record['generation']} is empty") for m in before]
+        if previous is not None and previous["generation"] == record["generation"]:
+            return self._static_replacements(previous, record)
+        known = {m["member_id"] for m in before}
+        ordered = [m for m in members if m["member_id"] in known] + [m for m in members if m["member_id"] not in known]
+        events = [self._join(record, m, answered=True) for m in ordered]
+        leader = record.get("leader") or members[0]["member_id"]
+        events += [_sync(record, m) for m in members if m["member_id"] != leader]
+        events.append(_sync(record, next(m for m in members if m["member_id"] == leader), assignments={
+            m["member_id"]: (m.get("assignment") or {}).get("partitions", []) for m in members}))
+        return events
+
+    def _static_replacements(self, previous: dict, record: dict) -> list[dict]:
         """Same generation, new snapshot: static members restarted and took their old places without a rebalance
         (KIP-345). Replay that: a JoinGroup with the instance id and no member id, then the new id's SyncGroup."""
         before = {m["member_id"] for m in previous["members"]}
@@ -99,34 +136,30 @@ class ClusterFeed:
         for m in record["members"]:
             if m["member_id"] in before or m.get("group_instance_id") is None:
                 continue
-            join = self._join(record, m, ts)
+            join = self._join(record, m, answered=False)
             join["member_id"] = ""
-            events += [join, self._sync(record["group_id"], ts, m, record["generation"])]
+            events += [join, _sync(record, m)]
         return events
 
-    def _join(self, record: dict, m: dict, ts: int) -> dict:
-        sub = m.get("subscription") or {}
-        return {"type": "join", "group_id": record["group_id"], "ts": ts, "member_id": m["member_id"],
-                "group_instance_id": m.get("group_instance_id"), "client_id": m.get("client_id", ""),
-                "client_host": m.get("client_host", ""), "session_timeout_ms": m["session_timeout"],
-                "rebalance_timeout_ms": m.get("rebalance_timeout", m["session_timeout"]),
-                "protocol_type": record.get("protocol_type") or "consumer",
-                "protocols": [{"name": record.get("protocol") or "", "topics": sub.get("topics", []),
-                               "owned_partitions": sub.get("owned_partitions") or [],
-                               "generation": sub.get("generation", -1), "user_data": sub.get("user_data"),
-                               "rack": sub.get("rack")}]}
-
     @staticmethod
-    def _sync(group_id: str, ts: int, member: dict, generation: int, assignments: dict | None = None) -> dict:
-        event = {"type": "sync", "group_id": group_id, "ts": ts, "member_id": member["member_id"],
-                 "group_instance_id": member.get("group_instance_id"), "generation": generation}
-        if assignments is not None:
-            event["assignments"] = assignments
+    def _join(record: dict, m: dict, answered: bool) -> dict:
+        sub = m.get("subscription") or {}
+        rebalance_timeout = m.get("rebalance_timeout", -1)
+        event = {"type": "join", "group_id": record["group_id"], "member_id": m["member_id"],
+                 "group_instance_id": m.get("group_instance_id"), "client_id": m.get("client_id", ""),
+                 "client_host": m.get("client_host", ""), "session_timeout_ms": m["session_timeout"],
+                 "rebalance_timeout_ms": rebalance_timeout if rebalance_timeout >= 0 else m["session_timeout"],
+                 "protocol_type": record.get("protocol_type") or "consumer",
+                 "protocols": [{"name": record.get("protocol") or "", "topics": sub.get("topics", []),
+                                "owned_partitions": sub.get("owned_partitions") or [],
+                                "generation": sub.get("generation", -1), "user_data": sub.get("user_data"),
+                                "rack": sub.get("rack")}]}
+        if answered:   # the snapshot is the broker's answer: this member is in that generation, under that leader
+            event["generation"], event["leader"] = record["generation"], record.get("leader")
         return event
 
-    def _commit(self, record: dict) -> list[dict]:
-        if record.get("tombstone"):
-            return []            # the tracker applies retention itself
+    # --- commits --------------------------------------------------------------------------------------------
+    def _commit(self, record: dict) -> dict:
         group_id, tp = record["group_id"], [record["topic"], record["partition"]]
         snapshot = self.snapshots.get(group_id)
         owner = next((m for m in (snapshot or {}).get("members", [])
@@ -140,19 +173,42 @@ class ClusterFeed:
         expire = record.get("expire_timestamp", -1)
         if expire not in (None, -1):
             event["retention_ms"] = max(expire - record["commit_timestamp"], 0)
-        return [event]
+        return event
+
+
+def _own_time(record: dict) -> int | None:
+    """The time a record carries: a commit's timestamp, a v2+ snapshot's state timestamp."""
+    if record["type"] == "offset_commit":
+        return record["commit_timestamp"]
+    ts = record.get("current_state_timestamp", -1)
+    return ts if ts is not None and ts > 0 else None
+
+
+def _leave(group_id: str, m: dict, reason: str) -> dict:
+    return {"type": "leave", "group_id": group_id, "member_id": m["member_id"],
+            "group_instance_id": m.get("group_instance_id"), "reason": reason}
+
+
+def _sync(record: dict, member: dict, assignments: dict | None = None) -> dict:
+    event = {"type": "sync", "group_id": record["group_id"], "member_id": member["member_id"],
+             "group_instance_id": member.get("group_instance_id"), "generation": record["generation"]}
+    if assignments is not None:
+        event["assignments"] = assignments
+    return event
 
 
 def read_offsets_topic(bootstrap: str, topic: str = "__consumer_offsets", follow: bool = False,
-                       poll_ms: int = 500) -> Iterator[tuple[bytes, bytes | None]]:
+                       poll_ms: int = 500, client: dict | None = None) -> Iterator:
     """Key/value pairs of every partition, in each partition's order, from the beginning (to the end, or for ever
-    with ``follow``)."""
+    with ``follow``, yielding ``CAUGHT_UP`` whenever it has read all there is). ``client``: kafka-python settings
+    (see ``offsets_store.kafka_conf``), e.g. ``{"api_version": (0, 9)}`` for a 0.9 broker."""
     from kafka import KafkaConsumer, TopicPartition
 
     from offsets_store.log_end import log_end_offsets
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                             exclude_internal_topics=False, client_id="rebalance-tracker-cluster-feed")
+    consumer = KafkaConsumer(**kafka_conf.for_client(KafkaConsumer, client, bootstrap_servers=bootstrap,
+                                                     client_id="rebalance-tracker-cluster-feed")
+                             | {"enable_auto_commit": False, "exclude_internal_topics": False})
     try:
         tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
         if not tps:
@@ -160,21 +216,45 @@ def read_offsets_topic(bootstrap: str, topic: str = "__consumer_offsets", follow
         ends = log_end_offsets(consumer, tps)
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
+        caught_up = False
         while True:
             batches = consumer.poll(timeout_ms=poll_ms)
             for tp in sorted(batches):
                 for r in batches[tp]:
                     yield r.key, r.value
-            if not follow and all(consumer.position(tp) >= ends[tp] for tp in tps):
-                return
+            if all(consumer.position(tp) >= ends[tp] for tp in tps):
+                if not follow:
+                    return
+                if not batches and not caught_up:
+                    yield CAUGHT_UP
+                caught_up = not batches
     finally:
         consumer.close()
 
 
-def events_from(pairs: Iterable[tuple[bytes, bytes | None]], feed: ClusterFeed | None = None) -> Iterator[dict]:
+def events_from(pairs: Iterable, feed: ClusterFeed | None = None) -> Iterator[dict]:
     feed = feed or ClusterFeed()
-    for key, value in pairs:
-        yield from feed.events_for_bytes(key, value)
+    for pair in pairs:
+        if pair is CAUGHT_UP:
+            yield from feed.flush()
+        else:
+            yield from feed.events_for_bytes(*pair)
+    yield from feed.flush()
+
+
+def summary(feed: ClusterFeed, sent: int, topic: str) -> list[str]:
+    lines = [f"published {sent} events to {topic} from {feed.counts['snapshots']} group records"]
+    inferred = {k[len("time from "):]: n for k, n in feed.counts.items() if k.startswith("time from ")}
+    if inferred:
+        lines.append(f"time inferred for {sum(inferred.values())} group records without a state timestamp "
+                     f"(GroupMetadataValue before v2), from the group's nearest commits: "
+                     + ", ".join(f"{n} from {source}" for source, n in sorted(inferred.items()))
+                     + " (events marked ts_inferred)")
+    if feed.undecodable:
+        lines.append(f"skipped {feed.undecodable} records the codec could not decode")
+    lines.append("run the tracker with "
+                 + " ".join(f"--coordinator-conf {k}={v}" for k, v in OBSERVER_SETTINGS.items()))
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -185,17 +265,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--feed-bootstrap", default=None, help="where the tracker's events topic lives (default: same)")
     p.add_argument("--events-topic", default="rebalance-events")
     p.add_argument("--follow", action="store_true", help="keep reading new records until Ctrl-C")
+    kafka_conf.add_arguments(p)
+    kafka_conf.add_arguments(p, prefix="feed-")
     args = p.parse_args(argv)
     if not args.bootstrap:
         print("cluster-feed: give --bootstrap HOST:PORT or set KAFKA_BOOTSTRAP", file=sys.stderr)
         return 2
+    try:
+        props = kafka_conf.from_args(args)
+        feed_props = kafka_conf.from_args(args, prefix="feed-")
+        client = kafka_conf.to_kwargs(props)
+        # The events topic's cluster takes its own settings when given, else the observed cluster's.
+        feed_client = kafka_conf.to_kwargs(feed_props) if feed_props else client
+    except (OSError, ValueError) as exc:
+        print(f"cluster-feed: {exc}", file=sys.stderr)
+        return 2
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=args.feed_bootstrap or args.bootstrap, acks="all",
-                             client_id="rebalance-tracker-cluster-feed")
-    sent = 0
+    if props:
+        print(f"client settings: {kafka_conf.describe(props)}", file=sys.stderr)
+    producer = KafkaProducer(**kafka_conf.for_client(KafkaProducer, feed_client,
+                                                     bootstrap_servers=args.feed_bootstrap or args.bootstrap,
+                                                     acks="all", client_id="rebalance-tracker-cluster-feed"))
+    feed, sent = ClusterFeed(), 0
     try:
-        for event in events_from(read_offsets_topic(args.bootstrap, args.offsets_topic, args.follow)):
+        pairs = read_offsets_topic(args.bootstrap, args.offsets_topic, args.follow, client=client)
+        for event in events_from(pairs, feed):
             producer.send(args.events_topic, key=event["group_id"].encode("utf-8"),
                           value=json.dumps(event, separators=(",", ":")).encode("utf-8"))
             sent += 1
@@ -204,6 +299,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         producer.flush()
         producer.close()
-    print(f"published {sent} events to {args.events_topic}; run the tracker with "
-          + " ".join(f"--coordinator-conf {k}={v}" for k, v in OBSERVER_SETTINGS.items()), file=sys.stderr)
+    for line in summary(feed, sent, args.events_topic):
+        print(line, file=sys.stderr)
     return 0

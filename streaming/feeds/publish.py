@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, TextIO
 
+from offsets_store import kafka_conf
 from streaming.feeds.simulator import SimulationSettings, Simulator
 
 
@@ -47,11 +48,13 @@ def play(simulator: Simulator, send: Callable[[dict], None], *, speed: float = 1
     return stats
 
 
-def kafka_sender(bootstrap: str, topic: str):
-    """A ``send`` function producing to ``topic`` with kafka-python's default (murmur2) partitioner."""
+def kafka_sender(bootstrap: str, topic: str, client: dict | None = None):
+    """A ``send`` function producing to ``topic`` with kafka-python's default (murmur2) partitioner; ``client``:
+    kafka-python settings (see ``offsets_store.kafka_conf``)."""
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=10, client_id="rebalance-simulator")
+    producer = KafkaProducer(**kafka_conf.for_client(KafkaProducer, client, bootstrap_servers=bootstrap, acks="all",
+                                                     linger_ms=10, client_id="rebalance-simulator"))
 
     def send(event: dict) -> None:
         key, value = encode_event(event)
@@ -84,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--speed", type=float, default=1.0, help="virtual seconds per real second")
     p.add_argument("--duration", type=float, default=None, help="real seconds to run (default: until Ctrl-C)")
     p.add_argument("--start-ms", type=int, default=None, help="virtual start time (default: now)")
+    kafka_conf.add_arguments(p)
     return p
 
 
@@ -113,7 +117,12 @@ def main(argv: list[str] | None = None) -> int:
         if not bootstrap:
             print("simulate: give --bootstrap HOST:PORT (or set KAFKA_BOOTSTRAP), or --out FILE", file=sys.stderr)
             return 2
-        send, producer = kafka_sender(bootstrap, args.topic)
+        try:
+            client = kafka_conf.to_kwargs(kafka_conf.from_args(args))
+        except (OSError, ValueError) as exc:
+            print(f"simulate: {exc}", file=sys.stderr)
+            return 2
+        send, producer = kafka_sender(bootstrap, args.topic, client)
         out = None
 
     def progress(stats: PublishStats) -> None:
