@@ -3,6 +3,8 @@ the clients): whatever happens, generations only go up, no partition has two own
 round hands out every partition, and serialising the state anywhere changes nothing."""
 from __future__ import annotations
 
+from collections import Counter
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,6 +32,9 @@ def run(events, split: int | None = None) -> list[dict]:
         if i == split:
             coordinator = GroupCoordinator.from_bytes(coordinator.to_bytes(), config)
         out += coordinator.handle(e)
+        for group in coordinator.groups.values():   # the protocol support kept per join equals a recount
+            recount = Counter(n for m in group.members.values() for n in m.protocol_names())
+            assert group.supported_protocols() == recount, group.group_id
     return out
 
 

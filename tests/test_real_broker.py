@@ -55,6 +55,9 @@ def track(events: list[dict]) -> tuple[list[dict], GroupCoordinator]:
         event, error = parse_event(raw)
         assert error is None, error
         outputs += tracker.handle(event)
+        for group in tracker.groups.values():   # bookkeeping stays true to the members, whatever the order
+            recount = collections.Counter(n for m in group.members.values() for n in m.protocol_names())
+            assert group.supported_protocols() == recount
     return outputs, tracker
 
 

@@ -425,7 +425,7 @@ class GroupCoordinator(BrokerObserver):
 
     def _update_member_and_rebalance(self, group: Group, member: Member, e: dict,
                                      protocols: list[Protocol], trigger: str = "join") -> None:
-        member.protocols = protocols
+        group.set_protocols(member, protocols)
         member.session_timeout_ms, member.rebalance_timeout_ms = e["session_timeout_ms"], e["rebalance_timeout_ms"]
         member.client_id, member.client_host = e["client_id"], e["client_host"]
         member.awaiting_join = True
@@ -444,7 +444,7 @@ class GroupCoordinator(BrokerObserver):
                        generation=-1)
         old_protocol = group.protocol_name
         member = group.replace_static(old_id, new_id)
-        member.protocols = [Protocol.from_event(p) for p in e["protocols"]]
+        group.set_protocols(member, [Protocol.from_event(p) for p in e["protocols"]])
         member.session_timeout_ms, member.rebalance_timeout_ms = e["session_timeout_ms"], e["rebalance_timeout_ms"]
         member.client_id, member.client_host = e["client_id"], e["client_host"]
         self._schedule_session(group, member)
@@ -1007,6 +1007,7 @@ def _group_from_dict(d: dict) -> Group:
     for md in d["members"]:
         member = Member.from_dict(md)
         g.members[member.member_id] = member
+        g.protocol_counts.update(member.protocol_names())
         if member.group_instance_id is not None:
             g.static_members[member.group_instance_id] = member.member_id
     g.pending_members = dict(d["pending_members"])

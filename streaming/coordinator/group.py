@@ -47,6 +47,9 @@ class Group:
     generation_ts: int = -1          # when this generation's join completed (observe mode: its earliest answer)
     deferred: list[dict] = field(default_factory=list)   # observe mode: events held for the next round
     recorded_generation: int = -1    # the last generation that has its line in the rebalance history
+    # How many members support each protocol name, kept as members come, go and change their protocols (Kafka's
+    # supportedProtocols): a join checks it, and recounting per join made a join storm quadratic.
+    protocol_counts: Counter = field(default_factory=Counter, repr=False, compare=False)
     member_seq: int = 0                                             # for deterministic member ids
     # Timers (epoch ms, None = not armed).
     join_deadline: int | None = None
@@ -77,6 +80,7 @@ class Group:
         if not self.members:
             self.protocol_type = member.protocol_type
         self.members[member.member_id] = member
+        self.protocol_counts.update(member.protocol_names())
         if member.group_instance_id is not None:
             self.static_members[member.group_instance_id] = member.member_id
         if self.leader_id is None:
@@ -86,6 +90,8 @@ class Group:
         member = self.members.pop(member_id, None)
         if member is None:
             return None
+        self.protocol_counts.subtract(member.protocol_names())
+        self.protocol_counts += Counter()   # drop the zeros
         if member.group_instance_id is not None and self.static_members.get(member.group_instance_id) == member_id:
             del self.static_members[member.group_instance_id]
         if member_id in self.pending_sync:
@@ -127,8 +133,14 @@ class Group:
         return self.leader_id is not None
 
     # --- protocols ---------------------------------------------------------------------------------------------
+    def set_protocols(self, member: Member, protocols: list) -> None:
+        self.protocol_counts.subtract(member.protocol_names())
+        member.protocols = protocols
+        self.protocol_counts.update(member.protocol_names())
+        self.protocol_counts += Counter()
+
     def supported_protocols(self) -> Counter:
-        return Counter(name for m in self.members.values() for name in m.protocol_names())
+        return self.protocol_counts
 
     def candidate_protocols(self) -> set[str]:
         n = len(self.members)

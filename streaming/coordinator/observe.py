@@ -158,7 +158,7 @@ class BrokerObserver:
                 continue
             if m.is_new:                     # joined too late for this generation: it is in the next one
                 on_the_way.append(m)
-                group.members.pop(m.member_id)
+                group.members.pop(m.member_id)   # out of this generation's books only: it is back below
                 continue
             # Silent for half a session or more: it died and the broker expired it (a live member reports at least
             # every heartbeat interval, a third of the session by convention; the broker's session clock may run
@@ -291,7 +291,8 @@ class BrokerObserver:
         changed = (member.protocols, member.client_id, member.client_host, member.session_timeout_ms,
                    member.rebalance_timeout_ms) != (protocols, e["client_id"], e["client_host"],
                                                     e["session_timeout_ms"], e["rebalance_timeout_ms"])
-        member.protocols, member.client_id, member.client_host = protocols, e["client_id"], e["client_host"]
+        group.set_protocols(member, protocols)
+        member.client_id, member.client_host = e["client_id"], e["client_host"]
         member.session_timeout_ms, member.rebalance_timeout_ms = e["session_timeout_ms"], e["rebalance_timeout_ms"]
         if was_stand_in:
             self._emit(group.group_id, "member_updated", group.clock, member_id=member.member_id,
