@@ -71,6 +71,13 @@ class KafkaStore(Store):
         self._view()
         return self._last_batch_id
 
+    def start_new_lineage(self) -> None:
+        self._view()
+        self.producer.send(self.topic, key=MARKER_KEY, value=encode(s.BATCH_MARKER_VALUE, 0, {"batchId": -1}),
+                           partition=MARKER_PARTITION)
+        self.producer.flush()
+        self._last_batch_id = -1
+
     def write(self, records: list[dict], batch_id: int | None = None) -> None:
         view = self._view()
         if already_applied(batch_id, self._last_batch_id):

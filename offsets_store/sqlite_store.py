@@ -38,6 +38,9 @@ class SqliteStore(Store):
         row = self.db.execute("SELECT value FROM progress WHERE name = 'batch_id'").fetchone()
         return -1 if row is None else row[0]
 
+    def start_new_lineage(self) -> None:
+        self.db.execute("DELETE FROM progress WHERE name = 'batch_id'")
+
     def write(self, records: list[dict], batch_id: int | None = None) -> None:
         ops = []   # (is_delete, row) in the records' own order: a commit then its tombstone leaves nothing
         for r in records:

@@ -18,8 +18,8 @@ def already_applied(batch_id: int | None, last_batch_id: int) -> bool:
     if batch_id is None or batch_id > last_batch_id:
         return False
     if batch_id < last_batch_id:
-        log.warning("offsets store: skipping batch %d, batch %d was already applied (was the streaming checkpoint "
-                    "reset? then reset the store too)", batch_id, last_batch_id)
+        log.warning("offsets store: skipping batch %d, batch %d was already applied (a new streaming checkpoint "
+                    "must call start_new_lineage first)", batch_id, last_batch_id)
     return True
 
 
@@ -27,6 +27,11 @@ class Store(ABC):
     @abstractmethod
     def write(self, records: list[dict], batch_id: int | None = None) -> None:
         """Apply offset_commit / group_metadata records (tombstones delete). A batch id already applied is a no-op."""
+
+    @abstractmethod
+    def start_new_lineage(self) -> None:
+        """A job on a fresh checkpoint numbers its batches from 0 again: forget the last batch id, so that its
+        batches are applied (replays of one checkpoint's batches stay no-ops)."""
 
     @abstractmethod
     def load_records(self) -> list[dict]:

@@ -16,6 +16,7 @@ import pandas as pd
 from streaming.coordinator import CoordinatorConfig
 from streaming.coordinator.events import parse_event
 from streaming.group_step import DEFAULT_OUTPUT_TYPES, step_group
+from streaming.restore import RESTORE_TOPIC, RESTORE_TYPE, decode_restore
 
 # What the parse stage hands to the stateful stage: the validated event as canonical JSON, or the reason it is bad.
 PARSED_SCHEMA = ("group_id string, ts long, event string, error string, raw binary, "
@@ -53,8 +54,12 @@ def parse_rows(batches: Iterator[pd.DataFrame],
         for key, value, topic, partition, offset, timestamp in zip(
                 pdf["key"], pdf["value"], pdf["topic"], pdf["partition"], pdf["offset"], pdf["timestamp"]):
             raw = bytes(value) if value is not None else b""
-            event, error = parse_event(raw)
             record_ms = int(pd.Timestamp(timestamp).value // 10**6)
+            if topic == RESTORE_TOPIC:   # a group's state rebuilt from the store (streaming/restore.py)
+                _append(out, bytes(key).decode("utf-8"), record_ms, raw.decode("utf-8"), None, b"", topic,
+                        partition, offset)
+                continue
+            event, error = parse_event(raw)
             if event is not None and event.get("ts") is not None and event["ts"] - record_ms > max_ahead_ms:
                 event, error = None, (f"ts {event['ts']} is {(event['ts'] - record_ms) // 1000} s ahead of its record's "
                                       f"timestamp {record_ms} (the bound is {max_ahead_ms // 1000} s)")
@@ -70,16 +75,20 @@ def parse_rows(batches: Iterator[pd.DataFrame],
                 # Keep bad input under the record's key so it is dead-lettered next to its group's events.
                 group_id = bytes(key).decode("utf-8", "replace") if key is not None else ""
                 ts, event_json = record_ms, None
-            out["group_id"].append(group_id)
-            out["ts"].append(ts)
-            out["event"].append(event_json)
-            out["error"].append(error)
-            out["raw"].append(raw)
-            out["source_topic"].append(topic)
-            out["source_partition"].append(int(partition))
-            out["source_offset"].append(int(offset))
-            out["event_time"].append(pd.Timestamp(ts, unit="ms"))
+            _append(out, group_id, ts, event_json, error, raw, topic, partition, offset)
         yield pd.DataFrame(out)
+
+
+def _append(out: dict, group_id, ts: int, event_json, error, raw: bytes, topic, partition, offset) -> None:
+    out["group_id"].append(group_id)
+    out["ts"].append(ts)
+    out["event"].append(event_json)
+    out["error"].append(error)
+    out["raw"].append(raw)
+    out["source_topic"].append(topic)
+    out["source_partition"].append(int(partition))
+    out["source_offset"].append(int(offset))
+    out["event_time"].append(pd.Timestamp(ts, unit="ms"))
 
 
 def dead_letter_rows(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -114,19 +123,23 @@ def make_state_function(options: JobOptions):
         frames = [pdf for pdf in batches if len(pdf)]
         outputs: list[dict] = []
         events: list[dict] = []
+        restored = None
         if frames:
             # Feed order is the order the coordinator would have seen the requests in.
             pdf = pd.concat(frames, ignore_index=True).sort_values(["source_partition", "source_offset"],
                                                                    kind="stable")
             for raw_event in pdf["event"]:
                 event = json.loads(raw_event)
-                if group_id is BROADCAST_KEY:
+                if event["type"] == RESTORE_TYPE:
+                    restored = decode_restore(event)
+                elif group_id is BROADCAST_KEY:
                     outputs.append({"type": "broadcast_event", "group_id": group_id, "ts": event["ts"],
                                     "event": event})
                 else:
                     events.append(event)
         if group_id is not BROADCAST_KEY:
-            previous = state.get[1] if state.exists else None
+            # A fresh checkpoint's first batch brings the group's state rebuilt from the store.
+            previous = state.get[1] if state.exists else restored
             if state.hasTimedOut or events or previous is not None:
                 now = state.getCurrentWatermarkMs() if event_time \
                     else state.getCurrentProcessingTimeMs() - options.timeout_grace_ms
@@ -153,12 +166,17 @@ def make_state_function(options: JobOptions):
     return on_group
 
 
-def build_tracker_stream(raw_stream, options: JobOptions):
+def build_tracker_stream(raw_stream, options: JobOptions, restore_stream=None):
     """Turn a Kafka-shaped streaming DataFrame (key, value, topic, partition, offset, timestamp, …) into outputs:
-    the coordinator's outputs per group, plus one ``dead_letter`` row per invalid input record."""
+    the coordinator's outputs per group, plus one ``dead_letter`` row per invalid input record. ``restore_stream``
+    (streaming/restore.py) brings groups rebuilt from the store on a fresh checkpoint."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    parsed = raw_stream.select("key", "value", "topic", "partition", "offset", "timestamp") \
+    columns = ("key", "value", "topic", "partition", "offset", "timestamp")
+    raw_stream = raw_stream.select(*columns)
+    if restore_stream is not None:
+        raw_stream = raw_stream.unionByName(restore_stream.select(*columns))
+    parsed = raw_stream \
         .mapInPandas(functools.partial(parse_rows, max_ahead_ms=options.max_event_ahead_ms), PARSED_SCHEMA)
     good = parsed.filter("error IS NULL")
     bad = parsed.filter("error IS NOT NULL").mapInPandas(dead_letter_rows, OUTPUT_SCHEMA)

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from offsets_store import kafka_conf
 from streaming.live_view import LiveView
@@ -130,22 +131,53 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
     sink = TrackerSink(store=store, bootstrap=config.bootstrap, events_topic=config.events_topic,
                        outputs_topic=config.outputs_topic, dlq_topic=dlq_topic, checkpoint=config.checkpoint,
                        on_outputs=on_outputs, producer_config=client)
+    query_checkpoint = os.path.join(config.checkpoint, "query")
+    restore, starting_offsets = _prepare_restore(spark, config, store, query_checkpoint)
     raw = read_kafka_stream(spark, config.bootstrap, [config.events_topic],
-                            starting_offsets=config.starting_offsets,
+                            starting_offsets=starting_offsets,
                             max_offsets_per_trigger=config.max_offsets_per_trigger, source=config.kafka_source,
                             extra_options=kafka_conf.spark_options(config.kafka))
     options = JobOptions(time_mode=config.time_mode, watermark_delay=config.watermark_delay,
                          timeout_grace_ms=config.timeout_grace_ms, coordinator=config.coordinator,
                          max_event_ahead_ms=config.max_event_ahead_ms)
-    outputs = build_tracker_stream(raw, options)
+    outputs = build_tracker_stream(raw, options, restore)
     query = (outputs.writeStream
              .queryName("rebalance-tracker")
-             .option("checkpointLocation", os.path.join(config.checkpoint, "query"))
+             .option("checkpointLocation", query_checkpoint)
              .trigger(processingTime=config.trigger)
              .foreachBatch(sink)
              .start())
     running.append(query)
     return RunningTracker(query, sink, view, store, watcher, metrics_server, metrics_url)
+
+
+def _prepare_restore(spark, config: TrackerConfig, store, query_checkpoint: str) -> tuple[object, str]:
+    """On a fresh checkpoint: a new batch lineage for the sinks, the store's groups rebuilt for the job and the feed
+    read from where the lost checkpoint stopped (streaming/restore.py). Returns the restore source (kept on later
+    restarts, so the query's plan stays the same) and where reading starts."""
+    starting_offsets = config.starting_offsets
+    import shutil
+
+    from streaming.coordinator import CoordinatorConfig
+    from streaming.restore import (group_states, is_fresh, load_time, restore_dir, restore_stream, stored_position,
+                                   write_restore_rows)
+
+    directory = restore_dir(config.checkpoint)
+    if is_fresh(query_checkpoint):
+        shutil.rmtree(directory, ignore_errors=True)                       # a start that never got going
+        (Path(config.checkpoint) / "sinks" / "kafka-outputs.batch").unlink(missing_ok=True)
+        if store is not None:
+            store.start_new_lineage()
+            records = store.load_records()
+            position = stored_position(records, config.events_topic)
+            if position is not None:   # carry on where the lost checkpoint stopped, not from the feed's start
+                starting_offsets = position
+            if records:
+                ts = load_time(records, config.time_mode == "event", int(time.time() * 1000))
+                states = group_states(records, ts, CoordinatorConfig.from_properties(config.coordinator))
+                count = write_restore_rows(directory, states, ts)
+                print(f"fresh checkpoint: {count} groups rebuilt from the store", flush=True)
+    return (restore_stream(spark, directory) if directory.is_dir() else None), starting_offsets
 
 
 def stop_on_signals() -> threading.Event:

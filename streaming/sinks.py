@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Callable
 
 from offsets_store.kafka_conf import for_client
+from streaming.restore import POSITION_GROUP, batch_end_offsets, position_records
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +54,11 @@ class TrackerSink:
         self.producer_config = producer_config or {}
         self._producer = None
         self.marker = BatchMarker(Path(checkpoint) / "sinks" / "kafka-outputs.batch") if checkpoint else None
+        self.query_checkpoint = str(Path(checkpoint) / "query") if checkpoint else None
         # Groups global topic metadata is fanned out to; after a restart the store remembers them. Never "": a
         # topic_metadata for the empty group id means every group, so fanning out to it would come back for ever.
-        self.known_groups: set[str] = {g for g in store.groups() if g} if store is not None else set()
+        self.known_groups: set[str] = {g for g in store.groups() if g and g != POSITION_GROUP} \
+            if store is not None else set()
         self.dead_letters = 0
 
     # -- Kafka -------------------------------------------------------------------------------------------------
@@ -92,7 +96,11 @@ class TrackerSink:
             if o.get("group_id"):   # not "" (see known_groups)
                 self.known_groups.add(o["group_id"])
         if self.store is not None:
-            self.store.write([o for o in outputs if o["type"] in STORE_TYPES], batch_id=batch_id)
+            records = [o for o in outputs if o["type"] in STORE_TYPES]
+            if self.query_checkpoint and self.events_topic:   # where a checkpoint-less restart picks up the feed
+                end = batch_end_offsets(self.query_checkpoint, batch_id, self.events_topic)
+                records += position_records(self.events_topic, end, int(time.time() * 1000)) if end else []
+            self.store.write(records, batch_id=batch_id)
         if self.bootstrap and (self.marker is None or batch_id > self.marker.last()):
             self._produce(outputs, batch_id)
             if self.marker is not None:

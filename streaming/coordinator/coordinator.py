@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import heapq
+import itertools
 import json
 import uuid
 import zlib
@@ -178,7 +179,7 @@ class GroupCoordinator(BrokerObserver):
                 group.offsets[tp] = CommittedOffset(int(o["offset"]), int(o.get("leader_epoch", -1)),
                                                     o.get("metadata") or "", int(o["commit_timestamp"]),
                                                     int(o.get("expire_timestamp", -1)))
-            group.topics.update(self.default_topics)
+            group.topics.update(self.default_topics)   # what the broker's metadata said wins over the guess
             self._adopt(group)
             self._refresh_retention(group)
 
@@ -342,8 +343,14 @@ class GroupCoordinator(BrokerObserver):
         return member is not None or len(group.members) < limit
 
     def _new_member_id(self, group: Group, client_id: str) -> str:
+        """Kafka's ``clientId-<uuid>``, with a UUID derived from the request (group, client, time) rather than
+        random, so replays give the same ids, and from nothing but the request and the members, so a group rebuilt
+        from the store after a lost checkpoint hands out the ids the lost state would have."""
         group.member_seq += 1
-        return f"{client_id}-{uuid.uuid5(_MEMBER_ID_NAMESPACE, f'{group.group_id}/{group.member_seq}')}"
+        for n in itertools.count():
+            candidate = f"{client_id}-{uuid.uuid5(_MEMBER_ID_NAMESPACE, f'{group.group_id}/{client_id}/{group.clock}/{n}')}"
+            if candidate not in group.members and candidate not in group.pending_members:
+                return candidate
 
     def _member_from_event(self, member_id: str, e: dict) -> Member:
         return Member(member_id, e["group_instance_id"], e["client_id"], e["client_host"], e["session_timeout_ms"],
@@ -1051,6 +1058,11 @@ def _restore_metadata(group: Group, record: dict, now_ms: int) -> None:
         member.last_heartbeat_ts = now_ms
         member.session_deadline = now_ms + member.session_timeout_ms
         group.add(member)
+    # Partition counts are not in the records: until metadata says otherwise, a topic has at least the partitions
+    # the stored assignment names (all of them, for a Stable eager group), so the tracker can assign again.
+    for m in group.members.values():
+        for topic, partition in m.assignment:
+            group.topics[topic] = max(group.topics.get(topic, 0), partition + 1)
     group.leader_id = record.get("leader") if group.members else None
     if group.members:
         group.state = S.STABLE
