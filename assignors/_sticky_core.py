@@ -647,22 +647,32 @@ class _GeneralBuilder:
         return sum(self.topics[t] for t in mine)
 
     def _is_balanced(self) -> bool:
+        """Kafka's ``isBalanced``: no member below its maximum could take a partition of one of its topics from
+        a member holding 2+ more partitions than it does.
+
+        Kafka scans every partition of every member's topics; the same answer comes per topic: the largest
+        assignment among the owners of a topic's partitions.  (A member's own partitions never count against
+        it, since it cannot hold 2+ more than itself.)
+        """
         sizes = self.current
-        if len(sizes[self.sorted_members.first()]) >= len(sizes[self.sorted_members.last()]) - 1:
+        least = len(sizes[self.sorted_members.first()])
+        if least >= len(sizes[self.sorted_members.last()]) - 1:
             return True
-        owner = {tp: m for m, parts in sizes.items() for tp in parts}
+        busiest: dict[str, int] = {}  # topic -> largest assignment holding one of its partitions
+        for parts in sizes.values():
+            n = len(parts)
+            if n <= least + 1:
+                continue  # cannot be 2+ above anyone
+            for topic in {tp.topic for tp in parts}:
+                if busiest.get(topic, 0) < n:
+                    busiest[topic] = n
         for member in self.sorted_members:
             count = len(sizes[member])
             if count == self._max_assignment_size(member):
                 continue
-            mine = set(sizes[member])
             for topic in self.consumer_topics[member]:
-                for p in range(self.topics[topic]):
-                    tp = TopicPartition(topic, p)
-                    if tp not in mine:
-                        other = owner.get(tp)
-                        if other is not None and count + 1 < len(sizes[other]):
-                            return False
+                if busiest.get(topic, 0) > count + 1:
+                    return False
         return True
 
     @staticmethod

@@ -917,6 +917,17 @@ def test_large_assignment_and_group_with_uniform_subscription_with_racks(g):
 
 
 @flavoured(["BROKER_AND_CONSUMER_RACK"])
+def test_large_assignment_and_group_with_non_equal_subscription_with_racks(g):
+    # Kafka: @Timeout(90), 50 topics x 2000 partitions, 2000 consumers, the last one on the first topic only
+    import time
+
+    start = time.perf_counter()
+    subs, r = _large_group(g, 50, 2000, 2000, lambda i, topics: topics[:1] if i == 1999 else topics)
+    assert time.perf_counter() - start < 90
+    check_valid_and_balanced(g.topics, subs, r.assignment)
+
+
+@flavoured(["BROKER_AND_CONSUMER_RACK"])
 def test_assignment_and_group_with_non_equal_subscription_not_timeout_with_racks(g):
     # Kafka: @Timeout(90), 50 topics x 200 partitions, 500 consumers on two disjoint halves of the topics
     import time
