@@ -106,10 +106,11 @@ class RackInfo:
     """Kafka's ``AbstractStickyAssignor.RackInfo``: who sits on which rack, and whether racks are used at all.
 
     ``enabled`` is False when racks cannot change the answer; then ``consumer_racks`` is empty and every
-    rack check passes, exactly as Kafka empties its maps.
+    rack check passes, exactly as Kafka empties its maps.  Replica racks are kept per topic as a list indexed
+    by partition (``by_topic``), so the hot loops look them up without hashing a TopicPartition.
     """
 
-    __slots__ = ("enabled", "consumer_racks", "partition_racks", "_rack_consumer_counts", "_default_racks")
+    __slots__ = ("enabled", "consumer_racks", "by_topic", "rack_consumer_counts")
 
     def __init__(
         self,
@@ -120,64 +121,71 @@ class RackInfo:
     ) -> None:
         self.enabled = False
         self.consumer_racks: dict[str, str] = {}
-        self.partition_racks: Mapping[TopicPartition, frozenset[str]] = {}
-        self._rack_consumer_counts: dict[frozenset[str], int] = {}
-        self._default_racks = _NO_RACKS
+        self.by_topic: dict[str, list[frozenset[str]]] = {}
+        self.rack_consumer_counts: dict[frozenset[str], int] = {}
         consumers_per_rack: dict[str, int] = {}
-        for member, sub in subscriptions.items():
+        for sub in subscriptions.values():
             if sub.rack:  # Kafka ignores an empty rack id
                 consumers_per_rack[sub.rack] = consumers_per_rack.get(sub.rack, 0) + 1
         if not consumers_per_rack:
             return
 
-        # Replica racks of every partition of the subscribed topics (a partition missing from the mapping has
-        # no rack information).  Values are interned so the per-partition work below is mostly dict lookups.
-        interned: dict[frozenset[str], frozenset[str]] = {}
-        racks_of: dict[TopicPartition, frozenset[str]] = {}
-        expected = sum(topics.values())
+        # Replica racks of every partition of the subscribed topics; a partition missing from the mapping has
+        # no rack information (Kafka: a replica list without racks).
+        by_topic = {t: [_NO_RACKS] * n for t, n in topics.items()}
         for tp, racks in (partition_racks or {}).items():
-            n = topics.get(tp[0])
-            if n is None or not 0 <= tp[1] < n:
-                continue
-            key = racks if type(racks) is frozenset else frozenset(racks)
-            if None in key:
-                key = frozenset(r for r in key if r is not None)
-            key = interned.setdefault(key, key)
-            racks_of[tp if type(tp) is TopicPartition else TopicPartition(*tp)] = key
-        distinct = set(interned)
-        if len(racks_of) < expected:
-            distinct.add(_NO_RACKS)
-        all_partition_racks: set[str] = set().union(*distinct) if distinct else set()
+            lst = by_topic.get(tp[0])
+            if lst is not None and 0 <= tp[1] < len(lst):
+                lst[tp[1]] = racks if type(racks) is frozenset else frozenset(racks)
+        distinct: set[frozenset[str]] = set()
+        for lst in by_topic.values():
+            distinct.update(lst)
+        if any(None in racks for racks in distinct):  # a replica without a rack adds nothing
+            clean = {racks: frozenset(r for r in racks if r is not None) for racks in distinct}
+            for lst in by_topic.values():
+                lst[:] = [clean[racks] for racks in lst]
+            distinct = set(clean.values())
+        all_partition_racks: set[str] = set().union(*distinct)
 
-        consumer_rack_set = set(consumers_per_rack)
-        if consumer_rack_set.isdisjoint(all_partition_racks):
+        if set(consumers_per_rack).isdisjoint(all_partition_racks):
             return
-        if not prefer_rack_aware and all(r == all_partition_racks for r in distinct):
+        if not prefer_rack_aware and all(racks == all_partition_racks for racks in distinct):
             return  # every partition is on every rack: racks cannot matter
 
         self.enabled = True
         self.consumer_racks = {m: s.rack for m, s in subscriptions.items() if s.rack}
-        self.partition_racks = racks_of
-        self._rack_consumer_counts = {
+        self.by_topic = by_topic
+        # Kafka's numConsumersByPartition, per distinct set of replica racks
+        self.rack_consumer_counts = {
             racks: sum(consumers_per_rack.get(r, 0) for r in racks) for racks in distinct
         }
 
     def racks(self, tp: TopicPartition) -> frozenset[str]:
-        return self.partition_racks.get(tp, _NO_RACKS)
+        lst = self.by_topic.get(tp[0])
+        if lst is None or not 0 <= tp[1] < len(lst):
+            return _NO_RACKS
+        return lst[tp[1]]
 
     def mismatch(self, member: str, tp: TopicPartition) -> bool:
         """Kafka's ``racksMismatch``: the member has a rack and no replica of ``tp`` lives there."""
         rack = self.consumer_racks.get(member)
-        return rack is not None and rack not in self.partition_racks.get(tp, _NO_RACKS)
+        return rack is not None and rack not in self.racks(tp)
 
     def sort_by_rack_consumers(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
         """Kafka's ``sortPartitionsByRackConsumers``: stable sort, partitions with fewest same-rack consumers first."""
-        counts = self._rack_consumer_counts
+        counts = self.rack_consumer_counts
         if len(set(counts.values())) <= 1:
             return partitions  # all keys equal: a stable sort would not move anything
-        racks_of = self.partition_racks
-        no_racks = counts.get(_NO_RACKS, 0)
-        return sorted(partitions, key=lambda tp: counts[racks_of[tp]] if tp in racks_of else no_racks)
+        by_topic = self.by_topic
+        buckets: dict[int, list[TopicPartition]] = {}
+        for tp in partitions:  # a stable bucket sort on small integer keys
+            key = counts[by_topic[tp[0]][tp[1]]]
+            bucket = buckets.get(key)
+            if bucket is None:
+                buckets[key] = [tp]
+            else:
+                bucket.append(tp)
+        return [tp for key in sorted(buckets) for tp in buckets[key]]
 
 
 def _all_subscriptions_equal(
@@ -288,14 +296,17 @@ class _ConstrainedBuilder:
         racks = self.racks
         for member in self.members:
             mine = self.owned[member]
-            if racks is not None and member in racks.consumer_racks:
+            rack = racks.consumer_racks.get(member) if racks is not None else None
+            if rack is not None and mine:
                 # An owned partition off the member's rack is released (and may move to a member on its rack).
-                kept = []
-                for tp in mine:
-                    if racks.mismatch(member, tp):
-                        self.maybe_revoked[tp] = member
-                    else:
-                        kept.append(tp)
+                by_topic = racks.by_topic  # (owned partitions are of subscribed topics; the index may be stale)
+                kept = [tp for tp in mine
+                        if 0 <= tp[1] < len(by_topic[tp[0]]) and rack in by_topic[tp[0]][tp[1]]]
+                if len(kept) < len(mine):
+                    kept_set = set(kept)
+                    for tp in mine:
+                        if tp not in kept_set:
+                            self.maybe_revoked[tp] = member
                 mine = kept
             # Kafka keeps the owned partitions sorted by partition number, then topic.
             mine = sorted(mine, key=lambda tp: (tp.partition, tp.topic))
@@ -346,56 +357,65 @@ class _ConstrainedBuilder:
         """
         racks = self.racks
         rack_of = racks.consumer_racks
-        racks_of = racks.partition_racks
+        by_topic = racks.by_topic
         under, exact = self.under_min, self.exactly_min
         min_q, max_q = self.min_quota, self.max_quota
-        under_on: dict[str | None, int] = {}
+        # How many members of each list sit on a rack of each distinct replica-rack set: a partition whose set
+        # has no candidate is skipped without the scan Kafka does over the whole list.
+        rack_sets = list(racks.rack_consumer_counts)
+        sets_with: dict[str | None, list[frozenset[str]]] = {r: [rs for rs in rack_sets if r in rs] for r in
+                                                             set(rack_of.values())}
+        sets_with[None] = []
+        under_in = dict.fromkeys(rack_sets, 0)
+        exact_in = dict.fromkeys(rack_sets, 0)
         for m in under:
-            r = rack_of.get(m)
-            under_on[r] = under_on.get(r, 0) + 1
-        exact_on: dict[str | None, int] = {}
+            for rs in sets_with[rack_of.get(m)]:
+                under_in[rs] += 1
         for m in exact:
-            r = rack_of.get(m)
-            exact_on[r] = exact_on.get(r, 0) + 1
+            for rs in sets_with[rack_of.get(m)]:
+                exact_in[rs] += 1
         assignment = self.assignment
+        plain_give = not self.maybe_revoked and not self.multi_owners
         remaining: list[TopicPartition] = []
         next_index = 0
         for tp in unassigned:
-            tp_racks = racks_of.get(tp)
+            tp_racks = by_topic[tp[0]][tp[1]]
             member = None
-            if tp_racks and under and any(under_on.get(r) for r in tp_racks):
+            if under_in[tp_racks]:
                 n = len(under)
                 index = next_index
-                for _ in range(n):
-                    if rack_of.get(under[index]) in tp_racks:
-                        break
+                while rack_of.get(under[index]) not in tp_racks:
                     index = index + 1 if index + 1 < n else 0
                 member = under[index]
                 count = len(assignment[member]) + 1
                 if count >= min_q:
                     del under[index]
-                    r = rack_of.get(member)
-                    under_on[r] -= 1
+                    for rs in sets_with[rack_of.get(member)]:
+                        under_in[rs] -= 1
                     if count < max_q and self.current_over_min < self.expected_over_min:
                         exact.append(member)
-                        exact_on[r] = exact_on.get(r, 0) + 1
+                        for rs in sets_with[rack_of.get(member)]:
+                            exact_in[rs] += 1
                 else:
                     index += 1
                 next_index = index % len(under) if under else 0
-            elif tp_racks and exact and any(exact_on.get(r) for r in tp_racks):
+            elif exact_in[tp_racks]:
                 index = 0
                 while rack_of.get(exact[index]) not in tp_racks:
                     index += 1
                 member = exact[index]
                 if len(assignment[member]) + 1 == max_q:
                     del exact[index]
-                    exact_on[rack_of.get(member)] -= 1
+                    for rs in sets_with[rack_of.get(member)]:
+                        exact_in[rs] -= 1
                     self.current_over_min += 1
                     if self.current_over_min == self.expected_over_min:
                         exact.clear()
-                        exact_on.clear()
+                        exact_in = dict.fromkeys(rack_sets, 0)
             if member is None:
                 remaining.append(tp)
+            elif plain_give:
+                assignment[member].append(tp)
             else:
                 self._give(tp, member)
         return remaining
