@@ -27,6 +27,7 @@ from .types import (
     SubscribedTopicDescriber,
     TopicMetadata,
 )
+from .range import RangeAssignor
 from .uniform import UniformAssignor
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "HOMOGENEOUS",
     "HETEROGENEOUS",
     "UniformAssignor",
+    "RangeAssignor",
     "get_server_assignor",
     "available_server_assignors",
     "register_server_assignor",

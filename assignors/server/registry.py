@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from .range import RangeAssignor
 from .uniform import UniformAssignor
 
 ServerAssignorFactory = Callable[[], object]
@@ -51,3 +52,4 @@ def available_server_assignors() -> list[str]:
 
 
 register_server_assignor(UniformAssignor, aliases=(KAFKA_PACKAGE + "UniformAssignor",))
+register_server_assignor(RangeAssignor, aliases=(KAFKA_PACKAGE + "RangeAssignor",))
