@@ -11,7 +11,21 @@ Java iterates the subscriptions ``HashMap`` (member ids) and one ``HashSet`` of 
 reproduced with ``base.java_hash_order`` so ties break the way Kafka breaks them.  The order of the caller's
 ``subscriptions`` dict stands for the JoinGroup response order (the HashMap insertion order).
 
-Not ported: the KIP-881 rack-aware variant of the sticky assignors (``partition_racks`` is ignored here).
+KIP-881 rack awareness (Kafka's ``RackInfo``): consumer racks come from ``Subscription.rack`` (empty racks are
+ignored) and replica racks from ``partition_racks``.  The rack-aware path is taken only when racks can matter
+(``range.use_rack_aware_assignment``: some consumer rack holds replicas and some partition is not on every rack,
+unless ``prefer_rack_aware``).  Then
+
+* owned partitions whose replicas are not on the owner's rack are not kept (they may move, which counts as a
+  transfer for CooperativeSticky);
+* constrained: unassigned partitions, ordered by how many consumers share a rack with their replicas (fewest
+  first), are dealt round-robin to under-quota members on a matching rack, then to members that may still take
+  one over the minimum; the rest go through the usual round-robin;
+* general: unassigned partitions go to the least loaded eligible member on a matching rack first (a member
+  without a rack matches every partition, as in Kafka's ``racksMismatch``), the rest to the least loaded
+  eligible member; the balancing moves are Kafka's.  Kafka's balancing loop also looks for a same-rack
+  candidate, but in both of its branches it moves the partition to the least loaded subscriber, so the
+  outcome is the one of the rack-unaware loop and nothing of it is ported.
 """
 from __future__ import annotations
 
@@ -20,6 +34,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 
 from .base import (
+    PartitionRacks,
     Subscription,
     TopicPartition,
     java_hash_order,
@@ -43,16 +58,31 @@ def java_member_order(subscriptions: Mapping[str, Subscription]) -> list[str]:
 
 
 class StickyResult:
-    """Assignment plus, for the constrained path, the partitions Kafka knows are changing owner."""
+    """Assignment plus, for the constrained path, the partitions Kafka knows are changing owner.
 
-    __slots__ = ("assignment", "transferring")
+    ``sticky`` is Kafka's ``isSticky()`` for the general path: False if some topic had partitions moving both
+    ways between two members (the constrained path tracks no movements and reports True).
+    """
 
-    def __init__(self, assignment: dict[str, list[TopicPartition]], transferring: dict[TopicPartition, str] | None):
+    __slots__ = ("assignment", "transferring", "sticky")
+
+    def __init__(
+        self,
+        assignment: dict[str, list[TopicPartition]],
+        transferring: dict[TopicPartition, str] | None,
+        sticky: bool = True,
+    ):
         self.assignment = assignment
         self.transferring = transferring
+        self.sticky = sticky
 
 
-def sticky_assign(partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]) -> StickyResult:
+def sticky_assign(
+    partitions_per_topic: Mapping[str, int],
+    subscriptions: Mapping[str, Subscription],
+    partition_racks: PartitionRacks | None = None,
+    prefer_rack_aware: bool = False,
+) -> StickyResult:
     # Kafka's leader only passes subscribed topics that have metadata (AbstractPartitionAssignor.assign).
     subscribed = {t for s in subscriptions.values() for t in s.topics}
     topics = {t: n for t, n in partitions_per_topic.items() if t in subscribed and n > 0}
@@ -60,11 +90,102 @@ def sticky_assign(partitions_per_topic: Mapping[str, int], subscriptions: Mappin
     if not members:
         return StickyResult({}, {})
 
+    racks = RackInfo(topics, subscriptions, partition_racks, prefer_rack_aware)
     all_equal, owned, multi_owners = _all_subscriptions_equal(topics, subscriptions, members)
     if all_equal:
-        return _ConstrainedBuilder(topics, owned, multi_owners, members).build()
-    assignment = _GeneralBuilder(topics, owned, subscriptions, members).build()
-    return StickyResult(assignment, None)
+        return _ConstrainedBuilder(topics, owned, multi_owners, members, racks).build()
+    builder = _GeneralBuilder(topics, owned, subscriptions, members, racks)
+    assignment = builder.build()
+    return StickyResult(assignment, None, builder.movements.is_sticky())
+
+
+_NO_RACKS: frozenset[str] = frozenset()
+
+
+class RackInfo:
+    """Kafka's ``AbstractStickyAssignor.RackInfo``: who sits on which rack, and whether racks are used at all.
+
+    ``enabled`` is False when racks cannot change the answer; then ``consumer_racks`` is empty and every
+    rack check passes, exactly as Kafka empties its maps.  Replica racks are kept per topic as a list indexed
+    by partition (``by_topic``), so the hot loops look them up without hashing a TopicPartition.
+    """
+
+    __slots__ = ("enabled", "consumer_racks", "by_topic", "rack_consumer_counts")
+
+    def __init__(
+        self,
+        topics: Mapping[str, int],
+        subscriptions: Mapping[str, Subscription],
+        partition_racks: PartitionRacks | None,
+        prefer_rack_aware: bool = False,
+    ) -> None:
+        self.enabled = False
+        self.consumer_racks: dict[str, str] = {}
+        self.by_topic: dict[str, list[frozenset[str]]] = {}
+        self.rack_consumer_counts: dict[frozenset[str], int] = {}
+        consumers_per_rack: dict[str, int] = {}
+        for sub in subscriptions.values():
+            if sub.rack:  # Kafka ignores an empty rack id
+                consumers_per_rack[sub.rack] = consumers_per_rack.get(sub.rack, 0) + 1
+        if not consumers_per_rack:
+            return
+
+        # Replica racks of every partition of the subscribed topics; a partition missing from the mapping has
+        # no rack information (Kafka: a replica list without racks).
+        by_topic = {t: [_NO_RACKS] * n for t, n in topics.items()}
+        for tp, racks in (partition_racks or {}).items():
+            lst = by_topic.get(tp[0])
+            if lst is not None and 0 <= tp[1] < len(lst):
+                lst[tp[1]] = racks if type(racks) is frozenset else frozenset(racks)
+        distinct: set[frozenset[str]] = set()
+        for lst in by_topic.values():
+            distinct.update(lst)
+        if any(None in racks for racks in distinct):  # a replica without a rack adds nothing
+            clean = {racks: frozenset(r for r in racks if r is not None) for racks in distinct}
+            for lst in by_topic.values():
+                lst[:] = [clean[racks] for racks in lst]
+            distinct = set(clean.values())
+        all_partition_racks: set[str] = set().union(*distinct)
+
+        if set(consumers_per_rack).isdisjoint(all_partition_racks):
+            return
+        if not prefer_rack_aware and all(racks == all_partition_racks for racks in distinct):
+            return  # every partition is on every rack: racks cannot matter
+
+        self.enabled = True
+        self.consumer_racks = {m: s.rack for m, s in subscriptions.items() if s.rack}
+        self.by_topic = by_topic
+        # Kafka's numConsumersByPartition, per distinct set of replica racks
+        self.rack_consumer_counts = {
+            racks: sum(consumers_per_rack.get(r, 0) for r in racks) for racks in distinct
+        }
+
+    def racks(self, tp: TopicPartition) -> frozenset[str]:
+        lst = self.by_topic.get(tp[0])
+        if lst is None or not 0 <= tp[1] < len(lst):
+            return _NO_RACKS
+        return lst[tp[1]]
+
+    def mismatch(self, member: str, tp: TopicPartition) -> bool:
+        """Kafka's ``racksMismatch``: the member has a rack and no replica of ``tp`` lives there."""
+        rack = self.consumer_racks.get(member)
+        return rack is not None and rack not in self.racks(tp)
+
+    def sort_by_rack_consumers(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """Kafka's ``sortPartitionsByRackConsumers``: stable sort, partitions with fewest same-rack consumers first."""
+        counts = self.rack_consumer_counts
+        if len(set(counts.values())) <= 1:
+            return partitions  # all keys equal: a stable sort would not move anything
+        by_topic = self.by_topic
+        buckets: dict[int, list[TopicPartition]] = {}
+        for tp in partitions:  # a stable bucket sort on small integer keys
+            key = counts[by_topic[tp[0]][tp[1]]]
+            bucket = buckets.get(key)
+            if bucket is None:
+                buckets[key] = [tp]
+            else:
+                bucket.append(tp)
+        return [tp for key in sorted(buckets) for tp in buckets[key]]
 
 
 def _all_subscriptions_equal(
@@ -137,11 +258,13 @@ class _ConstrainedBuilder:
         owned: dict[str, list[TopicPartition]],
         multi_owners: set[TopicPartition],
         members: list[str],
+        racks: RackInfo | None = None,
     ) -> None:
         self.topics = topics
         self.owned = owned
         self.multi_owners = multi_owners
         self.members = members  # HashMap iteration order of consumerToOwnedPartitions
+        self.racks = racks if racks is not None and racks.enabled else None
         total = sum(topics.values())
         n = len(members)
         self.total = total
@@ -161,6 +284,8 @@ class _ConstrainedBuilder:
         unassigned = self._unassigned(assigned)
         self.under_min.sort(key=self.key)
         self.exactly_min = deque(sorted(self.exactly_min, key=self.key))
+        if self.racks is not None:
+            unassigned = self._rack_aware_round_robin(self.racks.sort_by_rack_consumers(unassigned))
         self._round_robin(unassigned)
         self._verify()
         return StickyResult(self.assignment, self.transferring)
@@ -168,9 +293,23 @@ class _ConstrainedBuilder:
     def _assign_owned(self) -> set[TopicPartition]:
         assigned: set[TopicPartition] = set()
         min_q, max_q = self.min_quota, self.max_quota
+        racks = self.racks
         for member in self.members:
+            mine = self.owned[member]
+            rack = racks.consumer_racks.get(member) if racks is not None else None
+            if rack is not None and mine:
+                # An owned partition off the member's rack is released (and may move to a member on its rack).
+                by_topic = racks.by_topic  # (owned partitions are of subscribed topics; the index may be stale)
+                kept = [tp for tp in mine
+                        if 0 <= tp[1] < len(by_topic[tp[0]]) and rack in by_topic[tp[0]][tp[1]]]
+                if len(kept) < len(mine):
+                    kept_set = set(kept)
+                    for tp in mine:
+                        if tp not in kept_set:
+                            self.maybe_revoked[tp] = member
+                mine = kept
             # Kafka keeps the owned partitions sorted by partition number, then topic.
-            mine = sorted(self.owned[member], key=lambda tp: (tp.partition, tp.topic))
+            mine = sorted(mine, key=lambda tp: (tp.partition, tp.topic))
             if self.multi_owners:
                 mine = [tp for tp in mine if tp not in self.multi_owners]
             target = self.assignment[member]
@@ -208,6 +347,78 @@ class _ConstrainedBuilder:
         if (previous is not None and previous != member) or tp in self.multi_owners:
             self.transferring[tp] = member
         return len(target)
+
+    def _rack_aware_round_robin(self, unassigned: list[TopicPartition]) -> list[TopicPartition]:
+        """Kafka's ``assignRackAwareRoundRobin``; returns the partitions it could not place on a matching rack.
+
+        Under-quota members are visited round-robin (from where the last match left off), members at the
+        minimum only while some member may still go over it.  Per-rack counts of the members in both lists
+        let a partition whose racks hold no candidate skip the scan Kafka would do over the whole list.
+        """
+        racks = self.racks
+        rack_of = racks.consumer_racks
+        by_topic = racks.by_topic
+        under, exact = self.under_min, self.exactly_min
+        min_q, max_q = self.min_quota, self.max_quota
+        # How many members of each list sit on a rack of each distinct replica-rack set: a partition whose set
+        # has no candidate is skipped without the scan Kafka does over the whole list.
+        rack_sets = list(racks.rack_consumer_counts)
+        sets_with: dict[str | None, list[frozenset[str]]] = {r: [rs for rs in rack_sets if r in rs] for r in
+                                                             set(rack_of.values())}
+        sets_with[None] = []
+        under_in = dict.fromkeys(rack_sets, 0)
+        exact_in = dict.fromkeys(rack_sets, 0)
+        for m in under:
+            for rs in sets_with[rack_of.get(m)]:
+                under_in[rs] += 1
+        for m in exact:
+            for rs in sets_with[rack_of.get(m)]:
+                exact_in[rs] += 1
+        assignment = self.assignment
+        plain_give = not self.maybe_revoked and not self.multi_owners
+        remaining: list[TopicPartition] = []
+        next_index = 0
+        for tp in unassigned:
+            tp_racks = by_topic[tp[0]][tp[1]]
+            member = None
+            if under_in[tp_racks]:
+                n = len(under)
+                index = next_index
+                while rack_of.get(under[index]) not in tp_racks:
+                    index = index + 1 if index + 1 < n else 0
+                member = under[index]
+                count = len(assignment[member]) + 1
+                if count >= min_q:
+                    del under[index]
+                    for rs in sets_with[rack_of.get(member)]:
+                        under_in[rs] -= 1
+                    if count < max_q and self.current_over_min < self.expected_over_min:
+                        exact.append(member)
+                        for rs in sets_with[rack_of.get(member)]:
+                            exact_in[rs] += 1
+                else:
+                    index += 1
+                next_index = index % len(under) if under else 0
+            elif exact_in[tp_racks]:
+                index = 0
+                while rack_of.get(exact[index]) not in tp_racks:
+                    index += 1
+                member = exact[index]
+                if len(assignment[member]) + 1 == max_q:
+                    del exact[index]
+                    for rs in sets_with[rack_of.get(member)]:
+                        exact_in[rs] -= 1
+                    self.current_over_min += 1
+                    if self.current_over_min == self.expected_over_min:
+                        exact.clear()
+                        exact_in = dict.fromkeys(rack_sets, 0)
+            if member is None:
+                remaining.append(tp)
+            elif plain_give:
+                assignment[member].append(tp)
+            else:
+                self._give(tp, member)
+        return remaining
 
     def _round_robin(self, unassigned: list[TopicPartition]) -> None:
         under, exact = self.under_min, self.exactly_min
@@ -371,10 +582,12 @@ class _GeneralBuilder:
         owned: dict[str, list[TopicPartition]],
         subscriptions: Mapping[str, Subscription],
         members: list[str],
+        racks: RackInfo | None = None,
     ) -> None:
         self.topics = topics
         self.subscriptions = subscriptions
         self.members = members
+        self.racks = racks if racks is not None and racks.enabled else None
         self.total = sum(topics.values())
         self.topic_consumers: dict[str, list[str]] = {t: [] for t in topics}
         self.consumer_topics: dict[str, list[str]] = {}
@@ -429,13 +642,14 @@ class _GeneralBuilder:
 
     def _keep_owned(self) -> set[TopicPartition]:
         assigned: set[TopicPartition] = set()
+        racks = self.racks
         for member, parts in self.current.items():
             subscribed = self.subscriptions[member].topics
             kept = []
             for tp in parts:
                 if tp.topic not in self.topic_consumers:
                     self.partition_consumer.pop(tp, None)
-                elif tp.topic not in subscribed:
+                elif tp.topic not in subscribed or (racks is not None and racks.mismatch(member, tp)):
                     # Kafka leaves the stale partition->consumer entry in place here
                     self.revocation_required = True
                 else:
@@ -453,22 +667,32 @@ class _GeneralBuilder:
         return sum(self.topics[t] for t in mine)
 
     def _is_balanced(self) -> bool:
+        """Kafka's ``isBalanced``: no member below its maximum could take a partition of one of its topics from
+        a member holding 2+ more partitions than it does.
+
+        Kafka scans every partition of every member's topics; the same answer comes per topic: the largest
+        assignment among the owners of a topic's partitions.  (A member's own partitions never count against
+        it, since it cannot hold 2+ more than itself.)
+        """
         sizes = self.current
-        if len(sizes[self.sorted_members.first()]) >= len(sizes[self.sorted_members.last()]) - 1:
+        least = len(sizes[self.sorted_members.first()])
+        if least >= len(sizes[self.sorted_members.last()]) - 1:
             return True
-        owner = {tp: m for m, parts in sizes.items() for tp in parts}
+        busiest: dict[str, int] = {}  # topic -> largest assignment holding one of its partitions
+        for parts in sizes.values():
+            n = len(parts)
+            if n <= least + 1:
+                continue  # cannot be 2+ above anyone
+            for topic in {tp.topic for tp in parts}:
+                if busiest.get(topic, 0) < n:
+                    busiest[topic] = n
         for member in self.sorted_members:
             count = len(sizes[member])
             if count == self._max_assignment_size(member):
                 continue
-            mine = set(sizes[member])
             for topic in self.consumer_topics[member]:
-                for p in range(self.topics[topic]):
-                    tp = TopicPartition(topic, p)
-                    if tp not in mine:
-                        other = owner.get(tp)
-                        if other is not None and count + 1 < len(sizes[other]):
-                            return False
+                if busiest.get(topic, 0) > count + 1:
+                    return False
         return True
 
     @staticmethod
@@ -481,9 +705,10 @@ class _GeneralBuilder:
             running += s
         return score
 
-    def _assign_to_least_loaded(self, tp: TopicPartition) -> bool:
+    def _assign_to_least_loaded(self, tp: TopicPartition, racks: RackInfo | None = None) -> bool:
+        """Kafka's ``maybeAssignPartition``: the least loaded subscriber (on a matching rack if ``racks``)."""
         for member in self.sorted_members:
-            if tp.topic in self.consumer_topic_sets[member]:
+            if tp.topic in self.consumer_topic_sets[member] and (racks is None or not racks.mismatch(member, tp)):
                 self.sorted_members.remove(member)
                 self.current[member].append(tp)
                 self.partition_consumer[tp] = member
@@ -502,7 +727,14 @@ class _GeneralBuilder:
 
     def _balance(self, prev: dict[TopicPartition, tuple[str, int]], unassigned: list[TopicPartition]) -> None:
         initializing = not self.current[self.sorted_members.last()]
-        for tp in unassigned:
+        # First with rack matching, then whatever is left without it.
+        to_assign = unassigned
+        if self.racks is not None:
+            to_assign = [
+                tp for tp in unassigned
+                if not (self.topic_consumers[tp.topic] and self._assign_to_least_loaded(tp, self.racks))
+            ]
+        for tp in to_assign:
             if self.topic_consumers[tp.topic]:
                 self._assign_to_least_loaded(tp)
 

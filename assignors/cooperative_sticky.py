@@ -29,8 +29,13 @@ def partitions_transferring_ownership(
 
 
 class CooperativeStickyAssignor(Assignor):
+    """Rack-aware like StickyAssignor; an owned partition released for rack alignment is a transfer too."""
+
     name = "cooperative-sticky"
     supported_protocols = (EAGER, COOPERATIVE)
+
+    def __init__(self, prefer_rack_aware: bool = False) -> None:
+        self.prefer_rack_aware = prefer_rack_aware
 
     def assign(
         self,
@@ -38,7 +43,7 @@ class CooperativeStickyAssignor(Assignor):
         subscriptions: Mapping[str, Subscription],
         partition_racks: PartitionRacks | None = None,
     ) -> Assignment:
-        result = sticky_assign(partitions_per_topic, subscriptions)
+        result = sticky_assign(partitions_per_topic, subscriptions, partition_racks, self.prefer_rack_aware)
         assignment = result.assignment
         # The constrained path tracks transfers itself; the general path derives them from owned partitions.
         transferring = result.transferring

@@ -11,8 +11,8 @@ ConsumerProtocolSubscription v3 (owned partitions, generation, rack), the same b
 Java and Python members can share a group.  For ``sticky`` the owned partitions also travel in Java's
 StickyAssignor user-data format, which is where Java's eager StickyAssignor looks for them.
 
-Not covered: replica racks for KIP-881 (kafka-python's metadata has no rack per replica), so Range runs
-without rack matching here; the consumer's own rack is still advertised.
+Not covered: replica racks for KIP-881 (kafka-python's metadata has no rack per replica), so Range and the
+sticky assignors run without rack matching here; the consumer's own rack is still advertised.
 """
 from __future__ import annotations
 

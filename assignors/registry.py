@@ -1,4 +1,7 @@
-"""Name -> assignor lookup.  Names are the protocol names consumers advertise (``partition.assignment.strategy``)."""
+"""Name -> assignor lookup.  Names are the protocol names consumers advertise (``partition.assignment.strategy``).
+
+Server-side (KIP-848) assignors have their own lookup under the broker's names: ``assignors.server.get_server_assignor``.
+"""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -36,7 +39,12 @@ def get_assignor(name: str) -> Assignor:
     try:
         factory = _REGISTRY[name]
     except KeyError:
-        raise KeyError(f"unknown assignor {name!r}; available: {', '.join(available_assignors())}") from None
+        from .server import available_server_assignors
+
+        hint = ""
+        if name in available_server_assignors():
+            hint = f" ({name!r} is a server-side assignor: assignors.get_server_assignor({name!r}))"
+        raise KeyError(f"unknown assignor {name!r}; available: {', '.join(available_assignors())}{hint}") from None
     return factory()
 
 

@@ -1,5 +1,7 @@
 """Hypothesis properties of every assignor: valid, complete, balanced where possible, sticky, and cooperative
-rounds that never revoke and assign the same partition at once."""
+rounds that never revoke and assign the same partition at once.  With racks (KIP-881) for Sticky and
+CooperativeSticky: the same, racks that cannot matter change nothing, and on the constrained path a partition leaves
+its replicas' racks only when every member on those racks is full with partitions of its own rack."""
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
@@ -174,3 +176,155 @@ def test_cooperative_equals_sticky_minus_transfers(group, data):
         held_back = set(eager[m]) - set(coop[m])
         owned_elsewhere = {p for o, s in subs2.items() if o != m for p in s.owned_partitions}
         assert held_back <= owned_elsewhere
+
+
+# ---- racks (KIP-881): Sticky and CooperativeSticky -------------------------------------------------------------
+
+RACKS = ["a", "b", "c", "d"]
+
+
+@st.composite
+def rack_groups(draw, uniform: bool | None = None):
+    """A group as ``groups`` draws it, plus a rack (or none) per member and replica racks per partition."""
+    topics, subs = draw(groups(uniform))
+    member_racks = st.one_of(st.none(), st.sampled_from(RACKS[:3]))
+    subs = {m: Subscription(s.topics, group_instance_id=s.group_instance_id, rack=draw(member_racks))
+            for m, s in subs.items()}
+    replicas = st.frozensets(st.sampled_from(RACKS), max_size=3)
+    partition_racks = {TopicPartition(t, p): draw(replicas) for t, n in topics.items() for p in range(n)}
+    return topics, subs, partition_racks
+
+
+def off_rack(subs, partition_racks, result):
+    """Partitions given to a member with a rack where none of their replicas live (Kafka's mismatch count)."""
+    return {p for m, parts in result.items() if subs[m].rack for p in parts
+            if subs[m].rack not in partition_racks.get(p, ())}
+
+
+def assert_rack_rule(subs, partition_racks, result):
+    """The constrained path's rack rule: a partition lands away from its replicas' racks (or on a member without
+    a rack that did not own it) only when every member on one of those racks is already full with partitions of
+    its own rack.
+
+    Kafka deals unassigned partitions to members on a matching rack first and only then fills up without racks;
+    a member that was full when the partition came up never gets another one.
+    """
+    owner = {p: m for m, parts in result.items() for p in parts}
+    for p, m in owner.items():
+        replicas = partition_racks.get(p, frozenset())
+        if subs[m].rack in replicas or p in subs[m].owned_partitions:
+            continue  # on its rack, or kept by its owner (a member without a rack keeps what it owns)
+        for other, parts in result.items():
+            rack = subs[other].rack
+            if rack in replicas:
+                stray = [q for q in parts if rack not in partition_racks.get(q, ())]
+                assert not stray, f"{p} left its racks while {other} on {rack} holds off-rack {stray}"
+
+
+def _racks_enabled(topics, subs, partition_racks):
+    from assignors._sticky_core import RackInfo
+
+    subscribed = {t for s in subs.values() for t in s.topics}
+    live = {t: n for t, n in topics.items() if t in subscribed and n > 0}
+    return RackInfo(live, subs, partition_racks).enabled
+
+
+@FAST
+@given(rack_groups(), st.sampled_from(["sticky", "cooperative-sticky"]))
+def test_rack_aware_sticky_is_valid_complete_and_balanced(group, name):
+    topics, subs, partition_racks = group
+    result = get_assignor(name).assign(topics, subs, partition_racks)
+    assert_valid(topics, subs, result)
+    assert_balanced(subs, result)
+    if len({frozenset(s.topics) for s in subs.values()}) == 1:
+        sizes = [len(v) for v in result.values()]
+        assert max(sizes) - min(sizes) <= 1
+
+
+@FAST
+@given(rack_groups())
+def test_racks_that_cannot_matter_change_nothing(group):
+    topics, subs, partition_racks = group
+    # every partition on every rack: Kafka skips the rack-aware path, so the answer is the rack-unaware one
+    everywhere = {p: frozenset(RACKS) for p in partition_racks}
+    plain = {m: Subscription(s.topics, group_instance_id=s.group_instance_id) for m, s in subs.items()}
+    for name in ("sticky", "cooperative-sticky"):
+        a = get_assignor(name)
+        expected = a.assign(topics, plain)
+        assert a.assign(topics, subs, everywhere) == expected
+        assert a.assign(topics, subs) == expected
+        if not _racks_enabled(topics, subs, partition_racks):
+            assert a.assign(topics, subs, partition_racks) == expected
+
+
+@FAST
+@given(rack_groups(uniform=True), st.data())
+def test_constrained_path_never_leaves_a_rack_it_could_stay_on(group, data):
+    topics, subs, partition_racks = group
+    sticky = get_assignor("sticky")
+    r1 = sticky.assign(topics, subs, partition_racks)
+    if _racks_enabled(topics, subs, partition_racks):
+        assert_rack_rule(subs, partition_racks, r1)
+    else:
+        assert r1 == sticky.assign(topics, subs)
+    # second round: survivors own what they got; the rule still holds and in-rack partitions stay put
+    drop = data.draw(st.sets(st.sampled_from(sorted(subs)), max_size=len(subs) - 1))
+    subs2 = {m: Subscription(s.topics, r1[m], 4, s.group_instance_id, rack=s.rack)
+             for m, s in subs.items() if m not in drop}
+    if data.draw(st.booleans()):
+        subs2["joiner"] = Subscription(list(topics), rack=data.draw(st.sampled_from(RACKS[:3])))
+    r2 = sticky.assign(topics, subs2, partition_racks)
+    assert_valid(topics, subs2, r2)
+    sizes = [len(v) for v in r2.values()]
+    assert max(sizes) - min(sizes) <= 1
+    if _racks_enabled(topics, subs2, partition_racks):
+        assert_rack_rule(subs2, partition_racks, r2)
+        quota = len(all_partitions(topics, subs2)) // len(subs2)
+        for m, s in subs2.items():
+            keepable = {p for p in s.owned_partitions if s.rack is None or s.rack in partition_racks.get(p, ())}
+            assert len(set(r2[m]) & keepable) >= min(quota, len(keepable))
+
+
+@FAST
+@given(rack_groups(), st.data())
+def test_rack_aware_cooperative_rounds_never_revoke_and_assign_at_once(group, data):
+    topics, subs, partition_racks = group
+    a = get_assignor("cooperative-sticky")
+    r1 = a.assign(topics, subs, partition_racks)
+    assert_valid(topics, subs, r1)
+    drop = data.draw(st.sets(st.sampled_from(sorted(subs)), max_size=len(subs) - 1))
+    subs2 = {m: Subscription(s.topics, r1[m], 2, s.group_instance_id, rack=s.rack)
+             for m, s in subs.items() if m not in drop}
+    subs2["joiner"] = Subscription(list(topics), rack=data.draw(st.sampled_from(RACKS)))
+    # Follow-up rounds, as a cooperative group runs them (CooperativeStickyAssignorTest: at most 4).  With racks a
+    # round that revokes nothing can be followed by one that does: a member that was handed a partition off its
+    # rack releases it in the next round.  A round that revokes nothing holds nothing back, so it is complete.
+    for generation in range(3, 8):
+        r2 = a.assign(topics, subs2, partition_racks)
+        assert_valid(topics, subs2, r2, complete=False)
+        owner = {p: m for m, s in subs2.items() for p in s.owned_partitions}
+        for member, parts in r2.items():
+            assert all(owner.get(p, member) == member for p in parts)
+        revoked = any(p not in set(r2[m]) for m, s in subs2.items() for p in s.owned_partitions)
+        if not revoked:
+            assert_valid(topics, subs2, r2)
+            break
+        subs2 = {m: Subscription(s.topics, r2[m], generation, s.group_instance_id, rack=s.rack)
+                 for m, s in subs2.items()}
+    else:
+        raise AssertionError("cooperative rounds did not settle")
+
+
+def test_rack_rule_helper_catches_a_wasted_rack_slot():
+    # m1 sits on rack a but holds an off-rack partition while t-0 (only on rack a) went to m2 on rack b
+    subs = {"m1": Subscription(["t"], rack="a"), "m2": Subscription(["t"], rack="b")}
+    pr = {TopicPartition("t", 0): frozenset("a"), TopicPartition("t", 1): frozenset("b")}
+    bad = {"m1": [TopicPartition("t", 1)], "m2": [TopicPartition("t", 0)]}
+    try:
+        assert_rack_rule(subs, pr, bad)
+    except AssertionError:
+        pass
+    else:
+        raise AssertionError("assert_rack_rule accepted a wasted rack slot")
+    assert_rack_rule(subs, pr, get_assignor("sticky").assign({"t": 2}, subs, pr))
+    assert not off_rack(subs, pr, get_assignor("sticky").assign({"t": 2}, subs, pr))

@@ -303,7 +303,9 @@ def test_poor_round_robin_scenario_is_balanced():
 
 
 def test_uniform_subscription_transfer_list():
-    # CooperativeStickyAssignorTest: with owned partitions already balanced nothing transfers.
+    # Without replica racks, owned partitions already balanced: nothing transfers.  (Kafka's
+    # CooperativeStickyAssignorTest version puts the partitions on two racks so that two of them must move:
+    # see test_assignors_sticky_racks.py.)
     subs = {"c0": S(["topic1"], [tp("topic1", 0), tp("topic1", 1)], GEN),
             "c1": S(["topic1"], [tp("topic1", 2), tp("topic1", 3)], GEN)}
     r = sticky_assign({"topic1": 4}, subs)
