@@ -62,15 +62,27 @@ def bench_feed(minutes: int) -> tuple[int, float]:
     return len(events), len(events) / (time.perf_counter() - started)
 
 
+def bench_join_storm(members: int) -> float:
+    """A group of ``members`` consumers starting at once (two-step KIP-394 joins), to the round's completion."""
+    coordinator = GroupCoordinator(CoordinatorConfig(group_initial_rebalance_delay_ms=3_000))
+    started = time.perf_counter()
+    stable_group(coordinator, members, 1_000)
+    return time.perf_counter() - started
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--members", type=int, default=1_000)
     p.add_argument("--heartbeats", type=int, default=500_000)
     p.add_argument("--feed-minutes", type=int, default=30)
+    p.add_argument("--storm", type=int, default=10_000, help="members of the join-storm group")
     args = p.parse_args()
     rate = bench_heartbeats(args.members, args.heartbeats)
     print(f"heartbeats: {rate:,.0f}/s with {args.members} members in one group "
           f"({rate / TARGET_HEARTBEATS_PER_S:.2f}x the {TARGET_HEARTBEATS_PER_S:,}/s target)")
+    storm = bench_join_storm(args.storm)
+    print(f"join storm: {args.storm:,} members join one group at once and sync in {storm:.1f} s "
+          f"({2 * args.storm / storm:,.0f} JoinGroups/s)")
     n, feed_rate = bench_feed(args.feed_minutes)
     print(f"simulated feed: {n:,} events (20 groups, {args.feed_minutes} min) replayed at {feed_rate:,.0f} events/s")
 
