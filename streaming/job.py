@@ -61,8 +61,9 @@ def parse_rows(batches: Iterator[pd.DataFrame],
                 continue
             event, error = parse_event(raw)
             if event is not None and event.get("ts") is not None and event["ts"] - record_ms > max_ahead_ms:
-                event, error = None, (f"ts {event['ts']} is {(event['ts'] - record_ms) // 1000} s ahead of its record's "
-                                      f"timestamp {record_ms} (the bound is {max_ahead_ms // 1000} s)")
+                ahead_s = (event["ts"] - record_ms) // 1000
+                event, error = None, (f"ts {event['ts']} is {ahead_s} s ahead of its record's timestamp {record_ms} "
+                                      f"(the bound is {max_ahead_ms // 1000} s)")
             if event is not None:
                 group_id = event.get("group_id")
                 if event["type"] == "topic_metadata" and not group_id:

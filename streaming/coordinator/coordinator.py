@@ -37,7 +37,7 @@ _GROUP_ID_REQUIRED = {"join": ("join_response", {"generation": -1}),
 
 
 class GroupCoordinator(BrokerObserver):
-    _SYNC = _SYNC
+    _SYNC = _SYNC   # for the observe-mode mixin, which arms the same timer
 
     def __init__(self, config: CoordinatorConfig | None = None) -> None:
         self.config = config or CoordinatorConfig()
@@ -348,7 +348,8 @@ class GroupCoordinator(BrokerObserver):
         from the store after a lost checkpoint hands out the ids the lost state would have."""
         group.member_seq += 1
         for n in itertools.count():
-            candidate = f"{client_id}-{uuid.uuid5(_MEMBER_ID_NAMESPACE, f'{group.group_id}/{client_id}/{group.clock}/{n}')}"
+            name = f"{group.group_id}/{client_id}/{group.clock}/{n}"
+            candidate = f"{client_id}-{uuid.uuid5(_MEMBER_ID_NAMESPACE, name)}"
             if candidate not in group.members and candidate not in group.pending_members:
                 return candidate
 
