@@ -115,6 +115,21 @@ def test_generations_are_what_the_consumers_were_given(story):
     assert all(min(truth.generations()) <= 2 for truth in story["runs"])
 
 
+def test_leaves_and_expiries_are_what_the_consumers_did(story):
+    """c1 and c2 closed cleanly (c2 while c3 stayed, c3 last, dropping the group), c0 was killed: the log records no
+    LeaveGroup, yet the members' commits show which were alive when they went."""
+    left = [o["member_id"] for o in story["outputs"] if o["type"] == "member_left" and o["group_id"] == GROUP]
+    expired = [(o["member_id"], o["reason"]) for o in story["outputs"]
+               if o["type"] == "member_expired" and o["group_id"] == GROUP]
+    want_left, want_expired = [], []
+    for truth in story["runs"]:
+        ids = {c: truth.member_ids(c) for c in ("c0", "c1", "c2", "c3")}
+        assert all(len(v) == 1 for v in ids.values()), ids
+        want_left += [next(iter(ids[c])) for c in ("c1", "c2", "c3")]
+        want_expired.append((next(iter(ids["c0"])), "session timeout"))
+    assert sorted(left) == sorted(want_left) and sorted(expired) == sorted(want_expired)
+
+
 def test_final_offsets_are_what_the_consumers_committed(story, apache_kafka):
     truth: dict = {}
     for run in story["runs"]:   # a later run's commits win; partitions it never committed keep the earlier ones

@@ -16,8 +16,10 @@ appended them): the last commit before the snapshot, else the first one after it
 (``"earlier commit"`` / ``"later commit"``, or ``"none"`` and no ``ts`` for a group that never committed; a
 following reader gives up waiting for a group's first commit each time it has caught up with the log).
 
-What cannot be seen: rounds that never reached Stable leave no record; membership changes only at snapshots; a
-member missing from the next generation may have left or been expired (the tracker's rules decide which).
+What cannot be seen: rounds that never reached Stable leave no record; membership changes only at snapshots. A
+member missing from the next generation left or was expired: if it was committing less than half a session before
+that generation's record, no session timeout can have removed it, so the feed reports a leave; otherwise the tracker
+finds it silent and reports a session-timeout expiry.
 
 Run the tracker with ``tracker.adopt.unknown.members=true`` (ids and generations come from the broker) and
 ``tracker.expire.members=false`` (this feed sees no heartbeats; the broker's next snapshot says who is gone).
@@ -42,6 +44,7 @@ class ClusterFeed:
     def __init__(self) -> None:
         self.snapshots: dict[str, dict] = {}
         self.last_commit_ts: dict[str, int] = {}
+        self.member_commit_ts: dict[tuple[str, str], int] = {}   # (group, member id) -> its latest commit
         self.held: dict[str, list[dict]] = {}   # a group's records waiting for a time (its first commit)
         self.undecodable = 0
         self.counts: collections.Counter = collections.Counter()
@@ -96,7 +99,7 @@ class ClusterFeed:
             ts, source = self.last_commit_ts[record["group_id"]], "earlier commit"
         if source is not None and not record.get("tombstone"):
             self.counts[f"time from {source}"] += 1
-        events = self._snapshot(record)
+        events = self._snapshot(record, ts)
         for e in events:
             if ts is not None:
                 e["ts"] = ts
@@ -105,7 +108,7 @@ class ClusterFeed:
         return events
 
     # --- group metadata -------------------------------------------------------------------------------------
-    def _snapshot(self, record: dict) -> list[dict]:
+    def _snapshot(self, record: dict, ts: int | None) -> list[dict]:
         group_id = record["group_id"]
         previous = self.snapshots.pop(group_id, None)
         before = (previous or {}).get("members") or []
@@ -121,12 +124,24 @@ class ClusterFeed:
             return self._static_replacements(previous, record)
         known = {m["member_id"] for m in before}
         ordered = [m for m in members if m["member_id"] in known] + [m for m in members if m["member_id"] not in known]
-        events = [self._join(record, m, answered=True) for m in ordered]
+        events = [_leave(group_id, m, "left: it was committing until this generation's round")
+                  for m in self._left(group_id, before, members, ts)]
+        events += [self._join(record, m, answered=True) for m in ordered]
         leader = record.get("leader") or members[0]["member_id"]
         events += [_sync(record, m) for m in members if m["member_id"] != leader]
         events.append(_sync(record, next(m for m in members if m["member_id"] == leader), assignments={
             m["member_id"]: (m.get("assignment") or {}).get("partitions", []) for m in members}))
         return events
+
+    def _left(self, group_id: str, before: list[dict], members: list[dict], ts: int | None) -> list[dict]:
+        """Members gone from the new generation that were active too recently to have been expired."""
+        current = {m["member_id"] for m in members}
+        instances = {m.get("group_instance_id") for m in members} - {None}
+        gone = [m for m in before if m["member_id"] not in current and m.get("group_instance_id") not in instances]
+        if ts is None:
+            return []
+        return [m for m in gone if (last := self.member_commit_ts.get((group_id, m["member_id"]))) is not None
+                and ts - last < m["session_timeout"] // 2]
 
     def _static_replacements(self, previous: dict, record: dict) -> list[dict]:
         """Same generation, new snapshot: static members restarted and took their old places without a rebalance
@@ -166,6 +181,9 @@ class ClusterFeed:
                       if tp in (m.get("assignment") or {}).get("partitions", [])), None)
         offset = {"topic": record["topic"], "partition": record["partition"], "offset": record["offset"],
                   "leader_epoch": record.get("leader_epoch", -1), "metadata": record.get("metadata") or ""}
+        if owner is not None:
+            key = (group_id, owner["member_id"])
+            self.member_commit_ts[key] = max(record["commit_timestamp"], self.member_commit_ts.get(key, 0))
         event = {"type": "commit", "group_id": group_id, "ts": record["commit_timestamp"], "offsets": [offset],
                  "member_id": owner["member_id"] if owner else "",
                  "group_instance_id": owner.get("group_instance_id") if owner else None,
