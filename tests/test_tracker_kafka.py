@@ -14,6 +14,7 @@ from streaming.feeds.publish import encode_event
 from streaming.feeds.simulator import SimulationSettings, Simulator
 from streaming.group_step import DEFAULT_OUTPUT_TYPES
 from streaming.live_view import LiveView
+from streaming.restore import POSITION_GROUP
 from streaming.run import TrackerConfig, ensure_topics, start_tracker
 from streaming.sinks import STORE_TYPES
 
@@ -127,7 +128,10 @@ def test_tracker_end_to_end_with_a_restart(spark, kafka_bootstrap, topic_name, t
         store.close()
     stored = {(r["group_id"], r["topic"], r["partition"]): r["offset"]
               for r in records if r["type"] == "offset_commit" and not r.get("tombstone")}
+    # Besides the groups' offsets, the job's own position on its feed (for a restart without its checkpoint).
+    position = {k: stored.pop(k) for k in list(stored) if k[0] == POSITION_GROUP}
     assert stored == expected and stored
+    assert sum(position.values()) == len(feed) + 1 and {k[1] for k in position} == {events_topic}
     # ...and a coordinator reloaded from the store answers OffsetFetch as the live one does.
     reloaded = GroupCoordinator(CoordinatorConfig())
     reloaded.load_records(records, now_ms=feed[-1]["ts"])
