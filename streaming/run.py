@@ -80,18 +80,30 @@ class RunningTracker:
 def ensure_topics(bootstrap: str, topics: dict[str, int], client: dict | None = None) -> None:
     """Create missing topics (name -> partitions); existing ones are left as they are. ``client``: kafka-python
     settings."""
-    from kafka import KafkaAdminClient
+    from kafka import KafkaAdminClient, KafkaConsumer
     from kafka.admin import NewTopic
-    from kafka.errors import TopicAlreadyExistsError
+    from kafka.errors import IncompatibleBrokerVersion, TopicAlreadyExistsError, UnrecognizedBrokerVersion
 
+    # Metadata answers on every broker version; the admin client is needed only to create.
+    consumer = KafkaConsumer(**kafka_conf.for_client(KafkaConsumer, client, bootstrap_servers=bootstrap,
+                                                     client_id="rebalance-tracker-admin"))
+    try:
+        existing = consumer.topics()
+    finally:
+        consumer.close()
+    new = [NewTopic(name, n, 1) for name, n in topics.items() if name and name not in existing]
+    if not new:
+        return
     admin = KafkaAdminClient(**kafka_conf.for_client(KafkaAdminClient, client, bootstrap_servers=bootstrap,
                                                      client_id="rebalance-tracker-admin"))
     try:
-        existing = set(admin.list_topics())
-        new = [NewTopic(name, n, 1) for name, n in topics.items() if name and name not in existing]
-        if new:
-            with contextlib.suppress(TopicAlreadyExistsError):
-                admin.create_topics(new)
+        with contextlib.suppress(TopicAlreadyExistsError):
+            admin.create_topics(new)
+    except (IncompatibleBrokerVersion, UnrecognizedBrokerVersion):
+        raise RuntimeError(
+            f"this broker cannot create topics over the protocol (CreateTopics came with Kafka 0.10.1): create "
+            f"{', '.join(f'{t.name} ({t.num_partitions} partitions)' for t in new)} with its own tools, e.g. "
+            f"kafka-topics.sh --create --zookeeper ... --topic NAME --partitions N --replication-factor R") from None
     finally:
         admin.close()
 

@@ -182,8 +182,25 @@ def test_sink_watcher_and_topic_creation(clients):
     watcher.watched.add("t")
     with pytest.raises(Stop):
         watcher.poll_once()
-    with pytest.raises(Stop):
+    with pytest.raises(Stop):   # its metadata look-up first, ...
         ensure_topics("h:1", {"t": 1}, CLIENT)
+
+    class NoTopics:   # ... then, as no topic exists, the admin client that creates them
+        DEFAULT_CONFIG = kafka.KafkaConsumer.DEFAULT_CONFIG
+
+        def __init__(self, **kwargs):
+            clients["KafkaConsumer"].append(kwargs)
+
+        def topics(self):
+            return set()
+
+        def close(self):
+            pass
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kafka, "KafkaConsumer", NoTopics)
+        with pytest.raises(Stop):
+            ensure_topics("h:1", {"t": 1}, CLIENT)
     assert all(reached(clients, kind) for kind in clients)
 
 

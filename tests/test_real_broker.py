@@ -83,6 +83,17 @@ def broker_story(h) -> dict:
             "left": sorted([c1, c2, c3]), "expired": [(c0, "session timeout")], "refused_commits": []}
 
 
+def test_topics_the_tracker_needs_on_a_broker_that_cannot_create_them(apache_kafka):
+    """0.9 has no CreateTopics: existing topics are used as they are, missing ones are named in a clear error."""
+    from streaming.run import ensure_topics
+
+    name = f"exists-{uuid.uuid4().hex[:8]}"
+    apache_kafka.create_topics({name: 2})
+    ensure_topics(apache_kafka.bootstrap, {name: 2}, {"api_version": (0, 9)})
+    with pytest.raises(RuntimeError, match=r"cannot create topics.*missing-x \(3 partitions\)"):
+        ensure_topics(apache_kafka.bootstrap, {name: 2, "missing-x": 3}, {"api_version": (0, 9)})
+
+
 def test_the_history_ran_as_planned(history):
     # Every step of the history gave a new generation, with the members the step implies.
     generations = [g for _, g in history.steps]
