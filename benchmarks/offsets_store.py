@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from offsets_store import open_store  # noqa: E402
+from streaming import terminal  # noqa: E402
 
 TARGET_COMMITS_PER_S = 50_000
 TARGET_LOAD_S = 10.0
@@ -33,13 +34,11 @@ def commit(i: int, offset: int) -> dict:
 def write_phase(store, label: str, keys, batch: int, first_batch_id: int, offset_base: int) -> tuple[float, int]:
     keys = list(keys)
     started, batch_id = time.perf_counter(), first_batch_id
-    for first in range(0, len(keys), batch):
-        store.write([commit(i, offset_base + i) for i in keys[first:first + batch]], batch_id=batch_id)
-        batch_id += 1
-        done = min(first + batch, len(keys))
-        print(f"\r{label}: {done:,}/{len(keys):,} ({done / (time.perf_counter() - started):,.0f} commits/s)",
-              end="", file=sys.stderr)
-    print(file=sys.stderr)
+    with terminal.progress(label, total=len(keys), unit="commits") as task:
+        for first in range(0, len(keys), batch):
+            store.write([commit(i, offset_base + i) for i in keys[first:first + batch]], batch_id=batch_id)
+            batch_id += 1
+            task.update(completed=min(first + batch, len(keys)))
     return len(keys) / (time.perf_counter() - started), batch_id
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from streaming import terminal  # noqa: E402
 from streaming.broker import start_bundled_broker  # noqa: E402
 from streaming.feeds.publish import encode_event  # noqa: E402
 from streaming.feeds.simulator import SimulationSettings, Simulator  # noqa: E402
@@ -35,14 +36,13 @@ def produce(bootstrap: str, topic: str, records) -> int:
 
     producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, batch_size=256 * 1024, acks=1)
     n = 0
-    for key, value in records:
-        producer.send(topic, key=key, value=value)
-        n += 1
-        if n % 20_000 == 0:
-            print(f"\rproducing: {n:,}", end="", file=sys.stderr, flush=True)
-    producer.flush()
+    with terminal.progress("producing", unit="records") as task:
+        for key, value in records:
+            producer.send(topic, key=key, value=value)
+            n += 1
+            task.advance()
+        producer.flush()
     producer.close()
-    print(file=sys.stderr)
     return n
 
 

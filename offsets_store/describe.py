@@ -6,7 +6,7 @@ import os
 import sys
 
 from offsets_store import kafka_conf, log_end
-from offsets_store.store import open_store
+from offsets_store.factory import open_store
 
 HEADER = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
           "CLIENT-ID")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 
+# The record types that belong in the store (and in __consumer_offsets); everything else the coordinator emits does not.
 STORE_TYPES = ("offset_commit", "group_metadata")
 log = logging.getLogger("offsets_store")
 
@@ -56,21 +57,3 @@ class Store(ABC):
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def open_store(url: str, client: dict | None = None) -> Store:
-    """``sqlite:PATH`` (embedded default) or ``kafka:BOOTSTRAP/TOPIC[?partitions=50]``; ``client``: kafka-python
-    settings for a Kafka store (see ``kafka_conf``)."""
-    scheme, _, rest = url.partition(":")
-    if scheme == "sqlite" and rest:
-        from offsets_store.sqlite_store import SqliteStore
-
-        return SqliteStore(rest)
-    if scheme == "kafka" and "/" in rest:
-        from offsets_store.kafka_store import KafkaStore
-
-        target, _, query = rest.partition("?")
-        bootstrap, _, topic = target.rpartition("/")
-        params = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
-        return KafkaStore(bootstrap, topic, partitions=int(params.get("partitions", 50)), client=client)
-    raise ValueError(f"store must be sqlite:PATH or kafka:BOOTSTRAP/TOPIC, not {url!r}")

@@ -1,7 +1,8 @@
 """A live table of the groups the job tracks, redrawn after every micro-batch.
 
 People watching a long-running job want the current picture (which groups, what state, which generation, who is in
-them, when the last rebalance happened and how long it took) rather than a scrolling log.
+them, when the last rebalance happened and how long it took) rather than a scrolling log. On a terminal the table is
+redrawn in place (streaming/terminal.py); into a pipe or a log each batch appends the same picture as plain text.
 """
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import TextIO
+
+from streaming import terminal
 
 
 @dataclass
@@ -30,10 +33,19 @@ class GroupView:
 
 
 class LiveView:
-    def __init__(self, out: TextIO | None = None, max_rows: int = 30, redraw: bool | None = None):
-        self.out = out or sys.stdout
+    def __init__(self, out: TextIO | None = None, max_rows: int = 30, redraw: bool | None = None,
+                 width: int | None = None, console=None):
+        """``out``: where to draw (stdout); ``redraw``: redraw in place (default: when ``out`` is a terminal), else
+        append plain text; ``width``: the terminal's width when forced; ``console``: a ``rich`` console to draw
+        on instead (its terminal-ness decides ``redraw``)."""
+        self._console = console
+        self.out = console.file if console is not None and out is None else (out or sys.stdout)
         self.max_rows = max_rows
-        self.redraw = self.out.isatty() if redraw is None else redraw
+        self.width = width
+        if redraw is None:
+            redraw = console.is_terminal if console is not None else terminal.is_terminal(self.out)
+        self.redraw = redraw
+        self._screen: terminal.LiveScreen | None = None
         self.groups: dict[str, GroupView] = {}
         self.batches = 0
         self.last_batch_id: int | None = None
@@ -98,10 +110,13 @@ class LiveView:
         del self.recent[:-8]
 
     # -- drawing -------------------------------------------------------------------------------------------------
-    def render(self, progress: dict | None = None) -> str:
+    HEADER = ("GROUP", "STATE", "GEN", "PROTOCOL", "MEMBERS", "REBALANCES", "LAST REBALANCE", "TRIGGER", "TOOK",
+              "MOVED", "EXPIRED", "COMMITTED")
+    NUMERIC = (2, 4, 5, 8, 9, 10, 11)
+
+    def _picture(self, progress: dict | None) -> tuple[str, list[tuple[str, ...]], str | None, list[str]]:
+        """(status line, table rows, "... more groups" line, recent events) — what both renderings show."""
         with self._lock:
-            header = ("GROUP", "STATE", "GEN", "PROTOCOL", "MEMBERS", "REBALANCES", "LAST REBALANCE",
-                      "TRIGGER", "TOOK", "MOVED", "EXPIRED", "COMMITTED")
             rows = []
             for g in sorted(self.groups.values(), key=lambda v: v.group_id)[: self.max_rows]:
                 when = time.strftime("%H:%M:%S", time.gmtime(g.last_rebalance_ts / 1000)) \
@@ -111,25 +126,47 @@ class LiveView:
                              str(g.rebalances), when, g.last_trigger or "-", took,
                              "-" if g.last_moved is None else str(g.last_moved), str(g.expired),
                              str(len(g.committed))))
-            widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-            lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
-            lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
-            if len(self.groups) > self.max_rows:
-                lines.append(f"... and {len(self.groups) - self.max_rows} more groups")
+            more = f"... and {len(self.groups) - self.max_rows} more groups" \
+                if len(self.groups) > self.max_rows else None
             status = f"batch {self.last_batch_id}  groups {len(self.groups)}  dead letters {self.dead_letters}"
             if progress:
                 status += (f"  input {progress.get('inputRowsPerSecond', 0):.0f} ev/s"
                            f"  processed {progress.get('processedRowsPerSecond', 0):.0f} ev/s"
                            f"  batch took {progress.get('durationMs', {}).get('triggerExecution', 0)} ms")
-            lines = [status, ""] + lines
-            if self.recent:
-                lines += ["", "recent:"] + [f"  {r}" for r in self.recent]
-            return "\n".join(lines)
+            return status, rows, more, list(self.recent)
+
+    def render(self, progress: dict | None = None) -> str:
+        """The picture as plain text: what goes to a pipe or a log."""
+        status, rows, more, recent = self._picture(progress)
+        widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(self.HEADER)]
+        lines = ["  ".join(h.ljust(w) for h, w in zip(self.HEADER, widths))]
+        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+        if more:
+            lines.append(more)
+        lines = [status, ""] + lines
+        if recent:
+            lines += ["", "recent:"] + [f"  {r}" for r in recent]
+        return "\n".join(lines)
+
+    def renderable(self, progress: dict | None = None):
+        """The picture for a terminal: a table between the status line and the recent events."""
+        status, rows, more, recent = self._picture(progress)
+        return terminal.stack(terminal.lines(status, style="bold"),
+                              terminal.table(self.HEADER, rows, right=self.NUMERIC, caption=more),
+                              terminal.lines("recent:", *(f"  {r}" for r in recent), style="dim") if recent else None)
 
     def draw(self, progress: dict | None = None) -> None:
-        text = self.render(progress)
+        """On a terminal: redraw the table in place. Elsewhere: append the picture as plain lines."""
         if self.redraw:
-            self.out.write("\x1b[H\x1b[2J" + text + "\n")
+            if self._screen is None:
+                self._screen = terminal.LiveScreen(self.out, width=self.width, con=self._console)
+            self._screen.show(self.renderable(progress))
         else:
-            self.out.write(text + "\n\n")
-        self.out.flush()
+            self.out.write(self.render(progress) + "\n\n")
+            self.out.flush()
+
+    def close(self) -> None:
+        """Leave the last picture on the screen and give the terminal back (cursor, stdout)."""
+        if self._screen is not None:
+            self._screen.close()
+            self._screen = None

@@ -23,8 +23,9 @@ import heapq
 import json
 import sys
 from dataclasses import asdict, dataclass, field
-from typing import Iterable
+from typing import Callable, Iterable
 
+from streaming import terminal
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
 from streaming.history import build_histories
 
@@ -54,7 +55,7 @@ class _Replayer:
         self._static_joins: dict[tuple[str, str], tuple[dict, list[str]]] = {}
 
     # ------------------------------------------------------------------ driving
-    def run(self, events: list[dict]) -> list[dict]:
+    def run(self, events: list[dict], on_progress: Callable[[int], None] | None = None) -> list[dict]:
         i = 0
         while i < len(events) or self._reactions:
             recorded_ts = events[i]["ts"] if i < len(events) else None
@@ -70,11 +71,15 @@ class _Replayer:
             else:
                 event = self._rewrite(events[i])
                 i += 1
+                if on_progress is not None and not i & 1023:
+                    on_progress(i)
                 if event is not None:
                     self._send(event)
         last = max((e["ts"] for e in events), default=None)
         if last is not None:
             self._observe(self.coordinator.advance(last))
+        if on_progress is not None:
+            on_progress(len(events))
         return self.outputs
 
     def _send(self, event: dict) -> None:
@@ -171,15 +176,17 @@ def _join_fields(e: dict) -> dict:
                               "session_timeout_ms", "rebalance_timeout_ms", "protocol_type") if k in e}
 
 
-def replay_outputs(events: Iterable[dict], assignor: str, config: CoordinatorConfig | None = None) -> list[dict]:
-    """Coordinator outputs of ``events`` (validated feed events with ``ts``) replayed under ``assignor``."""
+def replay_outputs(events: Iterable[dict], assignor: str, config: CoordinatorConfig | None = None,
+                   on_progress: Callable[[int], None] | None = None) -> list[dict]:
+    """Coordinator outputs of ``events`` (validated feed events with ``ts``) replayed under ``assignor``;
+    ``on_progress(n)`` hears how many recorded events have been replayed, now and then."""
     from assignors import get_assignor
 
     chosen = get_assignor(assignor)
     # A cooperative-capable assignor is run the way Kafka's clients use it: with the cooperative protocol.
     cooperative = "cooperative" in chosen.supported_protocols
     feed = sorted(events, key=lambda e: e["ts"])        # stable: equal timestamps keep feed order
-    return _Replayer(chosen.name, cooperative, config).run(feed)
+    return _Replayer(chosen.name, cooperative, config).run(feed, on_progress)
 
 
 # ==================================================================== scoring
@@ -221,14 +228,30 @@ def score(assignor: str, outputs: list[dict], group_id: str | None = None) -> Sc
 
 
 def compare(events: list[dict], assignors: Iterable[str], config: CoordinatorConfig | None = None,
-            group_id: str | None = None) -> list[Score]:
-    return [score(a, replay_outputs(events, a, config), group_id) for a in assignors]
+            group_id: str | None = None, show_progress: bool = False) -> list[Score]:
+    """One score per assignor; ``show_progress``: a progress bar per assignor on stderr (plain lines off a
+    terminal)."""
+    if not show_progress:
+        return [score(a, replay_outputs(events, a, config), group_id) for a in assignors]
+    scores = []
+    with terminal.Progress() as bars:
+        for a in assignors:
+            task = bars.task(f"replay {a}", total=len(events))
+            outputs = replay_outputs(events, a, config, lambda n: task.update(completed=n))
+            bars.finish(task)
+            scores.append(score(a, outputs, group_id))
+    return scores
+
+
+def _table(scores: list[Score]) -> tuple[list[str], list[list[str]]]:
+    """Metrics as rows, assignors as columns: the side-by-side answer."""
+    return ["", *(s.assignor for s in scores)], [[label, *(str(getattr(s, attr)) for s in scores)]
+                                                  for label, attr in Score.ROWS]
 
 
 def format_table(scores: list[Score]) -> str:
-    """Metrics as rows, assignors as columns: the side-by-side answer."""
-    header = ["", *(s.assignor for s in scores)]
-    rows = [header] + [[label, *(str(getattr(s, attr)) for s in scores)] for label, attr in Score.ROWS]
+    header, body = _table(scores)
+    rows = [header] + body
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = []
     for n, r in enumerate(rows):
@@ -239,12 +262,16 @@ def format_table(scores: list[Score]) -> str:
 
 
 # ==================================================================== CLI
-def read_feed(path: str) -> tuple[list[dict], int]:
-    """Valid events of a JSON-lines feed (events without ``ts`` cannot be replayed) and how many were dropped."""
+def read_feed(path: str, show_progress: bool = False) -> tuple[list[dict], int]:
+    """Valid events of a JSON-lines feed (events without ``ts`` cannot be replayed) and how many were dropped;
+    ``show_progress``: a progress bar on stderr (plain lines off a terminal)."""
     from streaming.report import read_jsonl
 
     events, dropped = [], 0
-    for raw in read_jsonl(path):
+    records = read_jsonl(path)
+    if show_progress:
+        records = terminal.track(records, "reading the feed", terminal.count_lines(path), unit="records")
+    for raw in records:
         event, error = parse_event(raw)
         if error is not None or event.get("ts") is None:
             dropped += 1
@@ -281,12 +308,15 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, LookupError) as exc:
         print(f"replay: {exc}", file=sys.stderr)
         return 2
-    events, dropped = read_feed(args.feed)
+    events, dropped = read_feed(args.feed, show_progress=True)
     if dropped:
         print(f"replay: skipped {dropped} invalid or untimed feed records", file=sys.stderr)
-    scores = compare(events, names, config, args.group)
+    scores = compare(events, names, config, args.group, show_progress=True)
     if args.json:
         print(json.dumps([asdict(s) for s in scores], indent=2))
+    elif terminal.is_terminal(sys.stdout):
+        header, rows = _table(scores)
+        terminal.console().print(terminal.table(header, rows, right=range(1, len(header))))
     else:
         print(format_table(scores))
     return 0

@@ -18,6 +18,7 @@ from html import escape
 from pathlib import Path
 from typing import Iterable
 
+from streaming import terminal
 from streaming.history import Generation, GroupHistory, build_history, coordinator_outputs
 
 CHROMIUM = "/usr/bin/chromium"
@@ -401,12 +402,16 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"report: {exc}", file=sys.stderr)
         return 2
-    if args.feed:
-        outputs, rejected = coordinator_outputs(read_jsonl(args.feed), config)
+    if args.feed:   # the coordinator runs over the whole feed: a progress bar on stderr (plain lines elsewhere)
+        records = terminal.track(read_jsonl(args.feed), "running the feed", terminal.count_lines(args.feed),
+                                 unit="records")
+        outputs, rejected = coordinator_outputs(records, config)
         if rejected:
             print(f"report: skipped {rejected} invalid feed records", file=sys.stderr)
     else:
-        outputs = [o for o in read_jsonl(args.outputs) if isinstance(o, dict)]
+        records = terminal.track(read_jsonl(args.outputs), "reading the outputs", terminal.count_lines(args.outputs),
+                                 unit="records")
+        outputs = [o for o in records if isinstance(o, dict)]
     history = build_history(outputs, args.group)
     if history.first_ts is None:
         print(f"report: group {args.group!r} does not appear in the input", file=sys.stderr)

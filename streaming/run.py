@@ -206,13 +206,16 @@ def watch(tracker: RunningTracker, duration_s: float | None = None, refresh_s: f
     """Redraw the live table until ``stop`` is set (Ctrl-C), the duration ends, or the query fails."""
     started = time.monotonic()
     drawn_batch = None
-    while tracker.query.isActive and not (stop is not None and stop.is_set()):
-        if duration_s is not None and time.monotonic() - started >= duration_s:
-            break
-        tracker.query.awaitTermination(refresh_s)
-        if tracker.view.last_batch_id != drawn_batch:
-            drawn_batch = tracker.view.last_batch_id
-            tracker.view.draw(tracker.query.lastProgress)
+    try:
+        while tracker.query.isActive and not (stop is not None and stop.is_set()):
+            if duration_s is not None and time.monotonic() - started >= duration_s:
+                break
+            tracker.query.awaitTermination(refresh_s)
+            if tracker.view.last_batch_id != drawn_batch:
+                drawn_batch = tracker.view.last_batch_id
+                tracker.view.draw(tracker.query.lastProgress)
+    finally:
+        tracker.view.close()   # the last table stays on the screen; the terminal gets its cursor back
     if tracker.query.exception() is not None:
         raise RuntimeError(f"the tracker query failed: {tracker.query.exception()}")
 

@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Callable
 
 from offsets_store.kafka_conf import for_client
+from offsets_store.store import STORE_TYPES
 from streaming.restore import POSITION_GROUP, batch_end_offsets, position_records
 
 log = logging.getLogger(__name__)
-
-STORE_TYPES = ("offset_commit", "group_metadata")
 
 
 class BatchMarker:

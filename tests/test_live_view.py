@@ -33,3 +33,67 @@ def test_offset_tombstone_removes_commit():
     view.update(1, [{"type": "offset_commit", "group_id": "g", "topic": "t", "partition": 1, "tombstone": True}])
     assert view.groups["g"].committed == {}
 
+
+
+def _busy_view(**kwargs) -> LiveView:
+    view = LiveView(**kwargs)
+    view.update(3, [
+        {"type": "rebalance", "group_id": "orders", "generation": 4, "protocol": "cooperative-sticky",
+         "leader": "c-1", "members": ["c-1", "c-2", "c-3"], "trigger": "expiry", "completed_ts": 4000,
+         "duration_ms": 1200, "partitions_moved": 2, "ts": 4000},
+        {"type": "state_change", "group_id": "orders", "to": "Stable", "generation": 4, "ts": 4000},
+        {"type": "member_expired", "group_id": "orders", "member_id": "c-4", "ts": 3000},
+        {"type": "offset_commit", "group_id": "orders", "topic": "t", "partition": 0, "offset": 5, "ts": 4100},
+    ])
+    return view
+
+
+PROGRESS = {"inputRowsPerSecond": 120.0, "processedRowsPerSecond": 900.0, "durationMs": {"triggerExecution": 230}}
+
+
+def test_not_a_terminal_gets_plain_lines():
+    out = io.StringIO()                       # not a TTY: redraw is decided from the stream
+    view = _busy_view(out=out)
+    assert view.redraw is False
+    view.draw(PROGRESS)
+    view.draw(PROGRESS)
+    view.close()
+    text = out.getvalue()
+    assert "\x1b" not in text and "┃" not in text and "│" not in text     # no escape codes, no box drawing
+    assert text.count("batch 3  groups 1  dead letters 0  input 120 ev/s  processed 900 ev/s  batch took 230 ms") == 2
+    row = next(line for line in text.splitlines() if line.startswith("orders"))
+    assert row.split() == ["orders", "Stable", "4", "cooperative-sticky", "3", "1", "00:00:04", "expiry", "1.2s",
+                           "2", "1", "1"]
+
+
+def test_a_terminal_gets_a_rich_table_redrawn_in_place():
+    from rich.console import Console
+
+    out = io.StringIO()
+    view = _busy_view(console=Console(file=out, force_terminal=True, width=160, color_system="standard"))
+    assert view.redraw is True
+    view.draw(PROGRESS)
+    first = out.getvalue()
+    view.update(4, [{"type": "state_change", "group_id": "orders", "to": "PreparingRebalance", "ts": 5000}])
+    view.draw(PROGRESS)
+    view.close()
+    text = out.getvalue()
+    assert first.startswith("\x1b[?1049h") and "\x1b[?25l" in first   # alternate screen, cursor hidden
+    assert "┃" in first and "│" in first and "GROUP" in first          # a box-drawn table with its header
+    second, after = text[len(first):].split("\x1b[?1049l")
+    assert second.startswith("\x1b[H")                                  # the second draw repaints from the top
+    assert "\x1b[?25h" in second and "PreparingRebalance" in after     # cursor back, the last picture on the
+    #                                                                     normal screen, where it stays
+    plain = _strip_ansi(text)
+    rows = [line for line in plain.splitlines() if line.startswith("│ orders")]
+    cells = [c.strip() for c in rows[0].strip().strip("│").split("│")]
+    assert cells == ["orders", "Stable", "4", "cooperative-sticky", "3", "1", "00:00:04", "expiry", "1.2s", "2",
+                     "1", "1"]
+    assert "PreparingRebalance" in rows[-1]
+    assert "batch 4  groups 1  dead letters 0  input 120 ev/s" in plain
+
+
+def _strip_ansi(text: str) -> str:
+    import re
+
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)

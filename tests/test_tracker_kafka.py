@@ -8,6 +8,7 @@ import urllib.request
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
 
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator
 from streaming.feeds.publish import encode_event
@@ -63,9 +64,12 @@ def test_tracker_end_to_end_with_a_restart(spark, kafka_bootstrap, topic_name, t
     finally:
         tracker.stop()
     # The metrics endpoint answered while the job ran, with what the job had emitted so far.
-    sample = f'rebalance_tracker_group_rebalances_total{{group="group-0"}} {view.groups["group-0"].rebalances}'
-    assert view.groups["group-0"].rebalances > 0 and sample in metrics.splitlines()
-    assert 'rebalance_tracker_dead_lettered_events_total 1' in metrics.splitlines()
+    samples = {(x.name, tuple(sorted(x.labels.items()))): x.value
+               for family in text_string_to_metric_families(metrics) for x in family.samples}
+    assert view.groups["group-0"].rebalances > 0
+    assert samples[("rebalance_tracker_group_rebalances_total", (("group", "group-0"),))] == \
+        view.groups["group-0"].rebalances
+    assert samples[("rebalance_tracker_dead_lettered_events_total", ())] == 1
 
     produce(kafka_bootstrap, events_topic, [encode_event(e) for e in feed[half:]])
     tracker = start_tracker(spark, config, LiveView(out=io.StringIO(), redraw=False))

@@ -35,6 +35,7 @@ from typing import Iterable, Iterator
 
 from offsets_store import kafka_conf
 from offsets_store.codec import CodecError, decode_record
+from streaming import terminal
 
 OBSERVER_SETTINGS = {"tracker.adopt.unknown.members": "true", "tracker.expire.members": "false"}
 CAUGHT_UP = object()   # yielded by a following reader when it has read everything there is (for now)
@@ -307,11 +308,19 @@ def main(argv: list[str] | None = None) -> int:
                                                      acks="all", client_id="rebalance-tracker-cluster-feed"))
     feed, sent = ClusterFeed(), 0
     try:
-        pairs = read_offsets_topic(args.bootstrap, args.offsets_topic, args.follow, client=client)
-        for event in events_from(pairs, feed):
-            producer.send(args.events_topic, key=event["group_id"].encode("utf-8"),
-                          value=json.dumps(event, separators=(",", ":")).encode("utf-8"))
-            sent += 1
+        with terminal.progress(f"reading {args.offsets_topic}", unit="records") as task:
+            def counted(pairs: Iterable) -> Iterator:
+                for pair in pairs:
+                    if pair is not CAUGHT_UP:
+                        task.advance()
+                    yield pair
+
+            pairs = read_offsets_topic(args.bootstrap, args.offsets_topic, args.follow, client=client)
+            for event in events_from(counted(pairs), feed):
+                producer.send(args.events_topic, key=event["group_id"].encode("utf-8"),
+                              value=json.dumps(event, separators=(",", ":")).encode("utf-8"))
+                sent += 1
+                task.note = f"{sent:,} events published to {args.events_topic}"
     except KeyboardInterrupt:
         pass
     finally:

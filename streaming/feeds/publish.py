@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, TextIO
 
 from offsets_store import kafka_conf
+from streaming import terminal
 from streaming.feeds.simulator import SimulationSettings, Simulator
 
 
@@ -125,18 +126,24 @@ def main(argv: list[str] | None = None) -> int:
         send, producer = kafka_sender(bootstrap, args.topic, client)
         out = None
 
-    def progress(stats: PublishStats) -> None:
-        if out is not sys.stdout:
-            print(f"\r{stats.events} events, {stats.virtual_ms / 1000:.0f} s simulated", end="", file=sys.stderr,
-                  flush=True)
-
+    # Progress in simulated seconds, on stderr (stdout may be the feed itself).
+    span_s = args.duration * args.speed if args.duration is not None and args.speed > 0 else None
     try:
-        if args.out and args.out != "-" and args.speed > 0 and args.duration is not None:
-            # Writing a file needs no wall clock: generate the whole span at once.
-            for event in simulator.run_until(start + int(args.duration * args.speed * 1000)):
-                send(event)
-        else:
-            play(simulator, send, speed=args.speed, duration_s=args.duration, on_tick=progress)
+        with terminal.progress("simulating", total=span_s, unit="simulated s") as task:
+            if args.out and args.out != "-" and args.speed > 0 and args.duration is not None:
+                # Writing a file needs no wall clock: generate the span as fast as it goes, a simulated minute
+                # at a time.
+                end, events = start + int(args.duration * args.speed * 1000), 0
+                for until in range(start + 60_000, end + 60_000, 60_000):
+                    for event in simulator.run_until(min(until, end)):
+                        send(event)
+                        events += 1
+                    task.update(completed=(min(until, end) - start) // 1000, note=f"{events:,} events")
+            else:
+                def on_tick(stats: PublishStats) -> None:
+                    task.update(completed=stats.virtual_ms // 1000, note=f"{stats.events:,} events")
+
+                play(simulator, send, speed=args.speed, duration_s=args.duration, on_tick=on_tick)
     except KeyboardInterrupt:
         pass
     finally:
@@ -145,5 +152,4 @@ def main(argv: list[str] | None = None) -> int:
             producer.close()
         if out not in (None, sys.stdout):
             out.close()
-    print(file=sys.stderr)
     return 0
