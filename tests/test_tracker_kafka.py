@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 import urllib.request
 
 import pytest
@@ -29,15 +30,24 @@ def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> N
     producer.close()
 
 
-def read_all(bootstrap: str, topic: str) -> list:
-    """Every record of ``topic``, read up to the fetch high-water marks."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=3_000)
-    partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
-    consumer.assign(partitions)
-    consumer.seek_to_beginning(*partitions)
-    records = list(consumer)
-    consumer.close()
-    return records
+def read_all(bootstrap: str, topic: str, timeout_s: float = 30.0) -> list:
+    """Every record of ``topic``, read up to the partitions' log end (no idle wait for more)."""
+    from offsets_store.log_end import log_end_offsets
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    try:
+        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
+        end = log_end_offsets(consumer, partitions)
+        consumer.seek_to_beginning(*partitions)
+        records: list = []
+        deadline = time.monotonic() + timeout_s
+        while any(consumer.position(tp) < end[tp] for tp in partitions):
+            assert time.monotonic() < deadline, f"{topic}: not read to its end {end} within {timeout_s} s"
+            for batch in consumer.poll(timeout_ms=500).values():
+                records.extend(batch)
+        return records
+    finally:
+        consumer.close()
 
 
 FEED_START = 1_700_000_000_000
