@@ -15,9 +15,11 @@ import atexit
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,11 +177,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"Spark master at {cluster.master_url} with {args.workers} workers (logs: {cluster.workdir}); "
           f"Ctrl-C stops", flush=True)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
     try:
-        while cluster.master.poll() is None:
-            time.sleep(1)
-    except KeyboardInterrupt:
-        pass
+        while cluster.master.poll() is None and not stop.wait(1):
+            pass
     finally:
         cluster.stop()
     return 0
