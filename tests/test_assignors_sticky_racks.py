@@ -30,25 +30,9 @@ from assignors._sticky_core import sticky_assign
 from assignors.cooperative_sticky import CooperativeStickyAssignor
 from assignors.range import use_rack_aware_assignment
 from assignors.sticky import StickyAssignor
-
-ALL_RACKS = ["a", "b", "c", "d", "e", "f"]
+from tests.test_assignors import ALL_RACKS, parse, tp
 GEN = 1
 DEFAULT_GENERATION = None  # Kafka's -1
-
-
-def tp(topic: str, p: int) -> TopicPartition:
-    return TopicPartition(topic, p)
-
-
-def parse(spec: str) -> list[TopicPartition]:
-    """'t1-0, t2-3' -> sorted TopicPartitions (Kafka tests' notation)."""
-    if not spec:
-        return []
-    out = []
-    for item in spec.split(", "):
-        topic, _, p = item.rpartition("-")
-        out.append(tp(topic, int(p)))
-    return sorted(out)
 
 
 def racks(n: int) -> list[str]:
