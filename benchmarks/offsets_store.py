@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from offsets_store import open_store  # noqa: E402
-from streaming import terminal  # noqa: E402
+from streaming.views import terminal  # noqa: E402
 
 TARGET_COMMITS_PER_S = 50_000
 TARGET_LOAD_S = 10.0

@@ -20,13 +20,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from streaming import terminal  # noqa: E402
-from streaming.broker import start_bundled_broker  # noqa: E402
+from streaming.views import terminal  # noqa: E402
+from streaming.local.broker import start_bundled_broker  # noqa: E402
 from streaming.feeds.publish import encode_event  # noqa: E402
 from streaming.feeds.simulator import SimulationSettings, Simulator  # noqa: E402
-from streaming.live_view import LiveView  # noqa: E402
-from streaming.run import TrackerConfig, ensure_topics, start_tracker  # noqa: E402
-from streaming.spark import build_spark_session  # noqa: E402
+from streaming.views.live_view import LiveView  # noqa: E402
+from streaming.cli.run import TrackerConfig, ensure_topics, start_tracker  # noqa: E402
+from streaming.spark.session import build_spark_session  # noqa: E402
 
 TARGET_EVENTS_PER_S = 20_000
 

@@ -1,5 +1,5 @@
 import sys
 
-from streaming.cli import main
+from streaming.cli.main import main
 
 sys.exit(main())

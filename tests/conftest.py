@@ -12,7 +12,7 @@ log = logging.getLogger("rebalance_tracker.tests")
 @pytest.fixture(scope="session")
 def kafka_bootstrap(request):
     """A reachable Kafka: KAFKA_BOOTSTRAP, else testcontainers (if Docker answers), else the bundled broker."""
-    from streaming.broker import kafka_broker
+    from streaming.local.broker import kafka_broker
 
     with kafka_broker() as (bootstrap, source):
         message = f"Kafka broker for this test run: {bootstrap} (source: {source})"
@@ -32,7 +32,7 @@ def topic_name(request) -> str:
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
-    from streaming.spark import build_spark_session
+    from streaming.spark.session import build_spark_session
 
     session = build_spark_session(
         "rebalance-tracker-tests",
@@ -45,9 +45,9 @@ def spark(tmp_path_factory):
 @pytest.fixture(scope="session")
 def spark_cluster(request):
     """A Spark standalone master with two workers (1 core, 1g each) on loopback, from the installed pyspark
-    (``streaming/spark_cluster.py``); skipped, with the reason, where it cannot start. Jobs on it run in their own
+    (``streaming/local/spark_cluster.py``); skipped, with the reason, where it cannot start. Jobs on it run in their own
     processes: this run's SparkSession stays local."""
-    from streaming.spark_cluster import SparkClusterError, start_spark_cluster
+    from streaming.local.spark_cluster import SparkClusterError, start_spark_cluster
 
     try:
         cluster = start_spark_cluster(workers=2, cores=1, memory="1g")
@@ -66,8 +66,8 @@ def apache_kafka(request):
     test whose truth is "what the broker did" (its group coordinator, its ``__consumer_offsets``)."""
     import shutil
 
-    from streaming.apache_kafka import kafka_home, start_apache_kafka
-    from streaming.broker import BrokerError
+    from streaming.local.apache_kafka import kafka_home, start_apache_kafka
+    from streaming.local.broker import BrokerError
 
     if shutil.which("java") is None:
         pytest.skip("Apache Kafka needs Java and no 'java' is on PATH")
@@ -92,7 +92,7 @@ def group_broker(request):
     from types import SimpleNamespace
 
     if request.param == "session-broker":
-        from streaming.run import ensure_topics
+        from streaming.cli.run import ensure_topics
 
         bootstrap = request.getfixturevalue("kafka_bootstrap")
         return SimpleNamespace(bootstrap=bootstrap, client={},

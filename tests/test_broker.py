@@ -10,7 +10,7 @@ import time
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from streaming.broker import kafka_broker, start_bundled_broker
+from streaming.local.broker import kafka_broker, start_bundled_broker
 
 
 def _alive(pid: int) -> bool:
@@ -55,7 +55,7 @@ def test_broker_dies_with_a_killed_owner(tmp_path):
     pid_file = tmp_path / "pid"
     script = textwrap.dedent(f"""
         import time
-        from streaming.broker import start_bundled_broker
+        from streaming.local.broker import start_bundled_broker
         b = start_bundled_broker()
         open({str(pid_file)!r}, "w").write(str(b.process.pid))
         time.sleep(60)

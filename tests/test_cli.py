@@ -4,8 +4,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from streaming.cli import COMMANDS, main
-from streaming.run import build_parser, parse_trigger
+from streaming.cli.main import COMMANDS, main
+from streaming.cli.run import build_parser, parse_trigger
 
 
 def test_parse_trigger():

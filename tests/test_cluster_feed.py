@@ -11,7 +11,7 @@ from offsets_store import encode_record, partition_for
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
 from streaming.feeds.cluster_feed import OBSERVER_SETTINGS, ClusterFeed, events_from, read_offsets_topic, summary
 from streaming.feeds.simulator import SimulationSettings, Simulator
-from streaming.run import ensure_topics
+from streaming.cli.run import ensure_topics
 
 START = 1_700_000_000_000
 

@@ -15,7 +15,7 @@ import pytest
 
 from offsets_store import decode_record, encode_record
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
-from streaming import cli
+from streaming.cli import main as cli
 from streaming.feeds.cluster_feed import OBSERVER_SETTINGS, ClusterFeed, events_from, read_offsets_topic
 from tests.broker_history import GroupHistory, Truth, read_feed, run_issue_history, wait_until
 

@@ -15,8 +15,8 @@ import pytest
 
 from streaming.coordinator import parse_event
 from streaming.coordinator.group import Group
-from streaming.job import BROADCAST_KEY, JobOptions, make_state_function, parse_rows
-from streaming.sinks import TrackerSink
+from streaming.spark.job import BROADCAST_KEY, JobOptions, make_state_function, parse_rows
+from streaming.spark.sinks import TrackerSink
 from tests.coordinator_harness import Harness, of_type, one
 
 

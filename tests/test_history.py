@@ -1,7 +1,7 @@
 """Rebalance history folded from real coordinator outputs (the coordinator driven by scripted clients)."""
 from __future__ import annotations
 
-from streaming.history import HistoryBuilder, OwnershipChange, build_histories, build_history, ownership_changes
+from streaming.views.history import HistoryBuilder, OwnershipChange, build_histories, build_history, ownership_changes
 from tests.coordinator_harness import Harness, one
 
 

@@ -112,7 +112,7 @@ def test_the_job_dead_letters_the_corpus_and_processes_every_good_event_around_i
     """Through the streaming job: the corpus interleaved with a simulated feed; plus events stamped far ahead of
     their record (a clock gone wrong, or an attack on the watermark)."""
     from streaming.feeds.simulator import SimulationSettings, Simulator
-    from streaming.job import JobOptions
+    from streaming.spark.job import JobOptions
     from tests.test_job import Collector, by_group, reference, start, write_rows
 
     feed = Simulator(SimulationSettings(groups=2, seed=5, churn_interval_ms=10_000),

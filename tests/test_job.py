@@ -15,8 +15,8 @@ import pytest
 
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
 from streaming.feeds.simulator import SimulationSettings, Simulator
-from streaming.group_step import DEFAULT_OUTPUT_TYPES
-from streaming.job import JobOptions, build_tracker_stream
+from streaming.spark.group_step import DEFAULT_OUTPUT_TYPES
+from streaming.spark.job import JobOptions, build_tracker_stream
 
 pytestmark = pytest.mark.spark
 

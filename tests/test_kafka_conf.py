@@ -172,9 +172,9 @@ def test_kafka_store_clients(clients, monkeypatch):
 
 
 def test_sink_watcher_and_topic_creation(clients):
-    from streaming.metadata_watch import TopicMetadataWatcher
-    from streaming.run import ensure_topics
-    from streaming.sinks import TrackerSink
+    from streaming.feeds.metadata_watch import TopicMetadataWatcher
+    from streaming.cli.run import ensure_topics
+    from streaming.spark.sinks import TrackerSink
 
     with pytest.raises(Stop):
         TrackerSink(bootstrap="h:1", producer_config=CLIENT).producer
@@ -205,8 +205,8 @@ def test_sink_watcher_and_topic_creation(clients):
 
 
 def test_run_gives_them_to_the_python_clients_and_to_the_spark_source(clients, monkeypatch):
-    import streaming.kafka_source as kafka_source
-    import streaming.run as run
+    import streaming.spark.kafka_source as kafka_source
+    import streaming.cli.run as run
 
     seen = {}
 

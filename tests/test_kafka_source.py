@@ -14,9 +14,9 @@ from kafka.errors import IncompatibleBrokerVersion
 
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
-from streaming.kafka_source import (FORMAT, KafkaPythonDataSource, KafkaRange, KafkaStreamReader, _rate_limit,
+from streaming.spark.kafka_source import (FORMAT, KafkaPythonDataSource, KafkaRange, KafkaStreamReader, _rate_limit,
                                     read_kafka_stream)
-from streaming.run import ensure_topics
+from streaming.cli.run import ensure_topics
 
 pytestmark = [pytest.mark.kafka]
 
@@ -233,7 +233,7 @@ def test_a_subscribed_topic_created_later_is_read_from_its_start(kafka_bootstrap
 def test_option_checks_and_source_switch(spark, kafka_bootstrap):
     from pyspark.errors import AnalysisException
 
-    from streaming.kafka_source import builtin_kafka_available
+    from streaming.spark.kafka_source import builtin_kafka_available
 
     with pytest.raises(ValueError, match="subscribe"):
         reader_for(kafka_bootstrap)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import io
 
-from streaming.live_view import LiveView
+from streaming.views.live_view import LiveView
 
 
 def test_rebalances_expiries_and_commits_show_in_the_table():

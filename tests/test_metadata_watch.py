@@ -7,9 +7,9 @@ import json
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
-from streaming.metadata_watch import TopicMetadataWatcher
-from streaming.run import ensure_topics
-from streaming.sinks import TrackerSink
+from streaming.feeds.metadata_watch import TopicMetadataWatcher
+from streaming.cli.run import ensure_topics
+from streaming.spark.sinks import TrackerSink
 
 pytestmark = pytest.mark.kafka
 

@@ -7,7 +7,7 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from streaming.metrics import serve
+from streaming.views.metrics import serve
 from tests.test_history import _crash_scenario
 
 COUNTERS = ("group_rebalances", "group_rebalance_triggers", "group_expired_members", "group_partitions_moved",
@@ -125,7 +125,7 @@ def test_types_buckets_and_standard_collectors(endpoint):
         assert s[f"rebalance_tracker_{name}"].type == "gauge", name
     for name in HISTOGRAMS:
         assert s[f"rebalance_tracker_{name}"].type == "histogram", name
-    from streaming.metrics import BATCH_BUCKETS, REBALANCE_BUCKETS
+    from streaming.views.metrics import BATCH_BUCKETS, REBALANCE_BUCKETS
 
     def bounds(name, **labels):
         return [float(x.labels["le"]) for x in s[f"rebalance_tracker_{name}"].samples

@@ -85,7 +85,7 @@ def broker_story(h) -> dict:
 
 def test_topics_the_tracker_needs_on_a_broker_that_cannot_create_them(apache_kafka):
     """0.9 has no CreateTopics: existing topics are used as they are, missing ones are named in a clear error."""
-    from streaming.run import ensure_topics
+    from streaming.cli.run import ensure_topics
 
     name = f"exists-{uuid.uuid4().hex[:8]}"
     apache_kafka.create_topics({name: 2})
@@ -142,8 +142,8 @@ def test_the_streaming_job_tells_the_brokers_story(history, spark, kafka_bootstr
     from kafka import KafkaProducer
 
     from streaming.feeds.publish import encode_event
-    from streaming.live_view import LiveView
-    from streaming.run import TrackerConfig, ensure_topics, start_tracker
+    from streaming.views.live_view import LiveView
+    from streaming.cli.run import TrackerConfig, ensure_topics, start_tracker
     from tests.test_tracker_kafka import read_all
 
     events_topic, outputs_topic = f"rt-{uuid.uuid4().hex[:8]}", f"rt-out-{uuid.uuid4().hex[:8]}"
@@ -188,8 +188,8 @@ def test_the_tracker_running_live_beside_the_group_tells_the_brokers_story(apach
     """The deployment as users run it: the job is up (processing time, wall-clock timers) while the consumers go
     through the history on Apache Kafka and publish their reports to the tracker's own broker. The crash is found
     by the job's own timers and the broker's next generation, the clean close by the leave."""
-    from streaming.live_view import LiveView
-    from streaming.run import TrackerConfig, ensure_topics, start_tracker
+    from streaming.views.live_view import LiveView
+    from streaming.cli.run import TrackerConfig, ensure_topics, start_tracker
     from tests.test_tracker_kafka import read_all
 
     suffix = uuid.uuid4().hex[:8]

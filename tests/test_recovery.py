@@ -12,8 +12,8 @@ from offsets_store import open_store
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator
 from streaming.feeds.publish import encode_event
 from streaming.feeds.simulator import SimulationSettings, Simulator
-from streaming.live_view import LiveView
-from streaming.run import TrackerConfig, ensure_topics, start_tracker
+from streaming.views.live_view import LiveView
+from streaming.cli.run import TrackerConfig, ensure_topics, start_tracker
 from tests.test_tracker_kafka import produce, read_all
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]

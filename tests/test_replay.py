@@ -6,9 +6,9 @@ from functools import lru_cache
 
 import pytest
 
-from streaming import replay
+from streaming.views import replay
 from streaming.feeds.simulator import SimulationSettings, Simulator
-from streaming.history import build_histories, coordinator_outputs
+from streaming.views.history import build_histories, coordinator_outputs
 
 ALL = ("range", "roundrobin", "sticky", "cooperative-sticky")
 EAGER = ("range", "roundrobin", "sticky")

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from streaming import report
+from streaming.views import report
 from streaming.feeds.simulator import SimulationSettings, Simulator
-from streaming.history import build_history, coordinator_outputs
+from streaming.views.history import build_history, coordinator_outputs
 from tests.coordinator_harness import Harness, of_type
 
 START = 1_700_000_000_000

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from streaming.spark import JavaNotFound, check_java, parse_conf
+from streaming.spark.session import JavaNotFound, check_java, parse_conf
 
 
 @pytest.mark.spark
@@ -32,7 +32,7 @@ def test_missing_java_has_a_clear_message(monkeypatch):
 def test_python_workers_run_this_interpreter_unless_told_otherwise(monkeypatch):
     import sys
 
-    from streaming.spark import worker_python
+    from streaming.spark.session import worker_python
 
     monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
     assert worker_python() == sys.executable          # any master: not whatever python3 is on PATH
@@ -42,7 +42,7 @@ def test_python_workers_run_this_interpreter_unless_told_otherwise(monkeypatch):
 
 
 def test_which_masters_get_the_code_shipped():
-    from streaming.spark import is_local_master
+    from streaming.spark.session import is_local_master
 
     assert all(is_local_master(m) for m in ("local", "local[2]", "local[*]", "local[4,3]"))
     assert not any(is_local_master(m) for m in ("spark://127.0.0.1:7077", "local-cluster[2,1,1024]", "yarn",
@@ -54,7 +54,7 @@ def test_code_archive_holds_the_packages_this_process_imports(tmp_path):
     from pathlib import Path
 
     import streaming
-    from streaming.spark import CODE_PACKAGES, code_archive
+    from streaming.spark.session import CODE_PACKAGES, code_archive
 
     archive = code_archive(tmp_path)
     (tmp_path / "again").mkdir()
@@ -62,7 +62,7 @@ def test_code_archive_holds_the_packages_this_process_imports(tmp_path):
     root = Path(streaming.__file__).parent.parent                 # this checkout (pytest puts it first)
     with zipfile.ZipFile(archive) as z:
         names = set(z.namelist())
-        assert {"streaming/job.py", "streaming/kafka_source.py", "assignors/__init__.py",
+        assert {"streaming/spark/job.py", "streaming/spark/kafka_source.py", "assignors/__init__.py",
                 "offsets_store/codec.py"} <= names
         assert all(n.split("/")[0] in CODE_PACKAGES and n.endswith(".py") and "__pycache__" not in n
                    for n in names)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import io
 import re
 
-from streaming import terminal
+from streaming.views import terminal
 
 
 def test_progress_off_a_terminal_is_plain_lines(monkeypatch):

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 import streaming
-from streaming.broker import _die_with_parent
-from streaming.restore import POSITION_GROUP
-from streaming.spark import code_archive
-from streaming.spark_cluster import spark_home
+from streaming.local.broker import _die_with_parent
+from streaming.spark.restore import POSITION_GROUP
+from streaming.spark.session import code_archive
+from streaming.local.spark_cluster import spark_home
 from tests.test_tracker_kafka import (check_tracker_run, events_log_end, first_half, recorded_feed, second_half,
                                       tracker_config)
 
@@ -119,7 +119,7 @@ def test_tracker_on_a_standalone_cluster_with_a_restart(spark_cluster, kafka_boo
 
     # First half: the tracker's own command, pointed at the cluster.
     command = Path(sys.executable).with_name("rebalance-tracker")
-    run = [str(command)] if command.exists() else [sys.executable, "-m", "streaming.cli"]
+    run = [str(command)] if command.exists() else [sys.executable, "-m", "streaming.cli.main"]
     before = set(spark_cluster.executor_dirs())
     code = run_until_caught_up([*run, "run", "--master", spark_cluster.master_url, *QUICK, *job_args(config)],
                                config, tmp_path, tmp_path / "run.log")

@@ -14,11 +14,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator
 from streaming.feeds.publish import encode_event
 from streaming.feeds.simulator import SimulationSettings, Simulator
-from streaming.group_step import DEFAULT_OUTPUT_TYPES
-from streaming.live_view import LiveView
-from streaming.restore import POSITION_GROUP
-from streaming.run import TrackerConfig, ensure_topics, start_tracker
-from streaming.sinks import STORE_TYPES
+from streaming.spark.group_step import DEFAULT_OUTPUT_TYPES
+from streaming.views.live_view import LiveView
+from streaming.spark.restore import POSITION_GROUP
+from streaming.cli.run import TrackerConfig, ensure_topics, start_tracker
+from streaming.spark.sinks import STORE_TYPES
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

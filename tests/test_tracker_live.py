@@ -12,8 +12,8 @@ from kafka import KafkaProducer
 
 from streaming.coordinator import CoordinatorConfig
 from streaming.feeds.simulator import SimulationSettings, Simulator
-from streaming.live_view import LiveView
-from streaming.run import TrackerConfig, ensure_topics, start_tracker
+from streaming.views.live_view import LiveView
+from streaming.cli.run import TrackerConfig, ensure_topics, start_tracker
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

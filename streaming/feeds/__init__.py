@@ -1,1 +1,2 @@
-"""Event feeds for the tracker: simulator, live consumer instrumentation, cluster feed, producer partitioners."""
+"""Event feeds for the tracker: simulator, live consumer instrumentation, cluster feed, topic metadata watcher,
+producer partitioners."""

@@ -35,7 +35,7 @@ from typing import Iterable, Iterator
 
 from offsets_store import kafka_conf
 from offsets_store.codec import CodecError, decode_record
-from streaming import terminal
+from streaming.views import terminal
 
 OBSERVER_SETTINGS = {"tracker.adopt.unknown.members": "true", "tracker.expire.members": "false"}
 CAUGHT_UP = object()   # yielded by a following reader when it has read everything there is (for now)

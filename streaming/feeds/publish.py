@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, TextIO
 
 from offsets_store import kafka_conf
-from streaming import terminal
+from streaming.views import terminal
 from streaming.feeds.simulator import SimulationSettings, Simulator
 
 

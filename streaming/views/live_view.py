@@ -2,7 +2,7 @@
 
 People watching a long-running job want the current picture (which groups, what state, which generation, who is in
 them, when the last rebalance happened and how long it took) rather than a scrolling log. On a terminal the table is
-redrawn in place (streaming/terminal.py); into a pipe or a log each batch appends the same picture as plain text.
+redrawn in place (streaming/views/terminal.py); into a pipe or a log each batch appends the same picture as plain text.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from streaming import terminal
+from streaming.views import terminal
 
 
 @dataclass

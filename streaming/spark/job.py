@@ -1,7 +1,7 @@
 """The tracker's streaming query: Kafka events → validate → per-group coordinator state → outputs.
 
 Only wiring lives here. Validation is ``streaming.coordinator.events.parse_event``, the per-group step is
-``streaming.group_step.step_group``; both are pure and tested without Spark.
+``streaming.spark.group_step.step_group``; both are pure and tested without Spark.
 """
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pandas as pd
 
 from streaming.coordinator import CoordinatorConfig
 from streaming.coordinator.events import parse_event
-from streaming.group_step import DEFAULT_OUTPUT_TYPES, step_group
-from streaming.restore import RESTORE_TOPIC, RESTORE_TYPE, decode_restore
+from streaming.spark.group_step import DEFAULT_OUTPUT_TYPES, step_group
+from streaming.spark.restore import RESTORE_TOPIC, RESTORE_TYPE, decode_restore
 
 # What the parse stage hands to the stateful stage: the validated event as canonical JSON, or the reason it is bad.
 PARSED_SCHEMA = ("group_id string, ts long, event string, error string, raw binary, "
@@ -56,7 +56,7 @@ def parse_rows(batches: Iterator[pd.DataFrame],
         for key, value, topic, partition, offset, record_ms in zip(
                 pdf["key"], pdf["value"], pdf["topic"], pdf["partition"], pdf["offset"], record_times.tolist()):
             raw = bytes(value) if value is not None else b""
-            if topic == RESTORE_TOPIC:   # a group's state rebuilt from the store (streaming/restore.py)
+            if topic == RESTORE_TOPIC:   # a group's state rebuilt from the store (streaming/spark/restore.py)
                 _append(out, bytes(key).decode("utf-8"), record_ms, raw.decode("utf-8"), None, b"", topic,
                         partition, offset)
                 continue
@@ -171,7 +171,7 @@ def make_state_function(options: JobOptions):
 def build_tracker_stream(raw_stream, options: JobOptions, restore_stream=None):
     """Turn a Kafka-shaped streaming DataFrame (key, value, topic, partition, offset, timestamp, …) into outputs:
     the coordinator's outputs per group, plus one ``dead_letter`` row per invalid input record. ``restore_stream``
-    (streaming/restore.py) brings groups rebuilt from the store on a fresh checkpoint."""
+    (streaming/spark/restore.py) brings groups rebuilt from the store on a fresh checkpoint."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     columns = ("key", "value", "topic", "partition", "offset", "timestamp")

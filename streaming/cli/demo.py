@@ -33,10 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from streaming.broker import kafka_broker
+    from streaming.local.broker import kafka_broker
     from streaming.feeds.publish import kafka_sender, play
-    from streaming.run import TrackerConfig, parse_trigger, quiet_logging, start_tracker, stop_on_signals, watch
-    from streaming.spark import build_spark_session, parse_conf
+    from streaming.cli.run import TrackerConfig, parse_trigger, quiet_logging, start_tracker, stop_on_signals, watch
+    from streaming.spark.session import build_spark_session, parse_conf
 
     args = build_parser().parse_args(argv)
     quiet_logging()

@@ -25,9 +25,9 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable
 
-from streaming import terminal
+from streaming.views import terminal
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
-from streaming.history import build_histories
+from streaming.views.history import build_histories
 
 DEFAULT_ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
 REACTION_MS = 5          # how long a simulated client takes to answer the coordinator
@@ -265,7 +265,7 @@ def format_table(scores: list[Score]) -> str:
 def read_feed(path: str, show_progress: bool = False) -> tuple[list[dict], int]:
     """Valid events of a JSON-lines feed (events without ``ts`` cannot be replayed) and how many were dropped;
     ``show_progress``: a progress bar on stderr (plain lines off a terminal)."""
-    from streaming.report import read_jsonl
+    from streaming.views.report import read_jsonl
 
     events, dropped = [], 0
     records = read_jsonl(path)
@@ -288,14 +288,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated assignors to compare (default: %(default)s)")
     p.add_argument("--group", default=None, help="score only this group (default: all groups in the feed)")
     p.add_argument("--json", action="store_true", help="print the scores as JSON instead of a table")
-    from streaming.report import add_coordinator_option
+    from streaming.views.report import add_coordinator_option
 
     add_coordinator_option(p)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    from streaming.report import coordinator_config
+    from streaming.views.report import coordinator_config
 
     args = build_parser().parse_args(argv)
     names = [a.strip() for a in args.assignor.split(",") if a.strip()]

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from offsets_store import kafka_conf
-from streaming.live_view import LiveView
-from streaming.metadata_watch import TopicMetadataWatcher
-from streaming.sinks import TrackerSink
+from streaming.views.live_view import LiveView
+from streaming.feeds.metadata_watch import TopicMetadataWatcher
+from streaming.spark.sinks import TrackerSink
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +110,8 @@ def ensure_topics(bootstrap: str, topics: dict[str, int], client: dict | None = 
 
 def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) -> RunningTracker:
     """Start the streaming query; returns handles to stop it and to read what it produced."""
-    from streaming.job import JobOptions, build_tracker_stream
-    from streaming.kafka_source import read_kafka_stream
+    from streaming.spark.job import JobOptions, build_tracker_stream
+    from streaming.spark.kafka_source import read_kafka_stream
 
     dlq_topic = config.dlq_topic or f"{config.events_topic}.dlq"
     client = kafka_conf.to_kwargs(config.kafka)   # the Python clients' view of the same settings
@@ -129,7 +129,7 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
 
     metrics_server = metrics_url = None
     if config.metrics_port is not None:
-        from streaming.metrics import serve
+        from streaming.views.metrics import serve
 
         metrics_server, metrics_url = serve(config.metrics_port)
     running: list = []   # the query, once started: its last progress feeds the batch-duration metric
@@ -165,13 +165,13 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
 
 def _prepare_restore(spark, config: TrackerConfig, store, query_checkpoint: str) -> tuple[object, str]:
     """On a fresh checkpoint: a new batch lineage for the sinks, the store's groups rebuilt for the job and the feed
-    read from where the lost checkpoint stopped (streaming/restore.py). Returns the restore source (kept on later
+    read from where the lost checkpoint stopped (streaming/spark/restore.py). Returns the restore source (kept on later
     restarts, so the query's plan stays the same) and where reading starts."""
     starting_offsets = config.starting_offsets
     import shutil
 
     from streaming.coordinator import CoordinatorConfig
-    from streaming.restore import (group_states, is_fresh, load_time, restore_dir, restore_stream, stored_position,
+    from streaming.spark.restore import (group_states, is_fresh, load_time, restore_dir, restore_stream, stored_position,
                                    write_restore_rows)
 
     directory = restore_dir(config.checkpoint)
@@ -279,8 +279,8 @@ def quiet_logging() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from streaming.broker import kafka_broker
-    from streaming.spark import build_spark_session, parse_conf
+    from streaming.local.broker import kafka_broker
+    from streaming.spark.session import build_spark_session, parse_conf
 
     args = build_parser().parse_args(argv)
     quiet_logging()

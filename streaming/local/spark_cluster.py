@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from streaming.broker import _die_with_parent, free_port
+from streaming.local.broker import _die_with_parent, free_port
 
 _MASTER_UP = re.compile(r"Starting Spark master at (spark://\S+)")
 _REGISTERED = "Successfully registered with master"

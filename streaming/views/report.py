@@ -18,8 +18,8 @@ from html import escape
 from pathlib import Path
 from typing import Iterable
 
-from streaming import terminal
-from streaming.history import Generation, GroupHistory, build_history, coordinator_outputs
+from streaming.views import terminal
+from streaming.views.history import Generation, GroupHistory, build_history, coordinator_outputs
 
 CHROMIUM = "/usr/bin/chromium"
 PAGE_WIDTH = 1280

@@ -16,7 +16,7 @@ from typing import Callable
 
 from offsets_store.kafka_conf import for_client
 from offsets_store.store import STORE_TYPES
-from streaming.restore import POSITION_GROUP, batch_end_offsets, position_records
+from streaming.spark.restore import POSITION_GROUP, batch_end_offsets, position_records
 
 log = logging.getLogger(__name__)
 
