@@ -33,6 +33,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _demo(argv)
+    except KeyboardInterrupt:   # Ctrl-C before Spark was up: nothing to stop, no traceback to show
+        print("\nstopped", file=sys.stderr)
+        return 130
+
+
+def _demo(argv: list[str] | None) -> int:
     from streaming.local.broker import kafka_broker
     from streaming.feeds.publish import kafka_sender, play
     from streaming.cli.run import TrackerConfig, parse_trigger, quiet_logging, start_tracker, stop_on_signals, watch
@@ -49,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"broker: {source} at {bootstrap}", flush=True)
         print("starting Spark (the first start takes a few seconds)…", flush=True)
         spark = build_spark_session("rebalance-tracker-demo", master=args.master, conf=parse_conf(args.conf))
+        interrupted = stop_on_signals()   # now: PySpark's context has just replaced SIGINT's handler with its own
         config = TrackerConfig(bootstrap=bootstrap, events_topic=events_topic,
                                store=f"sqlite:{os.path.join(workdir, 'offsets.db')}",
                                checkpoint=os.path.join(workdir, "checkpoint"), trigger=parse_trigger(args.trigger))
@@ -68,7 +77,6 @@ def main(argv: list[str] | None = None) -> int:
         stack.callback(stop.set)
         print(f"simulating {args.groups} groups into '{events_topic}'; store and checkpoint in {workdir}; "
               "Ctrl-C stops", flush=True)
-        interrupted = stop_on_signals()
         watch(tracker, args.duration, stop=interrupted)
         if interrupted.is_set():
             print("\nstopping…", flush=True)

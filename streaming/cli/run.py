@@ -279,6 +279,14 @@ def quiet_logging() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:   # Ctrl-C before Spark was up: nothing to stop, no traceback to show
+        print("\nstopped", file=sys.stderr)
+        return 130
+
+
+def _run(argv: list[str] | None) -> int:
     from streaming.local.broker import kafka_broker
     from streaming.spark.session import build_spark_session, parse_conf
 
@@ -297,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
             bootstrap, _ = stack.enter_context(kafka_broker(prefer="bundled"))
             print(f"started the bundled broker at {bootstrap}", flush=True)
         spark = build_spark_session("rebalance-tracker", master=args.master, conf=parse_conf(args.conf))
+        stop = stop_on_signals()   # now: PySpark's context has just replaced SIGINT's handler with its own
         config = TrackerConfig(
             bootstrap=bootstrap, events_topic=args.events_topic, outputs_topic=args.assignments_topic or None,
             dlq_topic=args.dlq_topic, store=args.store or None, checkpoint=args.checkpoint,
@@ -311,7 +320,6 @@ def main(argv: list[str] | None = None) -> int:
               f"store -> {config.store}; Ctrl-C stops", flush=True)
         if tracker.metrics_url:
             print(f"metrics: {tracker.metrics_url}", flush=True)
-        stop = stop_on_signals()
         watch(tracker, args.duration, stop=stop)
         if stop.is_set():
             print("\nstopping…", flush=True)
