@@ -211,7 +211,8 @@ def watch(tracker: RunningTracker, duration_s: float | None = None, refresh_s: f
             if duration_s is not None and time.monotonic() - started >= duration_s:
                 break
             tracker.query.awaitTermination(refresh_s)
-            if tracker.view.last_batch_id != drawn_batch:
+            # A terminal is repainted every tick, so log lines written between batches do not stay on it.
+            if tracker.view.last_batch_id != drawn_batch or tracker.view.redraw:
                 drawn_batch = tracker.view.last_batch_id
                 tracker.view.draw(tracker.query.lastProgress)
     finally:
