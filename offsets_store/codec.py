@@ -61,7 +61,8 @@ GROUP_VALUE_VERSION = 3
 CONSUMER_PROTOCOL_VERSION = 3
 
 __all__ = ["CodecError", "encode_record", "decode_record", "record_key", "encode_subscription",
-           "decode_subscription", "encode_assignment", "decode_assignment", "CONSUMER_GROUP_TYPES"]
+           "decode_subscription", "encode_assignment", "decode_assignment", "CONSUMER_GROUP_TYPES",
+           "record_group"]
 
 # record dict type -> (record type = key version, the key's record-dict fields after group_id)
 CONSUMER_GROUP_TYPES = {
@@ -196,6 +197,11 @@ def decode_record(key: bytes, value: bytes | None) -> dict:
 
 
 # ------------------------------------------------------------------ KIP-848 values: record dict <-> wire dict
+def record_group(record: dict) -> str:
+    """The record's group id (``group_id``; a KIP-848 record may spell it ``groupId``)."""
+    return record["group_id"] if "group_id" in record else record["groupId"]
+
+
 def _key_field(record: dict, name: str) -> str:
     value = record.get(name, record.get(_KEY_FIELDS[name]))
     if value is None:
