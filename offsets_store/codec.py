@@ -4,9 +4,10 @@
 with OffsetCommitValue v3 (v1 when the commit carried an explicit expire timestamp), GroupMetadataKey v2 with
 GroupMetadataValue v3 whose members embed ConsumerProtocolSubscription / ConsumerProtocolAssignment v3.
 ``decode_record`` reads every version, reports the share-group and streams-group record types it does not model as
-``{"type": "unknown", "key_version": N, "record_type": "<Kafka name>"}``, and raises only ``CodecError``. A decoded record keeps its versions (``key_version``,
-``value_version``, the embedded ``version``), so encoding it again gives the bytes it was read from. Fields an old
-version lacks take the value Kafka's loader gives them (a v0 member's rebalance timeout is its session timeout).
+``{"type": "unknown", "key_version": N, "record_type": "<Kafka name>"}``, and raises only ``CodecError``. A decoded
+record keeps its versions (``key_version``, ``value_version``, the embedded ``version``), so encoding it again gives
+the bytes it was read from. Fields an old version lacks take the value Kafka's loader gives them (a v0 member's
+rebalance timeout is its session timeout).
 
 KIP-848 consumer-group records (the new consumer protocol; key = int16 record type + key fields, value = int16
 version 0 + flexible body). Key fields are snake_case like the classic records' (``group_id``, ``member_id``,

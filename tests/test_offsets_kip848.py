@@ -296,6 +296,8 @@ int64 = st.integers(-2**63, 2**63 - 1)
 tps = st.lists(st.fixed_dictionaries({"topicId": ids, "partitions": st.lists(int32, max_size=4)}), max_size=3)
 current_tps = st.lists(st.fixed_dictionaries({"topicId": ids, "partitions": st.lists(int32, max_size=4),
                                               "assignmentEpochs": st.none() | st.lists(int32, max_size=4)}), max_size=3)
+classic = st.fixed_dictionaries({"sessionTimeoutMs": int32, "supportedProtocols": st.lists(st.fixed_dictionaries(
+    {"name": text, "metadata": st.binary(max_size=8).map(lambda b: base64.b64encode(b).decode())}), max_size=2)})
 RECORDS = st.one_of(
     st.fixed_dictionaries({"type": st.just("consumer_group_metadata"), "group_id": text, "epoch": int32,
                            "metadataHash": int64, "creationTimeMs": int64}),
@@ -307,10 +309,7 @@ RECORDS = st.one_of(
                            "instanceId": st.none() | text, "rackId": st.none() | text, "clientId": text,
                            "clientHost": text, "subscribedTopicNames": st.lists(text, max_size=3),
                            "subscribedTopicRegex": st.none() | text, "rebalanceTimeoutMs": int32,
-                           "serverAssignor": st.none() | text, "classicMemberMetadata": st.none() | st.fixed_dictionaries(
-                               {"sessionTimeoutMs": int32, "supportedProtocols": st.lists(st.fixed_dictionaries(
-                                   {"name": text, "metadata": st.binary(max_size=8).map(
-                                       lambda b: base64.b64encode(b).decode())}), max_size=2)})}),
+                           "serverAssignor": st.none() | text, "classicMemberMetadata": st.none() | classic}),
     st.fixed_dictionaries({"type": st.just("consumer_group_target_assignment_metadata"), "group_id": text,
                            "assignmentEpoch": int32, "assignmentTimestamp": int64}),
     st.fixed_dictionaries({"type": st.just("consumer_group_target_assignment_member"), "group_id": text,
