@@ -3,10 +3,47 @@
 ``encode_record`` writes a new record (one without versions) as a current broker writes it: OffsetCommitKey v1
 with OffsetCommitValue v3 (v1 when the commit carried an explicit expire timestamp), GroupMetadataKey v2 with
 GroupMetadataValue v3 whose members embed ConsumerProtocolSubscription / ConsumerProtocolAssignment v3.
-``decode_record`` reads every version, reports the KIP-848 and share-group record types it does not model as
-``{"type": "unknown"}``, and raises only ``CodecError``. A decoded record keeps its versions (``key_version``,
-``value_version``, the embedded ``version``), so encoding it again gives the bytes it was read from. Fields an old
-version lacks take the value Kafka's loader gives them (a v0 member's rebalance timeout is its session timeout).
+``decode_record`` reads every version, reports the share-group and streams-group record types it does not model as
+``{"type": "unknown", "key_version": N, "record_type": "<Kafka name>"}``, and raises only ``CodecError``. A decoded
+record keeps its versions (``key_version``, ``value_version``, the embedded ``version``), so encoding it again gives
+the bytes it was read from. Fields an old version lacks take the value Kafka's loader gives them (a v0 member's
+rebalance timeout is its session timeout).
+
+KIP-848 consumer-group records (the new consumer protocol; key = int16 record type + key fields, value = int16
+version 0 + flexible body). Key fields are snake_case like the classic records' (``group_id``, ``member_id``,
+``regular_expression``; ``groupId``/``memberId``/``regularExpression`` are accepted too); value fields sit next to
+them under Kafka's JSON field names (lowerCamelCase of the schema's names). Topic ids are Kafka ``Uuid`` strings
+(URL-safe base64, 22 characters, what ``Uuid.toString()`` prints; a hyphenated UUID, a ``uuid.UUID`` or 16 bytes are
+accepted when encoding), ``bytes`` fields base64 strings. Fields marked "= d" may be left out (Kafka's default);
+tagged fields are written only when not at their default::
+
+    {"type": "consumer_group_metadata", "group_id": g,                                   # record type 3
+     "epoch": int, "metadataHash": int = 0, "creationTimeMs": int = -1}
+    {"type": "consumer_group_partition_metadata", "group_id": g,                         # 4 (not written since 4.1)
+     "topics": [{"topicId": uuid, "topicName": str, "numPartitions": int,
+                 "partitionMetadata": [{"partition": int, "racks": [str]}] = []}]}
+    {"type": "consumer_group_member_metadata", "group_id": g, "member_id": m,            # 5
+     "instanceId": str|None, "rackId": str|None, "clientId": str, "clientHost": str,
+     "subscribedTopicNames": [str], "subscribedTopicRegex": str|None, "rebalanceTimeoutMs": int = -1,
+     "serverAssignor": str|None,
+     "classicMemberMetadata": None | {"sessionTimeoutMs": int,
+                                      "supportedProtocols": [{"name": str, "metadata": base64}]} = None}
+    {"type": "consumer_group_target_assignment_metadata", "group_id": g,                 # 6
+     "assignmentEpoch": int, "assignmentTimestamp": int = 0}
+    {"type": "consumer_group_target_assignment_member", "group_id": g, "member_id": m,   # 7
+     "topicPartitions": [{"topicId": uuid, "partitions": [int]}]}
+    {"type": "consumer_group_current_member_assignment", "group_id": g, "member_id": m,  # 8
+     "memberEpoch": int, "previousMemberEpoch": int, "state": int (0 stable, 1 unrevoked, 2 unreleased partitions),
+     "assignedPartitions": [{"topicId": uuid, "partitions": [int], "assignmentEpochs": [int]|None = None}],
+     "partitionsPendingRevocation": [same]}
+    {"type": "consumer_group_regular_expression", "group_id": g, "regular_expression": r,  # 16
+     "topics": [str], "version": int, "timestamp": int}
+
+Every record also has ``"tombstone": bool`` (True: the key alone, value null, which deletes the key); decoded values
+carry ``"value_version": 0``. Tagged fields of a newer schema are kept under ``"_unknownTaggedFields"``
+(``[[tag, base64], ...]``, in the struct they were read in) and written back in place, so ``encode_record(
+decode_record(k, v)) == (k, v)`` for anything Kafka writes. A tagged field Kafka wrote is never at its default (the
+writer skips those), so it comes back too.
 """
 from __future__ import annotations
 
@@ -15,7 +52,7 @@ import struct
 from itertools import groupby
 
 from offsets_store import schemas as s
-from offsets_store.wire import CodecError, Reader, decode, encode
+from offsets_store.wire import UNKNOWN_TAGS, CodecError, Reader, decode, encode
 
 OFFSET_KEY_VERSION = 1
 GROUP_KEY_VERSION = 2
@@ -25,7 +62,21 @@ GROUP_VALUE_VERSION = 3
 CONSUMER_PROTOCOL_VERSION = 3
 
 __all__ = ["CodecError", "encode_record", "decode_record", "record_key", "encode_subscription",
-           "decode_subscription", "encode_assignment", "decode_assignment"]
+           "decode_subscription", "encode_assignment", "decode_assignment", "CONSUMER_GROUP_TYPES",
+           "record_group"]
+
+# record dict type -> (record type = key version, the key's record-dict fields after group_id)
+CONSUMER_GROUP_TYPES = {
+    "consumer_group_metadata": (s.CONSUMER_GROUP_METADATA, ()),
+    "consumer_group_partition_metadata": (s.CONSUMER_GROUP_PARTITION_METADATA, ()),
+    "consumer_group_member_metadata": (s.CONSUMER_GROUP_MEMBER_METADATA, ("member_id",)),
+    "consumer_group_target_assignment_metadata": (s.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, ()),
+    "consumer_group_target_assignment_member": (s.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, ("member_id",)),
+    "consumer_group_current_member_assignment": (s.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, ("member_id",)),
+    "consumer_group_regular_expression": (s.CONSUMER_GROUP_REGULAR_EXPRESSION, ("regular_expression",)),
+}
+_TYPE_OF_KEY_VERSION = {version: kind for kind, (version, _) in CONSUMER_GROUP_TYPES.items()}
+_KEY_FIELDS = {"group_id": "groupId", "member_id": "memberId", "regular_expression": "regularExpression"}
 
 
 # ------------------------------------------------------------------ keys
@@ -35,6 +86,10 @@ def record_key(record: dict) -> bytes:
                       {"group": record["group_id"], "topic": record["topic"], "partition": record["partition"]})
     if record["type"] == "group_metadata":
         return encode(s.GROUP_METADATA_KEY, GROUP_KEY_VERSION, {"group": record["group_id"]})
+    if record["type"] in CONSUMER_GROUP_TYPES:
+        version, fields = CONSUMER_GROUP_TYPES[record["type"]]
+        return encode(s.RECORD_TYPES[version][0], version,
+                      {_KEY_FIELDS[f]: _key_field(record, f) for f in ("group_id",) + fields})
     raise ValueError(f"not a __consumer_offsets record: {record['type']!r}")
 
 
@@ -48,6 +103,9 @@ def encode_record(record: dict) -> tuple[bytes, bytes | None]:
     key = record_key(record)
     if record.get("tombstone"):
         return key, None
+    if record["type"] in CONSUMER_GROUP_TYPES:
+        value_schema = s.RECORD_TYPES[CONSUMER_GROUP_TYPES[record["type"]][0]][1]
+        return key, encode(value_schema, record.get("value_version", 0), _to_wire(value_schema, record))
     if record["type"] == "offset_commit":
         expire = int(record.get("expire_timestamp", -1) if record.get("expire_timestamp") is not None else -1)
         version = record.get("value_version")
@@ -103,6 +161,13 @@ def decode_record(key: bytes, value: bytes | None) -> dict:
                 "record_type": s.KNOWN_OTHER_KEYS.get(key_version, "unknown"), "tombstone": value is None}
     key_schema, value_schema = s.RECORD_TYPES[key_version]
     _, k = decode(key_schema, key)
+    if key_version in _TYPE_OF_KEY_VERSION:
+        record = {"type": _TYPE_OF_KEY_VERSION[key_version]}
+        record.update((snake, k[camel]) for snake, camel in _KEY_FIELDS.items() if camel in k)
+        if value is None:
+            return {**record, "tombstone": True}
+        version, v = decode(value_schema, value)
+        return {**record, **_from_wire(value_schema, v), "tombstone": False, "value_version": version}
     if key_schema is s.OFFSET_COMMIT_KEY:
         record = {"type": "offset_commit", "group_id": k["group"], "topic": k["topic"], "partition": k["partition"],
                   "key_version": key_version}
@@ -130,6 +195,60 @@ def decode_record(key: bytes, value: bytes | None) -> dict:
             "protocol_type": v["protocolType"], "generation": v["generation"], "protocol": v["protocol"],
             "leader": v["leader"], "current_state_timestamp": v["currentStateTimestamp"], "members": members,
             "value_version": version}
+
+
+# ------------------------------------------------------------------ KIP-848 values: record dict <-> wire dict
+def record_group(record: dict) -> str:
+    """The record's group id (``group_id``; a KIP-848 record may spell it ``groupId``)."""
+    return record["group_id"] if "group_id" in record else record["groupId"]
+
+
+def _key_field(record: dict, name: str) -> str:
+    value = record.get(name, record.get(_KEY_FIELDS[name]))
+    if value is None:
+        raise ValueError(f"a {record['type']} record needs {name}")
+    return value
+
+
+def _to_wire(schema: s.Struct, value: dict) -> dict:
+    """Only the schema's fields (a record's own keys such as type or group_id are not part of the value); bytes from
+    base64, unknown tagged fields' data too."""
+    out = {}
+    for f in schema.fields:
+        if f.name in value:
+            out[f.name] = _convert(f.type, value[f.name], _to_wire, _b64decode_strict)
+    if value.get(UNKNOWN_TAGS):
+        out[UNKNOWN_TAGS] = [(int(tag), _b64decode_strict(data)) for tag, data in value[UNKNOWN_TAGS]]
+    return out
+
+
+def _from_wire(schema: s.Struct, value: dict) -> dict:
+    out = {f.name: _convert(f.type, value[f.name], _from_wire, _b64) for f in schema.fields}
+    if value.get(UNKNOWN_TAGS):
+        out[UNKNOWN_TAGS] = [[tag, _b64(data)] for tag, data in value[UNKNOWN_TAGS]]
+    return out
+
+
+def _convert(kind, v, struct_fn, bytes_fn):
+    if v is None:
+        return None
+    if isinstance(kind, tuple):
+        form, elem = kind
+        if form.endswith("struct"):
+            return struct_fn(elem, v)
+        return [_convert(elem, item, struct_fn, bytes_fn) if not isinstance(elem, s.Struct)
+                else struct_fn(elem, item) for item in v]
+    return bytes_fn(v) if kind in ("bytes", "nullable_bytes") else v
+
+
+def _b64decode_strict(data) -> bytes:
+    """bytes as they are, a str as base64 (a record dict may hold either; decoding gives base64)."""
+    if isinstance(data, (bytes, bytearray)):
+        return bytes(data)
+    try:
+        return base64.b64decode(data, validate=True)
+    except (ValueError, TypeError):
+        raise ValueError(f"not base64: {data!r}") from None
 
 
 def _embedded(decoder, data: bytes, consumer: bool) -> dict:

@@ -1,4 +1,8 @@
-"""``rebalance-tracker offsets``: a group's committed offsets and lag, like ``kafka-consumer-groups.sh --describe``."""
+"""``rebalance-tracker offsets``: a group's committed offsets and lag, like ``kafka-consumer-groups.sh --describe``;
+``--members``: its members with their epochs, like ``--describe --members --verbose``. Classic groups show their
+generation as every member's epoch; consumer-protocol (KIP-848) groups show each member's epoch, the target
+assignment's epoch and the member's state. Their partitions are named from ConsumerGroupPartitionMetadata when the
+store has it (brokers before 4.1 wrote it); otherwise a partition's topic shows as its topic id."""
 from __future__ import annotations
 
 import argparse
@@ -10,12 +14,42 @@ from offsets_store.factory import open_store
 
 HEADER = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
           "CLIENT-ID")
+MEMBERS_HEADER = ("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "EPOCH",
+                  "TARGET-EPOCH", "STATE")
+MEMBER_STATES = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS"}
+
+
+def _consumer_members(state: dict | None) -> list[dict]:
+    """A consumer-protocol group's members in the classic member shape describe_rows reads (owned partitions by
+    topic name where known)."""
+    members = []
+    for member_id, m in sorted(((state or {}).get("members") or {}).items()):
+        meta, current = m["metadata"] or {}, m["current_assignment"] or {}
+        partitions = [(state["topic_names"].get(tp["topicId"], tp["topicId"]), p)
+                      for tp in current.get("assignedPartitions", []) for p in tp["partitions"]]
+        members.append({"member_id": member_id, "group_instance_id": meta.get("instanceId"),
+                        "client_host": meta.get("clientHost", "-"), "client_id": meta.get("clientId", "-"),
+                        "assignment": {"partitions": partitions}, "epoch": current.get("memberEpoch"),
+                        "target_epoch": state["assignment_epoch"],
+                        "state": MEMBER_STATES.get(current.get("state"), current.get("state"))})
+    return members
+
+
+def _members(store, group_id: str) -> list[dict]:
+    metadata = store.group(group_id)
+    members = [dict(m, epoch=metadata["generation"]) for m in (metadata or {}).get("members", [])]
+    return members + _consumer_members(store.consumer_group(group_id))
+
+
+def member_rows(store, group_id: str) -> list[tuple]:
+    return [(group_id, m["member_id"], _dash(m.get("group_instance_id")), m["client_host"], m["client_id"],
+             len(m["assignment"]["partitions"]), _dash(m.get("epoch")), _dash(m.get("target_epoch")),
+             _dash(m.get("state"))) for m in _members(store, group_id)]
 
 
 def describe_rows(store, group_id: str, log_end: dict[tuple[str, int], int] | None = None) -> list[tuple]:
     owners = {}
-    metadata = store.group(group_id)
-    for m in (metadata or {}).get("members", []):
+    for m in _members(store, group_id):
         for topic, partition in (m.get("assignment") or {}).get("partitions", []):
             owners[(topic, partition)] = m
     committed = {(r["topic"], r["partition"]): r["offset"] for r in store.offsets(group_id)}
@@ -64,9 +98,9 @@ def default_bootstrap(store_url: str) -> str | None:
     return rest.partition("?")[0].rpartition("/")[0] or None if scheme == "kafka" else None
 
 
-def format_table(rows: list[tuple]) -> str:
-    cells = [HEADER] + [tuple(str(c) for c in r) for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(HEADER))]
+def format_table(rows: list[tuple], header: tuple = HEADER) -> str:
+    cells = [header] + [tuple(str(c) for c in r) for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells)
 
 
@@ -77,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bootstrap", default=None,
                    help="broker for log-end offsets and lag (default: $KAFKA_BOOTSTRAP, else a kafka: store's "
                         "broker; '' or unreachable: LOG-END-OFFSET and LAG show '-')")
+    p.add_argument("--members", action="store_true", help="list the members with their epochs instead of offsets")
     kafka_conf.add_arguments(p)
     args = p.parse_args(argv)
     try:
@@ -87,6 +122,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.bootstrap is None:
         args.bootstrap = default_bootstrap(args.store)
     store = open_store(args.store, client)
+    if args.members:
+        try:
+            rows = [row for g in args.group or store.groups() for row in member_rows(store, g)]
+        finally:
+            store.close()
+        if not rows:
+            print(f"no members for {', '.join(args.group or ['any group'])} in {args.store}", file=sys.stderr)
+            return 1
+        print(format_table(rows, MEMBERS_HEADER))
+        return 0
     try:
         groups = args.group or store.groups()
         rows = [row for g in groups for row in describe_rows(store, g)]

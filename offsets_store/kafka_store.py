@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from offsets_store import schemas as s
-from offsets_store.codec import decode_record, encode_record
+from offsets_store.codec import decode_record, encode_record, record_group
 from offsets_store.kafka_conf import for_client
 from offsets_store.partitioning import partition_for
 from offsets_store.store import STORE_TYPES, Store, already_applied, log
@@ -87,7 +87,7 @@ class KafkaStore(Store):
                 continue
             key, value = encode_record(r)
             self.producer.send(self.topic, key=key, value=value,
-                               partition=partition_for(r["group_id"], self.partitions))
+                               partition=partition_for(record_group(r), self.partitions))
             if value is None:
                 view.pop(key, None)
             else:
@@ -148,7 +148,7 @@ class KafkaStore(Store):
         out = []
         for key, value in self._view().items():
             record = decode_record(key, value)
-            if record["type"] in STORE_TYPES:   # KIP-848 / share-group records are not ours to rebuild from
+            if record["type"] in STORE_TYPES:   # share/streams-group records are not ours to rebuild from
                 out.append(record)
         return out
 

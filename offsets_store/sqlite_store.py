@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import sqlite3
 
-from offsets_store.codec import decode_record, encode_record
+from offsets_store.codec import CONSUMER_GROUP_TYPES, decode_record, encode_record, record_group
+from offsets_store.consumer_groups import consumer_group_state
 from offsets_store.store import STORE_TYPES, Store, already_applied
 
 _SCHEMA = """
@@ -55,7 +56,7 @@ class SqliteStore(Store):
                                     r.get("leader_epoch", -1), r.get("metadata") or "", r["commit_timestamp"],
                                     r.get("expire_timestamp", -1))))
             else:
-                ops.append((False, (key, value, kind, r["group_id"], None, None, None, None, None, None, None)))
+                ops.append((False, (key, value, kind, record_group(r), None, None, None, None, None, None, None)))
         cur = self.db.cursor()
         cur.execute("BEGIN IMMEDIATE")
         try:
@@ -76,14 +77,14 @@ class SqliteStore(Store):
 
     def load_records(self) -> list[dict]:
         out = []
-        # Offsets come back from their columns (fast: no decoding); group metadata is decoded from its bytes.
+        # Offsets come back from their columns (fast: no decoding); the other records are decoded from their bytes.
         for group_id, topic, partition, offset, epoch, metadata, commit_ts, expire_ts in self.db.execute(
                 'SELECT group_id, topic, partition, "offset", leader_epoch, metadata, commit_timestamp, '
                 "expire_timestamp FROM records WHERE type = 'offset_commit'"):
             out.append({"type": "offset_commit", "group_id": group_id, "topic": topic, "partition": partition,
                         "offset": offset, "leader_epoch": epoch, "metadata": metadata,
                         "commit_timestamp": commit_ts, "expire_timestamp": expire_ts, "tombstone": False})
-        for key, value in self.db.execute("SELECT key, value FROM records WHERE type = 'group_metadata'"):
+        for key, value in self.db.execute("SELECT key, value FROM records WHERE type != 'offset_commit'"):
             out.append(decode_record(key, value))
         return out
 
@@ -99,6 +100,12 @@ class SqliteStore(Store):
         row = self.db.execute("SELECT key, value FROM records WHERE group_id = ? AND type = 'group_metadata'",
                               (group_id,)).fetchone()
         return None if row is None else decode_record(*row)
+
+    def consumer_group(self, group_id: str) -> dict | None:
+        marks = ",".join("?" * len(CONSUMER_GROUP_TYPES))
+        rows = self.db.execute(f"SELECT key, value FROM records WHERE group_id = ? AND type IN ({marks})",
+                               (group_id, *CONSUMER_GROUP_TYPES))
+        return consumer_group_state((decode_record(k, v) for k, v in rows), group_id)
 
     def groups(self) -> list[str]:
         return [g for (g,) in self.db.execute("SELECT DISTINCT group_id FROM records ORDER BY group_id")]

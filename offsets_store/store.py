@@ -8,8 +8,12 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 
-# The record types that belong in the store (and in __consumer_offsets); everything else the coordinator emits does not.
-STORE_TYPES = ("offset_commit", "group_metadata")
+from offsets_store.codec import CONSUMER_GROUP_TYPES
+from offsets_store.consumer_groups import consumer_group_state
+
+# The record types that belong in the store (and in __consumer_offsets); everything else the coordinator emits does
+# not: the classic ones and the KIP-848 consumer-group ones (see codec for their dict shapes).
+STORE_TYPES = ("offset_commit", "group_metadata") + tuple(CONSUMER_GROUP_TYPES)
 log = logging.getLogger("offsets_store")
 
 
@@ -27,7 +31,8 @@ def already_applied(batch_id: int | None, last_batch_id: int) -> bool:
 class Store(ABC):
     @abstractmethod
     def write(self, records: list[dict], batch_id: int | None = None) -> None:
-        """Apply offset_commit / group_metadata records (tombstones delete). A batch id already applied is a no-op."""
+        """Apply records of the STORE_TYPES (tombstones delete their key; others are skipped). A batch id already
+        applied is a no-op."""
 
     @abstractmethod
     def start_new_lineage(self) -> None:
@@ -45,6 +50,11 @@ class Store(ABC):
     def group(self, group_id: str) -> dict | None:
         return next((r for r in self.load_records() if r["type"] == "group_metadata" and r["group_id"] == group_id),
                     None)
+
+    def consumer_group(self, group_id: str) -> dict | None:
+        """A KIP-848 (consumer protocol) group's epochs, members and assignments, as ``consumer_groups`` shapes
+        them; None when the store holds no consumer-group record for it."""
+        return consumer_group_state(self.load_records(), group_id)
 
     def groups(self) -> list[str]:
         return sorted({r["group_id"] for r in self.load_records()})

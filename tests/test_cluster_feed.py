@@ -83,7 +83,9 @@ def test_the_timelines_agree_for_generated_histories(seed, static_fraction, chur
 
 def test_unknown_and_undecodable_records_are_skipped():
     feed = ClusterFeed()
-    assert feed.events_for_bytes(b"\x00\x05\x00\x01g", b"\x00\x00") == []     # a KIP-848 record
+    assert feed.events_for_bytes(b"\x00\x03\x00\x01g", b"\x00\x00\x00\x00\x00\x01\x00") == []   # KIP-848: epoch 1
+    assert feed.events_for_bytes(b"\x00\x0b\x00\x01g", b"\x00\x00") == []     # a share-group record
+    assert feed.undecodable == 0
     assert feed.events_for_bytes(b"\x00\x01\x00", b"junk") == [] and feed.undecodable == 1
 
 

@@ -129,10 +129,15 @@ def test_tombstones():
 
 
 def test_unknown_key_versions_are_reported_not_fatal():
-    record = decode_record(b"\x00\x03\x00\x01g", b"\x00\x00anything")
-    assert record["type"] == "unknown" and record["key_version"] == 3
-    assert record["record_type"] == "ConsumerGroupMetadata"
-    assert decode_record(b"\x00\x0b\x00\x01g", None)["record_type"] == "ShareGroupMetadata"
+    # Share and streams group records (Kafka's CoordinatorRecordType numbers) are recognised, not decoded.
+    record = decode_record(b"\x00\x0b\x00\x01g", b"\x00\x00anything")
+    assert record["type"] == "unknown" and record["key_version"] == 11
+    assert record["record_type"] == "ShareGroupMetadata"
+    names = {9: "ShareGroupPartitionMetadata", 15: "ShareGroupStatePartitionMetadata", 17: "StreamsGroupMetadata",
+             23: "StreamsGroupTopology", 24: "StreamsGroupTargetAssignmentResolvedTopicIds"}
+    for version, name in names.items():
+        assert decode_record(_i16(version) + b"\x00\x01g", None)["record_type"] == name
+    assert decode_record(b"\x00\x63\x00\x01g", None)["record_type"] == "unknown"
 
 
 def test_round_trip_of_coordinator_records():

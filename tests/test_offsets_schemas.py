@@ -9,9 +9,10 @@ from hypothesis import strategies as st
 from offsets_store import CodecError
 from offsets_store import schemas as s
 from offsets_store.codec import decode_assignment, decode_subscription
-from offsets_store.wire import decode, encode
+from offsets_store.wire import UNKNOWN_TAGS, decode, encode, uuid_string
 
 _PRIMITIVES = {
+    "int8": st.integers(-2**7, 2**7 - 1), "uuid": st.binary(min_size=16, max_size=16).map(uuid_string),
     "int16": st.integers(-2**15, 2**15 - 1), "int32": st.integers(-2**31, 2**31 - 1),
     "int64": st.integers(-2**63, 2**63 - 1), "string": st.text(max_size=12),
     "nullable_string": st.none() | st.text(max_size=12), "bytes": st.binary(max_size=12),
@@ -26,9 +27,10 @@ def values(schema: s.Struct, version: int) -> st.SearchStrategy[dict]:
         if not f.present(version):
             fields[f.name] = st.just(f.default)
         elif isinstance(f.type, tuple):
-            elem = f.type[1]
+            form, elem = f.type
             inner = values(elem, version) if isinstance(elem, s.Struct) else _PRIMITIVES[elem]
-            fields[f.name] = st.lists(inner, max_size=3)
+            strategy = inner if form.endswith("struct") else st.lists(inner, max_size=3)
+            fields[f.name] = st.none() | strategy if form.startswith("nullable") else strategy
         else:
             fields[f.name] = _PRIMITIVES[f.type]
     return st.fixed_dictionaries(fields)
@@ -43,9 +45,10 @@ def normalised(value):
     return value
 
 
+KIP848_SCHEMAS = tuple(schema for record_type in (3, 4, 5, 6, 7, 8, 16) for schema in s.RECORD_TYPES[record_type])
 CASES = [(schema, v) for schema in (s.OFFSET_COMMIT_KEY, s.GROUP_METADATA_KEY, s.OFFSET_COMMIT_VALUE,
                                     s.GROUP_METADATA_VALUE, s.CONSUMER_PROTOCOL_SUBSCRIPTION,
-                                    s.CONSUMER_PROTOCOL_ASSIGNMENT)
+                                    s.CONSUMER_PROTOCOL_ASSIGNMENT) + KIP848_SCHEMAS
          for v in range(schema.versions[0], schema.versions[1] + 1)]
 
 
@@ -58,6 +61,7 @@ def test_every_version_round_trips(schema, version, data):
     assert encoded[:2] == version.to_bytes(2, "big")
     got_version, decoded = decode(schema, encoded)
     assert got_version == version and normalised(decoded) == normalised(value)
+    assert encode(schema, version, decoded) == encoded
 
 
 def test_flexible_versions_use_compact_lengths_and_tagged_fields():
@@ -74,10 +78,13 @@ def test_flexible_versions_use_compact_lengths_and_tagged_fields():
                           + b"\x01\x02\x01\x00\x00")
 
 
-def test_unknown_tagged_fields_are_skipped():
+def test_unknown_tagged_fields_are_kept_apart_and_written_back():
     v4 = encode(s.OFFSET_COMMIT_VALUE, 4, {"offset": 1, "leaderEpoch": 0, "metadata": "x", "commitTimestamp": 2})
     with_tags = v4[:-1] + bytes([2, 0, 1, 0xAA, 7, 2, 0xBB, 0xCC])   # two tagged fields: tag 0 (1 byte), tag 7
-    assert decode(s.OFFSET_COMMIT_VALUE, with_tags) == decode(s.OFFSET_COMMIT_VALUE, v4)
+    version, value = decode(s.OFFSET_COMMIT_VALUE, with_tags)
+    assert value.pop(UNKNOWN_TAGS) == [[0, b"\xaa"], [7, b"\xbb\xcc"]]
+    assert (version, value) == decode(s.OFFSET_COMMIT_VALUE, v4)
+    assert encode(s.OFFSET_COMMIT_VALUE, 4, {**value, UNKNOWN_TAGS: [[0, b"\xaa"], [7, b"\xbb\xcc"]]}) == with_tags
 
 
 @settings(max_examples=400, deadline=None)

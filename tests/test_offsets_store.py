@@ -178,7 +178,7 @@ def test_kafka_store_survives_sigkill_and_ignores_replayed_batches(kafka_bootstr
 
 
 @pytest.mark.kafka
-def test_kafka_store_skips_kip848_records_on_load(kafka_bootstrap, topic_name):
+def test_kafka_store_loads_kip848_records_and_skips_share_group_ones(kafka_bootstrap, topic_name):
     from kafka import KafkaProducer
 
     url = f"kafka:{kafka_bootstrap}/{topic_name}?partitions=2"
@@ -186,12 +186,18 @@ def test_kafka_store_skips_kip848_records_on_load(kafka_bootstrap, topic_name):
     store.write([commit("g", "t", 0, 3)])
     store.close()
     producer = KafkaProducer(bootstrap_servers=kafka_bootstrap)
-    # A ConsumerGroupMetadataKey (key version 3) record, as a KIP-848 broker writes next to the classic ones.
+    # Written next to ours by a KIP-848 broker: a ConsumerGroupMetadata record (type 3: group "g", epoch 1, no tagged
+    # fields) and a ShareGroupMetadata one (type 11), which nothing here decodes.
     producer.send(topic_name, key=b"\x00\x03\x00\x01g", value=b"\x00\x00\x00\x00\x00\x01\x00", partition=0)
+    producer.send(topic_name, key=b"\x00\x0b\x00\x01s", value=b"\x00\x00\x00\x00\x00\x01\x00", partition=0)
     producer.flush()
     producer.close()
     reopened = open_store(url)
     assert live_offsets(reopened) == {("g", "t", 0): 3} and reopened.groups() == ["g"]
+    assert [r for r in reopened.load_records() if r["type"] != "offset_commit"] == [
+        {"type": "consumer_group_metadata", "group_id": "g", "epoch": 1, "metadataHash": 0, "creationTimeMs": -1,
+         "tombstone": False, "value_version": 0}]
+    assert reopened.consumer_group("g")["group_epoch"] == 1
     reopened.close()
 
 
