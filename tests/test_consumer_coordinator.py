@@ -572,3 +572,14 @@ def test_client_fields_are_recorded():
     value = recs[0]["value"]
     assert (value["clientId"], value["clientHost"], value["rackId"], value["rebalanceTimeoutMs"]) == \
         (CLIENT_ID, CLIENT_HOST, "rack-a", 5000)
+
+
+def test_state_bytes_are_told_apart_from_the_classic_coordinators():
+    from streaming.coordinator import GroupCoordinator
+    from streaming.coordinator.consumer import ConsumerGroupCoordinator, is_consumer_state
+    h = Harness({"foo": 1})
+    h.assignor.prepare({})
+    h.join("m", ["foo"])
+    assert is_consumer_state(h.c.to_bytes()) and not is_consumer_state(GroupCoordinator().to_bytes())
+    with pytest.raises(ValueError):
+        ConsumerGroupCoordinator.from_bytes(GroupCoordinator().to_bytes())

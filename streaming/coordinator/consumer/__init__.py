@@ -6,7 +6,7 @@ Modules, one job each: ``member_state`` (MemberState), ``member`` (ConsumerGroup
 metadata image), ``regex`` (regex subscriptions), ``config``, ``coordinator`` (the request handling and timers).
 """
 from streaming.coordinator.consumer.config import ConsumerGroupConfig
-from streaming.coordinator.consumer.coordinator import ConsumerGroupCoordinator
+from streaming.coordinator.consumer.coordinator import ConsumerGroupCoordinator, is_consumer_state
 from streaming.coordinator.consumer.errors import HeartbeatError
 from streaming.coordinator.consumer.group import ConsumerGroup
 from streaming.coordinator.consumer.member import ConsumerGroupMember
@@ -14,4 +14,4 @@ from streaming.coordinator.consumer.member_state import MemberState
 from streaming.coordinator.consumer.reconcile import reconcile
 
 __all__ = ["ConsumerGroupConfig", "ConsumerGroupCoordinator", "ConsumerGroup", "ConsumerGroupMember", "MemberState",
-           "HeartbeatError", "reconcile"]
+           "HeartbeatError", "reconcile", "is_consumer_state"]

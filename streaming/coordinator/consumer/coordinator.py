@@ -30,9 +30,17 @@ from streaming.coordinator.consumer.target import build_target_assignment
 from streaming.coordinator.consumer.topics import TopicImage
 
 FORMAT_VERSION = 1
+# First byte of the serialised state: the classic coordinator's state starts with its format version (1), so a
+# caller holding a group's bytes can tell which model they belong to (``is_consumer_state``).
+STATE_MAGIC = 0x43
 REGEX_BATCH_REFRESH_INTERVAL_MS = 10_000
 _SESSION, _REBALANCE = 0, 1
 _JAVA_WHITESPACE = "".join(chr(c) for c in range(0x21))   # what String.trim() strips
+
+
+def is_consumer_state(data: bytes | None) -> bool:
+    """Whether serialised group state is this model's (and not the classic coordinator's)."""
+    return bool(data) and data[0] == STATE_MAGIC
 
 
 @dataclass
@@ -164,13 +172,13 @@ class ConsumerGroupCoordinator:
         return c
 
     def to_bytes(self) -> bytes:
-        return bytes([FORMAT_VERSION]) + zlib.compress(json.dumps(self.to_dict(), separators=(",", ":")).encode(), 6)
+        return bytes([STATE_MAGIC]) + zlib.compress(json.dumps(self.to_dict(), separators=(",", ":")).encode(), 6)
 
     @classmethod
     def from_bytes(cls, data: bytes, config: ConsumerGroupConfig | None = None,
                    assignors: Mapping[str, object] | None = None) -> "ConsumerGroupCoordinator":
-        if not data or data[0] != FORMAT_VERSION:
-            raise ValueError(f"unsupported consumer coordinator state version {bytes(data[:1])!r}")
+        if not is_consumer_state(data):
+            raise ValueError(f"not a consumer group coordinator state (first byte {bytes(data[:1])!r})")
         return cls.from_dict(json.loads(zlib.decompress(bytes(data[1:]))), config, assignors)
 
     def load_records(self, records: Iterable[dict], now_ms: int) -> None:
