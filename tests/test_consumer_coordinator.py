@@ -583,3 +583,34 @@ def test_state_bytes_are_told_apart_from_the_classic_coordinators():
     assert is_consumer_state(h.c.to_bytes()) and not is_consumer_state(GroupCoordinator().to_bytes())
     with pytest.raises(ValueError):
         ConsumerGroupCoordinator.from_bytes(GroupCoordinator().to_bytes())
+
+
+# ---------------------------------------------------------------- loading __consumer_offsets (testReplay*)
+def test_replaying_records_rebuilds_the_group():
+    h = Harness({"foo": 6, "bar": 3}, scripted=False)
+    outs = h.join("a", ["foo", "bar"])[2]
+    outs += h.join("b", ["foo"], instance_id="ib")[2]
+    outs += h.hb("c", 0, rebalance_timeout_ms=5000, subscribed_topic_regex="ba.*", topic_partitions=[])[2]
+    outs += h.hb("a", 1)[2]
+    outs += h.hb("b", -2, instance_id="ib")[2]
+    # Replay everything the coordinator wrote, as a broker loading the partition would.
+    loaded = Harness({"foo": 6, "bar": 3}, scripted=False)
+    loaded.c.load_records([o for o in outs if o["type"] == R.RECORD], 1234)
+    assert loaded.group().durable_view() == h.group().durable_view()
+    assert loaded.group().static_members == {"ib": "b"} and loaded.group().resolved_regexes.keys() == {"ba.*"}
+    assert loaded.group().partition_epochs == h.group().partition_epochs
+    assert loaded.group().members["b"].member_epoch == -2
+    # onLoaded: every member's session starts at load time.
+    assert set(loaded.c.soft[G].sessions.values()) == {1234 + 45_000}
+
+
+def test_replaying_tombstones_removes_members_and_groups():
+    h = Harness({"foo": 1})
+    h.assignor.prepare({"m": h.A(foo=(0,))})
+    outs = h.join("m", ["foo"])[2] + h.hb("m", -1)[2] + h.event(type="delete_group", group_id=G)
+    rebuilt = Harness({"foo": 1})
+    rebuilt.c.load_records([o for o in outs if o["type"] == R.RECORD], 0)
+    assert rebuilt.c.groups == {}
+    partial = Harness({"foo": 1})
+    partial.c.load_records([o for o in outs if o["type"] == R.RECORD][:-3], 0)
+    assert partial.group().state() == "Empty" and partial.group().group_epoch == 2

@@ -123,7 +123,7 @@ def snapshot(c):
     return g.group_epoch, g.assignment_epoch, {mid: m.member_epoch for mid, m in g.members.items()}
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(actions=st.lists(action, min_size=1, max_size=60), split=st.floats(0, 1))
 def test_invariants_hold_in_every_generated_history(actions, split):
     c, outputs, history = run(actions)
@@ -151,13 +151,13 @@ def test_invariants_hold_in_every_generated_history(actions, split):
     assert again == outputs
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(actions=st.lists(action, min_size=1, max_size=40))
 def test_protocol_following_clients_converge(actions):
     """After the noise, members that keep heartbeating by the protocol reach a Stable group whose current
-    assignment is its target assignment."""
-    c, _, _ = run(actions, max_size=10)
-    clients_tail = [("topic", "foo", 3)] + [("hb", m) for m in MEMBERS] * 2 + [("revoke", m) for m in MEMBERS] + \
+    assignment is its target assignment. The tail first lets every session lapse: a static instance that rejoined
+    without leaving first is refused (UNRELEASED_INSTANCE_ID) until its old session ends, as in Kafka."""
+    clients_tail = [("topic", "foo", 3), ("wait", 46_000)] + [("hb", m) for m in MEMBERS] * 2 + [("revoke", m) for m in MEMBERS] + \
         [("hb", m) for m in MEMBERS] * 4
     c, outputs, _ = run(list(actions) + clients_tail, max_size=10)
     g = c.groups.get("g")
@@ -168,3 +168,37 @@ def test_protocol_following_clients_converge(actions):
     assert g.state() == "Stable", c.describe_group("g")
     for mid, m in g.members.items():
         assert m.assigned_partitions == g.target.get(mid, {})
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers(-2**40, 2**40) | st.text(max_size=5),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                                        max_size=3), max_leaves=4)
+heartbeat_fields = st.fixed_dictionaries({"type": st.just("consumer_heartbeat")}, optional={
+    "group_id": st.sampled_from(["g", "", " "]) | json_values, "member_id": st.sampled_from(["m1", "m2", ""]) | json_values,
+    "member_epoch": st.integers(-4, 5) | json_values, "instance_id": st.sampled_from([None, "i", ""]) | json_values,
+    "rack_id": json_values, "rebalance_timeout_ms": st.sampled_from([-1, 0, 5000]) | json_values,
+    "subscribed_topic_names": st.sampled_from([None, [], ["foo"]]) | json_values,
+    "subscribed_topic_regex": st.sampled_from([None, "", "f.*", "[", "(a"]) | json_values,
+    "server_assignor": st.sampled_from([None, "uniform", "range", "x"]) | json_values,
+    "topic_partitions": st.sampled_from([None, [], [["foo", 0]], [{"topic": "foo", "partitions": [1]}],
+                                         [{"topic_id": "x", "partitions": [0]}]]) | json_values,
+    "ts": st.integers(0, 10**6) | json_values})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=st.lists(heartbeat_fields, max_size=15))
+def test_arbitrary_heartbeats_never_raise(events):
+    """Bad input is a dead letter with a reason; a readable but wrong request gets Kafka's error answer."""
+    c = ConsumerGroupCoordinator()
+    c.handle(parse_event({"type": "topic_metadata", "topic": "foo", "partitions": 2})[0])
+    for raw in events:
+        event, reason = parse_event(raw)
+        if event is None:
+            assert isinstance(reason, str) and reason
+            continue
+        if event["group_id"] is None:
+            continue
+        out = c.handle(event)
+        answers = [o for o in out if o["type"] == "consumer_heartbeat_response"]
+        assert len(answers) == 1 and isinstance(answers[0]["error"], str)
+        snapshot(c)
