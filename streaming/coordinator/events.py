@@ -36,8 +36,19 @@ EVENT_SCHEMA: dict[str, dict[str, tuple[str, bool, Any]]] = {
     "leave": {**_MEMBER, "reason": ("str?", False, None)},
     "commit": {**_MEMBER, "generation": ("int32", False, -1), "offsets": ("offsets", True, None),
                "retention_ms": ("int", False, -1)},
-    "topic_metadata": {"topic": ("str", True, None), "partitions": ("int32", True, None)},
+    "topic_metadata": {"topic": ("str", True, None), "partitions": ("int32", True, None),
+                       # Optional, read by the consumer protocol model (streaming/coordinator/consumer/).
+                       "topic_id": ("str?", False, None), "partition_racks": ("racks?", False, None)},
     "delete_group": {},
+    # KIP-848 (group.protocol=consumer): one ConsumerGroupHeartbeat request, fields as Kafka's request has them.
+    # Null means "not sent" (Kafka's nullable fields); -1 for rebalance_timeout_ms likewise.
+    "consumer_heartbeat": {"member_id": ("str", False, ""), "member_epoch": ("int32", True, None),
+                           "instance_id": ("str?", False, None), "rack_id": ("str?", False, None),
+                           "rebalance_timeout_ms": ("int32", False, -1),
+                           "subscribed_topic_names": ("strings?", False, None),
+                           "subscribed_topic_regex": ("str?", False, None), "server_assignor": ("str?", False, None),
+                           "topic_partitions": ("owned?", False, None),
+                           "client_id": ("str", False, "consumer"), "client_host": ("str", False, "/127.0.0.1")},
 }
 EVENT_TYPES = tuple(EVENT_SCHEMA)
 
@@ -144,6 +155,21 @@ def _check(kind: str, name: str, field_kind: str, value: Any) -> Any:
         if not isinstance(value, dict):
             raise InvalidEvent(f"{where} must be an object of member id -> partitions")
         return {str(member): _partitions(f"{where}.{member}", parts) for member, parts in value.items()}
+    if base == "strings":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise InvalidEvent(f"{where} must be a list of strings")
+        return list(value)
+    if base == "owned":
+        return _owned(where, value)
+    if base == "racks":
+        if not isinstance(value, dict):
+            raise InvalidEvent(f"{where} must be an object of partition -> list of racks")
+        out = {}
+        for key, racks in value.items():
+            if not str(key).isdigit() or not isinstance(racks, list) or not all(isinstance(r, str) for r in racks):
+                raise InvalidEvent(f"{where} must be an object of partition -> list of racks, got {key!r}")
+            out[int(key)] = list(racks)
+        return out
     if base == "offsets":
         if not isinstance(value, list):
             raise InvalidEvent(f"{where} must be a list")
@@ -177,6 +203,26 @@ def _partitions(where: str, value: Any) -> list[list]:
                 or isinstance(item[1], bool) or not isinstance(item[1], int) or not 0 <= item[1] <= _INT32[1]):
             raise InvalidEvent(f"{where} must be a list of [topic, partition] pairs, got {item!r}")
         out.append([item[0], item[1]])
+    return out
+
+
+def _owned(where: str, value: Any) -> list[dict]:
+    """Owned partitions: [[topic, partition], ...] or Kafka's [{"topic_id" or "topic", "partitions": [...]}, ...]."""
+    if not isinstance(value, list):
+        raise InvalidEvent(f"{where} must be a list")
+    out = []
+    for item in value:
+        if isinstance(item, dict):
+            topic_id, topic, parts = item.get("topic_id"), item.get("topic"), item.get("partitions")
+            if (topic_id is None) == (topic is None) or not isinstance(topic_id or topic, str):
+                raise InvalidEvent(f"{where} entries need a string topic_id or topic, got {item!r}")
+            if not isinstance(parts, list):
+                raise InvalidEvent(f"{where} entries need a list of partitions, got {item!r}")
+            out.append({"topic_id": topic_id, "topic": topic,
+                        "partitions": [_int(f"{where}.partitions", p, 0, _INT32[1]) for p in parts]})
+        else:
+            (topic, partition), = _partitions(where, [item])
+            out.append({"topic_id": None, "topic": topic, "partitions": [partition]})
     return out
 
 

@@ -1,0 +1,50 @@
+"""Settings of the consumer group protocol under Kafka's broker names and defaults (Kafka 4.0)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Mapping
+
+INT_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class ConsumerGroupConfig:
+    group_consumer_session_timeout_ms: int = 45_000
+    group_consumer_heartbeat_interval_ms: int = 5_000
+    group_consumer_max_size: int = INT_MAX
+    # The first is the default assignor (Kafka: group.consumer.assignors = uniform, range).
+    group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.group_consumer_assignors, str):
+            object.__setattr__(self, "group_consumer_assignors",
+                               tuple(a.strip() for a in self.group_consumer_assignors.split(",") if a.strip()))
+        if not self.group_consumer_assignors:
+            raise ValueError("group.consumer.assignors must name at least one assignor")
+        if self.group_consumer_session_timeout_ms <= 0 or self.group_consumer_heartbeat_interval_ms <= 0:
+            raise ValueError("session timeout and heartbeat interval must be positive")
+        if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
+            raise ValueError("group.consumer.heartbeat.interval.ms must be lower than group.consumer.session.timeout.ms")
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, object] | None) -> "ConsumerGroupConfig":
+        """Kafka-style keys (``group.consumer.session.timeout.ms``) or field names; unknown keys are an error."""
+        by_name = {f.name.replace("_", "."): f for f in fields(cls)}
+        values: dict[str, object] = {}
+        for key, raw in (props or {}).items():
+            f = by_name.get(key) or next((g for g in fields(cls) if g.name == key), None)
+            if f is None:
+                raise ValueError(f"unknown consumer group setting {key!r}; known: {', '.join(sorted(by_name))}")
+            if f.name == "group_consumer_assignors":
+                values[f.name] = raw if isinstance(raw, (tuple, list)) and not isinstance(raw, str) else str(raw)
+                values[f.name] = tuple(values[f.name]) if not isinstance(values[f.name], str) else values[f.name]
+            else:
+                try:
+                    values[f.name] = int(str(raw).strip())
+                except ValueError:
+                    raise ValueError(f"{key} must be an integer, not {raw!r}") from None
+        return cls(**values)
+
+    def to_properties(self) -> dict[str, object]:
+        return {f.name.replace("_", "."): (",".join(getattr(self, f.name)) if f.name == "group_consumer_assignors"
+                                           else getattr(self, f.name)) for f in fields(self)}

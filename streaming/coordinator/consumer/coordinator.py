@@ -1,0 +1,733 @@
+"""Kafka's consumer group protocol (KIP-848, ``group.protocol=consumer``) as a pure, deterministic state machine.
+
+The request handling follows Kafka 4.0's ``GroupMetadataManager`` (``consumerGroupHeartbeat``,
+``consumerGroupLeave``, the session and rebalance timers, ``onNewMetadataImage``) step by step. Like Kafka, a
+request is first turned into records, and the records are then replayed onto the group -- the very path a group
+rebuilt from ``__consumer_offsets`` takes (``load_records``). The API mirrors the classic ``GroupCoordinator``:
+``handle(event)``, ``advance(now_ms)``, ``next_deadline()``, ``to_bytes()``/``from_bytes()``, ``is_blank()``.
+
+Time comes only from events' ``ts`` and ``advance``; nothing reads a clock or draws a random number.
+"""
+from __future__ import annotations
+
+import heapq
+import json
+import zlib
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from assignors.server import PartitionAssignorError, get_server_assignor
+from streaming.coordinator.consumer import records as R
+from streaming.coordinator.consumer.config import ConsumerGroupConfig
+from streaming.coordinator.consumer.errors import HeartbeatError
+from streaming.coordinator.consumer.group import STABLE, ConsumerGroup
+from streaming.coordinator.consumer.member import (
+    LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, Assignment, ConsumerGroupMember, is_subset)
+from streaming.coordinator.consumer.member_state import MemberState
+from streaming.coordinator.consumer.reconcile import reconcile
+from streaming.coordinator.consumer.regex import regex_error, resolve
+from streaming.coordinator.consumer.target import build_target_assignment
+from streaming.coordinator.consumer.topics import TopicImage
+
+FORMAT_VERSION = 1
+# First byte of the serialised state: the classic coordinator's state starts with its format version (1), so a
+# caller holding a group's bytes can tell which model they belong to (``is_consumer_state``).
+STATE_MAGIC = 0x43
+REGEX_BATCH_REFRESH_INTERVAL_MS = 10_000
+_SESSION, _REBALANCE = 0, 1
+_JAVA_WHITESPACE = "".join(chr(c) for c in range(0x21))   # what String.trim() strips
+
+
+def is_consumer_state(data: bytes | None) -> bool:
+    """Whether serialised group state is this model's (and not the classic coordinator's)."""
+    return bool(data) and data[0] == STATE_MAGIC
+
+
+@dataclass
+class _Soft:
+    """What Kafka keeps in memory only (timers, refresh flags) plus the tracker's rebalance bookkeeping."""
+    sessions: dict[str, int] = field(default_factory=dict)             # member -> session deadline
+    rebalance: dict[str, list[int]] = field(default_factory=dict)      # member -> [deadline, member epoch]
+    last_heartbeat: dict[str, int] = field(default_factory=dict)
+    refresh_metadata: bool = True          # Kafka: metadataRefreshDeadline expired (new or loaded group, topic change)
+    rebalance_started: list | None = None  # [ts, trigger, detail] of the first epoch bump not yet Stable
+    assignor: str | None = None            # the assignor of the last target assignment
+    stable_owners: dict[str, str] = field(default_factory=dict)        # "topic_id:p" -> owner, at the last Stable
+
+    def to_dict(self) -> dict:
+        return {"sessions": self.sessions, "rebalance": self.rebalance, "last_heartbeat": self.last_heartbeat,
+                "refresh_metadata": self.refresh_metadata, "rebalance_started": self.rebalance_started,
+                "assignor": self.assignor, "stable_owners": self.stable_owners}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "_Soft":
+        return cls(dict(d["sessions"]), {k: list(v) for k, v in d["rebalance"].items()}, dict(d["last_heartbeat"]),
+                   d["refresh_metadata"], d["rebalance_started"], d["assignor"], dict(d["stable_owners"]))
+
+
+class ConsumerGroupCoordinator:
+    """Consumer groups of the new protocol. ``assignors`` (name -> object with ``assign(GroupSpec, describer)``)
+    replaces the built-in server assignors, e.g. to script an assignment in a test."""
+
+    def __init__(self, config: ConsumerGroupConfig | None = None, assignors: Mapping[str, object] | None = None):
+        self.config = config or ConsumerGroupConfig()
+        self._assignors = dict(assignors) if assignors is not None else None
+        self.groups: dict[str, ConsumerGroup] = {}
+        self.soft: dict[str, _Soft] = {}
+        self.image = TopicImage()
+        self.now = 0
+        self._timers: list[tuple[int, int, str, str]] = []
+        self._armed: dict[tuple[int, str, str], int] = {}
+        self._out: list[dict] = []
+
+    # ================================================================ public API
+    def handle(self, event: dict) -> list[dict]:
+        """Apply one validated event (``consumer_heartbeat``, ``topic_metadata`` or ``delete_group``).
+
+        Timers due strictly before the event's ``ts`` fire first; a heartbeat arriving on its deadline wins."""
+        ts = event.get("ts")
+        out = self.advance(ts - 1) if ts is not None else []
+        self._tick(ts)
+        self._out = out
+        kind = event["type"]
+        if kind == "consumer_heartbeat":
+            self._heartbeat(event)
+        elif kind == "topic_metadata":
+            self._topic_metadata(event)
+        elif kind == "delete_group":
+            self._delete_group(event)
+        else:
+            self._emit(event.get("group_id") or "", "ignored_event", event_type=kind,
+                       reason="not a request of the consumer group protocol")
+        self._out = []
+        return out
+
+    def advance(self, now_ms: int) -> list[dict]:
+        """Fire every session and rebalance timeout due at or before ``now_ms``, in deadline order."""
+        out: list[dict] = []
+        saved, self._out = self._out, out
+        while self._timers and self._timers[0][0] <= now_ms:
+            deadline, kind, group_id, member_id = heapq.heappop(self._timers)
+            self._armed.pop((kind, group_id, member_id), None)
+            current = self._deadline(kind, group_id, member_id)
+            if current is None or current < deadline:
+                continue
+            if current > deadline:
+                self._arm(kind, group_id, member_id, current)
+                continue
+            self._tick(deadline)
+            self._fire(kind, group_id, member_id)
+        self._tick(now_ms)
+        self._out = saved
+        return out
+
+    def next_deadline(self, group_id: str | None = None) -> int | None:
+        softs = [self.soft[group_id]] if group_id is not None and group_id in self.soft else \
+            ([] if group_id is not None else list(self.soft.values()))
+        deadlines = [d for s in softs for d in s.sessions.values()] + \
+            [r[0] for s in softs for r in s.rebalance.values()]
+        return min(deadlines, default=None)
+
+    def group_ids(self) -> list[str]:
+        return list(self.groups)
+
+    def is_blank(self) -> bool:
+        return not self.groups and not self.image.by_name and not self.image.known_ids
+
+    def describe_group(self, group_id: str) -> dict:
+        """ConsumerGroupDescribe: epochs, state, assignor and members with their current and target assignment."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return {"group_id": group_id, "state": "Dead", "members": []}
+        return {"group_id": group_id, "state": group.state(), "group_epoch": group.group_epoch,
+                "assignment_epoch": group.assignment_epoch,
+                "assignor": group.preferred_server_assignor() or self.config.group_consumer_assignors[0],
+                "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
+                             "client_id": m.client_id, "client_host": m.client_host, "member_epoch": m.member_epoch,
+                             "state": m.state.name, "subscribed_topic_names": sorted(m.subscribed_topic_names),
+                             "subscribed_topic_regex": m.regex, "server_assignor": m.server_assignor,
+                             "assignment": self._pairs(m.assigned_partitions),
+                             "pending_revocation": self._pairs(m.partitions_pending_revocation),
+                             "target_assignment": self._pairs(group.target.get(m.member_id, {}))}
+                            for m in group.members.values()]}
+
+    # --- serialisation -------------------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {"v": FORMAT_VERSION, "now": self.now, "image": self.image.to_dict(),
+                "groups": [{"group": g.to_dict(), "soft": self.soft[gid].to_dict()} for gid, g in self.groups.items()]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping, config: ConsumerGroupConfig | None = None,
+                  assignors: Mapping[str, object] | None = None) -> "ConsumerGroupCoordinator":
+        if d.get("v") != FORMAT_VERSION:
+            raise ValueError(f"unsupported consumer coordinator state version {d.get('v')!r}")
+        c = cls(config, assignors)
+        c.now = d["now"]
+        c.image = TopicImage.from_dict(d["image"])
+        for entry in d["groups"]:
+            group = ConsumerGroup.from_dict(entry["group"])
+            c.groups[group.group_id] = group
+            c.soft[group.group_id] = _Soft.from_dict(entry["soft"])
+            c._arm_all(group.group_id)
+        return c
+
+    def to_bytes(self) -> bytes:
+        return bytes([STATE_MAGIC]) + zlib.compress(json.dumps(self.to_dict(), separators=(",", ":")).encode(), 6)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, config: ConsumerGroupConfig | None = None,
+                   assignors: Mapping[str, object] | None = None) -> "ConsumerGroupCoordinator":
+        if not is_consumer_state(data):
+            raise ValueError(f"not a consumer group coordinator state (first byte {bytes(data[:1])!r})")
+        return cls.from_dict(json.loads(zlib.decompress(bytes(data[1:]))), config, assignors)
+
+    def load_records(self, records: Iterable[dict], now_ms: int) -> None:
+        """Rebuild groups from their ``consumer_group_record`` records, as Kafka's coordinator loads
+        ``__consumer_offsets``; then, as its ``onLoaded``, start every member's session (and the rebalance timeout
+        of a member still revoking) at ``now_ms``, and refresh each group's metadata on its next heartbeat."""
+        self._tick(now_ms)
+        for r in records:
+            if r.get("type") != R.RECORD:
+                continue
+            group = self.groups.get(r["group_id"])
+            if group is None:
+                if r["value"] is None:
+                    continue
+                group = self.groups[r["group_id"]] = ConsumerGroup(r["group_id"])
+            group.replay(r)
+            if group.deleted:
+                del self.groups[group.group_id]
+        for group_id, group in self.groups.items():
+            soft = self.soft[group_id] = _Soft()
+            for m in group.members.values():
+                self._schedule_session(group_id, m.member_id)
+                if m.state is MemberState.UNREVOKED_PARTITIONS:
+                    self._schedule_rebalance(group_id, m)
+            soft.refresh_metadata = True
+
+    # ================================================================ time and timers
+    def _tick(self, ts: int | None) -> None:
+        if ts is not None and ts > self.now:
+            self.now = ts
+
+    def _deadline(self, kind: int, group_id: str, member_id: str) -> int | None:
+        soft = self.soft.get(group_id)
+        if soft is None:
+            return None
+        if kind == _SESSION:
+            return soft.sessions.get(member_id)
+        entry = soft.rebalance.get(member_id)
+        return entry[0] if entry is not None else None
+
+    def _arm(self, kind: int, group_id: str, member_id: str, deadline: int) -> None:
+        key = (kind, group_id, member_id)
+        armed = self._armed.get(key)
+        if armed is not None and armed <= deadline:
+            return   # the earlier entry re-arms itself when it pops
+        self._armed[key] = deadline
+        heapq.heappush(self._timers, (deadline, kind, group_id, member_id))
+
+    def _arm_all(self, group_id: str) -> None:
+        soft = self.soft[group_id]
+        for member_id, deadline in soft.sessions.items():
+            self._arm(_SESSION, group_id, member_id, deadline)
+        for member_id, (deadline, _) in soft.rebalance.items():
+            self._arm(_REBALANCE, group_id, member_id, deadline)
+
+    def _schedule_session(self, group_id: str, member_id: str) -> None:
+        soft = self.soft[group_id]
+        soft.sessions[member_id] = self.now + self.config.group_consumer_session_timeout_ms
+        soft.last_heartbeat[member_id] = self.now
+        self._arm(_SESSION, group_id, member_id, soft.sessions[member_id])
+
+    def _schedule_rebalance(self, group_id: str, member: ConsumerGroupMember) -> None:
+        deadline = self.now + member.rebalance_timeout_ms
+        self.soft[group_id].rebalance[member.member_id] = [deadline, member.member_epoch]
+        self._arm(_REBALANCE, group_id, member.member_id, deadline)
+
+    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        soft = self.soft.get(group_id)
+        if soft is not None:
+            soft.sessions.pop(member_id, None)
+            soft.rebalance.pop(member_id, None)
+            soft.last_heartbeat.pop(member_id, None)
+
+    def _fire(self, kind: int, group_id: str, member_id: str) -> None:
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if kind == _SESSION:
+            self.soft[group_id].sessions.pop(member_id, None)
+            if member is not None:
+                self._fence(group, [member], "session timeout", "the member session expired")
+            return
+        deadline, epoch = self.soft[group_id].rebalance.pop(member_id)
+        if member is not None and member.member_epoch == epoch:
+            self._fence(group, [member], "rebalance timeout",
+                        f"it failed to transition from epoch {epoch} within {member.rebalance_timeout_ms}ms")
+
+    # ================================================================ outputs
+    def _emit(self, group_id: str, kind: str, **fields) -> None:
+        self._out.append({"type": kind, "group_id": group_id, "ts": self.now, **fields})
+
+    def _pairs(self, a: Assignment) -> list[list]:
+        return sorted([self.image.name_for(t) or t, p] for t, ps in a.items() for p in ps)
+
+    def _answer(self, e: dict, error: str = "NONE", message: str | None = None, member_id: str | None = None,
+                member_epoch: int = 0, heartbeat_interval_ms: int = 0, assignment: Assignment | None = None) -> None:
+        """Kafka's ConsumerGroupHeartbeatResponse (an error answer carries only the error, as Kafka's does; the
+        request's member id is repeated for the tracker's readers)."""
+        self._emit(e["group_id"], "consumer_heartbeat_response", member_id=member_id if member_id is not None
+                   else e["member_id"], instance_id=e.get("instance_id"), error=error, error_message=message,
+                   member_epoch=member_epoch, heartbeat_interval_ms=heartbeat_interval_ms,
+                   assignment=None if assignment is None else [
+                       {"topic_id": t, "topic": self.image.name_for(t), "partitions": sorted(assignment[t])}
+                       for t in sorted(assignment)])
+
+    # ================================================================ applying records
+    def _apply(self, group: ConsumerGroup, records: list[dict], trigger: str | None = None, detail: str = "") -> None:
+        """Replay ``records`` onto ``group`` (registering a new group), emit them, and what changed for a reader."""
+        gid = group.group_id
+        if gid not in self.groups:
+            self.groups[gid] = group
+            self.soft.setdefault(gid, _Soft())
+        soft = self.soft[gid]
+        before_state, before_epoch, before_target = group.state(), group.group_epoch, group.assignment_epoch
+        before = dict(group.members)
+        for r in records:
+            group.replay(r)
+            self._out.append({**r, "ts": self.now})
+        for r in records:
+            if r["record"] == "ConsumerGroupCurrentMemberAssignment" and r["value"] is not None:
+                m = group.members[r["key"]["memberId"]]
+                old = before.get(m.member_id)
+                old_parts = set(self._keys(old.assigned_partitions)) if old is not None else set()
+                new_parts = set(self._keys(m.assigned_partitions))
+                self._emit(gid, "assignment", member_id=m.member_id, instance_id=m.instance_id,
+                           member_epoch=m.member_epoch, previous_member_epoch=m.previous_member_epoch,
+                           state=m.state.name, partitions=self._pairs(m.assigned_partitions),
+                           pending_revocation=self._pairs(m.partitions_pending_revocation),
+                           added=self._named(new_parts - old_parts), revoked=self._named(old_parts - new_parts))
+        if group.group_epoch > before_epoch and soft.rebalance_started is None and trigger is not None:
+            soft.rebalance_started = [self.now, trigger, detail]
+        if group.assignment_epoch != before_target and group.assignment_epoch >= 0:
+            self._emit(gid, "target_assignment", assignment_epoch=group.assignment_epoch, assignor=soft.assignor,
+                       assignment={mid: self._pairs(a) for mid, a in sorted(group.target.items())})
+        if group.deleted:
+            del self.groups[gid]
+            self.soft.pop(gid, None)
+        after_state = group.state()
+        if after_state != before_state:
+            self._emit(gid, "state_change", **{"from": before_state}, to=after_state,
+                       group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch)
+            if after_state == STABLE:
+                self._rebalance_record(group)
+
+    @staticmethod
+    def _keys(a: Assignment) -> list[tuple[str, int]]:
+        return [(t, p) for t, ps in a.items() for p in ps]
+
+    def _named(self, keys: Iterable[tuple[str, int]]) -> list[list]:
+        return sorted([self.image.name_for(t) or t, p] for t, p in keys)
+
+    def _rebalance_record(self, group: ConsumerGroup) -> None:
+        """One line of rebalance history when the group is Stable again: every member reconciled to its target."""
+        soft = self.soft[group.group_id]
+        started = soft.rebalance_started or [self.now, "unknown", ""]
+        soft.rebalance_started = None
+        owners = {f"{t}:{p}": m.instance_id or m.member_id
+                  for m in group.members.values() for t, ps in m.assigned_partitions.items() for p in ps}
+        moved = sum(1 for key, owner in soft.stable_owners.items() if owners.get(key) != owner)
+        soft.stable_owners = owners
+        self._emit(group.group_id, "rebalance", rebalance_protocol="consumer", group_epoch=group.group_epoch,
+                   assignment_epoch=group.assignment_epoch, assignor=soft.assignor, trigger=started[1],
+                   trigger_detail=started[2], started_ts=started[0], completed_ts=self.now,
+                   duration_ms=self.now - started[0], partitions_moved=moved,
+                   members=[{"member_id": m.member_id, "instance_id": m.instance_id, "client_id": m.client_id,
+                             "client_host": m.client_host} for m in group.members.values()],
+                   assignment={m.member_id: self._pairs(m.assigned_partitions) for m in group.members.values()})
+
+    # ================================================================ ConsumerGroupHeartbeat
+    def _validate(self, e: dict) -> tuple[str, str] | None:
+        """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid (ConsumerGroupHeartbeat v1+: the client makes its
+        member id, KIP-1082)."""
+        def empty(value: str | None) -> bool:
+            return value is not None and not value.strip(_JAVA_WHITESPACE)
+
+        epoch = e["member_epoch"]
+        if empty(e["member_id"]):
+            return "INVALID_REQUEST", "MemberId can't be empty."
+        if empty(e["group_id"]):
+            return "INVALID_REQUEST", "GroupId can't be empty."
+        if empty(e["instance_id"]):
+            return "INVALID_REQUEST", "InstanceId can't be empty."
+        if empty(e["rack_id"]):
+            return "INVALID_REQUEST", "RackId can't be empty."
+        if epoch == 0:
+            if e["rebalance_timeout_ms"] == -1:
+                return "INVALID_REQUEST", "RebalanceTimeoutMs must be provided in first request."
+            if e["topic_partitions"] is None or e["topic_partitions"]:
+                return "INVALID_REQUEST", "TopicPartitions must be empty when (re-)joining."
+            if e["subscribed_topic_names"] is None and e["subscribed_topic_regex"] is None:
+                return "INVALID_REQUEST", ("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null "
+                                           "when (re-)joining.")
+        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if e["instance_id"] is None:
+                return "INVALID_REQUEST", "InstanceId can't be null."
+        elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            return "INVALID_REQUEST", "MemberEpoch is invalid."
+        assignor = e["server_assignor"]
+        if assignor is not None and assignor not in self.config.group_consumer_assignors:
+            return "UNSUPPORTED_ASSIGNOR", (f"ServerAssignor {assignor} is not supported. Supported assignors: "
+                                            f"{', '.join(self.config.group_consumer_assignors)}.")
+        return None
+
+    def _heartbeat(self, e: dict) -> None:
+        invalid = self._validate(e)
+        if invalid is not None:
+            return self._answer(e, *invalid)
+        try:
+            if e["member_epoch"] in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                return self._leave(e)
+            self._join_or_heartbeat(e)
+        except HeartbeatError as exc:
+            self._answer(e, exc.error, exc.message)
+
+    def _owned(self, e: dict) -> dict[str, frozenset] | None:
+        """The request's owned partitions by topic id (a name the image never knew keeps a name-only key)."""
+        if e["topic_partitions"] is None:
+            return None
+        owned: dict[str, set] = {}
+        for tp in e["topic_partitions"]:
+            topic_id = tp.get("topic_id") or self.image.id_for(tp["topic"]) or f"?{tp['topic']}"
+            owned.setdefault(topic_id, set()).update(tp["partitions"])
+        return {t: frozenset(ps) for t, ps in owned.items()}
+
+    @staticmethod
+    def _check_epoch(member: ConsumerGroupMember, epoch: int, owned) -> None:
+        """Kafka's throwIfConsumerGroupMemberEpochIsInvalid, with KAFKA-19233 (epoch 0 always means (re)join)."""
+        if epoch == 0:
+            return
+        if epoch > member.member_epoch:
+            raise HeartbeatError("FENCED_MEMBER_EPOCH", f"The consumer group member has a greater member epoch "
+                                 f"({epoch}) than the one known by the group coordinator ({member.member_epoch}). "
+                                 "The member must abandon all its partitions and rejoin.")
+        if epoch < member.member_epoch and (epoch != member.previous_member_epoch
+                                            or not is_subset(owned, member.assigned_partitions)):
+            raise HeartbeatError("FENCED_MEMBER_EPOCH", f"The consumer group member has a smaller member epoch "
+                                 f"({epoch}) than the one known by the group coordinator ({member.member_epoch}). "
+                                 "The member must abandon all its partitions and rejoin.")
+
+    def _join_or_heartbeat(self, e: dict) -> None:
+        gid, member_id, epoch, instance_id = e["group_id"], e["member_id"], e["member_epoch"], e["instance_id"]
+        create = epoch == 0
+        group = self.groups.get(gid)
+        if group is None:
+            if not create:
+                raise HeartbeatError("GROUP_ID_NOT_FOUND", f"Consumer group {gid} not found.")
+            group = ConsumerGroup(gid)
+        soft = self.soft.get(gid) or _Soft()
+        limit = self.config.group_consumer_max_size
+        if len(group.members) >= limit and member_id not in group.members:
+            raise HeartbeatError("GROUP_MAX_SIZE_REACHED",
+                                 f"The consumer group has reached its maximum capacity of {limit} members.")
+        owned = self._owned(e)
+        records: list[dict] = []
+        replaced: ConsumerGroupMember | None = None
+        if instance_id is None:
+            member = group.members.get(member_id)
+            if member is None:
+                if not create:
+                    raise HeartbeatError("UNKNOWN_MEMBER_ID", f"Member {member_id} is not a member of group {gid}.")
+                member = ConsumerGroupMember(member_id)
+            self._check_epoch(member, epoch, owned)
+        else:
+            existing = group.static_member(instance_id)
+            if create:
+                if existing is None:
+                    member = group.members.get(member_id) or ConsumerGroupMember(member_id)
+                else:
+                    if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                        raise HeartbeatError("UNRELEASED_INSTANCE_ID", f"Static member {member_id} with instance id "
+                                             f"{instance_id} cannot join the group because the instance id is owned "
+                                             f"by {existing.member_id} member.")
+                    # The restarted instance takes over the departed member: same assignment, epoch 0.
+                    member = existing.with_(member_id=member_id, member_epoch=0, previous_member_epoch=0)
+                    replaced = existing
+                    records += [R.current_assignment_tombstone(gid, existing.member_id),
+                                R.target_assignment(gid, existing.member_id, None),
+                                R.member_subscription_tombstone(gid, existing.member_id),
+                                R.member_subscription(gid, member),
+                                R.target_assignment(gid, member_id, group.target.get(existing.member_id, {})),
+                                R.current_assignment(gid, member)]
+            else:
+                if existing is None:
+                    raise HeartbeatError("UNKNOWN_MEMBER_ID", f"Instance id {instance_id} is unknown.")
+                if existing.member_id != member_id:
+                    raise HeartbeatError("FENCED_INSTANCE_ID", f"Static member {member_id} with instance id "
+                                         f"{instance_id} was fenced by member {existing.member_id}.")
+                self._check_epoch(existing, epoch, owned)
+                member = existing
+        old_ref = replaced if replaced is not None else member   # whom the updated member stands in for
+
+        # 1. The member and its subscription; a new group, new topic names or a new metadata bump the epoch.
+        names, regex = e["subscribed_topic_names"], e["subscribed_topic_regex"]
+        updated = member.with_(
+            instance_id=instance_id if instance_id is not None else member.instance_id,
+            rack_id=e["rack_id"] if e["rack_id"] is not None else member.rack_id,
+            rebalance_timeout_ms=e["rebalance_timeout_ms"] if e["rebalance_timeout_ms"] != -1
+            else member.rebalance_timeout_ms,
+            server_assignor=e["server_assignor"] if e["server_assignor"] is not None else member.server_assignor,
+            subscribed_topic_names=frozenset(names) if names is not None else member.subscribed_topic_names,
+            subscribed_topic_regex=regex if regex is not None else member.subscribed_topic_regex,
+            client_id=e["client_id"], client_host=e["client_host"])
+        bump = group.group_epoch == 0
+        trigger = "join" if member_id not in group.members else "subscription"
+        if updated != member:
+            records.append(R.member_subscription(gid, updated))
+            if updated.subscribed_topic_names != member.subscribed_topic_names:
+                bump = True
+        refresh, regex_bump = self._regex_update(group, member, updated, records)
+        bump |= regex_bump
+
+        group_epoch = group.group_epoch
+        if bump or soft.refresh_metadata:
+            names_count = group.subscribed_topic_names(old_ref, updated)
+            metadata = ConsumerGroup.compute_subscription_metadata(names_count, self.image)
+            subscription_type = ConsumerGroup.subscription_type(
+                group.subscribed_regexes(old_ref, updated), names_count,
+                len(list(group._members_with(old_ref, updated))))
+            if metadata != group.subscription_metadata:
+                if not bump:
+                    trigger = "metadata"
+                bump = True
+                records.append(R.partition_metadata(gid, metadata))
+            if bump:
+                group_epoch += 1
+                records.append(R.epoch(gid, group_epoch))
+        else:
+            metadata = group.subscription_metadata
+            subscription_type = ConsumerGroup.subscription_type(
+                group.subscribed_regexes(), group.subscribed_topic_names(), len(group.members))
+
+        # 2. A newer group epoch than the target's: compute the new target assignment.
+        assignor_name = None
+        if group_epoch > group.assignment_epoch:
+            assignor_name = group.preferred_server_assignor(old_ref, updated) or self.config.group_consumer_assignors[0]
+            updates: dict[str, ConsumerGroupMember | None] = {updated.member_id: updated}
+            previous_id = group.static_members.get(updated.instance_id) if updated.instance_id is not None else None
+            if previous_id is not None and previous_id != updated.member_id:
+                updates[previous_id] = None
+            try:
+                result = build_target_assignment(
+                    gid, group_epoch, self._assignor(assignor_name), group.members, group.static_members, metadata,
+                    subscription_type, group.target, group.resolved_regexes, self.image, updates)
+            except (PartitionAssignorError, ValueError, KeyError) as exc:
+                raise HeartbeatError("UNKNOWN_SERVER_ERROR", f"Failed to compute a new target assignment for epoch "
+                                     f"{group_epoch}: {exc}") from None
+            records += result.records
+            target_epoch, target = group_epoch, result.assignment.get(updated.member_id, {})
+        else:
+            target_epoch, target = group.assignment_epoch, group.target_for(updated.member_id, updated.instance_id)
+
+        # 3. Reconcile the member towards its target.
+        rebalance_timer = None
+        if not updated.is_reconciled_to(target_epoch):
+            reconciled = reconcile(updated, target_epoch, target, group.current_partition_epoch, owned)
+            if reconciled != updated:
+                records.append(R.current_assignment(gid, reconciled))
+                rebalance_timer = reconciled.state is MemberState.UNREVOKED_PARTITIONS
+            updated = reconciled
+
+        # All checks passed: the records are written and applied.
+        self.soft.setdefault(gid, soft)
+        if assignor_name is not None:
+            soft.assignor = assignor_name
+        if bump or soft.refresh_metadata:
+            soft.refresh_metadata = False
+        if replaced is not None:
+            self._cancel_timers(gid, replaced.member_id)
+            self._emit(gid, "member_replaced", member_id=member_id, previous_member_id=replaced.member_id,
+                       instance_id=instance_id)
+        elif member_id not in group.members:
+            self._emit(gid, "member_joined", member_id=member_id, instance_id=instance_id, client_id=e["client_id"],
+                       client_host=e["client_host"], subscribed_topic_names=sorted(updated.subscribed_topic_names),
+                       subscribed_topic_regex=updated.regex)
+        detail = {"join": f"member {member_id} joined", "subscription": f"member {member_id} changed its subscription",
+                  "metadata": "the subscribed topics' metadata changed"}[trigger]
+        self._apply(group, records, trigger, detail)
+        if rebalance_timer is True:
+            self._schedule_rebalance(gid, updated)
+        elif rebalance_timer is False:
+            soft.rebalance.pop(updated.member_id, None)
+        self._schedule_session(gid, member_id)
+
+        full = e["rebalance_timeout_ms"] != -1 and (names is not None or regex is not None) and owned is not None
+        changed = member.assigned_partitions != updated.assigned_partitions
+        self._answer(e, member_id=updated.member_id, member_epoch=updated.member_epoch,
+                     heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
+                     assignment=updated.assigned_partitions if epoch == 0 or full or changed else None)
+        if refresh:
+            self._resolve_regexes(group, refresh)
+
+    def _assignor(self, name: str):
+        if self._assignors is not None and name in self._assignors:
+            return self._assignors[name]
+        return get_server_assignor(name)
+
+    # ---------------------------------------------------------------- regular expressions
+    def _regex_update(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                      records: list[dict]) -> tuple[set[str] | None, bool]:
+        """Kafka's maybeUpdateRegularExpressions: (regexes to resolve now, whether to bump the epoch)."""
+        old, new = member.regex, updated.regex
+        bump = require_refresh = False
+        if old != new:
+            if old and group.num_subscribed_members(old) == 1:
+                records.append(R.regular_expression(group.group_id, old, None))
+            if new:
+                if group.num_subscribed_members(new) == 0:
+                    why = regex_error(new)
+                    if why is not None:
+                        raise HeartbeatError("INVALID_REGULAR_EXPRESSION",
+                                             f"SubscribedTopicRegex `{new}` is not a valid regular expression: {why}.")
+                    require_refresh = True
+                else:
+                    bump = new in group.resolved_regexes
+        current = group.subscribed_regexes()
+        if not require_refresh and not current:
+            return None, bump
+        if group.resolved_regexes:
+            last = min(r.timestamp for r in group.resolved_regexes.values())
+            if self.now <= last + REGEX_BATCH_REFRESH_INTERVAL_MS:
+                return None, bump
+        counts = dict(current)
+        if old:
+            counts[old] = counts.get(old, 0) - 1
+        if new:
+            counts[new] = counts.get(new, 0) + 1
+        counts = {r: c for r, c in counts.items() if c > 0}
+        require_refresh |= len(counts) != len(group.resolved_regexes)
+        version = min((r.version for r in group.resolved_regexes.values()), default=0)
+        require_refresh |= version < self.image.new_topics_version
+        return (set(counts) if require_refresh and counts else None), bump
+
+    def _resolve_regexes(self, group: ConsumerGroup, regexes: set[str]) -> None:
+        """The asynchronous regex refresh of Kafka, run right after the heartbeat that asked for it:
+        ConsumerGroupRegularExpression records, and a new epoch when the topics (or their metadata) changed."""
+        if group.group_id not in self.groups:
+            return
+        gid = group.group_id
+        names = {n: list(c) for n, c in group.subscribed_topic_names().items()}
+        records, bump = [], False
+        for regex in sorted(regexes):
+            if group.num_subscribed_members(regex) == 0:
+                continue
+            topics = resolve(regex, self.image.by_name)
+            old = group.resolved_regexes.get(regex)
+            old_topics = old.topics if old is not None else frozenset()
+            if old_topics != topics:
+                bump = True
+                for t in old_topics:
+                    names.setdefault(t, [0, 0])[1] -= 1
+                for t in topics:
+                    names.setdefault(t, [0, 0])[1] += 1
+            records.append(R.regular_expression(gid, regex, topics, self.image.version, self.now))
+        metadata = ConsumerGroup.compute_subscription_metadata([n for n, c in names.items() if c[0] > 0 or c[1] > 0],
+                                                               self.image)
+        if metadata != group.subscription_metadata:
+            bump = True
+            records.append(R.partition_metadata(gid, metadata))
+        if bump:
+            records.append(R.epoch(gid, group.group_epoch + 1))
+            self.soft[gid].refresh_metadata = False
+        if records:
+            self._apply(group, records, "regex", f"regular expressions {', '.join(sorted(regexes))} resolved")
+
+    # ---------------------------------------------------------------- leaving and fencing
+    def _leave(self, e: dict) -> None:
+        gid, member_id, epoch, instance_id = e["group_id"], e["member_id"], e["member_epoch"], e["instance_id"]
+        group = self.groups.get(gid)
+        if group is None:
+            raise HeartbeatError("GROUP_ID_NOT_FOUND", f"Consumer group {gid} not found.")
+        if instance_id is None:
+            member = group.members.get(member_id)
+            if member is None:
+                raise HeartbeatError("UNKNOWN_MEMBER_ID", f"Member {member_id} is not a member of group {gid}.")
+        else:
+            member = group.static_member(instance_id)
+            if member is None:
+                raise HeartbeatError("UNKNOWN_MEMBER_ID", f"Instance id {instance_id} is unknown.")
+            if member.member_id != member_id:
+                raise HeartbeatError("FENCED_INSTANCE_ID", f"Static member {member_id} with instance id "
+                                     f"{instance_id} was fenced by member {member.member_id}.")
+            if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                # A temporary leave: the member keeps its assignment until it rejoins or its session expires.
+                leaving = member.with_(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={})
+                self._emit(gid, "member_left", member_id=member_id, instance_id=instance_id, reason="static leave",
+                           temporary=True)
+                self._apply(group, [R.current_assignment(gid, leaving)])
+                return self._answer(e, member_id=member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+        self._emit(gid, "member_left", member_id=member_id, instance_id=instance_id, reason="leave", temporary=False)
+        self._fence(group, [member], None, "left the group", answer=e)
+
+    def _fence(self, group: ConsumerGroup, members: list[ConsumerGroupMember], reason: str | None, why: str,
+               answer: dict | None = None) -> None:
+        """Kafka's consumerGroupFenceMembers: remove the members' records, drop regexes nobody else uses, refresh
+        the subscription metadata and bump the group epoch."""
+        gid = group.group_id
+        soft = self.soft[gid]
+        records = []
+        for m in members:
+            records += [R.current_assignment_tombstone(gid, m.member_id), R.target_assignment(gid, m.member_id, None),
+                        R.member_subscription_tombstone(gid, m.member_id)]
+        counts: dict[str, int] = {}
+        for m in members:
+            if m.regex:
+                counts[m.regex] = counts.get(m.regex, 0) + 1
+        deleted = set()
+        for regex, count in counts.items():
+            if group.num_subscribed_members(regex) == count:
+                records.append(R.regular_expression(gid, regex, None))
+                deleted.add(regex)
+        names = group.subscribed_topic_names(removed=members, removed_regexes=deleted)
+        metadata = ConsumerGroup.compute_subscription_metadata(names, self.image)
+        if metadata != group.subscription_metadata:
+            records.append(R.partition_metadata(gid, metadata))
+        records.append(R.epoch(gid, group.group_epoch + 1))
+        for m in members:
+            if reason is not None:
+                self._emit(gid, "member_expired", member_id=m.member_id, instance_id=m.instance_id, reason=reason,
+                           detail=why, last_heartbeat_ts=soft.last_heartbeat.get(m.member_id))
+            self._cancel_timers(gid, m.member_id)
+        trigger = "leave" if reason is None else "expiry"
+        self._apply(group, records, trigger,
+                    f"member {', '.join(m.member_id for m in members)} {'left' if reason is None else 'fenced: ' + why}")
+        if answer is not None:
+            self._answer(answer, member_id=answer["member_id"], member_epoch=answer["member_epoch"])
+
+    # ================================================================ topics and deletion
+    def _topic_metadata(self, e: dict) -> None:
+        name = e["topic"]
+        if not self.image.apply(name, e["partitions"], e.get("topic_id"), e.get("partition_racks")):
+            return
+        # Kafka's onNewMetadataImage: every group subscribed to the topic refreshes its metadata on its next
+        # heartbeat (regex groups also re-resolve when a topic was created; see _regex_update).
+        for gid, group in self.groups.items():
+            if name in group.subscribed_topic_names():
+                self.soft[gid].refresh_metadata = True
+
+    def _delete_group(self, e: dict) -> None:
+        """DeleteGroups: only an Empty group goes; Kafka's tombstones for all its records, in Kafka's order."""
+        gid = e["group_id"]
+        group = self.groups.get(gid)
+        if group is None:
+            return self._emit(gid, "delete_group_response", error="GROUP_ID_NOT_FOUND")
+        if group.state() != "Empty":
+            return self._emit(gid, "delete_group_response", error="NON_EMPTY_GROUP")
+        records = [R.current_assignment_tombstone(gid, m) for m in group.members]
+        records += [R.target_assignment(gid, m, None) for m in group.members]
+        records.append(R.target_assignment_epoch(gid, None))
+        records += [R.member_subscription_tombstone(gid, m) for m in group.members]
+        records += [R.regular_expression(gid, r, None) for r in group.resolved_regexes]
+        records += [R.partition_metadata(gid, None), R.epoch(gid, None)]
+        self._apply(group, records)
+        self._emit(gid, "delete_group_response", error="NONE")

@@ -1,0 +1,275 @@
+"""One consumer group's durable state (Kafka's ``ConsumerGroup``), changed only by replaying records.
+
+The coordinator decides what changes and writes records; ``replay`` applies them, exactly as Kafka's coordinator
+applies the records it wrote (and those it loads from ``__consumer_offsets``). So a group rebuilt from its records
+is the group that wrote them. The indexes Kafka keeps beside the records (static members, partition epochs) are
+derived here from the same replays.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from assignors.base import java_hash_order, java_string_hash
+from streaming.coordinator.consumer import records as R
+from streaming.coordinator.consumer.member import (
+    LEAVE_GROUP_MEMBER_EPOCH, Assignment, ConsumerGroupMember, assignment, assignment_to_json)
+from streaming.coordinator.consumer.member_state import MemberState
+from streaming.coordinator.consumer.topics import TopicImage
+
+EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD = "Empty", "Assigning", "Reconciling", "Stable", "Dead"
+HOMOGENEOUS, HETEROGENEOUS = "Homogeneous", "Heterogeneous"
+
+
+class IllegalGroupState(RuntimeError):
+    """A record that cannot apply to the group (Kafka's IllegalStateException): a bug, never bad input."""
+
+
+@dataclass(frozen=True)
+class ResolvedRegex:
+    topics: frozenset
+    version: int
+    timestamp: int
+
+
+class ConsumerGroup:
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.assignment_epoch = 0
+        self.members: dict[str, ConsumerGroupMember] = {}
+        self.target: dict[str, dict[str, frozenset]] = {}
+        self.subscription_metadata: dict[str, tuple[str, int]] = {}   # topic name -> (topic id, partitions)
+        self.resolved_regexes: dict[str, ResolvedRegex] = {}
+        self.deleted = False
+        # derived
+        self.static_members: dict[str, str] = {}
+        self.partition_epochs: dict[tuple[str, int], int] = {}
+
+    # ================================================================ replay
+    def replay(self, record: Mapping) -> None:
+        name, key, value = record["record"], record["key"], record["value"]
+        if name == "ConsumerGroupMetadata":
+            if value is None:
+                if self.members or self.target or self.assignment_epoch != -1:
+                    raise IllegalGroupState(f"group {self.group_id} deleted while it still has members or an "
+                                            "assignment")
+                self.deleted = True
+            else:
+                self.group_epoch = int(value["epoch"])
+                self.deleted = False
+        elif name == "ConsumerGroupPartitionMetadata":
+            self.subscription_metadata = {} if value is None else {
+                t["topicName"]: (t["topicId"], int(t["numPartitions"])) for t in value["topics"]}
+        elif name == "ConsumerGroupMemberMetadata":
+            member_id = key["memberId"]
+            if value is None:
+                old = self.members.get(member_id)
+                if old is None:
+                    return
+                if old.member_epoch != LEAVE_GROUP_MEMBER_EPOCH or member_id in self.target:
+                    raise IllegalGroupState(f"member {member_id} deleted before its assignments")
+                self._remove_member(member_id)
+            else:
+                old = self.members.get(member_id) or ConsumerGroupMember(member_id)
+                self._update_member(old.with_(
+                    instance_id=value["instanceId"], rack_id=value["rackId"], client_id=value["clientId"],
+                    client_host=value["clientHost"], subscribed_topic_names=frozenset(value["subscribedTopicNames"]),
+                    subscribed_topic_regex=value["subscribedTopicRegex"] or "",
+                    rebalance_timeout_ms=int(value["rebalanceTimeoutMs"]), server_assignor=value["serverAssignor"]))
+        elif name == "ConsumerGroupTargetAssignmentMetadata":
+            if value is None:
+                if self.target:
+                    raise IllegalGroupState(f"target assignment of {self.group_id} deleted while members have one")
+                self.assignment_epoch = -1
+            else:
+                self.assignment_epoch = int(value["assignmentEpoch"])
+        elif name == "ConsumerGroupTargetAssignmentMember":
+            if value is None:
+                self.target.pop(key["memberId"], None)
+            else:
+                self.target[key["memberId"]] = R.assignment_from_record(value["topicPartitions"])
+        elif name == "ConsumerGroupCurrentMemberAssignment":
+            member_id = key["memberId"]
+            old = self.members.get(member_id)
+            if value is None:
+                if old is None:
+                    return
+                self._update_member(old.with_(member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                                              previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                                              assigned_partitions={}, partitions_pending_revocation={}))
+            else:
+                self._update_member((old or ConsumerGroupMember(member_id)).with_(
+                    member_epoch=int(value["memberEpoch"]), previous_member_epoch=int(value["previousMemberEpoch"]),
+                    state=MemberState.from_value(int(value["state"])),
+                    assigned_partitions=R.assignment_from_record(value["assignedPartitions"]),
+                    partitions_pending_revocation=R.assignment_from_record(value["partitionsPendingRevocation"])))
+        elif name == "ConsumerGroupRegularExpression":
+            regex = key["regularExpression"]
+            if value is None:
+                self.resolved_regexes.pop(regex, None)
+            else:
+                self.resolved_regexes[regex] = ResolvedRegex(frozenset(value["topics"]), int(value["version"]),
+                                                             int(value["timestamp"]))
+        else:
+            raise IllegalGroupState(f"not a consumer group record: {name!r}")
+
+    def _update_member(self, new: ConsumerGroupMember) -> None:
+        old = self.members.get(new.member_id)
+        if old is not None:
+            self._remove_partition_epochs(old)
+        self.members[new.member_id] = new
+        self._add_partition_epochs(new.assigned_partitions, new.member_epoch)
+        self._add_partition_epochs(new.partitions_pending_revocation, new.member_epoch)
+        if new.instance_id is not None:
+            self.static_members[new.instance_id] = new.member_id
+
+    def _remove_member(self, member_id: str) -> None:
+        old = self.members.pop(member_id)
+        self._remove_partition_epochs(old)
+        if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
+            del self.static_members[old.instance_id]
+
+    def _remove_partition_epochs(self, member: ConsumerGroupMember) -> None:
+        for a in (member.assigned_partitions, member.partitions_pending_revocation):
+            for topic_id, parts in a.items():
+                for p in parts:
+                    if self.partition_epochs.get((topic_id, p)) == member.member_epoch:
+                        del self.partition_epochs[(topic_id, p)]
+
+    def _add_partition_epochs(self, a: Assignment, epoch: int) -> None:
+        for topic_id, parts in a.items():
+            for p in parts:
+                previous = self.partition_epochs.get((topic_id, p))
+                if previous is not None and previous >= epoch:
+                    raise IllegalGroupState(f"cannot set the epoch of {topic_id}-{p} to {epoch}: it is still owned "
+                                            f"at epoch {previous}")
+                self.partition_epochs[(topic_id, p)] = epoch
+
+    # ================================================================ queries (Kafka's ConsumerGroup)
+    def state(self) -> str:
+        if self.deleted:
+            return DEAD
+        if not self.members:
+            return EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return ASSIGNING
+        if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
+            return RECONCILING
+        return STABLE
+
+    def current_partition_epoch(self, topic_id: str, partition: int) -> int:
+        return self.partition_epochs.get((topic_id, partition), -1)
+
+    def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
+        member_id = self.static_members.get(instance_id) if instance_id is not None else None
+        return self.members.get(member_id) if member_id is not None else None
+
+    def target_for(self, member_id: str, instance_id: str | None = None) -> dict[str, frozenset]:
+        if instance_id is not None:
+            previous = self.static_members.get(instance_id)
+            return self.target.get(previous, {}) if previous is not None else {}
+        return self.target.get(member_id, {})
+
+    def subscribed_regexes(self, old: ConsumerGroupMember | None = None,
+                           new: ConsumerGroupMember | None = None) -> dict[str, int]:
+        """Regex -> members subscribed to it; with ``old``/``new``: as if ``old`` were replaced by ``new``."""
+        counts: dict[str, int] = {}
+        for m in self._members_with(old, new):
+            if m.regex:
+                counts[m.regex] = counts.get(m.regex, 0) + 1
+        return counts
+
+    def num_subscribed_members(self, regex: str) -> int:
+        return sum(1 for m in self.members.values() if m.subscribed_topic_regex == regex)
+
+    def subscribed_topic_names(self, old: ConsumerGroupMember | None = None, new: ConsumerGroupMember | None = None,
+                               removed: Iterable[ConsumerGroupMember] = (),
+                               removed_regexes: Iterable[str] = ()) -> dict[str, list[int]]:
+        """Topic name -> [members subscribed by name, resolved regexes naming it] (Kafka's SubscriptionCount).
+
+        With ``old``/``new`` the counts are computed as if ``old`` were replaced by ``new``: a regex only its old
+        member used stops counting. ``removed`` members and ``removed_regexes`` are left out."""
+        gone = {m.member_id for m in removed}
+        members = [m for m in self._members_with(old, new) if m.member_id not in gone]
+        counts: dict[str, list[int]] = {}
+        for m in members:
+            for name in m.subscribed_topic_names:
+                counts.setdefault(name, [0, 0])[0] += 1
+        live = {m.regex for m in members if m.regex}
+        dropped = set(removed_regexes)
+        for regex, resolved in self.resolved_regexes.items():
+            if regex in dropped or (regex not in live and old is not None and old.regex == regex):
+                continue
+            for name in resolved.topics:
+                counts.setdefault(name, [0, 0])[1] += 1
+        return {name: c for name, c in counts.items() if c[0] or c[1]}
+
+    def _members_with(self, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None):
+        members = dict(self.members)
+        if old is not None and old.member_id in members and (new is None or new.member_id != old.member_id):
+            del members[old.member_id]
+        if new is not None:
+            members[new.member_id] = new
+        return members.values()
+
+    @staticmethod
+    def subscription_type(regexes: Mapping[str, int], names: Mapping[str, list[int]], num_members: int) -> str:
+        if not regexes:
+            return HOMOGENEOUS if all(c[0] == num_members for c in names.values()) else HETEROGENEOUS
+        if next(iter(regexes.values())) == num_members:
+            return HOMOGENEOUS if all(c[1] == 1 and c[0] == 0 for c in names.values()) else HETEROGENEOUS
+        return HETEROGENEOUS
+
+    @staticmethod
+    def compute_subscription_metadata(names: Iterable[str], image: TopicImage) -> dict[str, tuple[str, int]]:
+        out = {}
+        for name in names:
+            topic = image.get(name)
+            if topic is not None:
+                out[name] = (topic.topic_id, topic.partitions)
+        return out
+
+    def preferred_server_assignor(self, old: ConsumerGroupMember | None = None,
+                                  new: ConsumerGroupMember | None = None) -> str | None:
+        """The assignor most members name (Kafka's ``computePreferredServerAssignor``; ties: HashMap order)."""
+        counts: dict[str, int] = {}
+        for m in self._members_with(old, new):
+            if m.server_assignor is not None:
+                counts[m.server_assignor] = counts.get(m.server_assignor, 0) + 1
+        if not counts:
+            return None
+        best = None
+        for name in java_hash_order(counts, java_string_hash):
+            if best is None or counts[name] > counts[best]:
+                best = name
+        return best
+
+    # ================================================================ serialisation
+    def to_dict(self) -> dict:
+        return {"group_id": self.group_id, "group_epoch": self.group_epoch, "assignment_epoch": self.assignment_epoch,
+                "members": [m.to_dict() for m in self.members.values()],
+                "target": {mid: assignment_to_json(a) for mid, a in self.target.items()},
+                "subscription_metadata": {n: list(v) for n, v in self.subscription_metadata.items()},
+                "resolved_regexes": {r: [sorted(v.topics), v.version, v.timestamp]
+                                     for r, v in self.resolved_regexes.items()},
+                "deleted": self.deleted}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "ConsumerGroup":
+        group = cls(d["group_id"])
+        group.group_epoch, group.assignment_epoch = d["group_epoch"], d["assignment_epoch"]
+        for md in d["members"]:
+            group._update_member(ConsumerGroupMember.from_dict(md))
+        group.target = {mid: assignment(a) for mid, a in d["target"].items()}
+        group.subscription_metadata = {n: (v[0], v[1]) for n, v in d["subscription_metadata"].items()}
+        group.resolved_regexes = {r: ResolvedRegex(frozenset(v[0]), v[1], v[2])
+                                  for r, v in d["resolved_regexes"].items()}
+        group.deleted = d["deleted"]
+        return group
+
+    def durable_view(self) -> dict:
+        """What the records determine: two groups with equal views are the same group."""
+        d = self.to_dict()
+        d["members"] = sorted(d["members"], key=lambda m: m["member_id"])
+        return d
