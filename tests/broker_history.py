@@ -138,8 +138,17 @@ class GroupHistory:
                 return g
             return None
 
-        g = wait_until(done, timeout_s, f"the group to settle after: {step} (running: {sorted(self.processes)})",
-                       every_s=0.2)
+        try:
+            g = wait_until(done, timeout_s, f"the group to settle after: {step} (running: {sorted(self.processes)})",
+                           every_s=0.2)
+        except AssertionError as exc:   # say what the broker did meanwhile: the last generations and client logs
+            gens = self.truth().generations()
+            seen = [(n, sorted(gens[n].clients.values()), sum(map(len, gens[n].members.values())))
+                    for n in sorted(gens)[-5:]]
+            logs = {name: (self.workdir / f"{name}.log").read_text(errors="replace")[-1500:]
+                    for name in self.processes}
+            raise AssertionError(f"{exc}\nlast generations (number, clients, partitions): {seen}\n"
+                                 + "\n".join(f"--- {name}.log\n{text}" for name, text in logs.items())) from None
         self.steps.append((step, g.generation))
         return g
 
