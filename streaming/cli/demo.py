@@ -33,11 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        return _demo(argv)
-    except KeyboardInterrupt:   # Ctrl-C before Spark was up: nothing to stop, no traceback to show
-        print("\nstopped", file=sys.stderr)
-        return 130
+    from streaming.cli.run import quiet_ctrl_c
+
+    return quiet_ctrl_c(_demo, argv)
 
 
 def _demo(argv: list[str] | None) -> int:

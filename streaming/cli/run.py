@@ -279,12 +279,17 @@ def quiet_logging() -> None:
     logging.getLogger("py4j").setLevel(logging.CRITICAL)  # py4j reports our own clean shutdown as errors
 
 
-def main(argv: list[str] | None = None) -> int:
+def quiet_ctrl_c(command, argv: list[str] | None) -> int:
+    """Run a command; Ctrl-C before Spark is up (nothing to stop yet) exits 130 without a traceback."""
     try:
-        return _run(argv)
-    except KeyboardInterrupt:   # Ctrl-C before Spark was up: nothing to stop, no traceback to show
+        return command(argv)
+    except KeyboardInterrupt:
         print("\nstopped", file=sys.stderr)
         return 130
+
+
+def main(argv: list[str] | None = None) -> int:
+    return quiet_ctrl_c(_run, argv)
 
 
 def _run(argv: list[str] | None) -> int:
