@@ -133,17 +133,41 @@ def normalise(record: dict) -> tuple:
     return key + (value,)
 
 
-def _canonical(records: list[tuple]) -> list[tuple]:
-    """Within a batch, the members' target assignment records come in hash-map order: sort each run of them."""
-    out, run = [], []
+def _segments(records: list[tuple]) -> list[tuple[bool, list]]:
+    """Runs of members' target assignment records (Kafka writes them from a hash map: any order, so sorted here)
+    and the records between them (in order)."""
+    out: list[tuple[bool, list]] = []
     for r in records:
-        if r[0] == "consumer_group_target_assignment_member":
-            run.append(r)
+        run = r[0] == "consumer_group_target_assignment_member"
+        if not out or out[-1][0] != run:
+            out.append((run, []))
+        out[-1][1].append(r)
+    return [(run, sorted(items, key=repr) if run else items) for run, items in out]
+
+
+def _same(got: list[tuple], want: list[tuple]) -> bool:
+    return _segments(got) == _segments(want)
+
+
+def _starts(got: list[tuple], want: list[tuple]) -> bool:
+    """Whether ``want`` (fewer records) can be the start of ``got``: the last segment read may be partial."""
+    g, w = _segments(got), _segments(want)
+    if len(w) > len(g):
+        return False
+    for i, ((run, have), (_, expected)) in enumerate(zip(w, g)):
+        if have == expected:
             continue
-        out += sorted(run, key=repr)
-        run = []
-        out.append(r)
-    return out + sorted(run, key=repr)
+        if i < len(w) - 1:
+            return False
+        if run:
+            rest = list(expected)
+            for r in have:
+                if r not in rest:
+                    return False
+                rest.remove(r)
+            return True
+        return have == expected[:len(have)]
+    return True
 
 
 # ---------------------------------------------------------------- the feed
@@ -189,10 +213,10 @@ class ConsumerGroupFeed:
                 n = len(got)
                 if not n:
                     continue
-                if n <= len(want) and _canonical(got) == _canonical(want[:n]):
+                if n <= len(want) and _same(got, want[:n]):
                     if best is None or n > best[0]:
                         best = (n, events, copy)
-                elif n > len(want) and _canonical(got)[:len(want)] == _canonical(want) and not final:
+                elif n > len(want) and not final and _starts(got, want):
                     waiting = True   # may be the start of a batch not all read yet
             if waiting:
                 break   # a longer request may be writing this batch: wait for its next record (or the flush)
@@ -347,7 +371,8 @@ def consumer_group_timeline(records: Iterable[dict]) -> list[dict]:
     """What a consumer-protocol group's records say happened, in order (each record needs its ``ts``; topic names
     from the subscription metadata when there is one, else topic ids):
 
-    ``member_joined`` / ``member_left`` (a member's first metadata record / its tombstone), ``group_epoch``,
+    ``member_joined`` / ``member_left`` (a member's first metadata record / its tombstone; a static member that
+    restarted under a new id is joined with ``replaces``: the id it left in the same batch), ``group_epoch``,
     ``target_assignment`` (assignment epoch and every member's target), ``member_epoch`` (a member's current
     assignment: epoch, previous epoch, state, assigned, pending revocation, and its target then),
     ``revocation`` (a member's partitions pending revocation, from the record that asked for them to the one where
@@ -361,6 +386,8 @@ def consumer_group_timeline(records: Iterable[dict]) -> list[dict]:
     revoking: dict[tuple, tuple] = {}  # (group, member) -> (ts, pending pairs)
     unowned: dict[tuple, int] = {}     # (group, topic id, partition) -> since
     owners: dict[tuple, str] = {}      # (group, topic id, partition) -> member holding it (assigned or pending)
+    instances: dict[tuple, str] = {}   # (group, member) -> its instance id
+    gone: dict[tuple, tuple] = {}      # (group, instance id) -> (member that left, when)
 
     def named(parts: tuple) -> list[list]:
         return sorted([names.get(t, t), p] for t, ps in parts for p in ps)
@@ -391,11 +418,19 @@ def consumer_group_timeline(records: Iterable[dict]) -> list[dict]:
             if r.get("tombstone"):
                 if members.pop(mkey, None) is not None:
                     out.append({"type": "member_left", "group_id": group_id, "ts": ts, "member_id": member_id})
+                    if mkey in instances:
+                        gone[(group_id, instances.pop(mkey))] = (member_id, ts)
             elif mkey not in members:
-                members[mkey] = {"assigned": (), "pending": ()}
-                out.append({"type": "member_joined", "group_id": group_id, "ts": ts, "member_id": member_id,
-                            "instance_id": r.get("instanceId"),
-                            "subscribed_topic_names": sorted(r.get("subscribedTopicNames") or [])})
+                members[mkey] = {}
+                joined = {"type": "member_joined", "group_id": group_id, "ts": ts, "member_id": member_id,
+                          "instance_id": r.get("instanceId"),
+                          "subscribed_topic_names": sorted(r.get("subscribedTopicNames") or [])}
+                if r.get("instanceId") is not None:
+                    instances[mkey] = r["instanceId"]
+                    left = gone.pop((group_id, r["instanceId"]), None)
+                    if left is not None and left[1] == ts:   # the same batch: a static member restarted
+                        joined["replaces"] = left[0]
+                out.append(joined)
         elif kind == "consumer_group_metadata" and not r.get("tombstone"):
             out.append({"type": "group_epoch", "group_id": group_id, "ts": ts, "group_epoch": r["epoch"]})
         elif kind == "consumer_group_target_assignment_member":
