@@ -79,7 +79,7 @@ class History:
     def _maybe_revoke(self, c: Client) -> None:
         if c.revoke_at is not None and self.now >= c.revoke_at:
             for t, ps in c.revoking.items():
-                c.owned[t] -= ps
+                c.owned[t] = c.owned.get(t, set()) - ps
             c.revoking, c.revoke_at = {}, None
 
     def leave(self, c: Client, static_temporary: bool = False) -> None:
@@ -132,4 +132,47 @@ def scripted_history(group_id: str = "orders-app", topic: str = "orders") -> His
     h.run_until(h.now + 10 * SECOND)
     h.topic(topic, 8)                           # the topic grows: the next heartbeat refreshes the metadata
     h.run_until(h.now + 10 * SECOND)
+    return h
+
+
+def random_history(seed: int, groups: int = 2, steps: int = 40) -> History:
+    """Seeded churn on a few groups: members (some static, some slow to revoke, some slower than their rebalance
+    timeout) join, crash, leave, restart; topics grow."""
+    import random
+
+    rng = random.Random(seed)
+    h = History()
+    topics = {"orders": 4, "payments": 3}
+    for name, n in topics.items():
+        h.topic(name, n)
+    serial = 0
+    for _ in range(steps):
+        h.run_until(h.now + rng.choice([1, 2, 5]) * SECOND)
+        alive = [c for c in h.clients.values() if c.alive]
+        roll = rng.random()
+        if roll < 0.35 or not alive:
+            serial += 1
+            static = rng.random() < 0.3
+            h.join(Client(f"g{rng.randrange(groups)}", f"m{serial}", rng.choice([["orders"], ["payments"],
+                                                                                 ["orders", "payments"]]),
+                          instance_id=f"i{serial}" if static else None,
+                          revoke_delay_ms=rng.choice([0, 0, 2 * SECOND, 40 * SECOND])))
+        elif roll < 0.5:
+            h.crash(rng.choice(alive))
+        elif roll < 0.65:
+            h.leave(rng.choice(alive))
+        elif roll < 0.75:
+            statics = [c for c in alive if c.instance_id is not None]
+            if statics:
+                old = rng.choice(statics)
+                h.leave(old, static_temporary=True)
+                h.run_until(h.now + SECOND)
+                h.clients.pop(old.member_id)
+                serial += 1
+                h.join(Client(old.group_id, f"m{serial}", old.topics, instance_id=old.instance_id))
+        elif roll < 0.8:
+            name = rng.choice(sorted(topics))
+            topics[name] += 1
+            h.topic(name, topics[name])
+    h.run_until(h.now + 60 * SECOND)
     return h

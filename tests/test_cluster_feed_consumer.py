@@ -18,7 +18,7 @@ from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoo
 from streaming.feeds.cluster_feed import OBSERVER_SETTINGS, ClusterFeed, events_from, read_offsets_topic, summary
 from streaming.feeds.consumer_feed import (
     CONSUMER_OBSERVER_SETTINGS, as_codec, consumer_group_timeline, is_consumer_group_record, normalise)
-from tests.consumer_history import START, scripted_history
+from tests.consumer_history import START, random_history, scripted_history
 from tests.test_offsets_kip848 import AUDIT_ID, NO_TAGS, ORDERS, ORDERS_ID, carr, cstr, i8, i16, i32, key
 
 GROUP = "orders-app"
@@ -34,14 +34,20 @@ def log(records: list[dict]) -> list[tuple]:
     return [encode_record({k: v for k, v in r.items() if k != "ts"}) + (r["ts"],) for r in records]
 
 
-def track(events: list[dict]) -> list[dict]:
-    """The events through a fresh consumer model, as the tracker would run it for this feed."""
-    model = ConsumerGroupCoordinator(ConsumerGroupConfig.from_properties(CONSUMER_OBSERVER_SETTINGS))
+def track(events: list[dict], until: int | None = None) -> list[dict]:
+    """The events through fresh consumer models, one per group as the tracker keeps its state (the feed emits a
+    group's events in its order; two groups' events may interleave otherwise); then, with ``until``, each group's
+    clock runs to that time (its timers fire)."""
+    models: dict[str, ConsumerGroupCoordinator] = {}
     outputs = []
     for raw in events:
         event, error = parse_event(raw)   # what the job does with every record of the events topic
         assert error is None, error
+        model = models.setdefault(event["group_id"], ConsumerGroupCoordinator(
+            ConsumerGroupConfig.from_properties(CONSUMER_OBSERVER_SETTINGS)))
         outputs += model.handle(event)
+    for model in models.values() if until is not None else ():
+        outputs += model.advance(until)
     return outputs
 
 
@@ -156,15 +162,18 @@ def feed_events_of(history):
 
 
 def test_a_batch_is_held_until_it_is_complete(history):
-    """A request's records are one batch; the feed says which request wrote it once no longer request can be
-    writing it (the batch is complete, or the next one has started)."""
+    """A request's records are one batch, all stamped with the time of the write: the feed says which request
+    wrote them once a record of another time comes (or the reader has caught up)."""
     pairs = log(broker_records(history))
     feed = ClusterFeed()
-    assert [feed.events_for_bytes(*p) for p in pairs[:5]] == [[]] * 5   # member-a's join: 6 records
-    assert [e["type"] for e in feed.events_for_bytes(*pairs[5])] == ["topic_metadata", "consumer_heartbeat"]
+    assert [feed.events_for_bytes(*p) for p in pairs[:6]] == [[]] * 6   # member-a's join: 6 records at 1 s
+    assert [e["type"] for e in feed.events_for_bytes(*pairs[6])] == ["topic_metadata", "consumer_heartbeat"]
     # Record by record, then a flush (the reader caught up): the same events as reading it all at once.
-    one_by_one = [e for p in pairs[6:] for e in feed.events_for_bytes(*p)] + feed.flush()
+    one_by_one = [e for p in pairs[7:] for e in feed.events_for_bytes(*p)] + feed.flush()
     assert one_by_one == feed_events_of(history)[0][2:]
+    caught_up = ClusterFeed()
+    assert [caught_up.events_for_bytes(*p) for p in pairs[:6]] == [[]] * 6
+    assert [e["type"] for e in caught_up.flush()] == ["topic_metadata", "consumer_heartbeat"]
 
 
 # ---------------------------------------------------------------- on the broker
@@ -325,3 +334,43 @@ def test_a_static_member_restart_written_by_the_model_is_told_from_a_leave(histo
     at = [e for e in events if e["ts"] - START == 106_000]
     assert [(e["member_id"], e["member_epoch"], e["instance_id"]) for e in at] == [("member-s2", 0, "static-1")]
 
+
+
+# ---------------------------------------------------------------- seeded churn
+@pytest.mark.parametrize("seed", [4, 6, 7, 8])   # seeds whose histories have rebalance-timeout fences
+def test_seeded_churn_on_two_groups_is_reproduced(seed):
+    """Members join (some static, some slow to revoke, some slower than their rebalance timeout), crash, leave and
+    restart on two groups while topics grow: every record is explained, the models agree step by step, and only
+    session expiries read as leaves."""
+    history = random_history(seed)
+    broker = broker_records(history)
+    feed = ClusterFeed()
+    events = list(events_from(log(broker), feed))
+    assert feed.consumer.counts["unexplained records"] == 0
+    assert {e["type"] for e in events} <= {"consumer_heartbeat", "topic_metadata"}
+    # A member fenced by its rebalance timeout is the model's own timer: it fires when the group's clock passes it.
+    outputs = track(events, until=history.now)
+    expired = [o for o in outputs if o["type"] == "member_expired"]
+    assert expired and {o["reason"] for o in expired} == {"rebalance timeout"}
+    for group_id in sorted({e["group_id"] for e in events}):
+        mine = [o for o in outputs if o.get("group_id") == group_id]
+        theirs = [o for o in history.outputs if o.get("group_id") == group_id]
+        assert same_records([as_codec(o) for o in mine if is_consumer_group_record(o)],
+                            [as_codec(o) for o in theirs if is_consumer_group_record(o)])
+        # Two requests in the same millisecond whose records one request could write are told as that one: the
+        # model's outputs of that millisecond come in another order.
+        assert same_time_unordered(model_view(mine)) == same_time_unordered(model_view(theirs))
+        # Removals: a session expiry reads as a leave (same records); rebalance-timeout fences stay expiries.
+        assert [r[:3] for r in removals(mine)] == [(ts, m, "member_left" if reason == "session timeout" else kind)
+                                  for ts, m, kind, reason in removals(theirs)]
+        assert consumer_group_timeline(as_codec(o) for o in mine if is_consumer_group_record(o)) == \
+            consumer_group_timeline(r for r in broker if r["group_id"] == group_id)
+
+
+def removals(outputs: list[dict]) -> list[tuple]:
+    return [(o["ts"], o["member_id"], o["type"], o.get("reason")) for o in outputs
+            if o["type"] in ("member_left", "member_expired") and o.get("reason") != "static leave"]
+
+
+def same_time_unordered(outputs: list[dict]) -> list[dict]:
+    return sorted(outputs, key=lambda o: (o["ts"], o["type"], o.get("member_id") or ""))

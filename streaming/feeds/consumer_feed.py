@@ -21,14 +21,16 @@ may come in any order, as Kafka writes them from a hash map). So every emitted e
 the events reproduce the broker's records. Records no request explains are counted (``unexplained``) and applied to
 the shadow as they are, so the feed goes on; the tracker misses that step.
 
-Time: an event's ``ts`` is its batch's record timestamp (the coordinator's clock when it wrote them).
+Time: an event's ``ts`` is its batch's record timestamp (the coordinator's clock when it wrote them; Kafka stamps
+all records of one write with the same time, so a record with another time starts another batch).
 
 What cannot be inferred:
   - heartbeats that changed nothing write no record, so a member's liveness between records is unknown: the shadow
     (and the tracker) must not expire sessions on their own (``CONSUMER_OBSERVER_SETTINGS``); a member's removal
-    is reported as a leave (epoch -1) whether it left or its session expired -- the records are the same. A
-    rebalance-timeout fence happens in the model by itself (the member's rebalance timeout is in its record and the
-    times are the broker's); the feed's leave then gets UNKNOWN_MEMBER_ID;
+    is reported as a leave (epoch -1) whether it left or its session expired -- the records are the same. A member
+    removed while still revoking, exactly when its rebalance timeout ran out, is the model's own rebalance-timeout
+    fence (the timeout is in the member's record, the times are the broker's): no event, the tracker's timer does
+    it when its clock passes that time;
   - the owned partitions a member reported are what its records imply (everything it had, or, when its revocation
     completed, all but the revoked ones), not the request's;
   - topics come from ConsumerGroupPartitionMetadata (brokers before 4.1): a topic's creation or growth is emitted
@@ -149,27 +151,6 @@ def _same(got: list[tuple], want: list[tuple]) -> bool:
     return _segments(got) == _segments(want)
 
 
-def _starts(got: list[tuple], want: list[tuple]) -> bool:
-    """Whether ``want`` (fewer records) can be the start of ``got``: the last segment read may be partial."""
-    g, w = _segments(got), _segments(want)
-    if len(w) > len(g):
-        return False
-    for i, ((run, have), (_, expected)) in enumerate(zip(w, g)):
-        if have == expected:
-            continue
-        if i < len(w) - 1:
-            return False
-        if run:
-            rest = list(expected)
-            for r in have:
-                if r not in rest:
-                    return False
-                rest.remove(r)
-            return True
-        return have == expected[:len(have)]
-    return True
-
-
 # ---------------------------------------------------------------- the feed
 class ConsumerGroupFeed:
     """Per group: the records not yet explained, and the shadow model fed every event emitted so far."""
@@ -182,8 +163,8 @@ class ConsumerGroupFeed:
         self.counts: collections.Counter = collections.Counter()
 
     def events_for(self, record: dict, ts: int | None) -> list[dict]:
-        """Events for one decoded KIP-848 record at its log timestamp ``ts``; a request's records are held until
-        the batch they belong to is complete (the next record starts another one, or ``flush``)."""
+        """Events for one decoded KIP-848 record at its log timestamp ``ts``; a group's records are held until a
+        record of another time (or ``flush``) says their batches are complete."""
         group_id = record["group_id"]
         if ts is None or ts < 0:
             ts = self.last_ts.get(group_id, 0)
@@ -202,24 +183,27 @@ class ConsumerGroupFeed:
         shadow = self.shadows.get(group_id) or ConsumerGroupCoordinator(self.config)
         out: list[dict] = []
         while pending:
-            want = [normalise(r) for r in pending]
-            best, waiting = None, False
+            # Kafka stamps every record of a batch with the time of the write: a new time is a new batch.
+            size = next((i for i, r in enumerate(pending) if r["ts"] != pending[0]["ts"]), len(pending))
+            if size == len(pending) and not final:
+                break   # the batch may go on: wait for a record of another time (or the reader catching up)
+            want = [normalise(r) for r in pending[:size]]
+            best = None
             for events in self._candidates(shadow, pending):
                 parsed = [parse_event(e) for e in events]
                 if any(error is not None for _, error in parsed):
                     continue
                 copy = ConsumerGroupCoordinator.from_dict(shadow.to_dict(), self.config)
-                got = [normalise(o) for e, _ in parsed for o in copy.handle(e) if is_consumer_group_record(o)]
+                if events:
+                    outputs = [o for e, _ in parsed for o in copy.handle(e)]
+                else:   # no request: the model's own timers, up to the batch's time
+                    outputs = copy.advance(pending[0]["ts"])
+                got = [normalise(o) for o in outputs if is_consumer_group_record(o)]
                 n = len(got)
                 if not n:
                     continue
-                if n <= len(want) and _same(got, want[:n]):
-                    if best is None or n > best[0]:
-                        best = (n, events, copy)
-                elif n > len(want) and not final and _starts(got, want):
-                    waiting = True   # may be the start of a batch not all read yet
-            if waiting:
-                break   # a longer request may be writing this batch: wait for its next record (or the flush)
+                if n <= len(want) and _same(got, want[:n]) and (best is None or n > best[0]):
+                    best = (n, events, copy)   # the request writing the most of this time's records
             if best is None:
                 self._apply_unexplained(shadow, pending.pop(0))
                 continue
@@ -276,7 +260,9 @@ class ConsumerGroupFeed:
                         and new["type"] == "consumer_group_member_metadata"
                         and new.get("instanceId") == m.instance_id):
                     yield from heartbeats([self._join(new, ts)])   # a static member restarted under a new id
-                yield [self._heartbeat(group_id, m, -1, ts)]       # left, or fenced (session, rebalance timeout)
+                if m.partitions_pending_revocation:
+                    yield []   # still revoking: its rebalance timeout may have run out (the model's own timer)
+                yield from heartbeats([self._heartbeat(group_id, m, -1, ts)])   # left, or its session expired
             elif kind in ("consumer_group_target_assignment_metadata", "consumer_group_metadata",
                           "consumer_group_partition_metadata", "consumer_group_regular_expression"):
                 yield [{"type": "delete_group", "group_id": group_id, "ts": ts}]
