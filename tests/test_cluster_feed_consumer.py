@@ -203,6 +203,22 @@ def test_cluster_feed_reads_consumer_group_records_from_the_broker(kafka_bootstr
 
 
 @pytest.mark.kafka
+def test_the_cluster_feed_command_publishes_the_consumer_groups_events(kafka_bootstrap, topic_name, history, capsys):
+    from streaming.cli import main as cli
+    from tests.broker_history import read_feed
+
+    topic, events_topic = f"{topic_name}-consumer-offsets", f"{topic_name}-events"
+    publish(kafka_bootstrap, topic, broker_records(history))
+    ensure_topics(kafka_bootstrap, {events_topic: 4})
+    assert cli.main(["cluster-feed", "--bootstrap", kafka_bootstrap, "--offsets-topic", topic,
+                     "--events-topic", events_topic]) == 0
+    err = capsys.readouterr().err
+    assert "76 KIP-848 consumer-group records became 34" in err
+    assert "group.consumer.session.timeout.ms=2147483647" in err
+    assert read_feed(kafka_bootstrap, events_topic, {}) == feed_events_of(history)[0]   # one group: one partition
+
+
+@pytest.mark.kafka
 def test_a_mixed_classic_and_consumer_feed(kafka_bootstrap, topic_name, history):
     """Classic groups (the simulator's, GroupMetadata and OffsetCommit records) and the consumer-protocol group in one
     log: each kind becomes its own events, and each model reproduces its groups."""

@@ -23,6 +23,10 @@ finds it silent and reports a session-timeout expiry.
 
 Run the tracker with ``tracker.adopt.unknown.members=true`` (ids and generations come from the broker) and
 ``tracker.expire.members=false`` (this feed sees no heartbeats; the broker's next snapshot says who is gone).
+
+KIP-848 consumer-group records (types 3-8 and 16) go to ``consumer_feed.ConsumerGroupFeed``: they become the
+``consumer_heartbeat`` events that make the consumer model write the same records, timed by the records' log
+timestamps (``read_offsets_topic(..., timestamps=True)``).
 """
 from __future__ import annotations
 
