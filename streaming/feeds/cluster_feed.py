@@ -23,6 +23,10 @@ finds it silent and reports a session-timeout expiry.
 
 Run the tracker with ``tracker.adopt.unknown.members=true`` (ids and generations come from the broker) and
 ``tracker.expire.members=false`` (this feed sees no heartbeats; the broker's next snapshot says who is gone).
+
+KIP-848 consumer-group records (types 3-8 and 16) go to ``consumer_feed.ConsumerGroupFeed``: they become the
+``consumer_heartbeat`` events that make the consumer model write the same records, timed by the records' log
+timestamps (``read_offsets_topic(..., timestamps=True)``).
 """
 from __future__ import annotations
 
@@ -34,7 +38,8 @@ import sys
 from typing import Iterable, Iterator
 
 from offsets_store import kafka_conf
-from offsets_store.codec import CodecError, decode_record
+from offsets_store.codec import CONSUMER_GROUP_TYPES, CodecError, decode_record
+from streaming.feeds.consumer_feed import CONSUMER_OBSERVER_SETTINGS, ConsumerGroupFeed
 from streaming.views import terminal
 
 OBSERVER_SETTINGS = {"tracker.adopt.unknown.members": "true", "tracker.expire.members": "false"}
@@ -42,7 +47,8 @@ CAUGHT_UP = object()   # yielded by a following reader when it has read everythi
 
 
 class ClusterFeed:
-    def __init__(self) -> None:
+    def __init__(self, consumer: ConsumerGroupFeed | None = None) -> None:
+        self.consumer = consumer or ConsumerGroupFeed()   # KIP-848 records (streaming/feeds/consumer_feed.py)
         self.snapshots: dict[str, dict] = {}
         self.last_commit_ts: dict[str, int] = {}
         self.member_commit_ts: dict[tuple[str, str], int] = {}   # (group, member id) -> its latest commit
@@ -50,19 +56,22 @@ class ClusterFeed:
         self.undecodable = 0
         self.counts: collections.Counter = collections.Counter()
 
-    def events_for_bytes(self, key: bytes, value: bytes | None) -> list[dict]:
+    def events_for_bytes(self, key: bytes, value: bytes | None, timestamp: int | None = None) -> list[dict]:
         try:
             record = decode_record(key, value)
         except CodecError:
             self.undecodable += 1
             return []
-        return self.events_for(record)
+        return self.events_for(record, timestamp)
 
-    def events_for(self, record: dict) -> list[dict]:
-        """Events for one decoded record, in log order; a group's records may be held until their time is known."""
+    def events_for(self, record: dict, timestamp: int | None = None) -> list[dict]:
+        """Events for one decoded record, in log order; a group's records may be held until their time is known.
+        ``timestamp``: the record's log timestamp (the time of a KIP-848 record; classic records carry their own)."""
         kind, group_id = record["type"], record.get("group_id")
+        if kind in CONSUMER_GROUP_TYPES:
+            return self.consumer.events_for(record, timestamp)
         if kind not in ("offset_commit", "group_metadata") or (kind == "offset_commit" and record.get("tombstone")):
-            return []   # KIP-848 / share-group records; offset tombstones (the tracker applies retention itself)
+            return []   # share/streams-group records; offset tombstones (the tracker applies retention itself)
         if kind == "group_metadata":
             self.counts["snapshots"] += 1
         own = _own_time(record)
@@ -77,8 +86,10 @@ class ClusterFeed:
         return self._events(record, own)
 
     def flush(self) -> list[dict]:
-        """Release every held record: their groups have no commit (yet), so their time is unknown."""
-        return [e for group_id in list(self.held) for e in self._release(group_id, None, "none")]
+        """Release every held record: their groups have no commit (yet), so their time is unknown; and explain the
+        KIP-848 records read so far (a batch is whole once the reader has caught up)."""
+        return [e for group_id in list(self.held) for e in self._release(group_id, None, "none")] + \
+            self.consumer.flush()
 
     def _release(self, group_id: str, ts: int | None, source: str) -> list[dict]:
         out = []
@@ -217,10 +228,11 @@ def _sync(record: dict, member: dict, assignments: dict | None = None) -> dict:
 
 
 def read_offsets_topic(bootstrap: str, topic: str = "__consumer_offsets", follow: bool = False,
-                       poll_ms: int = 500, client: dict | None = None) -> Iterator:
-    """Key/value pairs of every partition, in each partition's order, from the beginning (to the end, or for ever
-    with ``follow``, yielding ``CAUGHT_UP`` whenever it has read all there is). ``client``: kafka-python settings
-    (see ``offsets_store.kafka_conf``), e.g. ``{"api_version": (0, 9)}`` for a 0.9 broker."""
+                       poll_ms: int = 500, client: dict | None = None, timestamps: bool = False) -> Iterator:
+    """Key/value pairs (``timestamps``: key, value, log timestamp) of every partition, in each partition's order,
+    from the beginning (to the end, or for ever with ``follow``, yielding ``CAUGHT_UP`` whenever it has read all
+    there is). ``client``: kafka-python settings (see ``offsets_store.kafka_conf``), e.g. ``{"api_version": (0, 9)}``
+    for a 0.9 broker."""
     from kafka import KafkaConsumer, TopicPartition
 
     from offsets_store.log_end import log_end_offsets
@@ -240,7 +252,7 @@ def read_offsets_topic(bootstrap: str, topic: str = "__consumer_offsets", follow
             batches = consumer.poll(timeout_ms=poll_ms)
             for tp in sorted(batches):
                 for r in batches[tp]:
-                    yield r.key, r.value
+                    yield (r.key, r.value, r.timestamp) if timestamps else (r.key, r.value)
             if all(consumer.position(tp) >= ends[tp] for tp in tps):
                 if not follow:
                     return
@@ -263,6 +275,13 @@ def events_from(pairs: Iterable, feed: ClusterFeed | None = None) -> Iterator[di
 
 def summary(feed: ClusterFeed, sent: int, topic: str) -> list[str]:
     lines = [f"published {sent} events to {topic} from {feed.counts['snapshots']} group records"]
+    consumer = feed.consumer.counts
+    if consumer["consumer group records"]:
+        lines.append(f"{consumer['consumer group records']} KIP-848 consumer-group records became "
+                     f"{consumer['events']} consumer_heartbeat/topic_metadata/delete_group events that make the "
+                     "consumer model write the same records"
+                     + (f"; {consumer['unexplained records']} records no request explains (the tracker misses them)"
+                        if consumer["unexplained records"] else ""))
     inferred = {k[len("time from "):]: n for k, n in feed.counts.items() if k.startswith("time from ")}
     if inferred:
         lines.append(f"time inferred for {sum(inferred.values())} group records without a state timestamp "
@@ -273,6 +292,9 @@ def summary(feed: ClusterFeed, sent: int, topic: str) -> list[str]:
         lines.append(f"skipped {feed.undecodable} records the codec could not decode")
     lines.append("run the tracker with "
                  + " ".join(f"--coordinator-conf {k}={v}" for k, v in OBSERVER_SETTINGS.items()))
+    if consumer["consumer group records"]:
+        lines.append("and its consumer-protocol model with "
+                     + " ".join(f"{k}={v}" for k, v in CONSUMER_OBSERVER_SETTINGS.items()))
     return lines
 
 
@@ -315,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
                         task.advance()
                     yield pair
 
-            pairs = read_offsets_topic(args.bootstrap, args.offsets_topic, args.follow, client=client)
+            pairs = read_offsets_topic(args.bootstrap, args.offsets_topic, args.follow, client=client, timestamps=True)
             for event in events_from(counted(pairs), feed):
                 producer.send(args.events_topic, key=event["group_id"].encode("utf-8"),
                               value=json.dumps(event, separators=(",", ":")).encode("utf-8"))

@@ -1,0 +1,454 @@
+"""The KIP-848 half of the cluster feed: a consumer-protocol group's ``__consumer_offsets`` records (types 3-8 and
+16, as ``offsets_store.codec`` decodes them) become the ``consumer_heartbeat`` events (plus ``topic_metadata`` and
+``delete_group``) that, fed to the consumer model (``streaming/coordinator/consumer``), make it write those same
+records -- as the classic feed turns GroupMetadata snapshots into the joins and syncs that make the classic model
+reach the same generations.
+
+Kafka's coordinator writes the records of one request (or timer) as one batch, in a fixed order
+(``GroupMetadataManager#consumerGroupHeartbeat``): the member's metadata if it changed, the subscription metadata and
+the group epoch if they changed, the target assignment delta and its epoch if the group epoch moved past it, the
+member's current assignment if reconciling moved it. A leave or an expiry writes the member's three tombstones and a
+new group epoch; a static member's temporary leave only its current assignment at epoch -2; a static member's
+restart the old id's tombstones and the new id's records. So each batch names the member whose request wrote it and
+what it changed, and its previous state (the records before) says what the request carried: the member epoch it
+had, its subscription, and which partitions it still owned (a member whose partitions pending revocation are gone
+reported it no longer owns them).
+
+The feed keeps, per group, a *shadow* consumer model fed exactly the events it emits. For the records at the head
+of a group's log it builds the few requests that can have written them, runs each on a copy of the shadow, and
+emits the one whose records are the broker's (same records, same order; the members' target records of one batch
+may come in any order, as Kafka writes them from a hash map). So every emitted event is checked: fed to the model,
+the events reproduce the broker's records. Records no request explains are counted (``unexplained``) and applied to
+the shadow as they are, so the feed goes on; the tracker misses that step.
+
+Time: an event's ``ts`` is its batch's record timestamp (the coordinator's clock when it wrote them; Kafka stamps
+all records of one write with the same time, so a record with another time starts another batch).
+
+What cannot be inferred:
+  - heartbeats that changed nothing write no record, so a member's liveness between records is unknown: the shadow
+    (and the tracker) must not expire sessions on their own (``CONSUMER_OBSERVER_SETTINGS``); a member's removal
+    is reported as a leave (epoch -1) whether it left or its session expired -- the records are the same. A member
+    removed while still revoking, exactly when its rebalance timeout ran out, is the model's own rebalance-timeout
+    fence (the timeout is in the member's record, the times are the broker's): no event, the tracker's timer does
+    it when its clock passes that time;
+  - the owned partitions a member reported are what its records imply (everything it had, or, when its revocation
+    completed, all but the revoked ones), not the request's;
+  - topics come from ConsumerGroupPartitionMetadata (brokers before 4.1): a topic's creation or growth is emitted
+    just before the request that saw it; a deleted topic cannot be told from an unsubscribed one; brokers 4.1+ write
+    no such record (the feed cannot give the model the topics, and their records stay unexplained);
+  - a broker whose assignor differs from the model's (a custom one, or another ``group.consumer.assignors``) or a
+    regular expression resolved differently (the record's image version) gives records the model does not write.
+"""
+from __future__ import annotations
+
+import collections
+from typing import Iterable
+
+from offsets_store.codec import CONSUMER_GROUP_TYPES
+from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
+from streaming.coordinator.consumer.group import IllegalGroupState
+from streaming.coordinator.events import parse_event
+
+# The tracker's consumer model for this feed: no session expiry of its own (the feed sees no plain heartbeats).
+CONSUMER_OBSERVER_SETTINGS = {"group.consumer.session.timeout.ms": str(2**31 - 1)}
+
+_RECORD_NAMES = {"consumer_group_metadata": "ConsumerGroupMetadata",
+                 "consumer_group_partition_metadata": "ConsumerGroupPartitionMetadata",
+                 "consumer_group_member_metadata": "ConsumerGroupMemberMetadata",
+                 "consumer_group_target_assignment_metadata": "ConsumerGroupTargetAssignmentMetadata",
+                 "consumer_group_target_assignment_member": "ConsumerGroupTargetAssignmentMember",
+                 "consumer_group_current_member_assignment": "ConsumerGroupCurrentMemberAssignment",
+                 "consumer_group_regular_expression": "ConsumerGroupRegularExpression"}
+_TYPES = {name: kind for kind, name in _RECORD_NAMES.items()}
+_KEYS = {"groupId": "group_id", "memberId": "member_id", "regularExpression": "regular_expression"}
+_NOT_VALUE = {"type", "group_id", "member_id", "regular_expression", "tombstone", "value_version", "ts",
+              "groupId", "memberId", "regularExpression", "key_version"}
+_MEMBER_TYPES = ("consumer_group_member_metadata", "consumer_group_target_assignment_member",
+                 "consumer_group_current_member_assignment")
+
+
+def is_consumer_group_record(record: dict) -> bool:
+    return record.get("type") in CONSUMER_GROUP_TYPES or record.get("type") == "consumer_group_record"
+
+
+# ---------------------------------------------------------------- record shapes
+def as_codec(record: dict) -> dict:
+    """A KIP-848 record as the codec's dict (``offsets_store.codec``). Takes the codec's dicts as they are and the
+    consumer model's ``{"type": "consumer_group_record", "record", "key", "value"}`` outputs."""
+    if record.get("type") != "consumer_group_record":
+        return record
+    out = {"type": _TYPES[record["record"]]}
+    out.update((_KEYS[k], v) for k, v in record["key"].items())
+    if record["value"] is not None:
+        out.update(record["value"])
+    out["tombstone"] = record["value"] is None
+    if "ts" in record:
+        out["ts"] = record["ts"]
+    return out
+
+
+def as_model(record: dict) -> dict:
+    """A codec record dict as the consumer model's ``consumer_group_record`` (what ``ConsumerGroup.replay`` reads)."""
+    kind = record["type"]
+    key = {"groupId": record["group_id"]}
+    for snake, camel in (("member_id", "memberId"), ("regular_expression", "regularExpression")):
+        if snake in record:
+            key[camel] = record[snake]
+    value = None if record.get("tombstone") else {k: v for k, v in record.items() if k not in _NOT_VALUE}
+    return {"type": "consumer_group_record", "group_id": record["group_id"], "record": _RECORD_NAMES[kind],
+            "key_version": CONSUMER_GROUP_TYPES[kind][0], "key": key, "value": value, "tombstone": value is None}
+
+
+def _parts(topic_partitions) -> tuple:
+    merged: dict[str, set] = {}
+    for tp in topic_partitions or []:
+        merged.setdefault(tp["topicId"], set()).update(int(p) for p in tp["partitions"])
+    return tuple(sorted((t, tuple(sorted(ps))) for t, ps in merged.items() if ps))
+
+
+def normalise(record: dict) -> tuple:
+    """What the model and a broker must agree on for a record: its key and the value fields the model writes, lists
+    in a canonical order (Kafka fills them from hash sets). Kafka 4.1+ fields (metadataHash, creationTimeMs,
+    assignmentTimestamp), unknown tagged fields and a regex's image version and timestamp are left out."""
+    r = as_codec(record)
+    kind = r["type"]
+    key = (kind, r["group_id"], r.get("member_id"), r.get("regular_expression"))
+    if r.get("tombstone"):
+        return key + (None,)
+    if kind == "consumer_group_metadata":
+        value = (r["epoch"],)
+    elif kind == "consumer_group_partition_metadata":
+        value = tuple(sorted((t["topicId"], t["topicName"], t["numPartitions"]) for t in r["topics"]))
+    elif kind == "consumer_group_member_metadata":
+        value = (r.get("instanceId"), r.get("rackId"), r.get("clientId"), r.get("clientHost"),
+                 tuple(sorted(r.get("subscribedTopicNames") or [])), r.get("subscribedTopicRegex") or "",
+                 r.get("rebalanceTimeoutMs", -1), r.get("serverAssignor"))
+    elif kind == "consumer_group_target_assignment_metadata":
+        value = (r["assignmentEpoch"],)
+    elif kind == "consumer_group_target_assignment_member":
+        value = _parts(r["topicPartitions"])
+    elif kind == "consumer_group_current_member_assignment":
+        value = (r["memberEpoch"], r["previousMemberEpoch"], r["state"], _parts(r["assignedPartitions"]),
+                 _parts(r["partitionsPendingRevocation"]))
+    else:
+        value = tuple(sorted(r["topics"]))
+    return key + (value,)
+
+
+def _segments(records: list[tuple]) -> list[tuple[bool, list]]:
+    """Runs of members' target assignment records (Kafka writes them from a hash map: any order, so sorted here)
+    and the records between them (in order)."""
+    out: list[tuple[bool, list]] = []
+    for r in records:
+        run = r[0] == "consumer_group_target_assignment_member"
+        if not out or out[-1][0] != run:
+            out.append((run, []))
+        out[-1][1].append(r)
+    return [(run, sorted(items, key=repr) if run else items) for run, items in out]
+
+
+def _same(got: list[tuple], want: list[tuple]) -> bool:
+    return _segments(got) == _segments(want)
+
+
+# ---------------------------------------------------------------- the feed
+class ConsumerGroupFeed:
+    """Per group: the records not yet explained, and the shadow model fed every event emitted so far."""
+
+    def __init__(self, config: ConsumerGroupConfig | None = None) -> None:
+        self.config = config or ConsumerGroupConfig.from_properties(CONSUMER_OBSERVER_SETTINGS)
+        self.shadows: dict[str, ConsumerGroupCoordinator] = {}
+        self.pending: dict[str, list[dict]] = {}
+        self.last_ts: dict[str, int] = {}
+        self.counts: collections.Counter = collections.Counter()
+
+    def events_for(self, record: dict, ts: int | None) -> list[dict]:
+        """Events for one decoded KIP-848 record at its log timestamp ``ts``; a group's records are held until a
+        record of another time (or ``flush``) says their batches are complete."""
+        group_id = record["group_id"]
+        if ts is None or ts < 0:
+            ts = self.last_ts.get(group_id, 0)
+            self.counts["records without a timestamp"] += 1
+        self.last_ts[group_id] = max(ts, self.last_ts.get(group_id, 0))
+        self.pending.setdefault(group_id, []).append({**record, "ts": ts})
+        self.counts["consumer group records"] += 1
+        return self._drain(group_id, final=False)
+
+    def flush(self) -> list[dict]:
+        return [e for group_id in list(self.pending) for e in self._drain(group_id, final=True)]
+
+    # ------------------------------------------------------------ matching requests to records
+    def _drain(self, group_id: str, final: bool) -> list[dict]:
+        pending = self.pending.get(group_id) or []
+        shadow = self.shadows.get(group_id) or ConsumerGroupCoordinator(self.config)
+        out: list[dict] = []
+        while pending:
+            # Kafka stamps every record of a batch with the time of the write: a new time is a new batch.
+            size = next((i for i, r in enumerate(pending) if r["ts"] != pending[0]["ts"]), len(pending))
+            if size == len(pending) and not final:
+                break   # the batch may go on: wait for a record of another time (or the reader catching up)
+            want = [normalise(r) for r in pending[:size]]
+            best = None
+            for events in self._candidates(shadow, pending):
+                parsed = [parse_event(e) for e in events]
+                if any(error is not None for _, error in parsed):
+                    continue
+                copy = ConsumerGroupCoordinator.from_dict(shadow.to_dict(), self.config)
+                if events:
+                    outputs = [o for e, _ in parsed for o in copy.handle(e)]
+                else:   # no request: the model's own timers, up to the batch's time
+                    outputs = copy.advance(pending[0]["ts"])
+                got = [normalise(o) for o in outputs if is_consumer_group_record(o)]
+                n = len(got)
+                if not n:
+                    continue
+                if n <= len(want) and _same(got, want[:n]) and (best is None or n > best[0]):
+                    best = (n, events, copy)   # the request writing the most of this time's records
+            if best is None:
+                self._apply_unexplained(shadow, pending.pop(0))
+                continue
+            n, events, shadow = best
+            del pending[:n]
+            out += events
+            self.counts["events"] += len(events)
+        self.shadows[group_id] = shadow
+        if not pending:
+            self.pending.pop(group_id, None)
+        return out
+
+    def _apply_unexplained(self, shadow: ConsumerGroupCoordinator, record: dict) -> None:
+        """No request writes this record: apply it to the shadow as it is, as Kafka's loader would."""
+        self.counts["unexplained records"] += 1
+        group_id = record["group_id"]
+        group = shadow.groups.get(group_id)
+        try:
+            if group is None:
+                if record.get("tombstone"):
+                    return
+                shadow.load_records([as_model(record)], record["ts"])
+                return
+            group.replay(as_model(record))
+            if group.deleted:
+                del shadow.groups[group_id]
+                shadow.soft.pop(group_id, None)
+        except (IllegalGroupState, KeyError, ValueError):
+            shadow.groups.pop(group_id, None)
+            shadow.soft.pop(group_id, None)
+
+    def _candidates(self, shadow: ConsumerGroupCoordinator, pending: list[dict]) -> Iterable[list[dict]]:
+        """The requests that can have written the batch at the head of ``pending``, likeliest first, each as the
+        list of events to emit (topic changes it saw first)."""
+        head = pending[0]
+        kind, group_id, ts = head["type"], head["group_id"], head["ts"]
+        group = shadow.groups.get(group_id)
+        members = group.members if group is not None else {}
+        topic_variants = [[]]
+        topics = self._topic_events(shadow, pending)
+        if topics:
+            topic_variants.append(topics)
+
+        def heartbeats(requests: list[dict]):
+            for topics_first in topic_variants:
+                for request in requests:
+                    yield topics_first + [request]
+
+        if head.get("tombstone"):
+            if kind == "consumer_group_current_member_assignment" and head["member_id"] in members:
+                m = members[head["member_id"]]
+                new = pending[3] if len(pending) > 3 else None
+                if (m.instance_id is not None and new is not None and not new.get("tombstone")
+                        and new["type"] == "consumer_group_member_metadata"
+                        and new.get("instanceId") == m.instance_id):
+                    yield from heartbeats([self._join(new, ts)])   # a static member restarted under a new id
+                if m.partitions_pending_revocation:
+                    yield []   # still revoking: its rebalance timeout may have run out (the model's own timer)
+                yield from heartbeats([self._heartbeat(group_id, m, -1, ts)])   # left, or its session expired
+            elif kind in ("consumer_group_target_assignment_metadata", "consumer_group_metadata",
+                          "consumer_group_partition_metadata", "consumer_group_regular_expression"):
+                yield [{"type": "delete_group", "group_id": group_id, "ts": ts}]
+            return
+        if kind == "consumer_group_member_metadata":
+            m = members.get(head["member_id"])
+            if m is None:
+                yield from heartbeats([self._join(head, ts)])
+            else:
+                yield from heartbeats([self._heartbeat(group_id, m, m.member_epoch, ts, owned, metadata=head)
+                                       for owned in _owned_variants(m)] + [self._join(head, ts)])
+            return
+        if kind == "consumer_group_current_member_assignment" and head["member_id"] in members:
+            m = members[head["member_id"]]
+            if head["memberEpoch"] == -2 and m.instance_id is not None:
+                yield [self._heartbeat(group_id, m, -2, ts)]   # a static member's temporary leave
+                return
+            yield from heartbeats([self._heartbeat(group_id, m, m.member_epoch, ts, owned)
+                                   for owned in _owned_variants(m)])
+            return
+        # A batch starting with new topics, a new group epoch or a new target: a request of a member whose own
+        # metadata did not change; the member whose current assignment the batch ends with, when it has one.
+        sender = next((r["member_id"] for r in pending if r["type"] == "consumer_group_current_member_assignment"
+                       and not r.get("tombstone") and r["member_id"] in members), None)
+        order = ([members[sender]] if sender is not None else []) + [m for mid, m in members.items() if mid != sender]
+        yield from heartbeats([self._heartbeat(group_id, m, m.member_epoch, ts, owned)
+                               for m in order if m.member_epoch >= 0 for owned in _owned_variants(m)])
+
+    @staticmethod
+    def _topic_events(shadow: ConsumerGroupCoordinator, pending: list[dict]) -> list[dict]:
+        """``topic_metadata`` for the topics of the first subscription metadata record ahead that the shadow does
+        not know as they are (created, grown, or another id)."""
+        record = next((r for r in pending if r["type"] == "consumer_group_partition_metadata"
+                       and not r.get("tombstone")), None)
+        if record is None:
+            return []
+        events = []
+        for t in record["topics"]:
+            known = shadow.image.get(t["topicName"])
+            if known is None or (known.topic_id, known.partitions) != (t["topicId"], t["numPartitions"]):
+                events.append({"type": "topic_metadata", "group_id": record["group_id"], "ts": pending[0]["ts"],
+                               "topic": t["topicName"], "partitions": t["numPartitions"], "topic_id": t["topicId"]})
+        return events
+
+    @staticmethod
+    def _join(metadata: dict, ts: int) -> dict:
+        """A member's first request (epoch 0): everything its metadata record holds."""
+        return {"type": "consumer_heartbeat", "group_id": metadata["group_id"], "ts": ts,
+                "member_id": metadata["member_id"], "member_epoch": 0, "instance_id": metadata.get("instanceId"),
+                "rack_id": metadata.get("rackId"), "rebalance_timeout_ms": metadata.get("rebalanceTimeoutMs", -1),
+                "subscribed_topic_names": list(metadata.get("subscribedTopicNames") or []),
+                "subscribed_topic_regex": metadata.get("subscribedTopicRegex") or None,
+                "server_assignor": metadata.get("serverAssignor"), "topic_partitions": [],
+                "client_id": metadata.get("clientId", ""), "client_host": metadata.get("clientHost", "")}
+
+    @staticmethod
+    def _heartbeat(group_id: str, m, epoch: int, ts: int, owned: list[dict] | None = None,
+                   metadata: dict | None = None) -> dict:
+        """A request of a known member at its epoch (-1: leave, -2: static leave), reporting ``owned``; with
+        ``metadata`` (its new metadata record) carrying the fields it changed."""
+        event = {"type": "consumer_heartbeat", "group_id": group_id, "ts": ts, "member_id": m.member_id,
+                 "member_epoch": epoch, "instance_id": m.instance_id, "client_id": m.client_id,
+                 "client_host": m.client_host}
+        if owned is not None:
+            event["topic_partitions"] = owned
+        if metadata is not None:
+            event.update(rack_id=metadata.get("rackId"), rebalance_timeout_ms=metadata.get("rebalanceTimeoutMs", -1),
+                         subscribed_topic_names=list(metadata.get("subscribedTopicNames") or []),
+                         subscribed_topic_regex=metadata.get("subscribedTopicRegex") or "",
+                         server_assignor=metadata.get("serverAssignor"), client_id=metadata.get("clientId", ""),
+                         client_host=metadata.get("clientHost", ""), instance_id=metadata.get("instanceId"))
+        return event
+
+
+def _owned_variants(m) -> list[list[dict]]:
+    """What the member can have reported owning: when it has partitions pending revocation, first without them
+    (its revocation completed: the record that follows has them gone), then with them; else all it has."""
+    def pairs(*assignments):
+        merged: dict[str, set] = {}
+        for a in assignments:
+            for topic_id, parts in a.items():
+                merged.setdefault(topic_id, set()).update(parts)
+        return [{"topic_id": t, "partitions": sorted(ps)} for t, ps in sorted(merged.items()) if ps]
+
+    if m.partitions_pending_revocation:
+        return [pairs(m.assigned_partitions), pairs(m.assigned_partitions, m.partitions_pending_revocation)]
+    return [pairs(m.assigned_partitions)]
+
+
+# ---------------------------------------------------------------- the timeline, read from records
+def consumer_group_timeline(records: Iterable[dict]) -> list[dict]:
+    """What a consumer-protocol group's records say happened, in order (each record needs its ``ts``; topic names
+    from the subscription metadata when there is one, else topic ids):
+
+    ``member_joined`` / ``member_left`` (a member's first metadata record / its tombstone; a static member that
+    restarted under a new id is joined with ``replaces``: the id it left in the same batch), ``group_epoch``,
+    ``target_assignment`` (assignment epoch and every member's target), ``member_epoch`` (a member's current
+    assignment: epoch, previous epoch, state, assigned, pending revocation, and its target then),
+    ``revocation`` (a member's partitions pending revocation, from the record that asked for them to the one where
+    they are gone: ``latency_ms``; ``completed`` False when the member was removed first), ``partition_unowned``
+    (a partition nobody held, from the record that freed it to the one that gave it to a member: ``unowned_ms``).
+    """
+    out: list[dict] = []
+    names: dict[str, str] = {}
+    members: dict[tuple, dict] = {}    # (group, member) -> {"assigned", "pending", "target"}
+    targets: dict[tuple, dict] = {}
+    revoking: dict[tuple, tuple] = {}  # (group, member) -> (ts, pending pairs)
+    unowned: dict[tuple, int] = {}     # (group, topic id, partition) -> since
+    owners: dict[tuple, str] = {}      # (group, topic id, partition) -> member holding it (assigned or pending)
+    instances: dict[tuple, str] = {}   # (group, member) -> its instance id
+    gone: dict[tuple, tuple] = {}      # (group, instance id) -> (member that left, when)
+
+    def named(parts: tuple) -> list[list]:
+        return sorted([names.get(t, t), p] for t, ps in parts for p in ps)
+
+    def keys(group_id: str, parts: tuple) -> set:
+        return {(group_id, t, p) for t, ps in parts for p in ps}
+
+    def hold(group_id: str, member_id: str, held: set, ts: int) -> None:
+        before = {k for k, owner in owners.items() if owner == member_id and k[0] == group_id}
+        for k in before - held:
+            del owners[k]
+            unowned[k] = ts
+        for k in held - before:
+            owners[k] = member_id
+            since = unowned.pop(k, None)
+            if since is not None and ts > since:
+                out.append({"type": "partition_unowned", "group_id": group_id, "ts": ts, "member_id": member_id,
+                            "partition": [names.get(k[1], k[1]), k[2]], "since_ts": since, "unowned_ms": ts - since})
+
+    for raw in records:
+        r = as_codec(raw)
+        kind, group_id, ts = r["type"], r["group_id"], r.get("ts")
+        member_id = r.get("member_id")
+        mkey = (group_id, member_id)
+        if kind == "consumer_group_partition_metadata" and not r.get("tombstone"):
+            names.update((t["topicId"], t["topicName"]) for t in r["topics"])
+        elif kind == "consumer_group_member_metadata":
+            if r.get("tombstone"):
+                if members.pop(mkey, None) is not None:
+                    out.append({"type": "member_left", "group_id": group_id, "ts": ts, "member_id": member_id})
+                    if mkey in instances:
+                        gone[(group_id, instances.pop(mkey))] = (member_id, ts)
+            elif mkey not in members:
+                members[mkey] = {}
+                joined = {"type": "member_joined", "group_id": group_id, "ts": ts, "member_id": member_id,
+                          "instance_id": r.get("instanceId"),
+                          "subscribed_topic_names": sorted(r.get("subscribedTopicNames") or [])}
+                if r.get("instanceId") is not None:
+                    instances[mkey] = r["instanceId"]
+                    left = gone.pop((group_id, r["instanceId"]), None)
+                    if left is not None and left[1] == ts:   # the same batch: a static member restarted
+                        joined["replaces"] = left[0]
+                out.append(joined)
+        elif kind == "consumer_group_metadata" and not r.get("tombstone"):
+            out.append({"type": "group_epoch", "group_id": group_id, "ts": ts, "group_epoch": r["epoch"]})
+        elif kind == "consumer_group_target_assignment_member":
+            if r.get("tombstone"):
+                targets.pop(mkey, None)
+            else:
+                targets[mkey] = _parts(r["topicPartitions"])
+        elif kind == "consumer_group_target_assignment_metadata" and not r.get("tombstone"):
+            out.append({"type": "target_assignment", "group_id": group_id, "ts": ts,
+                        "assignment_epoch": r["assignmentEpoch"],
+                        "assignment": {m: named(a) for (g, m), a in sorted(targets.items()) if g == group_id}})
+        elif kind == "consumer_group_current_member_assignment":
+            if r.get("tombstone"):
+                hold(group_id, member_id, set(), ts)
+                started = revoking.pop(mkey, None)
+                if started is not None:
+                    out.append({"type": "revocation", "group_id": group_id, "ts": ts, "member_id": member_id,
+                                "partitions": started[1], "started_ts": started[0], "latency_ms": ts - started[0],
+                                "completed": False})
+                continue
+            assigned, pending = _parts(r["assignedPartitions"]), _parts(r["partitionsPendingRevocation"])
+            out.append({"type": "member_epoch", "group_id": group_id, "ts": ts, "member_id": member_id,
+                        "member_epoch": r["memberEpoch"], "previous_member_epoch": r["previousMemberEpoch"],
+                        "state": r["state"], "assigned": named(assigned), "pending_revocation": named(pending),
+                        "target": named(targets.get(mkey, ()))})
+            started = revoking.get(mkey)
+            if started is not None and not pending:
+                del revoking[mkey]
+                out.append({"type": "revocation", "group_id": group_id, "ts": ts, "member_id": member_id,
+                            "partitions": started[1], "started_ts": started[0], "latency_ms": ts - started[0],
+                            "completed": True})
+            elif started is None and pending:
+                revoking[mkey] = (ts, named(pending))
+            hold(group_id, member_id, keys(group_id, assigned) | keys(group_id, pending), ts)
+    return out
