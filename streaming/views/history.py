@@ -449,6 +449,10 @@ class HistoryBuilder:
         target = {k: sorted(v) for k, v in target.items()}
         previous = h.targets[-1].target if h.targets else {}
         epoch = int(o["assignment_epoch"])
+        if epoch > fold.group_epoch:      # outputs without the records: the bump shows first here
+            fold.group_epoch = epoch
+            h.group_epochs.append((ts, epoch))
+            fold.bumped(ts)
         h.targets.append(TargetEpoch(epoch, ts, fold.bumped_ts if fold.bumped_ts is not None else ts,
                                      fold.trigger or "unknown", o.get("assignor"), target,
                                      ownership_changes(previous, target)))
