@@ -86,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "group speaks the consumer protocol (default: %(default)s)")
     p.add_argument("--server-assignors", default="uniform,range",
                    help="consumer-protocol groups: the server-side assignor the members ask for, one per group in turn")
-    p.add_argument("--session-timeout-ms", type=int, default=10_000)
+    p.add_argument("--session-timeout-ms", type=int, default=10_000,
+                   help="classic groups' session timeout (consumer-protocol groups use the coordinator's, 45 s)")
     p.add_argument("--heartbeat-interval-ms", type=int, default=3_000)
     p.add_argument("--churn-interval-ms", type=int, default=20_000, help="mean time between disruptions per group")
     p.add_argument("--seed", type=int, default=0)

@@ -543,14 +543,12 @@ class HistoryBuilder:
             max_partition_unavailable_ms=max(closed, default=0), members=lanes, owners=owners,
             changes=ownership_changes(previous.owners if previous is not None else {}, owners),
             unavailable_partition_ms=sum(closed)))
-        fold.stable_epoch = int(o["group_epoch"])
 
 
 @dataclass
 class _ConsumerFold:
     """What the history fold keeps between outputs of one consumer-protocol group."""
     group_epoch: int = 0
-    stable_epoch: int = 0
     bumped_ts: int | None = None                                   # first epoch bump since the last target
     trigger: str | None = None                                     # what caused that bump
     causes: list[tuple[int, str, bool]] = field(default_factory=list)   # (ts, trigger, strong) at the latest ts

@@ -16,9 +16,9 @@ another assignor the coordinator answers differently, so the replay keeps the st
 
 Server-side assignors (KIP-848), named ``server:uniform`` and ``server:range`` (``range`` alone is the client-side
 RangeAssignor), replay the same recorded classic feed under the consumer protocol, through a
-:class:`ConsumerGroupCoordinator` -- one per group, so that each group has its own ``group.consumer.session.timeout.ms``:
-the ``session_timeout_ms`` of the group's first recorded join (the heartbeat interval is a third of it, at most
-Kafka's 5 s). The same stimuli, the consumer protocol's reactions:
+:class:`ConsumerGroupCoordinator` -- one per group, so that each group has its own
+``group.consumer.session.timeout.ms``: the ``session_timeout_ms`` of the group's first recorded join (the heartbeat
+interval is a third of it, at most Kafka's 5 s). The same stimuli, the consumer protocol's reactions:
 
 * the join of a new member becomes its first ``ConsumerGroupHeartbeat`` (epoch 0, its subscription, its rebalance
   timeout, the assignor under test); a static member restarting (a join with its instance id and no member id)

@@ -496,8 +496,8 @@ def page_height(h: GroupHistory) -> int:
     rows = (len(h.generations) + sum(len(_grouped_changes(g)) for g in h.generations) + len(h.departures)
             + len(h.lanes))
     if h.is_consumer:
-        rows += (len(h.targets) + len(h.current) + len(h.member_epochs) + len({(r.lane, r.started_ts) for r in h.revocations})
-                 + len(h.unowned) + 8)
+        revocations = len({(r.lane, r.started_ts) for r in h.revocations})
+        rows += len(h.targets) + len(h.current) + len(h.member_epochs) + revocations + len(h.unowned) + 8
         return 160 + 18 * 24 + svg + 9 * 70 + rows * 22
     return 160 + 12 * 24 + svg + 4 * 70 + rows * 22
 
