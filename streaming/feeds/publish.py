@@ -81,7 +81,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--partitions", type=int, default=6, help="partitions per topic")
     p.add_argument("--assignors", default="range,roundrobin,sticky,cooperative-sticky",
                    help="protocols, one per group in turn")
-    p.add_argument("--session-timeout-ms", type=int, default=10_000)
+    p.add_argument("--group-protocol", choices=("classic", "consumer", "mixed"), default="classic",
+                   help="classic: JoinGroup/SyncGroup; consumer: KIP-848 ConsumerGroupHeartbeat; mixed: every other "
+                        "group speaks the consumer protocol (default: %(default)s)")
+    p.add_argument("--server-assignors", default="uniform,range",
+                   help="consumer-protocol groups: the server-side assignor the members ask for, one per group in turn")
+    p.add_argument("--session-timeout-ms", type=int, default=10_000,
+                   help="classic groups' session timeout (consumer-protocol groups use the coordinator's, 45 s)")
     p.add_argument("--heartbeat-interval-ms", type=int, default=3_000)
     p.add_argument("--churn-interval-ms", type=int, default=20_000, help="mean time between disruptions per group")
     p.add_argument("--seed", type=int, default=0)
@@ -99,7 +105,9 @@ def settings_from_args(args) -> SimulationSettings:
                               assignors=tuple(a.strip() for a in args.assignors.split(",") if a.strip()),
                               session_timeout_ms=args.session_timeout_ms,
                               heartbeat_interval_ms=args.heartbeat_interval_ms,
-                              churn_interval_ms=args.churn_interval_ms, seed=args.seed)
+                              churn_interval_ms=args.churn_interval_ms, seed=args.seed,
+                              group_protocol=args.group_protocol,
+                              server_assignors=tuple(a.strip() for a in args.server_assignors.split(",") if a.strip()))
 
 
 def main(argv: list[str] | None = None) -> int:

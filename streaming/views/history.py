@@ -6,6 +6,14 @@ A *lane* is one consumer as an operator thinks of it: a static member keeps its 
 ``group.instance.id`` outlives member ids), a dynamic member gets a lane per member id. Ownership is tracked per
 lane, so a static restart that keeps the assignment is not counted as a move — like the coordinator's
 ``partitions_moved``.
+
+Consumer-protocol (KIP-848) groups, from :class:`ConsumerGroupCoordinator`'s outputs, have the same history with
+group epochs in place of generations -- a :class:`Generation` is then one return to Stable (``generation`` holds the
+group epoch, ``rebalance_protocol`` is ``consumer``) -- plus what only that protocol has: every target assignment
+(:class:`TargetEpoch`: its epoch, what bumped the group epoch, the target per lane, when every member had reached
+it), each member's epoch over time, per member and target the reconciliation time (from the new target assignment
+to the member being Stable on it), every revocation and how long the member took to give the partitions up, and
+every span in which a partition had no owner (revoked or left behind, not yet taken by its next owner).
 """
 from __future__ import annotations
 
@@ -98,6 +106,78 @@ class StateSpan:
 
 
 @dataclass
+class TargetEpoch:
+    """One target assignment of a consumer-protocol group (a ``target_assignment`` output)."""
+    epoch: int                                    # the assignment epoch: the group epoch it was computed for
+    ts: int                                       # when the coordinator computed it
+    bumped_ts: int                                # the first group-epoch bump it answers
+    trigger: str                                  # join, leave, expiry, subscription, metadata, regex, unknown
+    assignor: str | None
+    target: dict[str, list[Partition]]            # lane -> partitions
+    changes: list[OwnershipChange] = field(default_factory=list)   # against the previous target
+    reconciled_ts: int | None = None              # the group Stable on this epoch; None: superseded first, or never
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changes)
+
+    @property
+    def balance(self) -> int:
+        counts = [len(p) for p in self.target.values()]
+        return max(counts) - min(counts) if counts else 0
+
+    @property
+    def reconciliation_ms(self) -> int | None:
+        return None if self.reconciled_ts is None else self.reconciled_ts - self.ts
+
+
+@dataclass
+class Reconciliation:
+    """One member on its way to one target assignment: from the target's computation to the member being Stable at
+    that epoch or a later one (``completed_ts`` None: the member left first, or the history ended)."""
+    lane: str
+    member_id: str
+    target_epoch: int
+    started_ts: int
+    completed_ts: int | None = None
+
+    @property
+    def duration_ms(self) -> int | None:
+        return None if self.completed_ts is None else self.completed_ts - self.started_ts
+
+
+@dataclass
+class Revocation:
+    """A partition a member was asked to give up, and when it said it had (``acked_ts`` None: it never did --
+    it left or was fenced holding it, or the history ended)."""
+    lane: str
+    member_id: str
+    partition: Partition
+    member_epoch: int
+    started_ts: int
+    acked_ts: int | None = None
+
+    @property
+    def latency_ms(self) -> int | None:
+        return None if self.acked_ts is None else self.acked_ts - self.started_ts
+
+
+@dataclass
+class UnownedSpan:
+    """A partition without an owner: released by ``from_lane`` (revoked, or its member left or expired) at
+    ``from_ts``, taken by ``to_lane`` at ``to_ts`` (None: still unowned when the history ends)."""
+    partition: Partition
+    from_lane: str
+    from_ts: int
+    to_lane: str | None = None
+    to_ts: int | None = None
+
+    @property
+    def duration_ms(self) -> int | None:
+        return None if self.to_ts is None else self.to_ts - self.from_ts
+
+
+@dataclass
 class GroupHistory:
     group_id: str
     generations: list[Generation] = field(default_factory=list)
@@ -107,6 +187,26 @@ class GroupHistory:
     replacements: list[tuple[int, str, str, str]] = field(default_factory=list)  # ts, lane, old id, new id
     first_ts: int | None = None
     last_ts: int | None = None
+    # Consumer-protocol groups only (``protocol == "consumer"``).
+    protocol: str = "classic"
+    targets: list[TargetEpoch] = field(default_factory=list)
+    member_epochs: dict[str, list[tuple[int, int, str]]] = field(default_factory=dict)  # lane -> (ts, epoch, state)
+    reconciliations: list[Reconciliation] = field(default_factory=list)
+    revocations: list[Revocation] = field(default_factory=list)
+    unowned: list[UnownedSpan] = field(default_factory=list)
+    group_epochs: list[tuple[int, int]] = field(default_factory=list)        # (ts, group epoch) at each bump
+    current: dict[str, list[Partition]] = field(default_factory=dict)        # lane -> assigned now (no pending)
+    pending_revocation: dict[str, list[Partition]] = field(default_factory=dict)   # lane -> still to give up
+
+    @property
+    def is_consumer(self) -> bool:
+        return self.protocol == "consumer"
+
+    @property
+    def moves(self) -> int:
+        """Consumer groups: partitions that ended up with another member (one per closed owner-less span whose
+        new owner is another lane)."""
+        return sum(1 for u in self.unowned if u.to_lane is not None and u.to_lane != u.from_lane)
 
     @property
     def state(self) -> str | None:
@@ -140,7 +240,17 @@ class GroupHistory:
             states=states,
             replacements=[r for r in self.replacements if r[0] >= ts],
             first_ts=None if self.first_ts is None else max(self.first_ts, ts),
-            last_ts=self.last_ts if self.last_ts is None or self.last_ts >= ts else ts)
+            last_ts=self.last_ts if self.last_ts is None or self.last_ts >= ts else ts,
+            protocol=self.protocol,
+            targets=[t for t in self.targets if t.ts >= ts],
+            member_epochs={k: [p for p in v if p[0] >= ts] for k, v in self.member_epochs.items()
+                           if any(p[0] >= ts for p in v)},
+            reconciliations=[r for r in self.reconciliations if r.completed_ts is None or r.completed_ts >= ts],
+            revocations=[r for r in self.revocations if r.acked_ts is None or r.acked_ts >= ts],
+            unowned=[u for u in self.unowned if u.to_ts is None or u.to_ts >= ts],
+            group_epochs=[e for e in self.group_epochs if e[0] >= ts],
+            current={k: list(v) for k, v in self.current.items()},
+            pending_revocation={k: list(v) for k, v in self.pending_revocation.items()})
 
 
 class HistoryBuilder:
@@ -150,6 +260,7 @@ class HistoryBuilder:
         self.groups: dict[str, GroupHistory] = {}
         self._lane_of: dict[tuple[str, str], str] = {}     # (group, member id) -> lane key
         self._unowned: dict[str, dict[Partition, int]] = {}  # group -> partition -> owner-less since
+        self._consumer: dict[str, _ConsumerFold] = {}       # consumer-protocol groups: what the fold remembers
 
     def add_all(self, outputs: Iterable[dict]) -> "HistoryBuilder":
         for o in outputs:
@@ -191,9 +302,13 @@ class HistoryBuilder:
 
     # ------------------------------------------------------------------ handlers
     def _member_joined(self, h: GroupHistory, o: dict, ts: int) -> None:
+        if "instance_id" in o:
+            return self._consumer_member_joined(h, o, ts)
         self._open(self._lane(h, o["member_id"], o.get("group_instance_id"), o.get("client_id")), ts)
 
     def _member_gone(self, h: GroupHistory, o: dict, ts: int) -> None:
+        if "instance_id" in o:
+            return self._consumer_member_gone(h, o, ts)
         lane = self._lane(h, o["member_id"], o.get("group_instance_id"), o.get("client_id"))
         self._close(lane, ts)
         if h.generations:
@@ -205,18 +320,25 @@ class HistoryBuilder:
                                       o.get("reason") or "", o.get("last_heartbeat_ts"), o.get("generation")))
 
     def _member_replaced(self, h: GroupHistory, o: dict, ts: int) -> None:
-        old_lane = self._lane(h, o["previous_member_id"], o.get("group_instance_id"))
+        if "instance_id" in o:
+            self._consumer_fold(h).cause(ts, "static-replace")
+        old_lane = self._lane(h, o["previous_member_id"], o.get("group_instance_id") or o.get("instance_id"))
         self._lane_of[(h.group_id, o["member_id"])] = old_lane.key
-        lane = self._lane(h, o["member_id"], o.get("group_instance_id"))
+        lane = self._lane(h, o["member_id"], o.get("group_instance_id") or o.get("instance_id"))
         self._open(lane, ts)
         h.replacements.append((ts, lane.key, o["previous_member_id"], o["member_id"]))
 
     def _state_change(self, h: GroupHistory, o: dict, ts: int) -> None:
         if h.states and h.states[-1].end_ts is None:
             h.states[-1] = replace(h.states[-1], end_ts=ts)
-        h.states.append(StateSpan(o["to"], ts, None, o.get("generation"), o.get("reason") or ""))
+        epoch = o.get("generation", o.get("group_epoch"))
+        h.states.append(StateSpan(o["to"], ts, None, epoch, o.get("reason") or ""))
+        if "group_epoch" in o:
+            self._consumer_state(h, o, ts)
 
     def _rebalance(self, h: GroupHistory, o: dict, ts: int) -> None:
+        if o.get("rebalance_protocol") == "consumer":
+            return self._consumer_rebalance(h, o, ts)
         lanes = [self._lane(h, m["member_id"], m.get("group_instance_id"), m.get("client_id")).key
                  for m in o.get("members", [])]
         for key in lanes:
@@ -257,6 +379,201 @@ class HistoryBuilder:
             for lane in h.lanes.values():
                 self._close(lane, ts)
 
+    # ------------------------------------------------------------------ consumer-protocol groups (KIP-848)
+    def _consumer_fold(self, h: GroupHistory) -> "_ConsumerFold":
+        fold = self._consumer.get(h.group_id)
+        if fold is None:
+            fold = self._consumer[h.group_id] = _ConsumerFold()
+            h.protocol = "consumer"
+        return fold
+
+    def _consumer_lane(self, h: GroupHistory, member_id: str, instance_id: str | None,
+                       client_id: str | None = None) -> Lane:
+        known = (h.group_id, member_id) in self._lane_of
+        lane = self._lane(h, member_id, instance_id, client_id)
+        if not known and instance_id is None and client_id:
+            lane.label = f"{client_id}-{member_id[:8]}"   # the consumer's own member id is a bare Uuid
+        return lane
+
+    def _consumer_member_joined(self, h: GroupHistory, o: dict, ts: int) -> None:
+        fold = self._consumer_fold(h)
+        self._open(self._consumer_lane(h, o["member_id"], o.get("instance_id"), o.get("client_id")), ts)
+        fold.cause(ts, "join")
+
+    def _consumer_member_gone(self, h: GroupHistory, o: dict, ts: int) -> None:
+        fold = self._consumer_fold(h)
+        lane = self._consumer_lane(h, o["member_id"], o.get("instance_id"), o.get("client_id"))
+        self._close(lane, ts)
+        temporary = bool(o.get("temporary"))
+        kind = "left" if o["type"] == "member_left" else "expired"
+        h.departures.append(Departure(lane.key, o["member_id"], ts, kind,
+                                      o.get("reason") or "", o.get("last_heartbeat_ts"), fold.group_epoch))
+        if temporary:
+            return          # a static member away (-2) keeps its partitions until it is back or its session ends
+        fold.cause(ts, "leave" if kind == "left" else "expiry")
+        self._consumer_owned(h, fold, lane.key, o["member_id"], set(), ts, gone=True)
+
+    def _consumer_record(self, h: GroupHistory, o: dict, ts: int) -> None:
+        fold = self._consumer_fold(h)
+        name, value = o.get("record"), o.get("value")
+        if name == "ConsumerGroupMetadata" and value is not None and int(value["epoch"]) > fold.group_epoch:
+            fold.group_epoch = int(value["epoch"])
+            h.group_epochs.append((ts, fold.group_epoch))
+            fold.bumped(ts)
+        elif name == "ConsumerGroupPartitionMetadata" and value is not None:
+            fold.cause(ts, "metadata", weak=True)
+        elif name == "ConsumerGroupMemberMetadata" and value is not None:
+            fold.cause(ts, "subscription", weak=True)
+        elif name == "ConsumerGroupRegularExpression":
+            fold.cause(ts, "regex", weak=True)
+
+    def _consumer_state(self, h: GroupHistory, o: dict, ts: int) -> None:
+        fold = self._consumer_fold(h)
+        epoch = int(o["group_epoch"])
+        if epoch > fold.group_epoch:          # without the records in the outputs, bumps show here
+            fold.group_epoch = epoch
+            h.group_epochs.append((ts, epoch))
+            fold.bumped(ts)
+        if o["to"] == "Stable":
+            for t in reversed(h.targets):
+                if t.epoch == o.get("assignment_epoch") and t.reconciled_ts is None:
+                    t.reconciled_ts = ts
+                    break
+
+    def _target_assignment(self, h: GroupHistory, o: dict, ts: int) -> None:
+        fold = self._consumer_fold(h)
+        target: dict[str, list[Partition]] = {}
+        for member_id, parts in (o.get("assignment") or {}).items():
+            key = self._lane_of.get((h.group_id, member_id), member_id)
+            target.setdefault(key, []).extend((t, int(p)) for t, p in parts)
+        target = {k: sorted(v) for k, v in target.items()}
+        previous = h.targets[-1].target if h.targets else {}
+        epoch = int(o["assignment_epoch"])
+        if epoch > fold.group_epoch:      # outputs without the records: the bump shows first here
+            fold.group_epoch = epoch
+            h.group_epochs.append((ts, epoch))
+            fold.bumped(ts)
+        h.targets.append(TargetEpoch(epoch, ts, fold.bumped_ts if fold.bumped_ts is not None else ts,
+                                     fold.trigger or "unknown", o.get("assignor"), target,
+                                     ownership_changes(previous, target)))
+        fold.bumped_ts, fold.trigger = None, None
+        # Every member of the target that is not yet Stable on it starts reconciling towards it.
+        for lane_key in target:
+            current = fold.member_epoch.get(lane_key)
+            member_id = fold.member_of.get(lane_key, lane_key)
+            if current is None or current[0] < epoch or current[1] != "STABLE":
+                h.reconciliations.append(Reconciliation(lane_key, member_id, epoch, ts))
+                fold.reconciling.setdefault(lane_key, []).append(len(h.reconciliations) - 1)
+
+    def _assignment(self, h: GroupHistory, o: dict, ts: int) -> None:
+        if "member_epoch" not in o:
+            return                                      # the classic coordinator's per-member assignment
+        fold = self._consumer_fold(h)
+        lane = self._consumer_lane(h, o["member_id"], o.get("instance_id"))
+        key = lane.key
+        fold.member_of[key] = o["member_id"]
+        epoch, state = int(o["member_epoch"]), o.get("state") or "STABLE"
+        h.member_epochs.setdefault(key, []).append((ts, epoch, state))
+        fold.member_epoch[key] = (epoch, state)
+        pending = {(t, int(p)) for t, p in o.get("pending_revocation") or []}
+        owned = {(t, int(p)) for t, p in o.get("partitions") or []} | pending
+        h.current[key] = sorted(owned - pending)
+        h.pending_revocation[key] = sorted(pending)
+        # Revocations: a partition newly pending starts one; one no longer pending was given up.
+        open_revocations = fold.revoking.setdefault(key, {})
+        for tp in sorted(pending - set(open_revocations)):
+            h.revocations.append(Revocation(key, o["member_id"], tp, epoch, ts))
+            open_revocations[tp] = len(h.revocations) - 1
+        for tp in [tp for tp in open_revocations if tp not in pending]:
+            index = open_revocations.pop(tp)
+            if tp not in owned:
+                h.revocations[index].acked_ts = ts
+        self._consumer_owned(h, fold, key, o["member_id"], owned, ts)
+        if state == "STABLE" and epoch > 0:
+            for index in fold.reconciling.pop(key, []):
+                r = h.reconciliations[index]
+                if r.target_epoch <= epoch:
+                    r.completed_ts = ts
+                else:
+                    fold.reconciling.setdefault(key, []).append(index)
+
+    def _consumer_owned(self, h: GroupHistory, fold: "_ConsumerFold", lane: str, member_id: str,
+                        owned: set[Partition], ts: int, gone: bool = False) -> None:
+        """The partitions ``lane`` holds now: released ones start an owner-less span, taken ones end theirs."""
+        before = fold.owned.get(lane, set())
+        for tp in sorted(before - owned):
+            if fold.owner.get(tp) == lane:
+                del fold.owner[tp]
+                h.unowned.append(UnownedSpan(tp, lane, ts))
+                fold.open_unowned[tp] = len(h.unowned) - 1
+        for tp in sorted(owned - before):
+            fold.owner[tp] = lane
+            index = fold.open_unowned.pop(tp, None)
+            if index is not None:
+                h.unowned[index].to_lane, h.unowned[index].to_ts = lane, ts
+        if gone:
+            h.current.pop(lane, None)
+            h.pending_revocation.pop(lane, None)
+            fold.owned.pop(lane, None)
+            fold.member_epoch.pop(lane, None)
+            fold.reconciling.pop(lane, None)
+            fold.revoking.pop(lane, None)      # never acknowledged: the member is gone
+        else:
+            fold.owned[lane] = owned
+
+    def _consumer_rebalance(self, h: GroupHistory, o: dict, ts: int) -> None:
+        """A consumer group Stable again: a Generation whose ``generation`` is the group epoch."""
+        fold = self._consumer_fold(h)
+        lanes = [self._consumer_lane(h, m["member_id"], m.get("instance_id"), m.get("client_id")).key
+                 for m in o.get("members", [])]
+        owners: dict[str, list[Partition]] = {key: [] for key in lanes}
+        for member_id, parts in (o.get("assignment") or {}).items():
+            key = self._lane_of.get((h.group_id, member_id), member_id)
+            owners.setdefault(key, []).extend((t, int(p)) for t, p in parts)
+        owners = {k: sorted(v) for k, v in owners.items()}
+        previous = h.generations[-1] if h.generations else None
+        since = previous.completed_ts if previous is not None else None
+        closed = [u.duration_ms for u in h.unowned
+                  if u.to_ts is not None and u.to_ts <= ts and (since is None or u.to_ts > since)]
+        h.generations.append(Generation(
+            generation=int(o["group_epoch"]), trigger=o.get("trigger", "unknown"),
+            trigger_detail=o.get("trigger_detail") or "", protocol=o.get("assignor"), rebalance_protocol="consumer",
+            leader=None, started_ts=o.get("started_ts", ts), join_completed_ts=None, completed_ts=ts,
+            duration_ms=o.get("duration_ms", 0), partitions_moved=o.get("partitions_moved", 0),
+            max_partition_unavailable_ms=max(closed, default=0), members=lanes, owners=owners,
+            changes=ownership_changes(previous.owners if previous is not None else {}, owners),
+            unavailable_partition_ms=sum(closed)))
+
+
+@dataclass
+class _ConsumerFold:
+    """What the history fold keeps between outputs of one consumer-protocol group."""
+    group_epoch: int = 0
+    bumped_ts: int | None = None                                   # first epoch bump since the last target
+    trigger: str | None = None                                     # what caused that bump
+    causes: list[tuple[int, str, bool]] = field(default_factory=list)   # (ts, trigger, strong) at the latest ts
+    owned: dict[str, set] = field(default_factory=dict)            # lane -> partitions held (incl. pending)
+    owner: dict[Partition, str] = field(default_factory=dict)
+    open_unowned: dict[Partition, int] = field(default_factory=dict)
+    member_epoch: dict[str, tuple[int, str]] = field(default_factory=dict)
+    member_of: dict[str, str] = field(default_factory=dict)        # lane -> current member id
+    reconciling: dict[str, list[int]] = field(default_factory=dict)
+    revoking: dict[str, dict[Partition, int]] = field(default_factory=dict)
+
+    def cause(self, ts: int, trigger: str, weak: bool = False) -> None:
+        """Note what happened at ``ts`` that may bump the group epoch. The coordinator reports a member's join,
+        leave or expiry before the records of the bump (strong causes); otherwise the records tell: new partition
+        metadata, a member's new subscription, a resolved regex (weak causes: a join writes a subscription too)."""
+        if self.causes and self.causes[0][0] != ts:
+            self.causes = []
+        self.causes.append((ts, trigger, not weak))
+
+    def bumped(self, ts: int) -> None:
+        here = [c for c in self.causes if c[0] == ts]
+        trigger = next((c[1] for c in here if c[2]), None) or next((c[1] for c in here), None) or "unknown"
+        if self.bumped_ts is None:
+            self.bumped_ts, self.trigger = ts, trigger
+
 
 _HANDLERS = {
     "member_joined": HistoryBuilder._member_joined,
@@ -266,6 +583,9 @@ _HANDLERS = {
     "state_change": HistoryBuilder._state_change,
     "rebalance": HistoryBuilder._rebalance,
     "group_metadata": HistoryBuilder._group_metadata,
+    "assignment": HistoryBuilder._assignment,
+    "target_assignment": HistoryBuilder._target_assignment,
+    "consumer_group_record": HistoryBuilder._consumer_record,
 }
 
 
@@ -286,13 +606,20 @@ def build_history(outputs: Iterable[dict], group_id: str) -> GroupHistory:
     return build_histories(o for o in outputs if o.get("group_id") == group_id).get(group_id, GroupHistory(group_id))
 
 
-def coordinator_outputs(events: Iterable[dict], config: object | None = None) -> tuple[list[dict], int]:
-    """Run a recorded feed through a fresh coordinator, in feed order: (outputs, events rejected as invalid).
+def coordinator_outputs(events: Iterable[dict], config: object | None = None,
+                        consumer_config: object | None = None) -> tuple[list[dict], int]:
+    """Run a recorded feed through fresh coordinators, in feed order: (outputs, events rejected as invalid).
 
-    Timers due at the last event's time fire too, so a session that expired exactly then is not lost."""
+    Classic requests go to a :class:`GroupCoordinator` (``config``), ``consumer_heartbeat`` requests to a
+    :class:`ConsumerGroupCoordinator` (``consumer_config``: the group.consumer.* settings), topic metadata to both;
+    ``delete_group`` goes to the model that has the group. Before each event both models' timers due before it fire,
+    so the outputs stay in time order. Timers due at the last event's time fire too, so a session that expired
+    exactly then is not lost."""
     from streaming.coordinator import GroupCoordinator, parse_event
+    from streaming.coordinator.consumer import ConsumerGroupCoordinator
 
-    coordinator = GroupCoordinator(config)  # type: ignore[arg-type]
+    classic = GroupCoordinator(config)  # type: ignore[arg-type]
+    consumer = ConsumerGroupCoordinator(consumer_config)  # type: ignore[arg-type]
     outputs: list[dict] = []
     rejected = 0
     last_ts: int | None = None
@@ -301,11 +628,23 @@ def coordinator_outputs(events: Iterable[dict], config: object | None = None) ->
         if error is not None:
             rejected += 1
             continue
-        outputs.extend(coordinator.handle(event))
-        if event.get("ts") is not None:
-            last_ts = event["ts"] if last_ts is None else max(last_ts, event["ts"])
+        kind, ts = event["type"], event.get("ts")
+        to_consumer = kind == "consumer_heartbeat" or (kind == "delete_group" and event["group_id"] in consumer.groups)
+        if to_consumer:
+            if ts is not None:
+                outputs.extend(classic.advance(ts - 1))
+            outputs.extend(consumer.handle(event))
+        else:
+            if ts is not None and consumer.groups:
+                outputs.extend(consumer.advance(ts - 1))
+            outputs.extend(classic.handle(event))
+            if kind == "topic_metadata":
+                outputs.extend(consumer.handle(event))
+        if ts is not None:
+            last_ts = ts if last_ts is None else max(last_ts, ts)
     if last_ts is not None:
-        outputs.extend(coordinator.advance(last_ts))
+        outputs.extend(classic.advance(last_ts))
+        outputs.extend(consumer.advance(last_ts))
     return outputs, rejected
 
 

@@ -30,6 +30,15 @@ class GroupView:
     last_moved: int | None = None
     expired: int = 0
     committed: dict = field(default_factory=dict)   # (topic, partition) -> offset
+    # Consumer-protocol (KIP-848) groups: ``generation`` holds the group epoch.
+    consumer: bool = False
+    assignment_epoch: int = 0
+    member_states: dict = field(default_factory=dict)   # member id -> (member epoch, state)
+
+    @property
+    def reconciling(self) -> int:
+        return sum(1 for epoch, state in self.member_states.values()
+                   if epoch >= 0 and (state != "STABLE" or epoch < self.assignment_epoch))
 
 
 class LiveView:
@@ -76,10 +85,18 @@ class LiveView:
         if not gid:
             return
         g = self._group(gid)
+        if "group_epoch" in o or "instance_id" in o or kind == "target_assignment":
+            g.consumer = True
         if kind == "state_change":
             g.state = o.get("to") or o.get("state") or g.state
             if o.get("generation") is not None:
                 g.generation = int(o["generation"])
+            elif o.get("group_epoch") is not None:
+                g.generation = int(o["group_epoch"])
+                g.assignment_epoch = int(o.get("assignment_epoch") or g.assignment_epoch)
+        elif g.consumer and kind in ("assignment", "target_assignment", "member_joined", "member_left",
+                                     "member_replaced") or (g.consumer and kind == "rebalance"):
+            self._consumer(g, kind, o)
         elif kind == "rebalance":
             g.rebalances += 1
             g.generation = int(o.get("generation", g.generation))
@@ -95,6 +112,9 @@ class LiveView:
             self._note(f"{gid}: generation {g.generation} ({g.last_trigger}), {g.members} members")
         elif kind == "member_expired":
             g.expired += 1
+            g.member_states.pop(o.get("member_id"), None)
+            if g.consumer:
+                g.members = len(g.member_states)
             self._note(f"{gid}: member {o.get('member_id')} expired")
         elif kind == "offset_commit":
             key = (o.get("topic"), o.get("partition"))
@@ -105,12 +125,40 @@ class LiveView:
         elif kind == "group_metadata" and o.get("tombstone"):
             g.state = "Dead"
 
+    def _consumer(self, g: GroupView, kind: str, o: dict) -> None:
+        """A consumer-protocol group: members and their reconciliation from the per-member outputs."""
+        if kind == "assignment":
+            g.member_states[o["member_id"]] = (int(o["member_epoch"]), o.get("state") or "STABLE")
+        elif kind == "target_assignment":
+            g.assignment_epoch = int(o["assignment_epoch"])
+        elif kind == "member_joined":
+            g.member_states.setdefault(o["member_id"], (0, "STABLE"))
+        elif kind == "member_left":
+            if o.get("temporary"):
+                g.member_states[o["member_id"]] = (-2, "STABLE")
+            else:
+                g.member_states.pop(o["member_id"], None)
+        elif kind == "member_replaced":
+            g.member_states.pop(o.get("previous_member_id"), None)
+            g.member_states.setdefault(o["member_id"], (0, "STABLE"))
+        elif kind == "rebalance":
+            g.rebalances += 1
+            g.generation = int(o.get("group_epoch", g.generation))
+            g.protocol = f"consumer/{o.get('assignor') or '?'}"
+            g.last_rebalance_ts = o.get("completed_ts") or o.get("ts")
+            g.last_trigger = o.get("trigger") or ""
+            g.last_duration_ms = o.get("duration_ms")
+            g.last_moved = o.get("partitions_moved")
+            self._note(f"{o['group_id']}: epoch {g.generation} stable ({g.last_trigger}), "
+                       f"{len(o.get('members') or [])} members")
+        g.members = len(g.member_states)
+
     def _note(self, text: str) -> None:
         self.recent.append(f"{time.strftime('%H:%M:%S')} {text}")
         del self.recent[:-8]
 
     # -- drawing -------------------------------------------------------------------------------------------------
-    HEADER = ("GROUP", "STATE", "GEN", "PROTOCOL", "MEMBERS", "REBALANCES", "LAST REBALANCE", "TRIGGER", "TOOK",
+    HEADER = ("GROUP", "STATE", "GEN/EPOCH", "PROTOCOL", "MEMBERS", "REBALANCES", "LAST REBALANCE", "TRIGGER", "TOOK",
               "MOVED", "EXPIRED", "COMMITTED")
     NUMERIC = (2, 4, 5, 8, 9, 10, 11)
 
@@ -122,7 +170,10 @@ class LiveView:
                 when = time.strftime("%H:%M:%S", time.gmtime(g.last_rebalance_ts / 1000)) \
                     if g.last_rebalance_ts else "-"
                 took = f"{g.last_duration_ms / 1000:.1f}s" if g.last_duration_ms is not None else "-"
-                rows.append((g.group_id, g.state, str(g.generation), g.protocol or "-", str(g.members),
+                members = f"{g.members} ({g.reconciling} reconciling)" if g.consumer and g.reconciling \
+                    else str(g.members)
+                rows.append((g.group_id, g.state, f"e{g.generation}" if g.consumer else str(g.generation),
+                             g.protocol or ("consumer" if g.consumer else "-"), members,
                              str(g.rebalances), when, g.last_trigger or "-", took,
                              "-" if g.last_moved is None else str(g.last_moved), str(g.expired),
                              str(len(g.committed))))

@@ -7,6 +7,11 @@ histogram cover ``group-completed-rebalance-count/rate`` and ``group-rebalance-*
 ``rate()`` in Prometheus rather than from the exporter. The standard ``process_*``, ``python_*`` collectors are
 served alongside.
 
+Consumer-protocol (KIP-848) groups are counted in ``groups{state}`` under their own states (Empty, Assigning,
+Reconciling, Stable, Dead) and have, instead of a generation, ``group_epoch``, ``group_assignment_epoch`` and
+``group_reconciling_members`` (members not yet Stable on the current target assignment, Kafka's
+``ConsumerGroupDescribe`` member states); a completed rebalance is a return to Stable.
+
 This module is the one place that knows ``prometheus_client``: the rest of the tracker calls
 :meth:`Metrics.update` once per micro-batch and :func:`serve` once.
 """
@@ -22,6 +27,8 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 PREFIX = "rebalance_tracker"
 STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
+CONSUMER_STATES = ("Empty", "Assigning", "Reconciling", "Stable", "Dead")
+ALL_STATES = tuple(dict.fromkeys(STATES + CONSUMER_STATES))
 REBALANCE_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 BATCH_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
@@ -33,6 +40,15 @@ class _Group:
     state: str = "Empty"
     generation: int = 0
     members: set[str] = field(default_factory=set)
+    consumer: bool = False                      # a consumer-protocol (KIP-848) group
+    assignment_epoch: int = 0
+    member_states: dict[str, tuple[int, str]] = field(default_factory=dict)   # member -> (epoch, state)
+
+    @property
+    def reconciling(self) -> int:
+        """Members still on their way to the target assignment (a static member away with epoch -2 is not)."""
+        return sum(1 for m in self.members if (st := self.member_states.get(m)) is not None and st[0] >= 0
+                   and (st[1] != "STABLE" or st[0] < self.assignment_epoch))
 
 
 class Metrics:
@@ -55,6 +71,14 @@ class Metrics:
         self.group_members = Gauge(name("group_members"), "Members of the group.", ["group"], registry=None)
         self.group_generation = Gauge(name("group_generation"), "Current generation id of the group.", ["group"],
                                       registry=None)
+        self.group_epoch = Gauge(name("group_epoch"), "Group epoch of a consumer-protocol (KIP-848) group.",
+                                 ["group"], registry=None)
+        self.group_assignment_epoch = Gauge(name("group_assignment_epoch"),
+                                            "Epoch of the target assignment of a consumer-protocol group.",
+                                            ["group"], registry=None)
+        self.group_reconciling = Gauge(name("group_reconciling_members"),
+                                       "Members of a consumer-protocol group not yet Stable on its target assignment.",
+                                       ["group"], registry=None)
         self.rebalances = Counter(name("group_rebalances"),
                                   "Completed rebalances (Kafka's group-completed-rebalance-count).", ["group"],
                                   registry=None)
@@ -116,19 +140,30 @@ class Metrics:
         if not group_id:
             return
         g = self._group(group_id)
+        if "group_epoch" in o or "instance_id" in o or kind == "target_assignment":
+            g.consumer = True
         if kind == "state_change":
             g.state = o["to"]
-            g.generation = o.get("generation", g.generation)
+            g.generation = o.get("generation", o.get("group_epoch", g.generation))
+            g.assignment_epoch = o.get("assignment_epoch", g.assignment_epoch)
             if g.state == "Dead":
                 g.members.clear()
+        elif kind == "assignment" and "member_epoch" in o:
+            g.member_states[o["member_id"]] = (int(o["member_epoch"]), o.get("state") or "STABLE")
+        elif kind == "target_assignment":
+            g.assignment_epoch = int(o["assignment_epoch"])
+        elif kind == "member_left" and o.get("temporary"):
+            g.member_states[o["member_id"]] = (-2, "STABLE")   # away, holding its partitions
         elif kind == "member_joined":
             g.members.add(o["member_id"])
         elif kind in ("member_left", "member_expired"):
             g.members.discard(o["member_id"])
+            g.member_states.pop(o["member_id"], None)
             if kind == "member_expired":
                 self.expired.labels(group_id).inc()
         elif kind == "member_replaced":
             g.members.discard(o.get("previous_member_id"))
+            g.member_states.pop(o.get("previous_member_id"), None)
             g.members.add(o["member_id"])
         elif kind == "group_metadata":
             if o.get("tombstone"):
@@ -141,20 +176,28 @@ class Metrics:
             self.triggers.labels(group_id, o.get("trigger") or "unknown").inc()
             self.moved.labels(group_id).inc(int(o.get("partitions_moved") or 0))
             self.rebalance_duration.labels(group_id).observe(int(o.get("duration_ms") or 0) / 1000)
-            g.generation = o.get("generation", g.generation)
+            g.generation = o.get("generation", o.get("group_epoch", g.generation))
+            if g.consumer:      # Stable again: the record names every member
+                g.members = {m["member_id"] for m in o.get("members", [])}
 
     def _set_gauges(self) -> None:
-        for state in STATES:
+        for state in ALL_STATES:
             self.groups.labels(state).set(sum(1 for g in self._groups.values() if g.state == state))
         for group_id, g in self._groups.items():
-            for state in STATES:
+            for state in (CONSUMER_STATES if g.consumer else STATES):
                 self.group_state.labels(group_id, state).set(int(g.state == state))
             self.group_members.labels(group_id).set(len(g.members))
-            self.group_generation.labels(group_id).set(g.generation)
+            if g.consumer:
+                self.group_epoch.labels(group_id).set(g.generation)
+                self.group_assignment_epoch.labels(group_id).set(g.assignment_epoch)
+                self.group_reconciling.labels(group_id).set(g.reconciling)
+            else:
+                self.group_generation.labels(group_id).set(g.generation)
 
     def _collect(self):
         with self._lock:
             instruments = [self.groups, self.group_state, self.group_members, self.group_generation,
+                           self.group_epoch, self.group_assignment_epoch, self.group_reconciling,
                            self.rebalances, self.triggers, self.rebalance_duration, self.expired, self.moved,
                            self.dead_letters, self.batches, self.input_rows, self.batch_duration]
             if self._last_batch_id is not None:

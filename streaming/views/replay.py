@@ -14,11 +14,36 @@ another assignor the coordinator answers differently, so the replay keeps the st
   partitions it still owns (KIP-429). Eager clients name no owned partitions; the coordinator then remembers
   their last assignment for the sticky assignor, as the client's user data would.
 
-Everything runs on event time through the pure coordinator, so a replay is deterministic.
+Server-side assignors (KIP-848), named ``server:uniform`` and ``server:range`` (``range`` alone is the client-side
+RangeAssignor), replay the same recorded classic feed under the consumer protocol, through a
+:class:`ConsumerGroupCoordinator` -- one per group, so that each group has its own
+``group.consumer.session.timeout.ms``: the ``session_timeout_ms`` of the group's first recorded join (the heartbeat
+interval is a third of it, at most Kafka's 5 s). The same stimuli, the consumer protocol's reactions:
+
+* the join of a new member becomes its first ``ConsumerGroupHeartbeat`` (epoch 0, its subscription, its rebalance
+  timeout, the assignor under test); a static member restarting (a join with its instance id and no member id)
+  first leaves with epoch -2 if its previous incarnation is still in the group -- as a closing consumer-protocol
+  client does -- and joins with the member id the recorded broker gave it. A rejoin with other topics is a
+  subscription change.
+* recorded heartbeats become heartbeats with the epoch the *replayed* coordinator gave that member and the partitions
+  it owns. A consumer-protocol client also heartbeats on its own every heartbeat interval, including through the
+  recorded join rounds where a classic client sends none: a member that has sent nothing for an interval heartbeats
+  when it was alive then -- between two of its recorded requests (join, sync, heartbeat or commit) less than a
+  session timeout apart, or waiting for the answer to a recorded join (a slow join round). Rejoins, SyncGroups and
+  commits are not sent (the first two do not exist in this protocol; commits are not modelled in it). A leave is
+  epoch -1. A crash leaves no requests: the heartbeats stop at the last one, and the session expires.
+* simulated reactions: a client acknowledges an assignment ``REACTION_MS`` after it: the revoked partitions are given
+  up then and the new ones taken (a member still waiting for partitions others release learns of them at its next
+  heartbeat, as in Kafka); fenced (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID), it gives up everything and rejoins with
+  epoch 0 ``REACTION_MS`` later. A member the coordinator expired rejoins with its next heartbeat, if it sends one
+  (the replay skips the UNKNOWN_MEMBER_ID round trip a real client would make first).
+
+Everything runs on event time through the pure coordinators, so a replay is deterministic.
 """
 from __future__ import annotations
 
 import argparse
+import bisect
 import heapq
 import json
 import sys
@@ -27,10 +52,35 @@ from typing import Callable, Iterable
 
 from streaming.views import terminal
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
+from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
 from streaming.views.history import build_histories
 
 DEFAULT_ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
 REACTION_MS = 5          # how long a simulated client takes to answer the coordinator
+SERVER_PREFIX = "server:"   # server:uniform, server:range -- the KIP-848 assignors, replayed under that protocol
+KAFKA_HEARTBEAT_INTERVAL_MS = 5_000
+
+
+def is_server_assignor(name: str) -> bool:
+    return name.startswith(SERVER_PREFIX)
+
+
+def check_assignor(name: str) -> None:
+    """LookupError for a name ``replay`` cannot run (with a hint when a server-side name lacks its prefix)."""
+    from assignors import get_assignor
+    from assignors.server import get_server_assignor
+
+    if is_server_assignor(name):
+        get_server_assignor(name[len(SERVER_PREFIX):])
+        return
+    try:
+        get_assignor(name)
+    except KeyError:
+        try:
+            get_server_assignor(name)
+        except KeyError:
+            raise
+        raise KeyError(f"{name!r} is a server-side (KIP-848) assignor: name it {SERVER_PREFIX}{name}") from None
 
 
 @dataclass
@@ -170,6 +220,240 @@ class _Replayer:
                 self.clients.pop(key, None)
 
 
+# ==================================================================== server-side assignors: the consumer protocol
+@dataclass
+class _ConsumerClient:
+    """A consumer-protocol client during a replay: what it sends and what it owns."""
+    member_id: str
+    instance_id: str | None
+    topics: list[str]
+    rebalance_timeout_ms: int
+    client_id: str
+    client_host: str
+    epoch: int = 0                                   # 0: (re)joining
+    owned: list[tuple[str, int]] = field(default_factory=list)
+    pending: list[tuple[str, int]] | None = None     # an assignment received, acknowledged REACTION_MS later
+    last_sent: int | None = None
+
+
+class _ConsumerReplayer:
+    def __init__(self, assignor: str, config: CoordinatorConfig | None) -> None:
+        self.assignor = assignor
+        self.shadow = GroupCoordinator(config)      # the feed as recorded: which member id a static join got
+        self.coordinators: dict[str, ConsumerGroupCoordinator] = {}
+        self.intervals: dict[str, int] = {}
+        self.sessions: dict[str, int] = {}
+        self.topics: list[dict] = []
+        self.clients: dict[tuple[str, str], _ConsumerClient] = {}
+        self.outputs: list[dict] = []
+        self.errors: list[dict] = []                 # error answers the replayed clients got
+        self._reactions: list[tuple[int, int, Callable[[], None]]] = []
+        self._seq = 0
+        self.now = 0
+
+    # ------------------------------------------------------------------ driving
+    def run(self, events: list[dict], on_progress: Callable[[int], None] | None = None) -> list[dict]:
+        # Each member's recorded requests: when it was alive.
+        self.requests: dict[tuple[str, str], tuple[list[int], list[str]]] = {}
+        for e in events:
+            if e["type"] in ("join", "sync", "heartbeat", "commit") and e.get("member_id"):
+                times, kinds = self.requests.setdefault((e.get("group_id") or "", e["member_id"]), ([], []))
+                times.append(e["ts"])
+                kinds.append(e["type"])
+        horizon = max((e["ts"] for e in events), default=0)
+        i = 0
+        while i < len(events) or self._reactions:
+            if i == len(events) and self._reactions[0][0] > horizon:
+                break                                    # nothing happens after the recording ends
+            recorded_ts = events[i]["ts"] if i < len(events) else None
+            reaction_ts = self._reactions[0][0] if self._reactions else None
+            t = min(x for x in (recorded_ts, reaction_ts) if x is not None)
+            deadline = min((d for c in self.coordinators.values() if (d := c.next_deadline()) is not None),
+                           default=None)
+            if deadline is not None and deadline < t:
+                self._advance(deadline)
+                continue
+            if reaction_ts is not None and reaction_ts <= t and (recorded_ts is None or reaction_ts < recorded_ts):
+                self.now = reaction_ts
+                heapq.heappop(self._reactions)[2]()
+            else:
+                self.now = recorded_ts
+                self._recorded(events[i])
+                i += 1
+                if on_progress is not None and not i & 1023:
+                    on_progress(i)
+        last = max((e["ts"] for e in events), default=None)
+        if last is not None:
+            self._advance(last)
+        if on_progress is not None:
+            on_progress(len(events))
+        return self.outputs
+
+    def _advance(self, ts: int) -> None:
+        for c in self.coordinators.values():
+            self._observe(c.advance(ts))
+
+    def _later(self, action: Callable[[], None], delay: int = REACTION_MS) -> None:
+        self._seq += 1
+        heapq.heappush(self._reactions, (self.now + delay, self._seq, action))
+
+    def _coordinator(self, group_id: str, session_timeout_ms: int | None = None) -> ConsumerGroupCoordinator | None:
+        c = self.coordinators.get(group_id)
+        if c is None and session_timeout_ms is not None:
+            # The group's own session timeout (KIP-848 group config), from its first member's join.
+            session = max(session_timeout_ms, 2)
+            interval = min(KAFKA_HEARTBEAT_INTERVAL_MS, max(1, session // 3))
+            c = self.coordinators[group_id] = ConsumerGroupCoordinator(ConsumerGroupConfig(
+                group_consumer_session_timeout_ms=session, group_consumer_heartbeat_interval_ms=interval,
+                group_consumer_assignors=(self.assignor,)))
+            self.intervals[group_id], self.sessions[group_id] = interval, session
+            for e in self.topics:
+                if not e.get("group_id") or e["group_id"] == group_id:
+                    c.handle(e)
+        return c
+
+    def _send(self, group_id: str, client: _ConsumerClient, epoch: int, **fields) -> None:
+        c = self.coordinators[group_id]
+        event, error = parse_event({"type": "consumer_heartbeat", "group_id": group_id, "ts": self.now,
+                                    "member_id": client.member_id, "member_epoch": epoch,
+                                    "instance_id": client.instance_id, "client_id": client.client_id,
+                                    "client_host": client.client_host, **fields})
+        assert error is None, error                  # the replay only sends well-formed requests
+        client.last_sent = self.now
+        self._observe(c.handle(event))
+        if epoch >= 0:
+            self._later(lambda: self._tick(group_id, client), self.intervals[group_id])
+
+    def _tick(self, group_id: str, client: _ConsumerClient) -> None:
+        """The client's own heartbeat timer: due when it sent nothing for an interval and is still alive."""
+        key = (group_id, client.member_id)
+        if self.clients.get(key) is not client or not self._alive(key, self.sessions[group_id]):
+            return
+        if client.last_sent is None or self.now - client.last_sent >= self.intervals[group_id]:
+            self._heartbeat(group_id, client)
+
+    def _alive(self, key: tuple[str, str], session_ms: int) -> bool:
+        times, kinds = self.requests.get(key, ([], []))
+        after = bisect.bisect_right(times, self.now)
+        if after == 0 or after == len(times):
+            return False                                 # before its first or after its last request
+        return kinds[after - 1] == "join" or times[after] - times[after - 1] < session_ms
+
+    def _join(self, group_id: str, client: _ConsumerClient) -> None:
+        client.epoch, client.owned, client.pending = 0, [], None
+        self._send(group_id, client, 0, rebalance_timeout_ms=client.rebalance_timeout_ms,
+                   subscribed_topic_names=list(client.topics), server_assignor=self.assignor, topic_partitions=[])
+
+    def _heartbeat(self, group_id: str, client: _ConsumerClient, **fields) -> None:
+        if client.epoch <= 0:
+            return self._join(group_id, client)
+        self._send(group_id, client, client.epoch, topic_partitions=[list(tp) for tp in client.owned], **fields)
+
+    # ------------------------------------------------------------------ the recorded stimuli
+    def _recorded(self, e: dict) -> None:
+        kind, group_id = e["type"], e.get("group_id") or ""
+        shadow = self.shadow.handle(e) if kind != "consumer_heartbeat" else []
+        if kind == "topic_metadata":
+            self.topics.append(e)
+            for gid, c in self.coordinators.items():
+                if not group_id or gid == group_id:
+                    self._observe(c.handle(e))
+            return
+        if kind == "delete_group":
+            c = self.coordinators.get(group_id)
+            if c is not None:
+                self._observe(c.handle(e))
+            return
+        member_id = e.get("member_id") or ""
+        client = self.clients.get((group_id, member_id))
+        if kind == "join":
+            topics = sorted(e["protocols"][0].get("topics", [])) if e["protocols"] else []
+            instance = e.get("group_instance_id")
+            if not member_id:
+                if instance is None:
+                    return                               # the KIP-394 round trip: the member id comes next
+                member_id = next((o["member_id"] for o in shadow if o["type"] in ("member_joined", "member_replaced")
+                                  and o.get("group_instance_id") == instance), "")
+                if not member_id:
+                    return                               # the recorded broker refused it
+                times, kinds = self.requests.setdefault((group_id, member_id), ([], []))
+                times.insert(0, self.now)                # its join, now that its id is known
+                kinds.insert(0, "join")
+                self._static_restart(group_id, instance)
+                client = None
+            if client is None:
+                c = self._coordinator(group_id, e["session_timeout_ms"])
+                client = self.clients[(group_id, member_id)] = _ConsumerClient(
+                    member_id, instance, topics, e["rebalance_timeout_ms"], e["client_id"], e["client_host"])
+                return self._join(group_id, client)
+            if topics != client.topics:
+                client.topics = topics
+                return self._heartbeat(group_id, client, subscribed_topic_names=topics)
+            return
+        if client is None:
+            return
+        if kind == "heartbeat":
+            self._heartbeat(group_id, client)
+        elif kind == "leave":
+            if client.epoch > 0:
+                self._send(group_id, client, -1)
+            self.clients.pop((group_id, member_id), None)
+
+    def _static_restart(self, group_id: str, instance: str) -> None:
+        """The instance's previous process closed: a consumer-protocol client says so with epoch -2."""
+        for key, old in list(self.clients.items()):
+            if key[0] == group_id and old.instance_id == instance:
+                if old.epoch > 0:
+                    self._send(group_id, old, -2)
+                del self.clients[key]
+
+    # ------------------------------------------------------------------ the simulated reactions
+    def _observe(self, outputs: list[dict]) -> None:
+        self.outputs.extend(outputs)
+        for o in outputs:
+            if o["type"] == "member_expired":
+                client = self.clients.get((o["group_id"], o["member_id"]))
+                if client is not None:      # fenced: its next heartbeat would hear UNKNOWN_MEMBER_ID and rejoin
+                    client.epoch, client.owned, client.pending = 0, [], None
+                continue
+            if o["type"] != "consumer_heartbeat_response":
+                continue
+            key = (o["group_id"], o["member_id"])
+            client = self.clients.get(key)
+            if client is None:
+                continue
+            if o["error"] != "NONE":
+                self.errors.append(o)
+                if o["error"] in ("FENCED_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID"):
+                    client.epoch, client.owned, client.pending = 0, [], None
+                    self._later(lambda g=key[0], c=client: self._rejoin(g, c))
+                continue
+            if o["member_epoch"] < 0:
+                continue
+            client.epoch = o["member_epoch"]
+            if o["assignment"] is None:
+                continue
+            new = sorted((a["topic"], p) for a in o["assignment"] for p in a["partitions"])
+            if new == (client.pending if client.pending is not None else client.owned):
+                continue
+            scheduled = client.pending is not None
+            client.pending = new
+            if not set(client.owned) - set(new):
+                client.owned = new                       # nothing to give up: the new partitions are taken now
+            if not scheduled:
+                self._later(lambda g=key[0], c=client: self._acknowledge(g, c))
+
+    def _acknowledge(self, group_id: str, client: _ConsumerClient) -> None:
+        if client.pending is None or self.clients.get((group_id, client.member_id)) is not client:
+            return
+        client.owned, client.pending = client.pending, None
+        self._heartbeat(group_id, client)
+
+    def _rejoin(self, group_id: str, client: _ConsumerClient) -> None:
+        if self.clients.get((group_id, client.member_id)) is client and client.epoch == 0:
+            self._join(group_id, client)
+
+
 def _join_fields(e: dict) -> dict:
     """A client's join request without its protocols: what a simulated rejoin repeats."""
     return {k: e[k] for k in ("type", "group_id", "group_instance_id", "client_id", "client_host",
@@ -179,9 +463,16 @@ def _join_fields(e: dict) -> dict:
 def replay_outputs(events: Iterable[dict], assignor: str, config: CoordinatorConfig | None = None,
                    on_progress: Callable[[int], None] | None = None) -> list[dict]:
     """Coordinator outputs of ``events`` (validated feed events with ``ts``) replayed under ``assignor``;
-    ``on_progress(n)`` hears how many recorded events have been replayed, now and then."""
+    ``on_progress(n)`` hears how many recorded events have been replayed, now and then. A ``server:NAME`` assignor
+    replays the feed under the consumer protocol (see the module's docstring)."""
     from assignors import get_assignor
 
+    if is_server_assignor(assignor):
+        from assignors.server import get_server_assignor
+
+        name = get_server_assignor(assignor[len(SERVER_PREFIX):]).name
+        feed = sorted((e for e in events if e["type"] != "consumer_heartbeat"), key=lambda e: e["ts"])
+        return _ConsumerReplayer(name, config).run(feed, on_progress)
     chosen = get_assignor(assignor)
     # A cooperative-capable assignor is run the way Kafka's clients use it: with the cooperative protocol.
     cooperative = "cooperative" in chosen.supported_protocols
@@ -212,18 +503,30 @@ class Score:
 
 
 def score(assignor: str, outputs: list[dict], group_id: str | None = None) -> Score:
+    """The columns, from the groups' histories. Classic groups: a rebalance is a completed generation, moves and
+    unavailability are the coordinator's per generation. Consumer-protocol groups: a rebalance is a group-epoch bump
+    whose target assignment changed the previous one; balance is the target's; a move is a partition that ended up
+    with another member; unavailability is the time partitions spent with no owner (from their release -- revocation
+    acknowledged, or the member gone -- to their next owner taking them); rebalance time runs from a bump to Stable."""
     histories = build_histories(o for o in outputs if group_id is None or o.get("group_id") == group_id)
-    gens = [g for h in histories.values() for g in h.generations]
-    staffed = [g for g in gens if g.owners]
-    finals = [next((g for g in reversed(h.generations) if g.owners), None) for h in histories.values()]
+    classic = [h for h in histories.values() if not h.is_consumer]
+    consumer = [h for h in histories.values() if h.is_consumer]
+    gens = [g for h in classic for g in h.generations]
+    staffed = [g.balance for g in gens if g.owners]
+    finals = [next((g.balance for g in reversed(h.generations) if g.owners), None) for h in classic]
+    targets = [t for h in consumer for t in h.targets]
+    staffed += [t.balance for t in targets if t.target]
+    finals += [next((t.balance for t in reversed(h.targets) if t.target), None) for h in consumer]
+    spans = [u.duration_ms for h in consumer for u in h.unowned if u.duration_ms is not None]
+    durations = [g.duration_ms for h in histories.values() for g in h.generations]
     return Score(
-        assignor=assignor, rebalances=len(gens), partitions_moved=sum(g.partitions_moved for g in gens),
-        worst_balance=max((g.balance for g in staffed), default=0),
-        final_balance=max((g.balance for g in finals if g is not None), default=0),
-        total_rebalance_ms=sum(g.duration_ms for g in gens), max_rebalance_ms=max((g.duration_ms for g in gens),
-                                                                                    default=0),
-        max_unavailable_ms=max((g.max_partition_unavailable_ms for g in gens), default=0),
-        unavailable_partition_s=round(sum(g.unavailable_partition_ms for g in gens) / 1000, 1),
+        assignor=assignor, rebalances=len(gens) + sum(1 for t in targets if t.changed),
+        partitions_moved=sum(g.partitions_moved for g in gens) + sum(h.moves for h in consumer),
+        worst_balance=max(staffed, default=0),
+        final_balance=max((b for b in finals if b is not None), default=0),
+        total_rebalance_ms=sum(durations), max_rebalance_ms=max(durations, default=0),
+        max_unavailable_ms=max([g.max_partition_unavailable_ms for g in gens] + spans, default=0),
+        unavailable_partition_s=round((sum(g.unavailable_partition_ms for g in gens) + sum(spans)) / 1000, 1),
         members_expired=sum(1 for h in histories.values() for d in h.departures if d.kind == "expired"))
 
 
@@ -285,7 +588,9 @@ def build_parser() -> argparse.ArgumentParser:
                                 description="Replay a recorded event feed under several assignors, side by side.")
     p.add_argument("--feed", required=True, help="JSON-lines event feed (e.g. from 'rebalance-tracker simulate')")
     p.add_argument("--assignor", default=",".join(DEFAULT_ASSIGNORS),
-                   help="comma-separated assignors to compare (default: %(default)s)")
+                   help="comma-separated assignors to compare: client-side ones by protocol name, server-side "
+                        "(KIP-848) ones as server:uniform, server:range -- the feed replayed under the consumer "
+                        "protocol (default: %(default)s)")
     p.add_argument("--group", default=None, help="score only this group (default: all groups in the feed)")
     p.add_argument("--json", action="store_true", help="print the scores as JSON instead of a table")
     from streaming.views.report import add_coordinator_option
@@ -301,10 +606,8 @@ def main(argv: list[str] | None = None) -> int:
     names = [a.strip() for a in args.assignor.split(",") if a.strip()]
     try:
         config = coordinator_config(args.coordinator_config)
-        from assignors import get_assignor
-
         for name in names:
-            get_assignor(name)
+            check_assignor(name)
     except (ValueError, LookupError) as exc:
         print(f"replay: {exc}", file=sys.stderr)
         return 2

@@ -3,6 +3,12 @@
 The page has no external resources: an inline SVG timeline — members as lanes, generations as bands, rebalances
 shaded, partition moves as arrows between lanes, expiries and leaves marked — followed by tables. The PNG is the
 same page photographed by headless Chromium.
+
+A consumer-protocol (KIP-848) group gets the same page with group epochs in place of generations (a band per return
+to Stable), each member's reconciling time shaded on its lane with its epoch written where it changes, and tables of
+what only that protocol has: the target assignments (trigger, changed partitions, how long until every member was on
+them), target against current assignment at the end, per-member epochs and reconciliation times, revocations and
+how long each member took to give partitions up, and every span in which a partition had no owner.
 """
 from __future__ import annotations
 
@@ -30,8 +36,9 @@ EXPIRY_RED = "#e00000"
 LEAVE_GREY = "#555555"
 GAIN_GREEN = "#1a9a3a"
 BAND_FILLS = ("#eef3fb", "#f7f7f7")
-REBALANCE_FILL = {"eager": "#ffb84d", "cooperative": "#8fc7ff"}
+REBALANCE_FILL = {"eager": "#ffb84d", "cooperative": "#8fc7ff", "consumer": "#c3b2f2"}
 LANE_FILL = "#c9d3df"
+RECONCILING_FILL = "#8a63d2"    # a consumer-protocol member not yet Stable on its target
 
 
 # ==================================================================== inputs
@@ -114,6 +121,7 @@ def render_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
 
     # Generation bands: from a generation's completion to the start of the next rebalance.
     gens = h.generations
+    word = "epoch" if h.is_consumer else "gen"
     for i, g in enumerate(gens):
         end = gens[i + 1].started_ts if i + 1 < len(gens) else t1
         x_a, x_b = x(g.completed_ts), x(end)
@@ -121,16 +129,16 @@ def render_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
                   f'width="{max(x_b - x_a, 0.5)}" height="{bottom - AXIS_H + 14}" fill="{BAND_FILLS[i % 2]}"/>')
         if x_b - x_a > 24:
             el.append(f'<text x="{(x_a + x_b) / 2}" y="{AXIS_H - 4}" text-anchor="middle" fill="#334">'
-                      f'gen {g.generation}</text>')
+                      f'{word} {g.generation}</text>')
     # Rebalances: PreparingRebalance..Stable, coloured by protocol.
     for g in gens:
         x_a, x_b = x(g.started_ts), x(g.completed_ts)
         fill = REBALANCE_FILL.get(g.rebalance_protocol, REBALANCE_FILL["eager"])
         el.append(f'<rect class="rebalance" data-generation="{g.generation}" x="{x_a}" y="{AXIS_H}" '
                   f'width="{max(x_b - x_a, 2)}" height="{bottom - AXIS_H}" fill="{fill}" fill-opacity="0.55">'
-                  f'<title>generation {g.generation}: {escape(g.trigger)} — {g.duration_ms} ms, '
-                  f'{g.partitions_moved} partitions moved</title></rect>')
-    open_since = h.rebalance_in_progress_since
+                  f'<title>{"group epoch" if h.is_consumer else "generation"} {g.generation}: '
+                  f'{escape(g.trigger)} — {g.duration_ms} ms, {g.partitions_moved} partitions moved</title></rect>')
+    open_since = h.rebalance_in_progress_since if not h.is_consumer else _consumer_open_since(h)
     if open_since is not None:
         el.append(f'<rect class="rebalance open" x="{x(open_since)}" y="{AXIS_H}" '
                   f'width="{max(x(t1) - x(open_since), 2)}" height="{bottom - AXIS_H}" fill="#ffb84d" '
@@ -159,7 +167,21 @@ def render_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
             x_a, x_b = x(start), x(end if end is not None else t1)
             el.append(f'<rect class="lane" x="{x_a}" y="{y + 9}" width="{max(x_b - x_a, 1)}" height="{LANE_H - 18}" '
                       f'rx="3" fill="{LANE_FILL}"/>')
+        for start, end, epoch in _reconciling_spans(h, lane.key, t1):
+            x_a, x_b = x(start), x(end)
+            el.append(f'<rect class="reconciling" x="{x_a}" y="{y + LANE_H - 11}" width="{max(x_b - x_a, 1.5)}" '
+                      f'height="4" fill="{RECONCILING_FILL}"><title>reconciling towards epoch {epoch}: '
+                      f'{end - start} ms</title></rect>')
+        last_x = None
+        for ts, epoch, _state in h.member_epochs.get(lane.key, []):
+            ex = x(ts)
+            if epoch > 0 and (last_x is None or ex - last_x > 26):
+                el.append(f'<text class="member-epoch" x="{ex + 2}" y="{y + 8}" font-size="9" fill="#5b3fa0">'
+                          f'e{epoch}</text>')
+                last_x = ex
         for i, g in enumerate(gens):
+            if h.is_consumer:
+                continue          # the epoch marks say it better than the partition counts
             if lane.key not in g.owners:
                 continue
             end = gens[i + 1].started_ts if i + 1 < len(gens) else t1
@@ -168,6 +190,16 @@ def render_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
                 el.append(f'<text x="{x_a + 4}" y="{y + LANE_H / 2 + 4}" fill="#123">{len(g.owners[lane.key])}p'
                           f'</text>')
 
+    # Consumer groups: a partition without an owner is a dotted line on the lane that released it, up to the moment
+    # another member took it.
+    for u in h.unowned:
+        if u.from_lane in lane_y:
+            yu = lane_y[u.from_lane] + LANE_H - 4
+            end = u.to_ts if u.to_ts is not None else t1
+            el.append(f'<line class="unowned" x1="{x(u.from_ts)}" y1="{yu}" x2="{max(x(end), x(u.from_ts) + 1)}" '
+                      f'y2="{yu}" stroke="#b36b00" stroke-width="2" stroke-dasharray="2 2"><title>'
+                      f'{escape(u.partition[0])}-{u.partition[1]} without an owner for '
+                      f'{"" if u.to_ts is None else (u.to_ts - u.from_ts)} ms</title></line>')
     # Ownership changes: one arrow per (from, to) pair at the generation's completion; gains without a previous
     # owner (new partitions, cooperative second round) and revocations without a new owner get a tick mark.
     for g in gens:
@@ -234,6 +266,35 @@ def _grouped_changes(g: Generation) -> dict[tuple[str | None, str | None], list[
     return pairs
 
 
+def _reconciling_spans(h: GroupHistory, lane: str, t1: int) -> list[tuple[int, int, int]]:
+    """(start, end, target epoch) of each time the member was not Stable, from its epoch timeline."""
+    spans, start = [], None
+    points = h.member_epochs.get(lane, [])
+    for i, (ts, epoch, state) in enumerate(points):
+        if state != "STABLE" and start is None:
+            start = ts
+        elif state == "STABLE" and start is not None:
+            spans.append((start, ts, epoch))
+            start = None
+    if start is not None:
+        lane_spans = h.lanes[lane].spans if lane in h.lanes else []
+        end = lane_spans[-1][1] if lane_spans and lane_spans[-1][1] is not None else t1
+        spans.append((start, max(end, start), points[-1][1]))
+    return spans
+
+
+def _consumer_open_since(h: GroupHistory) -> int | None:
+    """A consumer group still Assigning or Reconciling at the end of its history: since when."""
+    if not h.states or h.states[-1].state not in ("Assigning", "Reconciling"):
+        return None
+    start = h.states[-1].start_ts
+    for s in reversed(h.states):
+        if s.state not in ("Assigning", "Reconciling"):
+            break
+        start = s.start_ts
+    return start
+
+
 def _partitions(parts: list[tuple[str, int]]) -> str:
     """``t-a: 0,1,2; t-b: 5`` — compact enough for a table cell."""
     by_topic: dict[str, list[int]] = {}
@@ -256,6 +317,8 @@ def _phase_ms(g: Generation) -> tuple[object, object]:
 
 
 def summary(h: GroupHistory) -> dict[str, object]:
+    if h.is_consumer:
+        return consumer_summary(h)
     gens = h.generations
     triggers: dict[str, int] = {}
     for g in gens:
@@ -274,6 +337,91 @@ def summary(h: GroupHistory) -> dict[str, object]:
     }
 
 
+def _ms_stats(values: list[int]) -> str:
+    """``median / max`` of some durations in ms (``—`` for none)."""
+    if not values:
+        return "—"
+    ordered = sorted(values)
+    return f"{ordered[(len(ordered) - 1) // 2]} / {ordered[-1]}"
+
+
+def consumer_summary(h: GroupHistory) -> dict[str, object]:
+    """The summary table of a consumer-protocol group: epochs instead of generations, and reconciliation."""
+    gens = h.generations
+    triggers: dict[str, int] = {}
+    for t in h.targets:
+        if t.changed:
+            triggers[t.trigger] = triggers.get(t.trigger, 0) + 1
+    closed = [u.duration_ms for u in h.unowned if u.duration_ms is not None]
+    return {
+        "group": h.group_id, "protocol": "consumer (KIP-848)", "from": iso(h.first_ts), "to": iso(h.last_ts),
+        "state at end": h.state or "unknown",
+        "group epoch at end": h.group_epochs[-1][1] if h.group_epochs else (gens[-1].generation if gens else 0),
+        "target assignments": len(h.targets),
+        "target assignments that changed it": sum(1 for t in h.targets if t.changed),
+        "changed by trigger": ", ".join(f"{k} {v}" for k, v in sorted(triggers.items())) or "—",
+        "returns to Stable": len(gens),
+        "time to Stable, longest (ms)": max((g.duration_ms for g in gens), default=0),
+        "reconciliation per member, median / max (ms)": _ms_stats(
+            [r.duration_ms for r in h.reconciliations if r.duration_ms is not None]),
+        "revocation latency, median / max (ms)": _ms_stats(
+            [r.latency_ms for r in h.revocations if r.latency_ms is not None]),
+        "partitions moved": h.moves,
+        "partitions without an owner (times)": len(h.unowned),
+        "longest without an owner (ms)": max(closed, default=0),
+        "partition unavailability (partition·s)": round(sum(closed) / 1000, 1),
+        "members expired": sum(1 for d in h.departures if d.kind == "expired"),
+        "members left": sum(1 for d in h.departures if d.kind == "left"),
+        "static member restarts": len(h.replacements),
+    }
+
+
+def _consumer_tables(h: GroupHistory) -> str:
+    """The tables only a consumer-protocol group has."""
+    def label(key: str | None) -> str:
+        return _label(h, key)
+
+    target_rows = [[t.epoch, iso(t.ts), t.trigger, t.assignor or "", len(t.target), len(t.changes),
+                    "" if t.reconciliation_ms is None else t.reconciliation_ms, t.balance,
+                    "; ".join(f"{label(k)}: {len(v)}" for k, v in t.target.items())] for t in h.targets]
+    last_target = h.targets[-1].target if h.targets else {}
+    lanes = list(dict.fromkeys([*last_target, *h.current]))
+    versus_rows = [[label(k), _partitions(last_target.get(k, [])), _partitions(h.current.get(k, [])),
+                    _partitions(h.pending_revocation.get(k, [])),
+                    "yes" if sorted(last_target.get(k, [])) == sorted(h.current.get(k, []))
+                    and not h.pending_revocation.get(k) else "no"] for k in lanes]
+    member_rows = []
+    for key, points in h.member_epochs.items():
+        recs = [r.duration_ms for r in h.reconciliations if r.lane == key and r.duration_ms is not None]
+        revs = [r.latency_ms for r in h.revocations if r.lane == key and r.latency_ms is not None]
+        epochs = [str(e) for _, e, _ in points]
+        shown = " → ".join(dict.fromkeys(epochs))
+        member_rows.append([label(key), shown, len(recs), _ms_stats(recs), len(revs), _ms_stats(revs)])
+    revocations: dict[tuple[str, int], list] = {}
+    for r in h.revocations:
+        revocations.setdefault((r.lane, r.started_ts), []).append(r)
+    revocation_rows = [[label(lane), rs[0].member_epoch, iso(ts), _partitions([r.partition for r in rs]),
+                        iso(rs[0].acked_ts) if rs[0].acked_ts is not None else "never (gone)",
+                        "" if rs[0].latency_ms is None else rs[0].latency_ms]
+                       for (lane, ts), rs in revocations.items()]
+    unowned_rows = [[f"{u.partition[0]}-{u.partition[1]}", label(u.from_lane), iso(u.from_ts), label(u.to_lane),
+                     iso(u.to_ts), "" if u.duration_ms is None else u.duration_ms] for u in h.unowned]
+    return "\n".join([
+        _table("Target assignments", ["epoch", "computed", "trigger", "assignor", "members", "partitions changed",
+                                      "reconciled after ms", "balance (max−min)", "partitions per member"],
+               target_rows, "targets"),
+        _table("Target vs current assignment (end)", ["member", "target", "current", "pending revocation",
+                                                     "reconciled"], versus_rows, "versus"),
+        _table("Member epochs and reconciliation", ["member", "epochs", "reconciliations", "median / max ms",
+                                                    "revocations acked", "revocation median / max ms"],
+               member_rows, "member-epochs"),
+        _table("Revocations", ["member", "member epoch", "asked", "partitions", "acknowledged", "latency ms"],
+               revocation_rows, "revocations"),
+        _table("Partitions without an owner", ["partition", "released by", "at", "taken by", "at", "ms"],
+               unowned_rows, "unowned"),
+    ])
+
+
 def render_html(h: GroupHistory, title: str | None = None) -> str:
     title = title or f"Rebalance history of {h.group_id}"
     gens = h.generations
@@ -290,11 +438,32 @@ def render_html(h: GroupHistory, title: str | None = None) -> str:
                     "present" if lane.spans and lane.spans[-1][1] is None else iso(lane.spans[-1][1])
                     if lane.spans else ""] for lane in h.lanes.values()]
     facts = "".join(f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in summary(h).items())
+    consumer = h.is_consumer
+    if consumer:
+        gen_rows = [[g.generation, g.trigger, g.trigger_detail, g.protocol or "", len(g.members), iso(g.started_ts),
+                     g.duration_ms, g.partitions_moved, g.max_partition_unavailable_ms, g.partition_count, g.balance]
+                    for g in gens]
+        gen_table = _table("Group epochs (returns to Stable)", [
+            "epoch", "trigger", "detail", "assignor", "members", "started", "duration ms", "partitions moved",
+            "max unavailable ms", "partitions", "balance (max−min)"], gen_rows, "generations")
+    else:
+        gen_table = _table("Generations", ["generation", "trigger", "detail", "assignor", "protocol", "leader",
+                                           "members", "started", "duration ms", "join ms", "sync ms",
+                                           "partitions moved", "max unavailable ms", "partitions",
+                                           "balance (max−min)"], gen_rows, "generations")
     legend = (f'<p class="legend"><span style="background:{REBALANCE_FILL["eager"]}">&nbsp;&nbsp;&nbsp;</span> '
               f'eager rebalance (stop-the-world) <span style="background:{REBALANCE_FILL["cooperative"]}">'
               f'&nbsp;&nbsp;&nbsp;</span> cooperative rebalance <span style="color:{GAIN_GREEN}">&#8595;</span> '
               f'partitions moved between members <span style="color:{EXPIRY_RED}">&#10006;</span> session expiry '
               f'(dotted: silent since last heartbeat) <span style="color:{LEAVE_GREY}">&#9646;</span> LeaveGroup</p>')
+    if consumer:
+        legend = (f'<p class="legend"><span style="background:{REBALANCE_FILL["consumer"]}">&nbsp;&nbsp;&nbsp;'
+                  f'</span> group epoch bumped until Stable again <span style="background:{RECONCILING_FILL}">'
+                  f'&nbsp;&nbsp;&nbsp;</span> member reconciling (e<i>N</i>: its epoch) '
+                  f'<span style="color:#b36b00">&#8943;</span> partition released, no owner yet '
+                  f'<span style="color:{GAIN_GREEN}">&#8595;</span> partitions moved between members '
+                  f'<span style="color:{EXPIRY_RED}">&#10006;</span> session expiry '
+                  f'<span style="color:{LEAVE_GREY}">&#9646;</span> leave (epoch -1, or -2 for a static member)</p>')
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>
 <style>
@@ -309,13 +478,13 @@ table.summary th {{ background: #f5f7fa; font-weight: normal; }} .legend {{ font
 <table class="summary">{facts}</table>
 {legend}
 <div class="timeline">{render_svg(h)}</div>
-{_table("Generations", ["generation", "trigger", "detail", "assignor", "protocol", "leader", "members", "started",
-                        "duration ms", "join ms", "sync ms", "partitions moved", "max unavailable ms", "partitions",
-                        "balance (max−min)"], gen_rows, "generations")}
-{_table("Partition ownership changes", ["generation", "at", "from", "to", "count", "partitions"], move_rows,
-         "moves")}
+{gen_table}
+{_consumer_tables(h) if consumer else ""}
+{_table("Partition ownership changes", ["epoch" if consumer else "generation", "at", "from", "to", "count",
+                                        "partitions"], move_rows, "moves")}
 {_table("Members that left or expired", ["at", "member", "member id", "kind", "reason", "last heartbeat",
-                                         "silent ms", "generation"], departure_rows, "departures")}
+                                         "silent ms", "group epoch" if consumer else "generation"], departure_rows,
+         "departures")}
 {_table("Members", ["member", "kind", "member ids", "first seen", "until"], member_rows, "members")}
 </body></html>
 """
@@ -326,6 +495,10 @@ def page_height(h: GroupHistory) -> int:
     svg = AXIS_H + max(len(h.lanes), 1) * LANE_H + BOTTOM_PAD
     rows = (len(h.generations) + sum(len(_grouped_changes(g)) for g in h.generations) + len(h.departures)
             + len(h.lanes))
+    if h.is_consumer:
+        revocations = len({(r.lane, r.started_ts) for r in h.revocations})
+        rows += len(h.targets) + len(h.current) + len(h.member_epochs) + revocations + len(h.unowned) + 8
+        return 160 + 18 * 24 + svg + 9 * 70 + rows * 22
     return 160 + 12 * 24 + svg + 4 * 70 + rows * 22
 
 
@@ -378,20 +551,39 @@ def build_parser() -> argparse.ArgumentParser:
 def add_coordinator_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--coordinator-config", action="append", default=[], metavar="KEY=VALUE",
                    help="coordinator setting used to replay a feed, Kafka-style (e.g. "
-                        "group.initial.rebalance.delay.ms=0); repeatable")
+                        "group.initial.rebalance.delay.ms=0, or for consumer-protocol groups "
+                        "group.consumer.session.timeout.ms=10000); repeatable")
 
 
-def coordinator_config(pairs: list[str]):
-    """``KEY=VALUE`` strings -> CoordinatorConfig (ValueError on unknown keys or bad values)."""
-    from streaming.coordinator import CoordinatorConfig
+CONSUMER_PREFIX = "group.consumer."
 
+
+def _pairs(pairs: list[str]) -> dict[str, str]:
     props = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep:
             raise ValueError(f"--coordinator-config wants KEY=VALUE, not {pair!r}")
         props[key.strip()] = value.strip()
-    return CoordinatorConfig.from_properties(props)
+    return props
+
+
+def coordinator_config(pairs: list[str]):
+    """``KEY=VALUE`` strings -> CoordinatorConfig (ValueError on unknown keys or bad values); the consumer
+    protocol's ``group.consumer.*`` keys are left to :func:`consumer_config`."""
+    from streaming.coordinator import CoordinatorConfig
+
+    return CoordinatorConfig.from_properties({k: v for k, v in _pairs(pairs).items()
+                                              if not k.startswith(CONSUMER_PREFIX)})
+
+
+def consumer_config(pairs: list[str]):
+    """The ``group.consumer.*`` keys among ``KEY=VALUE`` strings -> ConsumerGroupConfig (Kafka's defaults
+    otherwise: a 45 s session, a 5 s heartbeat interval, assignors uniform and range)."""
+    from streaming.coordinator.consumer import ConsumerGroupConfig
+
+    return ConsumerGroupConfig.from_properties({k: v for k, v in _pairs(pairs).items()
+                                                if k.startswith(CONSUMER_PREFIX)})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -399,13 +591,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         since = parse_since(args.since)
         config = coordinator_config(args.coordinator_config)
+        consumer = consumer_config(args.coordinator_config)
     except ValueError as exc:
         print(f"report: {exc}", file=sys.stderr)
         return 2
     if args.feed:   # the coordinator runs over the whole feed: a progress bar on stderr (plain lines elsewhere)
         records = terminal.track(read_jsonl(args.feed), "running the feed", terminal.count_lines(args.feed),
                                  unit="records")
-        outputs, rejected = coordinator_outputs(records, config)
+        outputs, rejected = coordinator_outputs(records, config, consumer)
         if rejected:
             print(f"report: skipped {rejected} invalid feed records", file=sys.stderr)
     else:
@@ -419,7 +612,11 @@ def main(argv: list[str] | None = None) -> int:
     if since is not None:
         history = history.since(since)
     Path(args.out).write_text(render_html(history), encoding="utf-8")
-    print(f"wrote {args.out}: {len(history.generations)} generations, {len(history.departures)} departures")
+    if history.is_consumer:
+        print(f"wrote {args.out}: {len(history.targets)} target assignments, {len(history.generations)} returns "
+              f"to Stable, {len(history.departures)} departures")
+    else:
+        print(f"wrote {args.out}: {len(history.generations)} generations, {len(history.departures)} departures")
     if args.png:
         try:
             screenshot(args.out, args.png, height=page_height(history))
