@@ -182,28 +182,40 @@ class ConsumerGroupCoordinator:
         return cls.from_dict(json.loads(zlib.decompress(bytes(data[1:]))), config, assignors)
 
     def load_records(self, records: Iterable[dict], now_ms: int) -> None:
-        """Rebuild groups from their ``consumer_group_record`` records, as Kafka's coordinator loads
-        ``__consumer_offsets``; then, as its ``onLoaded``, start every member's session (and the rebalance timeout
-        of a member still revoking) at ``now_ms``, and refresh each group's metadata on its next heartbeat."""
+        """Rebuild groups from their records (the offsets store's consumer-group record dicts, see ``records``;
+        other records are skipped), as Kafka's coordinator loads ``__consumer_offsets``; then, as its ``onLoaded``,
+        start every member's session (and the rebalance timeout of a member still revoking) at ``now_ms``, and
+        refresh each group's metadata on its next heartbeat.
+
+        Kafka's coordinator also has the cluster's metadata image; the tracker has only what the records say, so the
+        topics of each group's subscription metadata seed the topic image where it does not know them (the next
+        ``topic_metadata`` event wins). A Stable group's current owners are where the next rebalance counts moved
+        partitions from."""
         self._tick(now_ms)
         for r in records:
-            if r.get("type") != R.RECORD:
+            if not R.is_record(r):
                 continue
             group = self.groups.get(r["group_id"])
             if group is None:
-                if r["value"] is None:
+                if r.get("tombstone"):
                     continue
                 group = self.groups[r["group_id"]] = ConsumerGroup(r["group_id"])
             group.replay(r)
             if group.deleted:
                 del self.groups[group.group_id]
         for group_id, group in self.groups.items():
+            for name, (topic_id, partitions) in sorted(group.subscription_metadata.items()):
+                if self.image.get(name) is None and self.image.known_ids.get(name) in (None, topic_id):
+                    self.image.apply(name, partitions, topic_id)
             soft = self.soft[group_id] = _Soft()
             for m in group.members.values():
                 self._schedule_session(group_id, m.member_id)
                 if m.state is MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_rebalance(group_id, m)
             soft.refresh_metadata = True
+            if group.state() == STABLE:
+                soft.stable_owners = {f"{t}:{p}": m.instance_id or m.member_id for m in group.members.values()
+                                      for t, ps in m.assigned_partitions.items() for p in ps}
 
     # ================================================================ time and timers
     def _tick(self, ts: int | None) -> None:
@@ -297,8 +309,8 @@ class ConsumerGroupCoordinator:
             group.replay(r)
             self._out.append({**r, "ts": self.now})
         for r in records:
-            if r["record"] == "ConsumerGroupCurrentMemberAssignment" and r["value"] is not None:
-                m = group.members[r["key"]["memberId"]]
+            if r["type"] == R.CURRENT_MEMBER_ASSIGNMENT and not r["tombstone"]:
+                m = group.members[r["member_id"]]
                 old = before.get(m.member_id)
                 old_parts = set(self._keys(old.assigned_partitions)) if old is not None else set()
                 new_parts = set(self._keys(m.assigned_partitions))
