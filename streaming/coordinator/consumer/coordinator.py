@@ -735,11 +735,38 @@ class ConsumerGroupCoordinator:
             return self._emit(gid, "delete_group_response", error="GROUP_ID_NOT_FOUND")
         if group.state() != "Empty":
             return self._emit(gid, "delete_group_response", error="NON_EMPTY_GROUP")
+        self._apply(group, self._tombstones(group))
+        self._emit(gid, "delete_group_response", error="NONE")
+
+    def _tombstones(self, group: ConsumerGroup) -> list[dict]:
+        gid = group.group_id
         records = [R.current_assignment_tombstone(gid, m) for m in group.members]
         records += [R.target_assignment(gid, m, None) for m in group.members]
         records.append(R.target_assignment_epoch(gid, None))
         records += [R.member_subscription_tombstone(gid, m) for m in group.members]
         records += [R.regular_expression(gid, r, None) for r in group.resolved_regexes]
         records += [R.partition_metadata(gid, None), R.epoch(gid, None)]
-        self._apply(group, records)
-        self._emit(gid, "delete_group_response", error="NONE")
+        return records
+
+    # ================================================================ for the protocol switch (streaming/coordinator/routing.py)
+    def heartbeat_error(self, e: dict) -> tuple[str, str] | None:
+        """Kafka's request validation, which comes before the group is looked up: (error, message) or None."""
+        return self._validate(e)
+
+    def remove_empty_group(self, group_id: str, now_ms: int) -> list[dict]:
+        """Kafka's maybeDeleteEmptyConsumerGroup (a JoinGroup of the classic protocol for an Empty consumer group):
+        the group's tombstones, as DeleteGroups writes them; the outputs."""
+        group = self.groups[group_id]
+        if group.state() != "Empty":
+            raise ValueError(f"group {group_id} is not empty")
+        self._tick(now_ms)
+        self._out = out = []
+        self._apply(group, self._tombstones(group))
+        self._out = []
+        return out
+
+    def seed_topics(self, sizes: Mapping[str, int]) -> None:
+        """Topic sizes known before this model held the group (the classic coordinator keeps names and counts)."""
+        for name, partitions in sorted(sizes.items()):
+            if partitions > 0 and self.image.get(name) is None:
+                self.image.apply(name, partitions)
