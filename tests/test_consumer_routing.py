@@ -201,3 +201,25 @@ def test_topic_ids_must_be_kafka_uuids():
                                 "topic_id": "0c5b4d0e-8f7e-4c43-9a0b-1d6f3e8a2b71"})
     assert error is None and event["topic_id"] == "DFtNDo9-TEOaCx1vPoorcQ"
     assert parse_event({"type": "topic_metadata", "topic": "t", "partitions": 1, "topic_id": "abc"})[0] is None
+
+
+def test_the_step_gives_the_same_outputs_however_the_feed_is_cut():
+    """The job serialises each group's state between micro-batches: event by event, a consumer-protocol feed (with a
+    switch to the classic protocol) gives exactly the outputs of one uninterrupted model."""
+    from streaming.coordinator.routing import GroupModels
+    from tests.consumer_feed import consumer_groups_feed
+
+    configs = Configs.from_properties({})
+    events = [parse_event(e)[0] for e in consumer_groups_feed(1_700_000_000_000, duration_ms=110_000)]
+    model, want, got, states = GroupModels(configs), {}, {}, {}
+    for e in events:
+        want.setdefault(e["group_id"], []).extend(step_filter(model.handle(e)))
+        result = step_group(states.get(e["group_id"]), [e], None, configs)
+        states[e["group_id"]] = result.state
+        got.setdefault(e["group_id"], []).extend(result.outputs)
+    assert got == want and "protocol_switch" in kinds(got["cgroup-1"])
+
+
+def step_filter(outputs):
+    from streaming.spark.group_step import DEFAULT_OUTPUT_TYPES
+    return [o for o in outputs if o["type"] in DEFAULT_OUTPUT_TYPES]
