@@ -223,3 +223,30 @@ def test_the_step_gives_the_same_outputs_however_the_feed_is_cut():
 def step_filter(outputs):
     from streaming.spark.group_step import DEFAULT_OUTPUT_TYPES
     return [o for o in outputs if o["type"] in DEFAULT_OUTPUT_TYPES]
+
+
+def test_broadcast_topic_metadata_reaches_consumer_groups(tmp_path):
+    """Topic metadata without a group id is fanned out by the sink to every group it knows -- consumer groups too,
+    from their outputs or, after a restart, from their records in the store -- and resizes their assignment."""
+    from offsets_store.sqlite_store import SqliteStore
+    from offsets_store.store import STORE_TYPES
+    from streaming.spark.sinks import TrackerSink
+
+    configs = Configs.from_properties({})
+    topic, _ = parse_event({"type": "topic_metadata", "group_id": G, "topic": "t", "partitions": 2, "ts": 1_000})
+    join, _ = parse_event({"type": "consumer_heartbeat", "group_id": G, "member_id": "m", "member_epoch": 0,
+                           "rebalance_timeout_ms": 5_000, "subscribed_topic_names": ["t"], "topic_partitions": [],
+                           "ts": 1_000})
+    first = step_group(None, [topic, join], None, configs)
+    sink = TrackerSink()
+    sink.handle(first.outputs, 0)
+    assert sink.known_groups == {G}
+    store = SqliteStore(str(tmp_path / "offsets.db"))
+    store.write([o for o in first.outputs if o["type"] in STORE_TYPES], batch_id=0)
+    assert TrackerSink(store=store).known_groups == {G}
+    store.close()
+    broadcast, _ = parse_event({"type": "topic_metadata", "topic": "t", "partitions": 4, "ts": 2_000})
+    heartbeat, _ = parse_event({"type": "consumer_heartbeat", "group_id": G, "member_id": "m", "member_epoch": 1,
+                                "topic_partitions": [["t", 0], ["t", 1]], "ts": 3_000})
+    later = step_group(first.state, [dict(broadcast, group_id=G), heartbeat], None, configs)   # the sink's copy
+    assert one(later.outputs, "target_assignment")["assignment"] == {"m": [["t", p] for p in range(4)]}

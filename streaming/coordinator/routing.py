@@ -1,4 +1,5 @@
-"""Which model runs a group: the classic coordinator or the consumer-protocol (KIP-848) one, and the switch between them.
+"""Which model runs a group: the classic coordinator or the consumer-protocol (KIP-848) one, and the switch between
+them.
 
 A group is run by the model its state belongs to (``ConsumerGroupCoordinator`` state starts with 0x43, the classic
 ``GroupCoordinator``'s with its format version 1) or, with no state yet, by its first request: a

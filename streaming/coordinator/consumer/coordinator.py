@@ -748,7 +748,7 @@ class ConsumerGroupCoordinator:
         records += [R.partition_metadata(gid, None), R.epoch(gid, None)]
         return records
 
-    # ================================================================ for the protocol switch (streaming/coordinator/routing.py)
+    # ================================================================ for the protocol switch (routing.py)
     def heartbeat_error(self, e: dict) -> tuple[str, str] | None:
         """Kafka's request validation, which comes before the group is looked up: (error, message) or None."""
         return self._validate(e)
