@@ -110,7 +110,7 @@ def test_a_non_empty_classic_group_is_not_converted(policy, unsupported):
     d.classic_member()
     out = d.hb()
     answer = one(out, "consumer_heartbeat_response")
-    assert (answer["error"], answer["error_message"]) == ("GROUP_ID_NOT_FOUND", f"Group {G} is not a consumer group")
+    assert (answer["error"], answer["error_message"]) == ("GROUP_ID_NOT_FOUND", f"Group {G} is not a consumer group.")
     assert ("protocol_conversion_unsupported" in kinds(out)) is unsupported
     assert d.model.protocol == "classic"
     # A heartbeat that does not join (epoch != 0) or leaves gets the same answer, and Kafka would not convert.

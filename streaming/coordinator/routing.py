@@ -10,7 +10,7 @@ A request of the other protocol gets Kafka's answer (``GroupMetadataManager``, K
 
 - ``consumer_heartbeat`` for a classic group: once the request is valid, an **Empty** classic group is replaced by
   a consumer group when the heartbeat joins (member epoch 0; ``maybeDeleteEmptyClassicGroup``: its group metadata
-  tombstone, then the new group). Otherwise ``GROUP_ID_NOT_FOUND`` "Group g is not a consumer group". Kafka would
+  tombstone, then the new group). Otherwise ``GROUP_ID_NOT_FOUND`` "Group g is not a consumer group." Kafka would
   upgrade a non-empty classic group online when ``group.consumer.migration.policy`` allows it (``upgrade`` or
   ``bidirectional``, the default) and the group uses the consumer protocol; the tracker does not model groups with
   members of both protocols, so it gives the refusal and says so in a ``protocol_conversion_unsupported`` output.
@@ -146,7 +146,7 @@ class GroupModel:
             answer = consumer.handle(e)
             self.model = consumer
             return out + answer
-        message = f"Group {gid} is not a consumer group"
+        message = f"Group {gid} is not a consumer group."   # Kafka 4.0's words
         answer = {"type": "consumer_heartbeat_response", "group_id": gid, "ts": ts or 0, "member_id": e["member_id"],
                   "instance_id": e.get("instance_id"), "error": "GROUP_ID_NOT_FOUND", "error_message": message,
                   "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
