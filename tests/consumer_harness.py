@@ -100,12 +100,12 @@ def member(member_id, **fields):
 
 
 def records(outputs):
-    return [{k: v for k, v in o.items() if k != "ts"} for o in outputs if o["type"] == R.RECORD]
+    return [{k: v for k, v in o.items() if k != "ts"} for o in outputs if R.is_record(o)]
 
 
 def names(recs):
     """Each record as (record name, member id or None, tombstone?)."""
-    return [(r["record"], r["key"].get("memberId"), r["tombstone"]) for r in recs]
+    return [(R.KAFKA_NAMES[r["type"]][0], r.get("member_id"), r["tombstone"]) for r in recs]
 
 
 def strip(recs):

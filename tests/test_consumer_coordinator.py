@@ -161,7 +161,7 @@ def test_new_joining_member_triggers_new_target_assignment():
     assert recs[0] == strip([R.member_subscription(G, expected3.with_(member_epoch=0, previous_member_epoch=-1,
                                                                       state=S.STABLE))])[0]
     assert recs[1] == strip([R.epoch(G, 11)])[0]
-    assert sorted(recs[2:5], key=lambda r: r["key"]["memberId"]) == strip([
+    assert sorted(recs[2:5], key=lambda r: r["member_id"]) == strip([
         R.target_assignment(G, "m1", h.A(foo=(0, 1), bar=(0,))), R.target_assignment(G, "m2", h.A(foo=(2, 3), bar=(1,))),
         R.target_assignment(G, "m3", h.A(foo=(4, 5), bar=(2,)))])
     assert recs[5:] == strip([R.target_assignment_epoch(G, 11), R.current_assignment(G, expected3)])
@@ -250,7 +250,7 @@ def test_static_member_rejoins_with_new_subscribed_topics():
     assert answer["member_epoch"] == 11
     new = h.member("m1-new")
     assert (new.state, new.previous_member_epoch, new.assigned_partitions) == (S.STABLE, 0, h.A(foo=(0, 1, 2)))
-    assert [r["value"] for r in recs if r["record"] == "ConsumerGroupMetadata"] == [{"epoch": 11}]
+    assert [r["epoch"] for r in recs if r["type"] == R.METADATA] == [11]
 
 
 def test_leaving_static_member_bumps_group_epoch():
@@ -434,7 +434,7 @@ def test_partition_count_change_bumps_epoch_on_next_heartbeat():
                            ("ConsumerGroupTargetAssignmentMember", "m", False),
                            ("ConsumerGroupTargetAssignmentMetadata", None, False),
                            ("ConsumerGroupCurrentMemberAssignment", "m", False)]
-    assert recs[0]["value"]["topics"][0]["numPartitions"] == 8
+    assert recs[0]["topics"][0]["numPartitions"] == 8
     assert answer["member_epoch"] == 2 and answer["assignment"][0]["partitions"] == list(range(8))
 
 
@@ -476,9 +476,9 @@ def test_member_joins_with_new_regex():
     h.ts = 10_000
     answer, recs, _ = h.hb("m", 0, rebalance_timeout_ms=5000, subscribed_topic_regex="foo*|bar", topic_partitions=[])
     assert answer["member_epoch"] == 1
-    regex = [r for r in recs if r["record"] == "ConsumerGroupRegularExpression"]
-    assert regex[0]["key"] == {"groupId": G, "regularExpression": "foo*|bar"}
-    assert regex[0]["value"]["topics"] == ["bar", "foo"] and regex[0]["value"]["timestamp"] == 10_000
+    regex = [r for r in recs if r["type"] == R.REGULAR_EXPRESSION]
+    assert (regex[0]["group_id"], regex[0]["regular_expression"]) == (G, "foo*|bar")
+    assert regex[0]["topics"] == ["bar", "foo"] and regex[0]["timestamp"] == 10_000
     assert recs[-1] == strip([R.epoch(G, 2)])[0]
     h.assignor.prepare({"m": h.A(foo=range(6), bar=range(3))})
     assert h.hb("m", 1)[0]["member_epoch"] == 2
@@ -493,7 +493,7 @@ def test_member_picks_up_existing_resolved_regex():
     before = h.group().group_epoch
     h.ts = 12_000
     recs = h.hb("m2", 0, rebalance_timeout_ms=5000, subscribed_topic_regex="foo", topic_partitions=[])[1]
-    assert "ConsumerGroupRegularExpression" not in [r["record"] for r in recs]
+    assert R.REGULAR_EXPRESSION not in [r["type"] for r in recs]
     assert h.group().group_epoch == before + 1
 
 
@@ -569,7 +569,7 @@ def test_client_fields_are_recorded():
     h = Harness({"foo": 1})
     h.assignor.prepare({})
     recs = h.join("m", ["foo"], rack_id="rack-a")[1]
-    value = recs[0]["value"]
+    value = recs[0]
     assert (value["clientId"], value["clientHost"], value["rackId"], value["rebalanceTimeoutMs"]) == \
         (CLIENT_ID, CLIENT_HOST, "rack-a", 5000)
 
@@ -595,7 +595,7 @@ def test_replaying_records_rebuilds_the_group():
     outs += h.hb("b", -2, instance_id="ib")[2]
     # Replay everything the coordinator wrote, as a broker loading the partition would.
     loaded = Harness({"foo": 6, "bar": 3}, scripted=False)
-    loaded.c.load_records([o for o in outs if o["type"] == R.RECORD], 1234)
+    loaded.c.load_records([o for o in outs if R.is_record(o)], 1234)
     assert loaded.group().durable_view() == h.group().durable_view()
     assert loaded.group().static_members == {"ib": "b"} and loaded.group().resolved_regexes.keys() == {"ba.*"}
     assert loaded.group().partition_epochs == h.group().partition_epochs
@@ -609,8 +609,8 @@ def test_replaying_tombstones_removes_members_and_groups():
     h.assignor.prepare({"m": h.A(foo=(0,))})
     outs = h.join("m", ["foo"])[2] + h.hb("m", -1)[2] + h.event(type="delete_group", group_id=G)
     rebuilt = Harness({"foo": 1})
-    rebuilt.c.load_records([o for o in outs if o["type"] == R.RECORD], 0)
+    rebuilt.c.load_records([o for o in outs if R.is_record(o)], 0)
     assert rebuilt.c.groups == {}
     partial = Harness({"foo": 1})
-    partial.c.load_records([o for o in outs if o["type"] == R.RECORD][:-3], 0)
+    partial.c.load_records([o for o in outs if R.is_record(o)][:-3], 0)
     assert partial.group().state() == "Empty" and partial.group().group_epoch == 2

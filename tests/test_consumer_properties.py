@@ -143,7 +143,7 @@ def test_invariants_hold_in_every_generated_history(actions, split):
             assert o["from"] != o["to"]
     # Replaying every record written, as a broker loading __consumer_offsets, rebuilds the same groups.
     rebuilt = ConsumerGroupCoordinator(c.config)
-    rebuilt.load_records([o for o in outputs if o["type"] == R.RECORD], c.now)
+    rebuilt.load_records([o for o in outputs if R.is_record(o)], c.now)
     assert {g: x.durable_view() for g, x in rebuilt.groups.items()} == \
         {g: x.durable_view() for g, x in c.groups.items()}
     # Serialising the whole coordinator between any two events changes nothing.

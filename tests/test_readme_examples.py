@@ -75,7 +75,7 @@ def test_readme_event_example_is_a_valid_event():
     for block in blocks:
         event, error = parse_event(block)
         assert error is None, error
-        assert event["type"] == "join"
+        assert event["type"] in ("join", "consumer_heartbeat")
 
 
 def cli(argv: list[str], cwd: Path, bootstrap: str | None = None) -> list[str]:

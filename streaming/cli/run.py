@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -170,9 +171,9 @@ def _prepare_restore(spark, config: TrackerConfig, store, query_checkpoint: str)
     starting_offsets = config.starting_offsets
     import shutil
 
-    from streaming.coordinator import CoordinatorConfig
-    from streaming.spark.restore import (group_states, is_fresh, load_time, restore_dir, restore_stream, stored_position,
-                                   write_restore_rows)
+    from streaming.coordinator.routing import Configs
+    from streaming.spark.restore import (feed_time, group_states, is_fresh, load_time, restore_dir, restore_stream,
+                                         stored_position, write_restore_rows)
 
     directory = restore_dir(config.checkpoint)
     if is_fresh(query_checkpoint):
@@ -185,8 +186,12 @@ def _prepare_restore(spark, config: TrackerConfig, store, query_checkpoint: str)
             if position is not None:   # carry on where the lost checkpoint stopped, not from the feed's start
                 starting_offsets = position
             if records:
-                ts = load_time(records, config.time_mode == "event", int(time.time() * 1000))
-                states = group_states(records, ts, CoordinatorConfig.from_properties(config.coordinator))
+                event_time = config.time_mode == "event"
+                feed_ms = feed_time(config.bootstrap, config.events_topic,
+                                    json.loads(position)[config.events_topic], kafka_conf.to_kwargs(config.kafka)) \
+                    if event_time and position is not None else None
+                ts = load_time(records, event_time, int(time.time() * 1000), feed_ms)
+                states = group_states(records, ts, Configs.from_properties(config.coordinator))
                 count = write_restore_rows(directory, states, ts)
                 print(f"fresh checkpoint: {count} groups rebuilt from the store", flush=True)
     return (restore_stream(spark, directory) if directory.is_dir() else None), starting_offsets

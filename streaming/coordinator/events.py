@@ -11,6 +11,7 @@ import base64
 import binascii
 import json
 import sys
+import uuid
 from typing import Any
 
 MAX_EVENT_BYTES = 1 << 20
@@ -38,7 +39,7 @@ EVENT_SCHEMA: dict[str, dict[str, tuple[str, bool, Any]]] = {
                "retention_ms": ("int", False, -1)},
     "topic_metadata": {"topic": ("str", True, None), "partitions": ("int32", True, None),
                        # Optional, read by the consumer protocol model (streaming/coordinator/consumer/).
-                       "topic_id": ("str?", False, None), "partition_racks": ("racks?", False, None)},
+                       "topic_id": ("uuid?", False, None), "partition_racks": ("racks?", False, None)},
     "delete_group": {},
     # KIP-848 (group.protocol=consumer): one ConsumerGroupHeartbeat request, fields as Kafka's request has them.
     # Null means "not sent" (Kafka's nullable fields); -1 for rebalance_timeout_ms likewise.
@@ -159,6 +160,8 @@ def _check(kind: str, name: str, field_kind: str, value: Any) -> Any:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise InvalidEvent(f"{where} must be a list of strings")
         return list(value)
+    if base == "uuid":
+        return _uuid(where, value)
     if base == "owned":
         return _owned(where, value)
     if base == "racks":
@@ -192,6 +195,28 @@ def _int(where: str, value: Any, low: int = _INT64[0], high: int = _INT64[1]) ->
 def _short(value: int) -> str:
     text = str(value)
     return text if len(text) <= 24 else f"{text[:10]}...({len(text)} digits)"
+
+
+def _uuid(where: str, value: Any) -> str:
+    """A Kafka ``Uuid`` in its string form (URL-safe base64 of the 16 bytes, 22 characters, what ``Uuid.toString()``
+    prints); a hyphenated UUID is accepted and given in that form, so the id is the one the records carry."""
+    if isinstance(value, str):
+        if len(value) == 22:
+            try:
+                data = base64.urlsafe_b64decode(value + "==")
+            except (binascii.Error, ValueError):
+                data = b""
+            if len(data) == 16 and base64.urlsafe_b64encode(data).decode("ascii").rstrip("=") == value:
+                return value
+        elif len(value) == 36:
+            try:
+                data = uuid.UUID(value).bytes
+            except ValueError:
+                data = b""
+            if data:
+                return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
+    raise InvalidEvent(f"{where} must be a Kafka topic id (22 characters of URL-safe base64, or a hyphenated UUID), "
+                       f"got {value!r}")
 
 
 def _partitions(where: str, value: Any) -> list[list]:

@@ -9,14 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from streaming.coordinator import CoordinatorConfig, GroupCoordinator
+from streaming.coordinator import CoordinatorConfig
+from streaming.coordinator.consumer.records import RECORD_TYPES as CONSUMER_GROUP_RECORDS
+from streaming.coordinator.routing import Configs, GroupModel
 
 # Output types the job keeps by default. Per-request responses (join_response, heartbeat_response, ...) are what the
 # coordinator answers each client; a tracker rarely needs them downstream and they are most of the volume.
 DEFAULT_OUTPUT_TYPES = frozenset({
     "state_change", "assignment", "rebalance", "member_expired", "member_joined", "member_left", "member_replaced",
     "offset_commit", "group_metadata",
-})
+    # Consumer-protocol (KIP-848) groups: their target assignments, their __consumer_offsets records, the switch
+    # between protocols, and what the tracker does not model.
+    "target_assignment", "protocol_switch", "protocol_conversion_unsupported", "ignored_event",
+}) | CONSUMER_GROUP_RECORDS
 
 
 @dataclass
@@ -27,13 +32,17 @@ class StepResult:
 
 
 def step_group(state: bytes | None, events: Iterable[dict], now_ms: int | None,
-               config: CoordinatorConfig, keep_types: frozenset[str] | None = DEFAULT_OUTPUT_TYPES) -> StepResult:
+               config: CoordinatorConfig | Configs,
+               keep_types: frozenset[str] | None = DEFAULT_OUTPUT_TYPES) -> StepResult:
     """Apply ``events`` (in feed order), then fire the timers due at ``now_ms``.
 
     The coordinator fires timers due before each event itself, so the result does not depend on how the feed was
-    cut into micro-batches — the property that makes restarts and replays give identical output.
+    cut into micro-batches — the property that makes restarts and replays give identical output. The group runs on
+    the classic or the consumer-protocol model (``streaming.coordinator.routing``); ``config`` is both models'
+    settings (a ``CoordinatorConfig`` alone: the consumer protocol's defaults).
     """
-    coordinator = GroupCoordinator.from_bytes(state, config) if state is not None else GroupCoordinator(config)
+    configs = config if isinstance(config, Configs) else Configs(classic=config)
+    coordinator = GroupModel.from_bytes(state, configs)
     outputs: list[dict] = []
     for event in events:
         outputs.extend(coordinator.handle(event))

@@ -13,7 +13,7 @@ from typing import Iterator
 
 import pandas as pd
 
-from streaming.coordinator import CoordinatorConfig
+from streaming.coordinator.routing import Configs
 from streaming.coordinator.events import parse_event
 from streaming.spark.group_step import DEFAULT_OUTPUT_TYPES, step_group
 from streaming.spark.restore import RESTORE_TOPIC, RESTORE_TYPE, decode_restore
@@ -117,7 +117,7 @@ def _output_frame(outputs: list[dict], group_ids: list[str]) -> pd.DataFrame:
 
 def make_state_function(options: JobOptions):
     """Build the ``applyInPandasWithState`` function around :func:`step_group`."""
-    config = CoordinatorConfig.from_properties(options.coordinator)
+    config = Configs.from_properties(options.coordinator)   # group.consumer.* keys: the consumer protocol's
     event_time = options.time_mode == "event"
 
     def on_group(key, batches: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:

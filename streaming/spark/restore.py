@@ -37,27 +37,87 @@ def is_fresh(query_checkpoint: str) -> bool:
 
 
 def group_states(records: list[dict], now_ms: int, config) -> dict[str, bytes]:
-    """Each stored group's coordinator state, as Kafka's loader rebuilds it at ``now_ms``."""
-    from streaming.coordinator import GroupCoordinator
+    """Each stored group's coordinator state, as Kafka's loader rebuilds it at ``now_ms``: classic groups from their
+    group metadata and offsets, consumer-protocol (KIP-848) groups from their consumer-group records, each with its
+    sessions restarted at ``now_ms`` and its topics seeded from its subscription metadata (the job keeps one topic
+    image per group). A consumer group wins over the offsets-only classic group its offsets would make (Kafka
+    replaces a simple classic group the same way). ``config``: ``routing.Configs`` or a ``CoordinatorConfig``."""
+    from streaming.coordinator import ConsumerGroupCoordinator, GroupCoordinator
+    from streaming.coordinator.consumer.records import is_record
+    from streaming.coordinator.routing import Configs
 
-    coordinator = GroupCoordinator(config)
-    coordinator.load_records([r for r in records if r["group_id"] != POSITION_GROUP], now_ms)
+    configs = config if isinstance(config, Configs) else Configs(classic=config)
+    records = [r for r in records if r["group_id"] != POSITION_GROUP]
+    coordinator = GroupCoordinator(configs.classic)
+    coordinator.load_records([r for r in records if not is_record(r)], now_ms)
     states = {}
     for group_id in coordinator.group_ids():
-        single = GroupCoordinator(config)
+        single = GroupCoordinator(configs.classic)
         single.import_group(coordinator.export_group(group_id))
         states[group_id] = single.to_bytes()
+    by_group: dict[str, list[dict]] = {}
+    for r in records:
+        if is_record(r):
+            by_group.setdefault(r["group_id"], []).append(r)
+    for group_id, group_records in by_group.items():
+        consumer = ConsumerGroupCoordinator(configs.consumer)
+        consumer.load_records(group_records, now_ms)
+        if group_id in consumer.groups:
+            states[group_id] = consumer.to_bytes()
     return states
 
 
-def load_time(records: list[dict], event_time: bool, wall_ms: int) -> int:
-    """Processing time: now. Event time: the newest time the store knows of, so that restored sessions run on the
-    feed's clock, not the wall's."""
+def load_time(records: list[dict], event_time: bool, wall_ms: int, feed_ms: int | None = None) -> int:
+    """Processing time: now. Event time: the newest time the store knows of, or ``feed_ms`` (the feed's time where
+    the lost checkpoint stopped, ``feed_time``) when later, so that restored sessions run on the feed's clock, not
+    the wall's. Consumer-protocol records carry no time of their own; their groups need ``feed_ms``."""
     if not event_time:
         return wall_ms
     records = [r for r in records if r["group_id"] != POSITION_GROUP]   # stamped with the wall clock
     stamps = [r.get("commit_timestamp", -1) for r in records] + [r.get("current_state_timestamp", -1) for r in records]
+    stamps.append(feed_ms if feed_ms is not None else -1)
     return max((t for t in stamps if t is not None and t > 0), default=0)
+
+
+def feed_time(bootstrap: str, topic: str, offsets: dict[str, int], client: dict | None = None,
+              timeout_s: float = 10.0) -> int | None:
+    """The newest event time (its ``ts``, else its record's timestamp) among the last events before ``offsets``
+    (partition -> the next offset to read) on the events topic: where the feed's clock stood when the lost
+    checkpoint stopped. None when nothing can be read."""
+    import time as _time
+
+    from kafka import KafkaConsumer, TopicPartition
+
+    from offsets_store.kafka_conf import for_client
+
+    wanted = {TopicPartition(topic, int(p)): int(o) - 1 for p, o in offsets.items() if int(o) > 0}
+    if not wanted:
+        return None
+    consumer = KafkaConsumer(**for_client(KafkaConsumer, client, bootstrap_servers=bootstrap, enable_auto_commit=False,
+                                          client_id="rebalance-tracker-restore"))
+    newest, pending = None, set(wanted)
+    try:
+        consumer.assign(list(wanted))
+        for tp, offset in wanted.items():
+            consumer.seek(tp, offset)
+        deadline = _time.monotonic() + timeout_s
+        while pending and _time.monotonic() < deadline:
+            for tp, messages in consumer.poll(timeout_ms=500).items():
+                for m in messages:
+                    if m.offset != wanted[tp]:
+                        continue
+                    pending.discard(tp)
+                    ts = m.timestamp
+                    try:
+                        event = json.loads(m.value)
+                        if isinstance(event, dict) and isinstance(event.get("ts"), int):
+                            ts = event["ts"]
+                    except (TypeError, ValueError):
+                        pass
+                    newest = ts if newest is None else max(newest, ts)
+    finally:
+        consumer.close()
+    return newest
 
 
 def write_restore_rows(directory: Path, states: dict[str, bytes], ts_ms: int) -> int:

@@ -5,6 +5,7 @@ from dataclasses import dataclass, fields
 from typing import Mapping
 
 INT_MAX = 2**31 - 1
+MIGRATION_POLICIES = ("disabled", "downgrade", "upgrade", "bidirectional")
 
 
 @dataclass(frozen=True)
@@ -14,11 +15,19 @@ class ConsumerGroupConfig:
     group_consumer_max_size: int = INT_MAX
     # The first is the default assignor (Kafka: group.consumer.assignors = uniform, range).
     group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    # Kafka's group.consumer.migration.policy (ConsumerGroupMigrationPolicy): whether a non-empty group may switch
+    # protocol online. An empty group is replaced by a group of the other protocol whatever the policy.
+    group_consumer_migration_policy: str = "bidirectional"
 
     def __post_init__(self) -> None:
         if isinstance(self.group_consumer_assignors, str):
             object.__setattr__(self, "group_consumer_assignors",
                                tuple(a.strip() for a in self.group_consumer_assignors.split(",") if a.strip()))
+        policy = str(self.group_consumer_migration_policy).strip().lower()
+        if policy not in MIGRATION_POLICIES:
+            raise ValueError(f"group.consumer.migration.policy must be one of {', '.join(MIGRATION_POLICIES)}, "
+                             f"not {self.group_consumer_migration_policy!r}")
+        object.__setattr__(self, "group_consumer_migration_policy", policy)
         if not self.group_consumer_assignors:
             raise ValueError("group.consumer.assignors must name at least one assignor")
         if self.group_consumer_session_timeout_ms <= 0 or self.group_consumer_heartbeat_interval_ms <= 0:
@@ -38,12 +47,22 @@ class ConsumerGroupConfig:
             if f.name == "group_consumer_assignors":
                 values[f.name] = raw if isinstance(raw, (tuple, list)) and not isinstance(raw, str) else str(raw)
                 values[f.name] = tuple(values[f.name]) if not isinstance(values[f.name], str) else values[f.name]
+            elif f.name == "group_consumer_migration_policy":
+                values[f.name] = str(raw)
             else:
                 try:
                     values[f.name] = int(str(raw).strip())
                 except ValueError:
                     raise ValueError(f"{key} must be an integer, not {raw!r}") from None
         return cls(**values)
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        return self.group_consumer_migration_policy in ("upgrade", "bidirectional")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        return self.group_consumer_migration_policy in ("downgrade", "bidirectional")
 
     def to_properties(self) -> dict[str, object]:
         return {f.name.replace("_", "."): (",".join(getattr(self, f.name)) if f.name == "group_consumer_assignors"

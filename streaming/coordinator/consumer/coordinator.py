@@ -182,28 +182,40 @@ class ConsumerGroupCoordinator:
         return cls.from_dict(json.loads(zlib.decompress(bytes(data[1:]))), config, assignors)
 
     def load_records(self, records: Iterable[dict], now_ms: int) -> None:
-        """Rebuild groups from their ``consumer_group_record`` records, as Kafka's coordinator loads
-        ``__consumer_offsets``; then, as its ``onLoaded``, start every member's session (and the rebalance timeout
-        of a member still revoking) at ``now_ms``, and refresh each group's metadata on its next heartbeat."""
+        """Rebuild groups from their records (the offsets store's consumer-group record dicts, see ``records``;
+        other records are skipped), as Kafka's coordinator loads ``__consumer_offsets``; then, as its ``onLoaded``,
+        start every member's session (and the rebalance timeout of a member still revoking) at ``now_ms``, and
+        refresh each group's metadata on its next heartbeat.
+
+        Kafka's coordinator also has the cluster's metadata image; the tracker has only what the records say, so the
+        topics of each group's subscription metadata seed the topic image where it does not know them (the next
+        ``topic_metadata`` event wins). A Stable group's current owners are where the next rebalance counts moved
+        partitions from."""
         self._tick(now_ms)
         for r in records:
-            if r.get("type") != R.RECORD:
+            if not R.is_record(r):
                 continue
             group = self.groups.get(r["group_id"])
             if group is None:
-                if r["value"] is None:
+                if r.get("tombstone"):
                     continue
                 group = self.groups[r["group_id"]] = ConsumerGroup(r["group_id"])
             group.replay(r)
             if group.deleted:
                 del self.groups[group.group_id]
         for group_id, group in self.groups.items():
+            for name, (topic_id, partitions) in sorted(group.subscription_metadata.items()):
+                if self.image.get(name) is None and self.image.known_ids.get(name) in (None, topic_id):
+                    self.image.apply(name, partitions, topic_id)
             soft = self.soft[group_id] = _Soft()
             for m in group.members.values():
                 self._schedule_session(group_id, m.member_id)
                 if m.state is MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_rebalance(group_id, m)
             soft.refresh_metadata = True
+            if group.state() == STABLE:
+                soft.stable_owners = {f"{t}:{p}": m.instance_id or m.member_id for m in group.members.values()
+                                      for t, ps in m.assigned_partitions.items() for p in ps}
 
     # ================================================================ time and timers
     def _tick(self, ts: int | None) -> None:
@@ -297,8 +309,8 @@ class ConsumerGroupCoordinator:
             group.replay(r)
             self._out.append({**r, "ts": self.now})
         for r in records:
-            if r["record"] == "ConsumerGroupCurrentMemberAssignment" and r["value"] is not None:
-                m = group.members[r["key"]["memberId"]]
+            if r["type"] == R.CURRENT_MEMBER_ASSIGNMENT and not r["tombstone"]:
+                m = group.members[r["member_id"]]
                 old = before.get(m.member_id)
                 old_parts = set(self._keys(old.assigned_partitions)) if old is not None else set()
                 new_parts = set(self._keys(m.assigned_partitions))
@@ -723,11 +735,38 @@ class ConsumerGroupCoordinator:
             return self._emit(gid, "delete_group_response", error="GROUP_ID_NOT_FOUND")
         if group.state() != "Empty":
             return self._emit(gid, "delete_group_response", error="NON_EMPTY_GROUP")
+        self._apply(group, self._tombstones(group))
+        self._emit(gid, "delete_group_response", error="NONE")
+
+    def _tombstones(self, group: ConsumerGroup) -> list[dict]:
+        gid = group.group_id
         records = [R.current_assignment_tombstone(gid, m) for m in group.members]
         records += [R.target_assignment(gid, m, None) for m in group.members]
         records.append(R.target_assignment_epoch(gid, None))
         records += [R.member_subscription_tombstone(gid, m) for m in group.members]
         records += [R.regular_expression(gid, r, None) for r in group.resolved_regexes]
         records += [R.partition_metadata(gid, None), R.epoch(gid, None)]
-        self._apply(group, records)
-        self._emit(gid, "delete_group_response", error="NONE")
+        return records
+
+    # ================================================================ for the protocol switch (routing.py)
+    def heartbeat_error(self, e: dict) -> tuple[str, str] | None:
+        """Kafka's request validation, which comes before the group is looked up: (error, message) or None."""
+        return self._validate(e)
+
+    def remove_empty_group(self, group_id: str, now_ms: int) -> list[dict]:
+        """Kafka's maybeDeleteEmptyConsumerGroup (a JoinGroup of the classic protocol for an Empty consumer group):
+        the group's tombstones, as DeleteGroups writes them; the outputs."""
+        group = self.groups[group_id]
+        if group.state() != "Empty":
+            raise ValueError(f"group {group_id} is not empty")
+        self._tick(now_ms)
+        self._out = out = []
+        self._apply(group, self._tombstones(group))
+        self._out = []
+        return out
+
+    def seed_topics(self, sizes: Mapping[str, int]) -> None:
+        """Topic sizes known before this model held the group (the classic coordinator keeps names and counts)."""
+        for name, partitions in sorted(sizes.items()):
+            if partitions > 0 and self.image.get(name) is None:
+                self.image.apply(name, partitions)

@@ -48,8 +48,10 @@ class ConsumerGroup:
 
     # ================================================================ replay
     def replay(self, record: Mapping) -> None:
-        name, key, value = record["record"], record["key"], record["value"]
-        if name == "ConsumerGroupMetadata":
+        """Apply one record (``records`` shapes them; a record decoded from the store reads the same)."""
+        kind = record["type"]
+        value = None if record.get("tombstone") else record
+        if kind == R.METADATA:
             if value is None:
                 if self.members or self.target or self.assignment_epoch != -1:
                     raise IllegalGroupState(f"group {self.group_id} deleted while it still has members or an "
@@ -58,11 +60,11 @@ class ConsumerGroup:
             else:
                 self.group_epoch = int(value["epoch"])
                 self.deleted = False
-        elif name == "ConsumerGroupPartitionMetadata":
+        elif kind == R.PARTITION_METADATA:
             self.subscription_metadata = {} if value is None else {
                 t["topicName"]: (t["topicId"], int(t["numPartitions"])) for t in value["topics"]}
-        elif name == "ConsumerGroupMemberMetadata":
-            member_id = key["memberId"]
+        elif kind == R.MEMBER_METADATA:
+            member_id = record["member_id"]
             if value is None:
                 old = self.members.get(member_id)
                 if old is None:
@@ -76,21 +78,22 @@ class ConsumerGroup:
                     instance_id=value["instanceId"], rack_id=value["rackId"], client_id=value["clientId"],
                     client_host=value["clientHost"], subscribed_topic_names=frozenset(value["subscribedTopicNames"]),
                     subscribed_topic_regex=value["subscribedTopicRegex"] or "",
-                    rebalance_timeout_ms=int(value["rebalanceTimeoutMs"]), server_assignor=value["serverAssignor"]))
-        elif name == "ConsumerGroupTargetAssignmentMetadata":
+                    rebalance_timeout_ms=int(value.get("rebalanceTimeoutMs", -1)),
+                    server_assignor=value["serverAssignor"]))
+        elif kind == R.TARGET_ASSIGNMENT_METADATA:
             if value is None:
                 if self.target:
                     raise IllegalGroupState(f"target assignment of {self.group_id} deleted while members have one")
                 self.assignment_epoch = -1
             else:
                 self.assignment_epoch = int(value["assignmentEpoch"])
-        elif name == "ConsumerGroupTargetAssignmentMember":
+        elif kind == R.TARGET_ASSIGNMENT_MEMBER:
             if value is None:
-                self.target.pop(key["memberId"], None)
+                self.target.pop(record["member_id"], None)
             else:
-                self.target[key["memberId"]] = R.assignment_from_record(value["topicPartitions"])
-        elif name == "ConsumerGroupCurrentMemberAssignment":
-            member_id = key["memberId"]
+                self.target[record["member_id"]] = R.assignment_from_record(value["topicPartitions"])
+        elif kind == R.CURRENT_MEMBER_ASSIGNMENT:
+            member_id = record["member_id"]
             old = self.members.get(member_id)
             if value is None:
                 if old is None:
@@ -104,15 +107,15 @@ class ConsumerGroup:
                     state=MemberState.from_value(int(value["state"])),
                     assigned_partitions=R.assignment_from_record(value["assignedPartitions"]),
                     partitions_pending_revocation=R.assignment_from_record(value["partitionsPendingRevocation"])))
-        elif name == "ConsumerGroupRegularExpression":
-            regex = key["regularExpression"]
+        elif kind == R.REGULAR_EXPRESSION:
+            regex = record["regular_expression"]
             if value is None:
                 self.resolved_regexes.pop(regex, None)
             else:
                 self.resolved_regexes[regex] = ResolvedRegex(frozenset(value["topics"]), int(value["version"]),
                                                              int(value["timestamp"]))
         else:
-            raise IllegalGroupState(f"not a consumer group record: {name!r}")
+            raise IllegalGroupState(f"not a consumer group record: {kind!r}")
 
     def _update_member(self, new: ConsumerGroupMember) -> None:
         old = self.members.get(new.member_id)

@@ -1,10 +1,13 @@
 """The ``__consumer_offsets`` records Kafka's coordinator writes for a consumer group (KIP-848), as plain dicts.
 
-Each is ``{"type": "consumer_group_record", "group_id", "record", "key_version", "key", "value", "tombstone"}``
-(the coordinator adds ``ts``). ``record`` is Kafka's record name (its ``...Key``/``...Value`` JSON schemas in
-``group-coordinator/src/main/resources/common/message``), ``key_version`` the key's version (the record type id),
-``key``/``value`` carry the schema's fields under the names Kafka's JSON converters use (``memberEpoch``,
-``assignedPartitions``, ...); ``value`` is None for a tombstone. Value versions are all 0.
+They are exactly the offsets store's record dicts (``offsets_store/codec.py`` documents them), as the classic
+coordinator's ``offset_commit``/``group_metadata`` outputs are: ``type`` names the record
+(``consumer_group_metadata``, ``consumer_group_member_metadata``, ...), the key fields are snake_case (``group_id``,
+``member_id``, ``regular_expression``), the value fields sit beside them under Kafka's JSON names (``memberEpoch``,
+``assignedPartitions``, ...), and ``tombstone`` is True for a key without a value (then no value field is present).
+The coordinator adds ``ts`` to what it emits; the codec ignores it. So the records go model -> store -> model
+unchanged: ``encode_record``/``decode_record`` round-trip them and ``ConsumerGroup.replay`` reads either form (a
+decoded record also carries ``value_version`` and the defaults of fields this model does not write).
 
 Kafka fills lists from hash sets; here topics come in Kafka's ``Uuid`` order and partitions ascending, so the same
 state always gives the same bytes (Kafka's readers do not depend on that order).
@@ -16,15 +19,33 @@ from typing import Mapping
 from assignors.server.types import uuid_sort_key
 from streaming.coordinator.consumer.member import Assignment, ConsumerGroupMember
 
-RECORD = "consumer_group_record"
-KEY_VERSIONS = {"ConsumerGroupMetadata": 3, "ConsumerGroupPartitionMetadata": 4, "ConsumerGroupMemberMetadata": 5,
-                "ConsumerGroupTargetAssignmentMetadata": 6, "ConsumerGroupTargetAssignmentMember": 7,
-                "ConsumerGroupCurrentMemberAssignment": 8, "ConsumerGroupRegularExpression": 16}
+# The store's record type -> Kafka's record name (its ...Key/...Value schemas in group-coordinator/src/main/resources/
+# common/message) and the record type id (the key version).
+METADATA = "consumer_group_metadata"
+PARTITION_METADATA = "consumer_group_partition_metadata"
+MEMBER_METADATA = "consumer_group_member_metadata"
+TARGET_ASSIGNMENT_METADATA = "consumer_group_target_assignment_metadata"
+TARGET_ASSIGNMENT_MEMBER = "consumer_group_target_assignment_member"
+CURRENT_MEMBER_ASSIGNMENT = "consumer_group_current_member_assignment"
+REGULAR_EXPRESSION = "consumer_group_regular_expression"
+KAFKA_NAMES = {METADATA: ("ConsumerGroupMetadata", 3), PARTITION_METADATA: ("ConsumerGroupPartitionMetadata", 4),
+               MEMBER_METADATA: ("ConsumerGroupMemberMetadata", 5),
+               TARGET_ASSIGNMENT_METADATA: ("ConsumerGroupTargetAssignmentMetadata", 6),
+               TARGET_ASSIGNMENT_MEMBER: ("ConsumerGroupTargetAssignmentMember", 7),
+               CURRENT_MEMBER_ASSIGNMENT: ("ConsumerGroupCurrentMemberAssignment", 8),
+               REGULAR_EXPRESSION: ("ConsumerGroupRegularExpression", 16)}
+RECORD_TYPES = frozenset(KAFKA_NAMES)
 
 
-def _record(name: str, key: dict, value: dict | None) -> dict:
-    return {"type": RECORD, "group_id": key["groupId"], "record": name, "key_version": KEY_VERSIONS[name],
-            "key": key, "value": value, "tombstone": value is None}
+def is_record(output: Mapping) -> bool:
+    """Whether an output (or a record read from the store) is one of these records."""
+    return output.get("type") in RECORD_TYPES
+
+
+def _record(kind: str, group_id: str, value: dict | None, **key) -> dict:
+    if value is None:
+        return {"type": kind, "group_id": group_id, **key, "tombstone": True}
+    return {"type": kind, "group_id": group_id, **key, **value, "tombstone": False}
 
 
 def topic_partitions(a: Assignment, id_field: str = "topicId") -> list[dict]:
@@ -32,59 +53,57 @@ def topic_partitions(a: Assignment, id_field: str = "topicId") -> list[dict]:
 
 
 def epoch(group_id: str, group_epoch: int | None) -> dict:
-    return _record("ConsumerGroupMetadata", {"groupId": group_id},
-                   None if group_epoch is None else {"epoch": group_epoch})
+    return _record(METADATA, group_id, None if group_epoch is None else {"epoch": group_epoch})
 
 
 def partition_metadata(group_id: str, topics: Mapping[str, tuple[str, int]] | None) -> dict:
     """``topics``: topic name -> (topic id, partition count); None for the tombstone."""
     if topics is None:
-        return _record("ConsumerGroupPartitionMetadata", {"groupId": group_id}, None)
-    return _record("ConsumerGroupPartitionMetadata", {"groupId": group_id}, {"topics": [
+        return _record(PARTITION_METADATA, group_id, None)
+    return _record(PARTITION_METADATA, group_id, {"topics": [
         {"topicId": topics[name][0], "topicName": name, "numPartitions": topics[name][1], "partitionMetadata": []}
         for name in sorted(topics)]})
 
 
 def member_subscription(group_id: str, member: ConsumerGroupMember) -> dict:
-    return _record("ConsumerGroupMemberMetadata", {"groupId": group_id, "memberId": member.member_id}, {
+    return _record(MEMBER_METADATA, group_id, {
         "instanceId": member.instance_id, "rackId": member.rack_id, "clientId": member.client_id,
         "clientHost": member.client_host, "subscribedTopicNames": sorted(member.subscribed_topic_names),
         "subscribedTopicRegex": member.subscribed_topic_regex, "rebalanceTimeoutMs": member.rebalance_timeout_ms,
-        "serverAssignor": member.server_assignor, "classicMemberMetadata": None})
+        "serverAssignor": member.server_assignor, "classicMemberMetadata": None}, member_id=member.member_id)
 
 
 def member_subscription_tombstone(group_id: str, member_id: str) -> dict:
-    return _record("ConsumerGroupMemberMetadata", {"groupId": group_id, "memberId": member_id}, None)
+    return _record(MEMBER_METADATA, group_id, None, member_id=member_id)
 
 
 def target_assignment_epoch(group_id: str, assignment_epoch: int | None) -> dict:
-    return _record("ConsumerGroupTargetAssignmentMetadata", {"groupId": group_id},
+    return _record(TARGET_ASSIGNMENT_METADATA, group_id,
                    None if assignment_epoch is None else {"assignmentEpoch": assignment_epoch})
 
 
 def target_assignment(group_id: str, member_id: str, partitions: Assignment | None) -> dict:
-    return _record("ConsumerGroupTargetAssignmentMember", {"groupId": group_id, "memberId": member_id},
-                   None if partitions is None else {"topicPartitions": topic_partitions(partitions)})
+    return _record(TARGET_ASSIGNMENT_MEMBER, group_id,
+                   None if partitions is None else {"topicPartitions": topic_partitions(partitions)},
+                   member_id=member_id)
 
 
 def current_assignment(group_id: str, member: ConsumerGroupMember) -> dict:
-    return _record("ConsumerGroupCurrentMemberAssignment", {"groupId": group_id, "memberId": member.member_id}, {
+    return _record(CURRENT_MEMBER_ASSIGNMENT, group_id, {
         "memberEpoch": member.member_epoch, "previousMemberEpoch": member.previous_member_epoch,
         "state": int(member.state), "assignedPartitions": topic_partitions(member.assigned_partitions),
-        "partitionsPendingRevocation": topic_partitions(member.partitions_pending_revocation)})
+        "partitionsPendingRevocation": topic_partitions(member.partitions_pending_revocation)},
+        member_id=member.member_id)
 
 
 def current_assignment_tombstone(group_id: str, member_id: str) -> dict:
-    return _record("ConsumerGroupCurrentMemberAssignment", {"groupId": group_id, "memberId": member_id}, None)
+    return _record(CURRENT_MEMBER_ASSIGNMENT, group_id, None, member_id=member_id)
 
 
 def regular_expression(group_id: str, regex: str, topics: frozenset | None, version: int = 0,
                        timestamp: int = 0) -> dict:
-    key = {"groupId": group_id, "regularExpression": regex}
-    if topics is None:
-        return _record("ConsumerGroupRegularExpression", key, None)
-    return _record("ConsumerGroupRegularExpression", key,
-                   {"topics": sorted(topics), "version": version, "timestamp": timestamp})
+    value = None if topics is None else {"topics": sorted(topics), "version": version, "timestamp": timestamp}
+    return _record(REGULAR_EXPRESSION, group_id, value, regular_expression=regex)
 
 
 def assignment_from_record(topic_partition_list: list[dict] | None) -> dict[str, frozenset]:

@@ -18,6 +18,7 @@ from typing import Mapping
 
 from assignors.base import java_hash_order, java_string_hash
 from assignors.server import GroupSpec, MemberSubscription, SubscribedTopicDescriber, TopicMetadata
+from assignors.server.types import uuid_hash, uuid_sort_key
 from streaming.coordinator.consumer import records as R
 from streaming.coordinator.consumer.group import ResolvedRegex
 from streaming.coordinator.consumer.member import ConsumerGroupMember, assignment
@@ -58,9 +59,10 @@ def build_target_assignment(group_id: str, group_epoch: int, assignor, members: 
         specs[member_id] = member
         current[member_id] = start
 
-    order = java_hash_order(list(specs), java_string_hash)
+    order = java_hash_order(sorted(specs), java_string_hash)   # colliding ids: the same order however built
     describer = SubscribedTopicDescriber(
-        TopicMetadata(topic_id, name, partitions) for name, (topic_id, partitions) in subscription_metadata.items())
+        TopicMetadata(topic_id, name, partitions)
+        for name, (topic_id, partitions) in sorted(subscription_metadata.items()))
     spec_members = {}
     for member_id in order:
         m = specs[member_id]
@@ -69,7 +71,10 @@ def build_target_assignment(group_id: str, group_epoch: int, assignor, members: 
                            if n in image.by_name))
         spec_members[member_id] = MemberSubscription(
             topic_ids=ids, rack=m.rack_id, instance_id=m.instance_id,
-            assignment={t: tuple(sorted(ps)) for t, ps in current[member_id].items()})
+            # Kafka's HashMap of topic ids, whatever order this dict was built in (a group rebuilt from its records
+            # or from its serialised state must get the same answer).
+            assignment={t: tuple(sorted(current[member_id][t])) for t in java_hash_order(
+                sorted(current[member_id], key=uuid_sort_key), uuid_hash)})
     spec = GroupSpec(spec_members, describer, subscription_type=subscription_type)
     result = assignor.assign(spec, describer) if spec_members else {}
 

@@ -1,0 +1,224 @@
+"""Which model runs a group: the classic coordinator or the consumer-protocol (KIP-848) one, and the switch between
+them.
+
+A group is run by the model its state belongs to (``ConsumerGroupCoordinator`` state starts with 0x43, the classic
+``GroupCoordinator``'s with its format version 1) or, with no state yet, by its first request: a
+``consumer_heartbeat`` starts a consumer group, anything else a classic one. ``topic_metadata`` and ``delete_group``
+go to whichever model holds the group.
+
+A request of the other protocol gets Kafka's answer (``GroupMetadataManager``, Kafka 4.0):
+
+- ``consumer_heartbeat`` for a classic group: once the request is valid, an **Empty** classic group is replaced by
+  a consumer group when the heartbeat joins (member epoch 0; ``maybeDeleteEmptyClassicGroup``: its group metadata
+  tombstone, then the new group). Otherwise ``GROUP_ID_NOT_FOUND`` "Group g is not a consumer group." Kafka would
+  upgrade a non-empty classic group online when ``group.consumer.migration.policy`` allows it (``upgrade`` or
+  ``bidirectional``, the default) and the group uses the consumer protocol; the tracker does not model groups with
+  members of both protocols, so it gives the refusal and says so in a ``protocol_conversion_unsupported`` output.
+- a classic ``join`` for a consumer group: an **Empty** consumer group is replaced by a classic group
+  (``maybeDeleteEmptyConsumerGroup``: all its tombstones, then the classic join). Kafka takes a member joining a
+  non-empty consumer group into it as a classic-protocol member (``classicGroupJoinToConsumerGroup``), which is not
+  modelled: the tracker answers ``INCONSISTENT_GROUP_PROTOCOL`` and says so (``protocol_conversion_unsupported``).
+- classic ``sync``, ``heartbeat`` and ``leave`` for a consumer group: ``UNKNOWN_MEMBER_ID`` (Kafka: no member of the
+  group uses the classic protocol). A ``commit`` is not modelled for consumer groups yet (``ignored_event``).
+
+Each switch is a ``protocol_switch`` output (``from``, ``to``, ``reason``). Offsets an Empty classic group held
+stay in the store (Kafka keeps them too) and leave the model. Topic sizes one model knew seed the other.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Mapping
+
+from streaming.coordinator.config import CoordinatorConfig
+from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator, is_consumer_state
+from streaming.coordinator.coordinator import GroupCoordinator
+from streaming.coordinator.state import GroupState
+
+CLASSIC, CONSUMER = "classic", "consumer"
+_MEMBER_REQUESTS = {"sync": {"generation": -1, "assignment": []}, "heartbeat": {}, "leave": {}}
+_CONSUMER_FIELDS = {f.name for f in fields(ConsumerGroupConfig)}
+
+
+@dataclass(frozen=True)
+class Configs:
+    """Both models' settings. ``from_properties``: ``group.consumer.*`` keys are the consumer protocol's
+    (``ConsumerGroupConfig``), the rest the classic coordinator's (``CoordinatorConfig``)."""
+    classic: CoordinatorConfig = field(default_factory=CoordinatorConfig)
+    consumer: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, object] | None) -> "Configs":
+        consumer = {k: v for k, v in (props or {}).items()
+                    if str(k).startswith("group.consumer.") or k in _CONSUMER_FIELDS}
+        classic = {k: v for k, v in (props or {}).items() if k not in consumer}
+        return cls(CoordinatorConfig.from_properties(classic), ConsumerGroupConfig.from_properties(consumer))
+
+
+def protocol_of(state: bytes | None) -> str | None:
+    if state is None:
+        return None
+    return CONSUMER if is_consumer_state(state) else CLASSIC
+
+
+class GroupModel:
+    """The model of one group (one key of the job): ``handle``, ``advance``, ``next_deadline``, ``to_bytes``."""
+
+    def __init__(self, configs: Configs | None = None,
+                 model: GroupCoordinator | ConsumerGroupCoordinator | None = None) -> None:
+        self.configs = configs or Configs()
+        self.model = model
+
+    @classmethod
+    def from_bytes(cls, data: bytes | None, configs: Configs | None = None) -> "GroupModel":
+        configs = configs or Configs()
+        if data is None:
+            return cls(configs)
+        if is_consumer_state(data):
+            return cls(configs, ConsumerGroupCoordinator.from_bytes(data, configs.consumer))
+        return cls(configs, GroupCoordinator.from_bytes(data, configs.classic))
+
+    @property
+    def protocol(self) -> str | None:
+        if self.model is None:
+            return None
+        return CONSUMER if isinstance(self.model, ConsumerGroupCoordinator) else CLASSIC
+
+    def to_bytes(self) -> bytes | None:
+        return None if self.is_blank() else self.model.to_bytes()
+
+    def is_blank(self) -> bool:
+        return self.model is None or self.model.is_blank()
+
+    def next_deadline(self) -> int | None:
+        return None if self.model is None else self.model.next_deadline()
+
+    def advance(self, now_ms: int) -> list[dict]:
+        return [] if self.model is None else self.model.advance(now_ms)
+
+    def handle(self, event: dict) -> list[dict]:
+        kind = event["type"]
+        if self.model is None:
+            self.model = self._new(CONSUMER if kind == "consumer_heartbeat" else CLASSIC)
+            return self.model.handle(event)
+        if self.protocol == CLASSIC and kind == "consumer_heartbeat":
+            return self._consumer_request_to_classic(event)
+        if self.protocol == CONSUMER and kind in ("join", "sync", "heartbeat", "leave", "commit"):
+            return self._classic_request_to_consumer(event)
+        return self.model.handle(event)
+
+    # ------------------------------------------------------------------------------------------------------------
+    def _new(self, protocol: str):
+        return ConsumerGroupCoordinator(self.configs.consumer) if protocol == CONSUMER \
+            else GroupCoordinator(self.configs.classic)
+
+    @staticmethod
+    def _switch(e: dict, frm: str, to: str, reason: str) -> dict:
+        return {"type": "protocol_switch", "group_id": e["group_id"], "ts": e.get("ts") or 0, "from": frm, "to": to,
+                "reason": reason}
+
+    @staticmethod
+    def _unsupported(e: dict, protocol: str, error: str, reason: str) -> dict:
+        return {"type": "protocol_conversion_unsupported", "group_id": e["group_id"], "ts": e.get("ts") or 0,
+                "group_protocol": protocol, "request": e["type"], "member_id": e.get("member_id", ""),
+                "error": error, "reason": reason}
+
+    def _consumer_request_to_classic(self, e: dict) -> list[dict]:
+        """Kafka's consumerGroupHeartbeat -> getOrMaybeCreateConsumerGroup for a group the classic model holds."""
+        classic: GroupCoordinator = self.model
+        gid, ts = e["group_id"], e.get("ts")
+        out = classic.advance(ts - 1) if ts is not None else []   # what was due first (a last member's expiry)
+        consumer = self._new(CONSUMER)
+        group = classic.groups.get(gid)
+        topics = {**classic.default_topics, **classic.pending_topics.get(gid, {}),
+                  **(group.topics if group is not None else {})}
+        consumer.seed_topics(topics)
+        if consumer.heartbeat_error(e) is not None or group is None:
+            answer = consumer.handle(e)           # the request's own error, or a group that did not exist
+            if consumer.groups:
+                self.model = consumer
+            return out + answer
+        create = e["member_epoch"] == 0
+        if create and group.is_(GroupState.EMPTY):
+            out.append(self._switch(e, CLASSIC, CONSUMER, "an Empty classic group is replaced by a consumer group "
+                                                          "when a ConsumerGroupHeartbeat joins it"))
+            if group.generation > 0:              # offsets-only groups never had group metadata written
+                out.append({"type": "group_metadata", "group_id": gid, "ts": ts or 0, "tombstone": True})
+            answer = consumer.handle(e)
+            self.model = consumer
+            return out + answer
+        message = f"Group {gid} is not a consumer group."   # Kafka 4.0's words
+        answer = {"type": "consumer_heartbeat_response", "group_id": gid, "ts": ts or 0, "member_id": e["member_id"],
+                  "instance_id": e.get("instance_id"), "error": "GROUP_ID_NOT_FOUND", "error_message": message,
+                  "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
+        out.append(answer)
+        if create and self.configs.consumer.upgrade_enabled and group.protocol_type == "consumer":
+            out.append(self._unsupported(e, CLASSIC, "GROUP_ID_NOT_FOUND", (
+                f"Kafka would upgrade the {group.state.value} classic group to a consumer group online "
+                f"(group.consumer.migration.policy={self.configs.consumer.group_consumer_migration_policy}); the "
+                "tracker models no group with members of both protocols, so it answers as Kafka does when the "
+                "policy forbids the upgrade")))
+        return out
+
+    def _classic_request_to_consumer(self, e: dict) -> list[dict]:
+        """Kafka's classicGroupJoin / Sync / Heartbeat / Leave for a group the consumer model holds."""
+        consumer: ConsumerGroupCoordinator = self.model
+        gid, ts, kind = e["group_id"], e.get("ts"), e["type"]
+        out = consumer.advance(ts - 1) if ts is not None else []
+        group = consumer.groups.get(gid)
+        if group is None or not gid:
+            classic = self._classic_seeded(consumer, gid)
+            answer = classic.handle(e)
+            if classic.groups:
+                self.model = classic
+            return out + answer
+        if kind == "join":
+            if group.state() == "Empty":
+                classic = self._classic_seeded(consumer, gid)
+                answer = classic.handle(e)
+                if gid not in classic.groups:     # the join was refused: nothing replaced the consumer group
+                    return out + answer
+                out.append(self._switch(e, CONSUMER, CLASSIC, "an Empty consumer group is replaced by a classic "
+                                                              "group when a JoinGroup arrives"))
+                out += consumer.remove_empty_group(gid, ts or consumer.now)
+                self.model = classic
+                return out + answer
+            out.append({"type": "join_response", "group_id": gid, "ts": ts or 0, "member_id": e["member_id"],
+                        "group_instance_id": e.get("group_instance_id"), "error": "INCONSISTENT_GROUP_PROTOCOL",
+                        "generation": -1})
+            out.append(self._unsupported(e, CONSUMER, "INCONSISTENT_GROUP_PROTOCOL", (
+                "Kafka would take the member into the consumer group as a member of the classic protocol; the tracker "
+                "models no group with members of both protocols")))
+            return out
+        if kind == "commit":
+            return out + [{"type": "ignored_event", "group_id": gid, "ts": ts or 0, "event_type": kind,
+                           "reason": "offset commits to consumer-protocol groups are not modelled yet"}]
+        # Kafka: the member is unknown or does not use the classic protocol (no member here does).
+        return out + [{"type": f"{kind}_response", "group_id": gid, "ts": ts or 0, "member_id": e.get("member_id", ""),
+                       "group_instance_id": e.get("group_instance_id"), "error": "UNKNOWN_MEMBER_ID",
+                       **_MEMBER_REQUESTS[kind]}]
+
+    def _classic_seeded(self, consumer: ConsumerGroupCoordinator, group_id: str) -> GroupCoordinator:
+        classic = self._new(CLASSIC)
+        sizes = {name: topic.partitions for name, topic in consumer.image.by_name.items()}
+        if sizes:
+            classic.pending_topics[group_id] = sizes
+        return classic
+
+
+class GroupModels:
+    """The pure job over a whole feed: one ``GroupModel`` per group id, as the streaming job keys its state. Topic
+    metadata without a group id is not fanned out here (the job's sink does that, through the events topic)."""
+
+    def __init__(self, configs: Configs | None = None) -> None:
+        self.configs = configs or Configs()
+        self.models: dict[str, GroupModel] = {}
+
+    def handle(self, event: dict) -> list[dict]:
+        gid = event.get("group_id")
+        if gid is None:
+            return []
+        model = self.models.setdefault(gid, GroupModel(self.configs))
+        return model.handle(event)
+
+    def advance(self, now_ms: int) -> list[dict]:
+        return [o for gid in sorted(self.models) for o in self.models[gid].advance(now_ms)]
