@@ -17,7 +17,7 @@ from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_eve
 from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
 from streaming.feeds.cluster_feed import OBSERVER_SETTINGS, ClusterFeed, events_from, read_offsets_topic, summary
 from streaming.feeds.consumer_feed import (
-    CONSUMER_OBSERVER_SETTINGS, as_codec, consumer_group_timeline, is_consumer_group_record, normalise)
+    CONSUMER_OBSERVER_SETTINGS, consumer_group_timeline, is_consumer_group_record, normalise)
 from tests.consumer_history import START, random_history, scripted_history
 from tests.test_offsets_kip848 import AUDIT_ID, NO_TAGS, ORDERS, ORDERS_ID, carr, cstr, i8, i16, i32, key
 
@@ -26,7 +26,7 @@ GROUP = "orders-app"
 
 def broker_records(history) -> list[dict]:
     """What the broker wrote, as the codec's record dicts with their log timestamps."""
-    return [as_codec(o) for o in history.outputs if is_consumer_group_record(o)]
+    return [o for o in history.outputs if is_consumer_group_record(o)]
 
 
 def log(records: list[dict]) -> list[tuple]:
@@ -75,7 +75,7 @@ def check_feed_reproduces(history, events: list[dict], feed: ClusterFeed) -> Non
     assert feed.consumer.counts["unexplained records"] == 0
     assert feed.consumer.counts["consumer group records"] == len(broker)
     # The model fed the feed's events writes the broker's records, in its order, at its times.
-    assert same_records([as_codec(o) for o in outputs if is_consumer_group_record(o)], broker)
+    assert same_records([o for o in outputs if is_consumer_group_record(o)], broker)
     # So every view of the model agrees: member epochs, states, assignments, pending revocations, targets.
     assert model_view(outputs) == model_view(history.outputs)
     # ... but who left and who was expired: the records are the same, and the feed says "leave".
@@ -132,7 +132,7 @@ def test_feed_events_make_the_consumer_model_write_the_brokers_records(history):
     feed = ClusterFeed()
     events = list(events_from(log(broker_records(history)), feed))
     check_feed_reproduces(history, events, feed)
-    check_timeline(history, [as_codec(o) for o in track(events) if is_consumer_group_record(o)])
+    check_timeline(history, [o for o in track(events) if is_consumer_group_record(o)])
     kinds = collections.Counter(e["type"] for e in events)
     assert kinds == {"consumer_heartbeat": 32, "topic_metadata": 2}   # of 342 heartbeats: those that wrote
     assert sum(1 for o in history.outputs if o["type"] == "consumer_heartbeat_response") == 342
@@ -199,7 +199,7 @@ def test_cluster_feed_reads_consumer_group_records_from_the_broker(kafka_bootstr
     feed = ClusterFeed()
     events = list(events_from(triples, feed))
     check_feed_reproduces(history, events, feed)
-    check_timeline(history, [as_codec(o) for o in track(events) if is_consumer_group_record(o)])
+    check_timeline(history, [o for o in track(events) if is_consumer_group_record(o)])
 
 
 @pytest.mark.kafka
@@ -309,7 +309,7 @@ def test_target_records_in_another_order_and_newer_fields_are_still_explained():
                                     "member_id": "m-2", "member_epoch": 0, "rebalance_timeout_ms": 45_000,
                                     "subscribed_topic_names": ["orders", "audit"], "topic_partitions": [],
                                     "client_id": "app", "client_host": "/10.0.0.8"})[0])
-    written = [as_codec(o) for o in out if is_consumer_group_record(o)]
+    written = [o for o in out if is_consumer_group_record(o)]
     targets = [r for r in written if r["type"] == "consumer_group_target_assignment_member"]
     assert [r["member_id"] for r in targets] == ["m-1", "m-2"]
     i = written.index(targets[0])
@@ -371,15 +371,15 @@ def test_seeded_churn_on_two_groups_is_reproduced(seed):
     for group_id in sorted({e["group_id"] for e in events}):
         mine = [o for o in outputs if o.get("group_id") == group_id]
         theirs = [o for o in history.outputs if o.get("group_id") == group_id]
-        assert same_records([as_codec(o) for o in mine if is_consumer_group_record(o)],
-                            [as_codec(o) for o in theirs if is_consumer_group_record(o)])
+        assert same_records([o for o in mine if is_consumer_group_record(o)],
+                            [o for o in theirs if is_consumer_group_record(o)])
         # Two requests in the same millisecond whose records one request could write are told as that one: the
         # model's outputs of that millisecond come in another order.
         assert same_time_unordered(model_view(mine)) == same_time_unordered(model_view(theirs))
         # Removals: a session expiry reads as a leave (same records); rebalance-timeout fences stay expiries.
         assert [r[:3] for r in removals(mine)] == [(ts, m, "member_left" if reason == "session timeout" else kind)
                                   for ts, m, kind, reason in removals(theirs)]
-        assert consumer_group_timeline(as_codec(o) for o in mine if is_consumer_group_record(o)) == \
+        assert consumer_group_timeline(o for o in mine if is_consumer_group_record(o)) == \
             consumer_group_timeline(r for r in broker if r["group_id"] == group_id)
 
 

@@ -52,51 +52,12 @@ from streaming.coordinator.events import parse_event
 # The tracker's consumer model for this feed: no session expiry of its own (the feed sees no plain heartbeats).
 CONSUMER_OBSERVER_SETTINGS = {"group.consumer.session.timeout.ms": str(2**31 - 1)}
 
-_RECORD_NAMES = {"consumer_group_metadata": "ConsumerGroupMetadata",
-                 "consumer_group_partition_metadata": "ConsumerGroupPartitionMetadata",
-                 "consumer_group_member_metadata": "ConsumerGroupMemberMetadata",
-                 "consumer_group_target_assignment_metadata": "ConsumerGroupTargetAssignmentMetadata",
-                 "consumer_group_target_assignment_member": "ConsumerGroupTargetAssignmentMember",
-                 "consumer_group_current_member_assignment": "ConsumerGroupCurrentMemberAssignment",
-                 "consumer_group_regular_expression": "ConsumerGroupRegularExpression"}
-_TYPES = {name: kind for kind, name in _RECORD_NAMES.items()}
-_KEYS = {"groupId": "group_id", "memberId": "member_id", "regularExpression": "regular_expression"}
-_NOT_VALUE = {"type", "group_id", "member_id", "regular_expression", "tombstone", "value_version", "ts",
-              "groupId", "memberId", "regularExpression", "key_version"}
 _MEMBER_TYPES = ("consumer_group_member_metadata", "consumer_group_target_assignment_member",
                  "consumer_group_current_member_assignment")
 
 
 def is_consumer_group_record(record: dict) -> bool:
-    return record.get("type") in CONSUMER_GROUP_TYPES or record.get("type") == "consumer_group_record"
-
-
-# ---------------------------------------------------------------- record shapes
-def as_codec(record: dict) -> dict:
-    """A KIP-848 record as the codec's dict (``offsets_store.codec``). Takes the codec's dicts as they are and the
-    consumer model's ``{"type": "consumer_group_record", "record", "key", "value"}`` outputs."""
-    if record.get("type") != "consumer_group_record":
-        return record
-    out = {"type": _TYPES[record["record"]]}
-    out.update((_KEYS[k], v) for k, v in record["key"].items())
-    if record["value"] is not None:
-        out.update(record["value"])
-    out["tombstone"] = record["value"] is None
-    if "ts" in record:
-        out["ts"] = record["ts"]
-    return out
-
-
-def as_model(record: dict) -> dict:
-    """A codec record dict as the consumer model's ``consumer_group_record`` (what ``ConsumerGroup.replay`` reads)."""
-    kind = record["type"]
-    key = {"groupId": record["group_id"]}
-    for snake, camel in (("member_id", "memberId"), ("regular_expression", "regularExpression")):
-        if snake in record:
-            key[camel] = record[snake]
-    value = None if record.get("tombstone") else {k: v for k, v in record.items() if k not in _NOT_VALUE}
-    return {"type": "consumer_group_record", "group_id": record["group_id"], "record": _RECORD_NAMES[kind],
-            "key_version": CONSUMER_GROUP_TYPES[kind][0], "key": key, "value": value, "tombstone": value is None}
+    return record.get("type") in CONSUMER_GROUP_TYPES
 
 
 def _parts(topic_partitions) -> tuple:
@@ -106,11 +67,10 @@ def _parts(topic_partitions) -> tuple:
     return tuple(sorted((t, tuple(sorted(ps))) for t, ps in merged.items() if ps))
 
 
-def normalise(record: dict) -> tuple:
+def normalise(r: dict) -> tuple:
     """What the model and a broker must agree on for a record: its key and the value fields the model writes, lists
     in a canonical order (Kafka fills them from hash sets). Kafka 4.1+ fields (metadataHash, creationTimeMs,
     assignmentTimestamp), unknown tagged fields and a regex's image version and timestamp are left out."""
-    r = as_codec(record)
     kind = r["type"]
     key = (kind, r["group_id"], r.get("member_id"), r.get("regular_expression"))
     if r.get("tombstone"):
@@ -225,9 +185,9 @@ class ConsumerGroupFeed:
             if group is None:
                 if record.get("tombstone"):
                     return
-                shadow.load_records([as_model(record)], record["ts"])
+                shadow.load_records([record], record["ts"])
                 return
-            group.replay(as_model(record))
+            group.replay(record)
             if group.deleted:
                 del shadow.groups[group_id]
                 shadow.soft.pop(group_id, None)
@@ -393,8 +353,7 @@ def consumer_group_timeline(records: Iterable[dict]) -> list[dict]:
                 out.append({"type": "partition_unowned", "group_id": group_id, "ts": ts, "member_id": member_id,
                             "partition": [names.get(k[1], k[1]), k[2]], "since_ts": since, "unowned_ms": ts - since})
 
-    for raw in records:
-        r = as_codec(raw)
+    for r in records:
         kind, group_id, ts = r["type"], r["group_id"], r.get("ts")
         member_id = r.get("member_id")
         mkey = (group_id, member_id)

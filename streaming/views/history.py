@@ -414,17 +414,18 @@ class HistoryBuilder:
         self._consumer_owned(h, fold, lane.key, o["member_id"], set(), ts, gone=True)
 
     def _consumer_record(self, h: GroupHistory, o: dict, ts: int) -> None:
+        """A KIP-848 record the consumer model wrote (the store's record dicts): epoch bumps and their causes."""
         fold = self._consumer_fold(h)
-        name, value = o.get("record"), o.get("value")
-        if name == "ConsumerGroupMetadata" and value is not None and int(value["epoch"]) > fold.group_epoch:
-            fold.group_epoch = int(value["epoch"])
+        kind, live = o["type"], not o.get("tombstone")
+        if kind == "consumer_group_metadata" and live and int(o["epoch"]) > fold.group_epoch:
+            fold.group_epoch = int(o["epoch"])
             h.group_epochs.append((ts, fold.group_epoch))
             fold.bumped(ts)
-        elif name == "ConsumerGroupPartitionMetadata" and value is not None:
+        elif kind == "consumer_group_partition_metadata" and live:
             fold.cause(ts, "metadata", weak=True)
-        elif name == "ConsumerGroupMemberMetadata" and value is not None:
+        elif kind == "consumer_group_member_metadata" and live:
             fold.cause(ts, "subscription", weak=True)
-        elif name == "ConsumerGroupRegularExpression":
+        elif kind == "consumer_group_regular_expression":
             fold.cause(ts, "regex", weak=True)
 
     def _consumer_state(self, h: GroupHistory, o: dict, ts: int) -> None:
@@ -585,7 +586,9 @@ _HANDLERS = {
     "group_metadata": HistoryBuilder._group_metadata,
     "assignment": HistoryBuilder._assignment,
     "target_assignment": HistoryBuilder._target_assignment,
-    "consumer_group_record": HistoryBuilder._consumer_record,
+    **{kind: HistoryBuilder._consumer_record for kind in ("consumer_group_metadata", "consumer_group_partition_metadata",
+                                                          "consumer_group_member_metadata",
+                                                          "consumer_group_regular_expression")},
 }
 
 
