@@ -97,3 +97,25 @@ def _strip_ansi(text: str) -> str:
     import re
 
     return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+
+
+def test_groups_of_both_protocols_and_a_switch_between_them():
+    """Consumer-protocol groups (one switches to the classic protocol once Empty) beside a classic group: every
+    output is read as its own protocol's, and the table shows each group as it is at the end."""
+    from streaming.coordinator import parse_event
+    from streaming.coordinator.routing import Configs, GroupModels
+    from tests.consumer_feed import consumer_groups_feed
+
+    start = 1_700_000_000_000
+    configs = Configs.from_properties({"group.consumer.heartbeat.interval.ms": "4000"})
+    models = GroupModels(configs)
+    outputs = [o for e in consumer_groups_feed(start, duration_ms=110_000, configs=configs)
+               for o in models.handle(parse_event(e)[0])]
+    switched = {o["group_id"] for o in outputs if o["type"] == "protocol_switch"}
+    assert switched, "the feed has a group that switches protocol"
+    view = LiveView(out=io.StringIO(), redraw=False)
+    view.update(0, outputs)
+    for gid, model in models.models.items():
+        assert view.groups[gid].consumer == (model.protocol == "consumer"), gid
+    text = view.render()
+    assert all(gid in text for gid in models.models)

@@ -136,10 +136,13 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
     running: list = []   # the query, once started: its last progress feeds the batch-duration metric
 
     def on_outputs(batch_id: int, outputs: list[dict]) -> None:
-        view.update(batch_id, outputs)
         watcher.observe(outputs)
-        if metrics_server is not None:
-            metrics_server.metrics.update(batch_id, outputs, running[0].lastProgress if running else None)
+        try:   # the views must never stop the job: a view that cannot read an output says so and carries on
+            view.update(batch_id, outputs)
+            if metrics_server is not None:
+                metrics_server.metrics.update(batch_id, outputs, running[0].lastProgress if running else None)
+        except Exception:
+            log.exception("the live table or metrics could not take batch %s; the job goes on", batch_id)
 
     sink = TrackerSink(store=store, bootstrap=config.bootstrap, events_topic=config.events_topic,
                        outputs_topic=config.outputs_topic, dlq_topic=dlq_topic, checkpoint=config.checkpoint,

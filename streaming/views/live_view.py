@@ -85,8 +85,15 @@ class LiveView:
         if not gid:
             return
         g = self._group(gid)
-        if "group_epoch" in o or "instance_id" in o or kind == "target_assignment":
+        if kind == "protocol_switch":   # an Empty group replaced by one of the other protocol: start afresh
+            self.groups[gid] = g = GroupView(gid, consumer=o.get("to") == "consumer")
+            self._note(f"{gid}: now a {o.get('to')}-protocol group")
+            return
+        # Which protocol the group speaks, from the output itself (a group may switch when Empty).
+        if "group_epoch" in o or "member_epoch" in o or "instance_id" in o or kind == "target_assignment":
             g.consumer = True
+        elif "generation" in o:
+            g.consumer = False
         if kind == "state_change":
             g.state = o.get("to") or o.get("state") or g.state
             if o.get("generation") is not None:
