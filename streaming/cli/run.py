@@ -206,18 +206,50 @@ def watch(tracker: RunningTracker, duration_s: float | None = None, refresh_s: f
     """Redraw the live table until ``stop`` is set (Ctrl-C), the duration ends, or the query fails."""
     started = time.monotonic()
     drawn_batch = None
+    moved = time.monotonic()     # when a micro-batch last completed
+    lost_since = None            # wall time the broker was found gone
+    drawn_at = 0.0
     try:
         while tracker.query.isActive and not (stop is not None and stop.is_set()):
             if duration_s is not None and time.monotonic() - started >= duration_s:
                 break
             tracker.query.awaitTermination(refresh_s)
-            if tracker.view.last_batch_id != drawn_batch:
-                drawn_batch = tracker.view.last_batch_id
+            redraw = tracker.view.last_batch_id != drawn_batch
+            if redraw:
+                drawn_batch, moved = tracker.view.last_batch_id, time.monotonic()
+            if tracker.sink.bootstrap and (lost_since is not None or time.monotonic() - moved > STALL_S):
+                lost_since, changed = _check_broker(tracker, lost_since)
+                # While waiting: a terminal's table counts the seconds; a log gets the picture every 10 s.
+                redraw = redraw or changed or (lost_since is not None and (
+                    tracker.view.redraw or time.monotonic() - drawn_at >= 10))
+            if redraw:
                 tracker.view.draw(tracker.query.lastProgress)
+                drawn_at = time.monotonic()
     finally:
         tracker.view.close()   # the last table stays on the screen; the terminal gets its cursor back
     if tracker.query.exception() is not None:
         raise RuntimeError(f"the tracker query failed: {tracker.query.exception()}")
+
+
+STALL_S = 3.0   # no micro-batch completed for this long: is the broker still there?
+
+
+def _check_broker(tracker: RunningTracker, lost_since: float | None) -> tuple[float | None, bool]:
+    """While the job stands still, probe its broker; the live table says when it is gone and when it is back
+    (every part of the job waits for it meanwhile). Returns (since when it is gone or None, whether that changed)."""
+    from streaming.spark.kafka_source import broker_reachable
+
+    bootstrap = tracker.sink.bootstrap
+    if broker_reachable(bootstrap):
+        if lost_since is None:
+            return None, False
+        tracker.view.set_waiting(None, f"the broker at {bootstrap} is back after {time.time() - lost_since:.0f} s")
+        return None, True
+    since = lost_since if lost_since is not None else time.time()
+    when = time.strftime("%H:%M:%S", time.localtime(since))
+    tracker.view.set_waiting(f"the broker at {bootstrap} is unreachable since {when} ({time.time() - since:.0f} s); "
+                             f"the job waits for it and goes on where it stopped")
+    return since, lost_since is None
 
 
 def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
@@ -274,7 +306,7 @@ def parse_trigger(text: str) -> str:
 
 def quiet_logging() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("kafka").setLevel(logging.ERROR)
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)   # a broker outage is in the live table, not a log flood
     logging.getLogger("py4j").setLevel(logging.CRITICAL)  # py4j reports our own clean shutdown as errors
 
 
