@@ -25,12 +25,12 @@ from streaming.spark.sinks import STORE_TYPES
 REPO = Path(streaming.__file__).resolve().parent.parent   # this checkout
 
 
-def job_env() -> dict[str, str]:
-    """A user's shell: this checkout importable, no PYSPARK_* left over from the test process."""
+def job_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A user's shell: this checkout importable, no PYSPARK_* left over from the test process (``extra`` on top)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
     env["PYTHONPATH"] = str(REPO)
     env["SPARK_LOCAL_IP"] = "127.0.0.1"
-    return env
+    return env | (extra or {})
 
 
 @dataclass
@@ -93,13 +93,13 @@ def _newest(directory: Path) -> int:
 class JobProcess:
     """``python -m streaming.cli.main run ARGS`` in its own process group (so its JVM goes with it)."""
 
-    def __init__(self, args: list[str], cwd: Path, log: Path):
+    def __init__(self, args: list[str], cwd: Path, log: Path, env: dict[str, str] | None = None):
         self.log = log
         with open(log, "ab") as out:
             out.write(f"\n==== {' '.join(args)}\n".encode())
             out.flush()
             self.proc = subprocess.Popen([sys.executable, "-m", "streaming.cli.main", "run", *args], cwd=cwd,
-                                         env=job_env(), stdout=out, stderr=subprocess.STDOUT,
+                                         env=job_env(env), stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
 
     def alive(self) -> bool:

@@ -153,14 +153,35 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
                          timeout_grace_ms=config.timeout_grace_ms, coordinator=config.coordinator,
                          max_event_ahead_ms=config.max_event_ahead_ms)
     outputs = build_tracker_stream(raw, options, restore)
-    query = (outputs.writeStream
-             .queryName("rebalance-tracker")
-             .option("checkpointLocation", query_checkpoint)
-             .trigger(processingTime=config.trigger)
-             .foreachBatch(sink)
-             .start())
+    writer = (outputs.writeStream
+              .queryName("rebalance-tracker")
+              .option("checkpointLocation", query_checkpoint)
+              .trigger(processingTime=config.trigger)
+              .foreachBatch(sink))
+    query = _start_query(writer)
     running.append(query)
     return RunningTracker(query, sink, view, store, watcher, metrics_server, metrics_url)
+
+
+STARTS = 3   # tries to get a query past its start (see _start_query)
+
+
+def _start_query(writer):
+    """Start the query and wait until its sources are up. Spark gives the Python worker that runs a Python source
+    a fixed 10 s to connect back; on a loaded machine it can miss that and the query dies before planning anything:
+    start it again then (nothing was read or written yet, so this is safe)."""
+    for attempt in range(1, STARTS + 1):
+        query = writer.start()
+        deadline = time.monotonic() + 120   # a bound: on an idle machine the sources are up in ~1 s
+        while query.isActive and str(query.status.get("message", "")).startswith("Initializing") \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        error = None if query.isActive else query.exception()
+        if error is None or "failed to connect back" not in str(error) or attempt == STARTS:
+            return query
+        log.warning("Spark's Python worker for the Kafka source did not start in time (a loaded machine?); "
+                    "starting the query again (%d/%d)", attempt + 1, STARTS)
+    return query
 
 
 def _prepare_restore(spark, config: TrackerConfig, store, query_checkpoint: str) -> tuple[object, str]:

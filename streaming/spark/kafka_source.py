@@ -77,7 +77,9 @@ def client_config(options: dict[str, str]) -> dict:
     """``kafka.*`` options (Spark's spelling) to kafka-python's keyword arguments (``offsets_store.kafka_conf``)."""
     props = {key[len("kafka."):]: value for key, value in options.items()
              if key.startswith("kafka.") and key != "kafka.bootstrap.servers"}
-    return to_kwargs(props) | {"bootstrap_servers": options["kafka.bootstrap.servers"]}
+    # Reconnect within a second of a broker's return (kafka-python backs off up to 30 s by default).
+    return ({"reconnect_backoff_max_ms": 1000} | to_kwargs(props)
+            | {"bootstrap_servers": options["kafka.bootstrap.servers"]})
 
 
 class KafkaPythonDataSource(DataSource):

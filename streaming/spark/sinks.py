@@ -68,7 +68,8 @@ class TrackerSink:
 
             self._producer = KafkaProducer(**for_client(KafkaProducer, self.producer_config,
                                                         bootstrap_servers=self.bootstrap, acks="all", linger_ms=5,
-                                                        client_id="rebalance-tracker-sink"))
+                                                        client_id="rebalance-tracker-sink",
+                                                        reconnect_backoff_max_ms=1000))
         return self._producer
 
     def close(self) -> None:
