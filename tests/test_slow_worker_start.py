@@ -18,7 +18,7 @@ from tests.test_tracker_kafka import events_log_end, produce
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
-RUNNER = "pyspark.sql.worker.python_streaming_source_runner"
+RUNNER = "pyspark.sql.streaming.python_streaming_source_runner"
 
 
 def test_a_source_worker_too_slow_to_start_is_started_again(kafka_bootstrap, topic_name, tmp_path):
