@@ -15,6 +15,7 @@ rest of a multi-record batch until more data arrives.
 """
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -44,6 +45,11 @@ def broker_reachable(bootstrap: str, timeout_s: float = 1.0) -> bool:
         except (OSError, ValueError):
             continue
     return False
+
+
+def _orphaned(parent: int) -> bool:
+    """The process that started this worker (Spark's JVM, or its worker daemon) is gone: stop waiting for anything."""
+    return os.getppid() != parent
 
 
 def _unreachable(exc: Exception, bootstrap: str) -> bool:
@@ -129,11 +135,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _waiting(self, call):
         """Run a planning call; while the broker is gone, wait for it (a new consumer each try) instead of failing
         the query: the micro-batch is planned when the broker is back."""
+        parent = os.getppid()
         while True:
             try:
                 return call()
             except Exception as exc:
-                if not _unreachable(exc, self.options["kafka.bootstrap.servers"]):
+                if not _unreachable(exc, self.options["kafka.bootstrap.servers"]) or _orphaned(parent):
                     raise
                 self.stop()
                 time.sleep(RETRY_S)
@@ -247,13 +254,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             "enable_auto_commit": False, "max_poll_records": 5_000,
             # Records deleted by retention before we read them: fail (Spark's default) or skip to what is left.
             "auto_offset_reset": "none" if fail_on_data_loss else "earliest"}
-        bootstrap = self.options["kafka.bootstrap.servers"]
+        bootstrap, parent = self.options["kafka.bootstrap.servers"], os.getppid()
         while True:   # a broker that is gone is waited for: the task goes on when it is back
             try:
                 consumer = KafkaConsumer(**config)
                 break
             except Exception as exc:
-                if not _unreachable(exc, bootstrap):
+                if not _unreachable(exc, bootstrap) or _orphaned(parent):
                     raise
                 time.sleep(RETRY_S)
         try:
@@ -275,7 +282,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     position = records[-1].offset + 1
                 # Offsets may have gaps (compaction, transaction markers): trust the consumer's position too.
                 position = max(position, consumer.position(tp))
-                if not polled and time.monotonic() - idle_since > poll_timeout_s and not broker_reachable(bootstrap):
+                if not polled and time.monotonic() - idle_since > poll_timeout_s and not broker_reachable(bootstrap) \
+                        and not _orphaned(parent):
                     idle_since = time.monotonic()   # the broker is gone: waiting for it is not waiting for records
                 elif not polled and time.monotonic() - idle_since > poll_timeout_s:
                     raise TimeoutError(f"no records from {tp} at offset {position} for {poll_timeout_s:.0f} s "
