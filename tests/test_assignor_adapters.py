@@ -126,13 +126,13 @@ def test_real_consumers_use_range_and_priority_failover(kafka_bootstrap, topic_n
             snap = _snapshot(members)
             return all(len(s) == 2 for s in snap) and snap[0] | snap[1] == everything
 
-        assert _wait_for(settled, 20), _snapshot(members)
+        assert _wait_for(settled, 90), _snapshot(members)
         expected = get_assignor("range").assign(
             {topic_name: 4}, {m.member_id: Subscription([topic_name]) for m in members})
         for m, got in zip(members, _snapshot(members)):
             assert got == set(expected[m.member_id])
 
-        assert _wait_for(lambda: _snapshot(standby) == [set(), everything], 20), _snapshot(standby)
+        assert _wait_for(lambda: _snapshot(standby) == [set(), everything], 90), _snapshot(standby)
     finally:
         for m in members + standby:
             m.close()
@@ -147,7 +147,7 @@ def test_real_consumers_cooperative_sticky_join_is_incremental(kafka_bootstrap, 
     members = [first]
     try:
         everything = {(topic_name, p) for p in range(6)}
-        assert _wait_for(lambda: _snapshot(members) == [everything], 15), _snapshot(members)
+        assert _wait_for(lambda: _snapshot(members) == [everything], 90), _snapshot(members)
         members.append(_Member(kafka_bootstrap, group, topic_name, strategy))
         overlaps = []
 
@@ -157,7 +157,7 @@ def test_real_consumers_cooperative_sticky_join_is_incremental(kafka_bootstrap, 
                 overlaps.append(snap)  # a partition held by two consumers at once
             return len(snap[0]) == len(snap[1]) == 3 and snap[0] | snap[1] == everything
 
-        assert _wait_for(settled, 20), _snapshot(members)
+        assert _wait_for(settled, 90), _snapshot(members)
         assert not overlaps
         # sticky: the first member kept half of what it had and gave up only the rest
         assert _snapshot(members)[0] < everything

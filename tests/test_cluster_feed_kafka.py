@@ -52,7 +52,7 @@ def story(request, apache_kafka, data_topic, tmp_path_factory):
     ran = time.monotonic()
     # The last LeaveGroup's tombstone is appended as the group dies: wait until this run's is there.
     pairs = wait_until(lambda: (p := offsets_log(apache_kafka.bootstrap)) and group_tombstones(p) == len(RUNS) and p,
-                       30, "the group's tombstone")
+                       120, "the group's tombstone")
     feed = ClusterFeed()
     events = list(events_from(pairs, feed))
     tracker = GroupCoordinator(CoordinatorConfig.from_properties(OBSERVER_SETTINGS))

@@ -121,7 +121,7 @@ class Member(threading.Thread):
         return generation.member_id, generation.generation_id, sorted([tp.topic, tp.partition] for tp in self.assigned)
 
 
-def wait_until(predicate, timeout_s=30, what=""):
+def wait_until(predicate, timeout_s=120, what=""):
     deadline = time.time() + timeout_s
     while time.time() < deadline:
         if predicate():

@@ -47,7 +47,7 @@ def run(spark, bootstrap, topic, checkpoint, sink, available_now=False, **kw):
         .option("checkpointLocation", str(checkpoint))
     query = (writer.trigger(availableNow=True) if available_now else writer).start()
     if available_now:
-        query.awaitTermination(120)
+        query.awaitTermination(600)   # a bound: AvailableNow stops by itself when done
     else:
         query.processAllAvailable()
         query.stop()
@@ -267,7 +267,7 @@ def test_restart_from_checkpoint_is_exactly_once(spark, kafka_bootstrap, topic_n
         return spark.read.parquet(str(sink_dir)).collect()   # reads through the sink's log: committed files only
 
     query = start(processingTime="0 seconds")
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180
     while not any(p["numInputRows"] for p in query.recentProgress) and time.monotonic() < deadline:
         time.sleep(0.05)
     query.stop()                                 # 5 rows a batch: well before the 30-event backlog is done
@@ -275,7 +275,7 @@ def test_restart_from_checkpoint_is_exactly_once(spark, kafka_bootstrap, topic_n
 
     produce(kafka_bootstrap, topic_name, [f"e{i}" for i in range(30, 45)])
     query = start(availableNow=True)
-    assert query.awaitTermination(120)
+    assert query.awaitTermination(600)   # a bound: AvailableNow stops by itself when done
     rows = sunk()
     assert sorted(r.v for r in rows) == sorted(f"e{i}" for i in range(45))
     assert len({(r.partition, r.offset) for r in rows}) == 45

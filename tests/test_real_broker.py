@@ -212,7 +212,7 @@ def test_the_tracker_running_live_beside_the_group_tells_the_brokers_story(apach
             got = story([json.loads(r.value) for r in read_all(kafka_bootstrap, outputs_topic)])
             return got if got["left"] == want["left"] else None
 
-        got = wait_until(told, 60, "the tracker's outputs to reach the last leave", every_s=1)
+        got = wait_until(told, 180, "the tracker's outputs to reach the last leave", every_s=1)
     finally:
         tracker.stop()
     assert got["generations"] == want["generations"]

@@ -157,14 +157,35 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
                          timeout_grace_ms=config.timeout_grace_ms, coordinator=config.coordinator,
                          max_event_ahead_ms=config.max_event_ahead_ms)
     outputs = build_tracker_stream(raw, options, restore)
-    query = (outputs.writeStream
-             .queryName("rebalance-tracker")
-             .option("checkpointLocation", query_checkpoint)
-             .trigger(processingTime=config.trigger)
-             .foreachBatch(sink)
-             .start())
+    writer = (outputs.writeStream
+              .queryName("rebalance-tracker")
+              .option("checkpointLocation", query_checkpoint)
+              .trigger(processingTime=config.trigger)
+              .foreachBatch(sink))
+    query = _start_query(writer)
     running.append(query)
     return RunningTracker(query, sink, view, store, watcher, metrics_server, metrics_url)
+
+
+STARTS = 3   # tries to get a query past its start (see _start_query)
+
+
+def _start_query(writer):
+    """Start the query and wait until its sources are up. Spark gives the Python worker that runs a Python source
+    a fixed 10 s to connect back; on a loaded machine it can miss that and the query dies before planning anything:
+    start it again then (nothing was read or written yet, so this is safe)."""
+    for attempt in range(1, STARTS + 1):
+        query = writer.start()
+        deadline = time.monotonic() + 120   # a bound: on an idle machine the sources are up in ~1 s
+        while query.isActive and str(query.status.get("message", "")).startswith("Initializing") \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        error = None if query.isActive else query.exception()
+        if error is None or "failed to connect back" not in str(error) or attempt == STARTS:
+            return query
+        log.warning("Spark's Python worker for the Kafka source did not start in time (a loaded machine?); "
+                    "starting the query again (%d/%d)", attempt + 1, STARTS)
+    return query
 
 
 def _prepare_restore(spark, config: TrackerConfig, store, query_checkpoint: str) -> tuple[object, str]:
@@ -214,19 +235,51 @@ def watch(tracker: RunningTracker, duration_s: float | None = None, refresh_s: f
     """Redraw the live table until ``stop`` is set (Ctrl-C), the duration ends, or the query fails."""
     started = time.monotonic()
     drawn_batch = None
+    moved = time.monotonic()     # when a micro-batch last completed
+    lost_since = None            # wall time the broker was found gone
+    drawn_at = 0.0
     try:
         while tracker.query.isActive and not (stop is not None and stop.is_set()):
             if duration_s is not None and time.monotonic() - started >= duration_s:
                 break
             tracker.query.awaitTermination(refresh_s)
+            redraw = tracker.view.last_batch_id != drawn_batch
+            if redraw:
+                drawn_batch, moved = tracker.view.last_batch_id, time.monotonic()
+            if tracker.sink.bootstrap and (lost_since is not None or time.monotonic() - moved > STALL_S):
+                lost_since, changed = _check_broker(tracker, lost_since)
+                # While waiting: a terminal's table counts the seconds; a log gets the picture every 10 s.
+                redraw = redraw or changed or (lost_since is not None and (
+                    tracker.view.redraw or time.monotonic() - drawn_at >= 10))
             # A terminal is repainted every tick, so log lines written between batches do not stay on it.
-            if tracker.view.last_batch_id != drawn_batch or tracker.view.redraw:
-                drawn_batch = tracker.view.last_batch_id
+            if redraw or tracker.view.redraw:
                 tracker.view.draw(tracker.query.lastProgress)
+                drawn_at = time.monotonic()
     finally:
         tracker.view.close()   # the last table stays on the screen; the terminal gets its cursor back
     if tracker.query.exception() is not None:
         raise RuntimeError(f"the tracker query failed: {tracker.query.exception()}")
+
+
+STALL_S = 3.0   # no micro-batch completed for this long: is the broker still there?
+
+
+def _check_broker(tracker: RunningTracker, lost_since: float | None) -> tuple[float | None, bool]:
+    """While the job stands still, probe its broker; the live table says when it is gone and when it is back
+    (every part of the job waits for it meanwhile). Returns (since when it is gone or None, whether that changed)."""
+    from streaming.spark.kafka_source import broker_reachable
+
+    bootstrap = tracker.sink.bootstrap
+    if broker_reachable(bootstrap):
+        if lost_since is None:
+            return None, False
+        tracker.view.set_waiting(None, f"the broker at {bootstrap} is back after {time.time() - lost_since:.0f} s")
+        return None, True
+    since = lost_since if lost_since is not None else time.time()
+    when = time.strftime("%H:%M:%S", time.localtime(since))
+    tracker.view.set_waiting(f"the broker at {bootstrap} is unreachable since {when} ({time.time() - since:.0f} s); "
+                             f"the job waits for it and goes on where it stopped")
+    return since, lost_since is None
 
 
 def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
@@ -283,7 +336,7 @@ def parse_trigger(text: str) -> str:
 
 def quiet_logging() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("kafka").setLevel(logging.ERROR)
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)   # a broker outage is in the live table, not a log flood
     logging.getLogger("py4j").setLevel(logging.CRITICAL)  # py4j reports our own clean shutdown as errors
 
 

@@ -109,22 +109,28 @@ class BundledBroker:
             self.process.wait()
 
 
-def start_bundled_broker(port: int | None = None, log_dir: str | None = None) -> BundledBroker:
+def start_bundled_broker(port: int | None = None, log_dir: str | None = None, storage_engine: str = "memory://tansu/",
+                         env: dict[str, str] | None = None) -> BundledBroker:
+    """Tansu on 127.0.0.1. ``storage_engine``: where it keeps its log -- in memory (gone when it stops) or, to keep
+    the log across a restart, ``s3://BUCKET/`` with the S3 endpoint and credentials in ``env`` (``AWS_ENDPOINT``,
+    ``AWS_ALLOW_HTTP``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``); this build of
+    Tansu has no file or SQLite engine."""
     binary = tansu_binary()
     port = port or free_port()
     url = f"tcp://127.0.0.1:{port}"
     log_dir_path = Path(log_dir or tempfile.mkdtemp(prefix="tansu-"))
     log_path = log_dir_path / "tansu.log"
-    with open(log_path, "wb") as out:
+    with open(log_path, "ab") as out:
         proc = subprocess.Popen(
             [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
-             "--storage-engine", "memory://tansu/"],
+             "--storage-engine", storage_engine],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
+            env=None if env is None else {**os.environ, **env},
         )
     broker = BundledBroker(port, proc, log_path)
     atexit.register(broker.stop)
     try:
-        wait_until_ready(broker.bootstrap)
+        wait_until_ready(broker.bootstrap, timeout_s=60)   # a bound, not a wait: it answers in ~0.2 s when idle
     except BrokerError:
         broker.stop()
         tail = log_path.read_text(errors="replace")[-2000:]

@@ -15,6 +15,7 @@ rest of a multi-record batch until more data arrives.
 """
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -29,6 +30,33 @@ FORMAT = "kafka-python"
 SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
           "timestampType int")
 EARLIEST, LATEST = -2, -1
+RETRY_S = 1.0   # how often a call that found the broker gone is tried again
+
+
+def broker_reachable(bootstrap: str, timeout_s: float = 1.0) -> bool:
+    """Does any bootstrap address accept a TCP connection? (A broker that went away refuses it.)"""
+    import socket
+
+    for address in bootstrap.split(","):
+        host, _, port = address.strip().rpartition(":")
+        try:
+            socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout_s).close()
+            return True
+        except (OSError, ValueError):
+            continue
+    return False
+
+
+def _orphaned(parent: int) -> bool:
+    """The process that started this worker (Spark's JVM, or its worker daemon) is gone: stop waiting for anything."""
+    return os.getppid() != parent
+
+
+def _unreachable(exc: Exception, bootstrap: str) -> bool:
+    """A Kafka client call failed because the broker is gone (not because of what was asked)."""
+    from kafka.errors import KafkaConnectionError, KafkaTimeoutError
+
+    return isinstance(exc, (KafkaConnectionError, KafkaTimeoutError, OSError)) or not broker_reachable(bootstrap)
 
 
 def _arrow_schema():
@@ -55,7 +83,9 @@ def client_config(options: dict[str, str]) -> dict:
     """``kafka.*`` options (Spark's spelling) to kafka-python's keyword arguments (``offsets_store.kafka_conf``)."""
     props = {key[len("kafka."):]: value for key, value in options.items()
              if key.startswith("kafka.") and key != "kafka.bootstrap.servers"}
-    return to_kwargs(props) | {"bootstrap_servers": options["kafka.bootstrap.servers"]}
+    # Reconnect within a second of a broker's return (kafka-python backs off up to 30 s by default).
+    return ({"reconnect_backoff_max_ms": 1000} | to_kwargs(props)
+            | {"bootstrap_servers": options["kafka.bootstrap.servers"]})
 
 
 class KafkaPythonDataSource(DataSource):
@@ -102,7 +132,23 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                               "max_partition_fetch_bytes": 1})
         return self._consumer
 
+    def _waiting(self, call):
+        """Run a planning call; while the broker is gone, wait for it (a new consumer each try) instead of failing
+        the query: the micro-batch is planned when the broker is back."""
+        parent = os.getppid()
+        while True:
+            try:
+                return call()
+            except Exception as exc:
+                if not _unreachable(exc, self.options["kafka.bootstrap.servers"]) or _orphaned(parent):
+                    raise
+                self.stop()
+                time.sleep(RETRY_S)
+
     def _partitions(self) -> list:
+        return self._waiting(self._list_partitions)
+
+    def _list_partitions(self) -> list:
         from kafka import TopicPartition
 
         consumer = self.consumer
@@ -115,11 +161,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return tps
 
     def _earliest(self, tps) -> dict:
-        return self.consumer.beginning_offsets(tps) if tps else {}
+        return self._waiting(lambda: self.consumer.beginning_offsets(tps)) if tps else {}
 
     def _latest(self, tps) -> dict:
         """End of each partition: max(ListOffsets latest, fetch high-water mark)."""
-        return log_end_offsets(self.consumer, tps)
+        return self._waiting(lambda: log_end_offsets(self.consumer, tps))
 
     def initialOffset(self) -> dict:
         tps = self._partitions()
@@ -208,7 +254,15 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             "enable_auto_commit": False, "max_poll_records": 5_000,
             # Records deleted by retention before we read them: fail (Spark's default) or skip to what is left.
             "auto_offset_reset": "none" if fail_on_data_loss else "earliest"}
-        consumer = KafkaConsumer(**config)
+        bootstrap, parent = self.options["kafka.bootstrap.servers"], os.getppid()
+        while True:   # a broker that is gone is waited for: the task goes on when it is back
+            try:
+                consumer = KafkaConsumer(**config)
+                break
+            except Exception as exc:
+                if not _unreachable(exc, bootstrap) or _orphaned(parent):
+                    raise
+                time.sleep(RETRY_S)
         try:
             consumer.assign([tp])
             consumer.seek(tp, partition.start)
@@ -228,7 +282,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     position = records[-1].offset + 1
                 # Offsets may have gaps (compaction, transaction markers): trust the consumer's position too.
                 position = max(position, consumer.position(tp))
-                if not polled and time.monotonic() - idle_since > poll_timeout_s:
+                if not polled and time.monotonic() - idle_since > poll_timeout_s and not broker_reachable(bootstrap) \
+                        and not _orphaned(parent):
+                    idle_since = time.monotonic()   # the broker is gone: waiting for it is not waiting for records
+                elif not polled and time.monotonic() - idle_since > poll_timeout_s:
                     raise TimeoutError(f"no records from {tp} at offset {position} for {poll_timeout_s:.0f} s "
                                        f"(planned to read up to {partition.end})")
         finally:

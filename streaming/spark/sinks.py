@@ -68,7 +68,8 @@ class TrackerSink:
 
             self._producer = KafkaProducer(**for_client(KafkaProducer, self.producer_config,
                                                         bootstrap_servers=self.bootstrap, acks="all", linger_ms=5,
-                                                        client_id="rebalance-tracker-sink"))
+                                                        client_id="rebalance-tracker-sink",
+                                                        reconnect_backoff_max_ms=1000))
         return self._producer
 
     def close(self) -> None:
@@ -77,9 +78,9 @@ class TrackerSink:
             self._producer.close()
             self._producer = None
 
-    def _send(self, topic: str, key: str, value: bytes, batch_id: int, seq: int) -> None:
+    def _send(self, topic: str, key: str, value: bytes, batch_id: int, seq: int):
         headers = [("batch_id", str(batch_id).encode()), ("seq", str(seq).encode())]
-        self.producer.send(topic, key=key.encode("utf-8"), value=value, headers=headers)
+        return self.producer.send(topic, key=key.encode("utf-8"), value=value, headers=headers)
 
     # -- the batch ---------------------------------------------------------------------------------------------
     def __call__(self, batch_df, batch_id: int) -> None:
@@ -101,34 +102,61 @@ class TrackerSink:
                 records += position_records(self.events_topic, end, int(time.time() * 1000)) if end else []
             self.store.write(records, batch_id=batch_id)
         if self.bootstrap and (self.marker is None or batch_id > self.marker.last()):
-            self._produce(outputs, batch_id)
+            self._produce_until_delivered(outputs, batch_id)
             if self.marker is not None:
                 self.marker.set(batch_id)
         self.dead_letters += sum(1 for o in outputs if o["type"] == "dead_letter")
         if self.on_outputs is not None:
             self.on_outputs(batch_id, outputs)
 
-    def _produce(self, outputs: list[dict], batch_id: int) -> None:
-        sent = False
+    def _produce_until_delivered(self, outputs: list[dict], batch_id: int) -> None:
+        """Send the batch and check every record was acknowledged (kafka-python's flush does not say). While the
+        broker is gone, wait for it and send the whole batch again: readers drop the repeats by the headers."""
+        from streaming.spark.kafka_source import RETRY_S, _unreachable
+
+        warned = False
+        while True:
+            try:
+                for future in self._produce(outputs, batch_id):
+                    future.get(timeout=0)   # raises what the delivery failed with
+                return
+            except Exception as exc:
+                if not (_unreachable(exc, self.bootstrap) or getattr(exc, "retriable", False)):
+                    raise RuntimeError(f"batch {batch_id}: writing the outputs to Kafka failed: {exc!r}") from exc
+                if not warned:
+                    log.warning("batch %d: the broker is unreachable (%r); waiting for it to send the batch again",
+                                batch_id, exc)
+                    warned = True
+                self._drop_producer()
+                time.sleep(RETRY_S)
+
+    def _drop_producer(self) -> None:
+        if self._producer is not None:
+            try:
+                self._producer.close(timeout=0)
+            except Exception:  # a producer that lost its broker may fail to close; it is dropped either way
+                pass
+            self._producer = None
+
+    def _produce(self, outputs: list[dict], batch_id: int) -> list:
+        futures = []
         for seq, o in enumerate(outputs):
             kind = o["type"]
             if kind == "dead_letter":
                 if self.dlq_topic:
-                    self._send(self.dlq_topic, o.get("group_id") or "", _json(o), batch_id, seq)
-                    sent = True
+                    futures.append(self._send(self.dlq_topic, o.get("group_id") or "", _json(o), batch_id, seq))
             elif kind == "broadcast_event":
                 # Global topic metadata: one copy per known group, appended to that group's own event stream.
                 if self.events_topic:
                     for group in sorted(self.known_groups):
                         event = dict(o["event"], group_id=group)
-                        self._send(self.events_topic, group, _json(event), batch_id, seq)
-                        sent = True
+                        futures.append(self._send(self.events_topic, group, _json(event), batch_id, seq))
             elif self.outputs_topic and kind not in STORE_TYPES:
                 # Offsets and group metadata are the store's; the topic carries the rebalance story.
-                self._send(self.outputs_topic, o["group_id"], _json(o), batch_id, seq)
-                sent = True
-        if sent:
+                futures.append(self._send(self.outputs_topic, o["group_id"], _json(o), batch_id, seq))
+        if futures:
             self.producer.flush()
+        return futures
 
 
 def _json(record: dict) -> bytes:

@@ -60,6 +60,7 @@ class LiveView:
         self.last_batch_id: int | None = None
         self.dead_letters = 0
         self.recent: list[str] = []
+        self.waiting: str | None = None   # why the job is not moving (its broker gone), shown above the table
         self._lock = threading.Lock()
 
     # -- folding outputs into the picture ------------------------------------------------------------------------
@@ -160,6 +161,13 @@ class LiveView:
                        f"{len(o.get('members') or [])} members")
         g.members = len(g.member_states)
 
+    def set_waiting(self, text: str | None, resolved: str | None = None) -> None:
+        """Say what the job waits for (None: nothing any more; ``resolved`` goes to the recent events)."""
+        with self._lock:
+            if text is None and self.waiting is not None and resolved:
+                self._note(resolved)
+            self.waiting = text
+
     def _note(self, text: str) -> None:
         self.recent.append(f"{time.strftime('%H:%M:%S')} {text}")
         del self.recent[:-8]
@@ -191,6 +199,8 @@ class LiveView:
                 status += (f"  input {progress.get('inputRowsPerSecond', 0):.0f} ev/s"
                            f"  processed {progress.get('processedRowsPerSecond', 0):.0f} ev/s"
                            f"  batch took {progress.get('durationMs', {}).get('triggerExecution', 0)} ms")
+            if self.waiting:
+                status = f"WAITING: {self.waiting}\n{status}"
             return status, rows, more, list(self.recent)
 
     def render(self, progress: dict | None = None) -> str:
