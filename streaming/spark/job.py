@@ -115,19 +115,15 @@ def _parse_frame(pdf: pd.DataFrame, max_ahead_ms: int) -> pd.DataFrame:
         "group_id": group_ids, "ts": ts_column, "event": events, "error": errors, "raw": raws,
         "source_topic": pdf["topic"].to_numpy(), "source_partition": pdf["partition"].to_numpy(dtype="int32"),
         "source_offset": pdf["offset"].to_numpy(dtype="int64"),
-        "event_time": pd.to_datetime(ts_column, unit="ms")})
+        # Null (NaT) for bad rows: they must neither move the watermark nor be dropped by it.
+        "event_time": pd.Series(pd.to_datetime(ts_column, unit="ms")).where(
+            np.fromiter((e is None for e in errors), bool, len(errors)))})
 
 
-def dead_letter_rows(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-    """Invalid rows as ``dead_letter`` outputs. They skip the stateful stage: a watermark must never drop them."""
-    for pdf in batches:
-        records = [{
-            "type": "dead_letter", "group_id": row.group_id, "ts": int(row.ts), "reason": row.error,
-            "raw_base64": base64.b64encode(bytes(row.raw) if row.raw is not None else b"").decode("ascii"),
-            "source": {"topic": row.source_topic, "partition": int(row.source_partition),
-                       "offset": int(row.source_offset)},
-        } for row in pdf.itertuples(index=False)]
-        yield _output_frame(records, [r["group_id"] for r in records])
+def _dead_letter(group_id, ts: int, reason: str, raw, topic: str, partition: int, offset: int) -> dict:
+    return {"type": "dead_letter", "group_id": group_id, "ts": int(ts), "reason": reason,
+            "raw_base64": base64.b64encode(bytes(raw) if raw is not None else b"").decode("ascii"),
+            "source": {"topic": topic, "partition": int(partition), "offset": int(offset)}}
 
 
 def _output_frame(outputs: list[dict], group_ids: list[str]) -> pd.DataFrame:
@@ -155,14 +151,20 @@ def make_state_function(options: JobOptions):
     def step(group_id, frames: list[pd.DataFrame], state) -> pd.DataFrame | None:
         outputs: list[dict] = []
         events: list[dict] = []
+        dead: list[dict] = []
         restored = None
         if frames:
             pdf = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
             # Feed order is the order the coordinator would have seen the requests in.
             partitions, offsets = pdf["source_partition"].to_numpy(), pdf["source_offset"].to_numpy()
             order = np.lexsort((offsets, partitions))
-            packed = pdf["event"].tolist()
+            packed, errors = pdf["event"].tolist(), pdf["error"].tolist()
             for i in order.tolist():
+                if errors[i] is not None:   # bad input: a dead letter, next to its group's outputs
+                    row = pdf.iloc[i]
+                    dead.append(_dead_letter(group_id, row["ts"], errors[i], row["raw"], row["source_topic"],
+                                             row["source_partition"], row["source_offset"]))
+                    continue
                 event = _unpack(packed[i])
                 if event["type"] == RESTORE_TYPE:
                     restored = decode_restore(event)
@@ -194,6 +196,7 @@ def make_state_function(options: JobOptions):
                             wait = int(result.next_deadline) + options.timeout_grace_ms \
                                 - state.getCurrentProcessingTimeMs()
                             state.setTimeoutDuration(max(1, wait))
+        outputs = dead + outputs
         return _output_frame(outputs, [group_id] * len(outputs)) if outputs else None
 
     return on_group
@@ -201,7 +204,8 @@ def make_state_function(options: JobOptions):
 
 def build_tracker_stream(raw_stream, options: JobOptions, restore_stream=None):
     """Turn a Kafka-shaped streaming DataFrame (key, value, topic, partition, offset, timestamp, …) into outputs:
-    the coordinator's outputs per group, plus one ``dead_letter`` row per invalid input record. ``restore_stream``
+    the coordinator's outputs per group, plus one ``dead_letter`` row per invalid input record (under its record's
+    key, before that group's other outputs of the batch). ``restore_stream``
     (streaming/spark/restore.py) brings groups rebuilt from the store on a fresh checkpoint."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
@@ -209,18 +213,18 @@ def build_tracker_stream(raw_stream, options: JobOptions, restore_stream=None):
     raw_stream = raw_stream.select(*columns)
     if restore_stream is not None:
         raw_stream = raw_stream.unionByName(restore_stream.select(*columns))
+    # One branch: bad rows go through the stateful stage too, under their record's key, and come out as dead
+    # letters there. Their event_time is null, so the watermark neither moves for them nor drops them. (A second
+    # branch for them made Spark read and parse every record twice.)
     parsed = raw_stream \
         .mapInPandas(functools.partial(parse_rows, max_ahead_ms=options.max_event_ahead_ms,
                                       stage_times=options.stage_times), PARSED_SCHEMA)
-    good = parsed.filter("error IS NULL")
-    bad = parsed.filter("error IS NOT NULL").mapInPandas(dead_letter_rows, OUTPUT_SCHEMA)
     if options.time_mode == "event":
-        good = good.withWatermark("event_time", options.watermark_delay)
+        parsed = parsed.withWatermark("event_time", options.watermark_delay)
         timeout = GroupStateTimeout.EventTimeTimeout
     elif options.time_mode == "processing":
         timeout = GroupStateTimeout.ProcessingTimeTimeout
     else:
         raise ValueError(f"time mode must be 'processing' or 'event', not {options.time_mode!r}")
-    tracked = good.groupBy("group_id").applyInPandasWithState(
+    return parsed.groupBy("group_id").applyInPandasWithState(
         make_state_function(options), OUTPUT_SCHEMA, STATE_SCHEMA, "append", timeout)
-    return tracked.unionByName(bad)

@@ -1,8 +1,8 @@
 """Where a micro-batch's time goes: seconds and rows per stage, summed over every task through a Spark accumulator.
 
 The job's Python functions add to it when ``JobOptions.stage_times`` is set (the benchmark sets it; a normal run
-pays nothing). Times are the Python work of each stage as measured inside its worker, not Spark's plumbing around
-it: the difference to the wall clock is the plumbing (Arrow transfer, shuffle, scheduling).
+pays nothing). Times are the CPU time of each stage's Python work in its own thread (so a busy machine does not
+inflate them), not Spark's plumbing around it (Arrow transfer, shuffle, scheduling, the JVM).
 """
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ def timed(accumulator, stage: str, rows: int = 0):
     if accumulator is None:
         yield
         return
-    started = time.perf_counter()
+    started = time.thread_time()
     try:
         yield
     finally:
-        accumulator.add({stage: (time.perf_counter() - started, rows)})
+        accumulator.add({stage: (time.thread_time() - started, rows)})
