@@ -115,6 +115,31 @@ def kafka_read_rate(bootstrap: str, topic: str, client: str) -> float:
     return n / (time.perf_counter() - started)
 
 
+def tree_cpu_seconds(pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) of a process and its live descendants, split into the JVM and Python workers."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    stats: dict[int, tuple[str, float]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        name, rest = text[text.index("(") + 1: text.rindex(")")], text[text.rindex(")") + 2:].split()
+        children.setdefault(int(rest[1]), []).append(int(entry))
+        stats[int(entry)] = (name, (int(rest[11]) + int(rest[12])) / ticks)
+    out = {"jvm": 0.0, "python workers": 0.0}
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        if p in stats:
+            out["jvm" if stats[p][0] == "java" else "python workers"] += stats[p][1]
+        todo += children.get(p, [])
+    return out
+
+
 def throughput(spark, bootstrap: str, values: list[bytes], workdir: Path, client: str) -> None:
     ensure_topics(bootstrap, {"bench-events": 4})
     keys = [json.loads(v)["group_id"].encode() for v in values]
@@ -127,6 +152,8 @@ def throughput(spark, bootstrap: str, values: list[bytes], workdir: Path, client
                            store=f"sqlite:{workdir / 'offsets.db'}", checkpoint=str(workdir / "cp-throughput"),
                            trigger="500 milliseconds", time_mode="event", watermark_delay="30 seconds",
                            kafka_source=client, stage_times=times)
+    jvm_pid = spark.sparkContext._gateway.proc.pid
+    cpu_before, driver_before = tree_cpu_seconds(jvm_pid), time.process_time()
     started = time.perf_counter()
     tracker = start_tracker(spark, config, LiveView(out=io.StringIO(), redraw=False))
     try:
@@ -136,6 +163,7 @@ def throughput(spark, bootstrap: str, values: list[bytes], workdir: Path, client
                    if p.get("numInputRows")]
     finally:
         tracker.stop()
+    cpu_after, driver_cpu = tree_cpu_seconds(jvm_pid), time.process_time() - driver_before
     rate = n / elapsed
     print(f"load average at the start: {load:.1f} (2 cores; figures are noisy above ~2)")
     print(f"pure core, one process: {pure:,.0f} events/s CPU; per event "
@@ -147,6 +175,9 @@ def throughput(spark, bootstrap: str, values: list[bytes], workdir: Path, client
     for stage, (seconds, rows) in sorted(times.value.items()):
         print(f"  stage {stage:>16}: {seconds:6.1f} s CPU in tasks, {rows:,} rows, "
               f"{seconds / max(rows, 1) * 1e6:6.1f} us a row")
+    used = {k: cpu_after[k] - cpu_before[k] for k in cpu_after} | {"driver (Python)": driver_cpu}
+    print(f"  CPU used in the run: " + ", ".join(f"{k} {v:.1f} s" for k, v in used.items())
+          + f"; {sum(used.values()) / elapsed:.2f} cores busy on average over {elapsed:.1f} s")
     if batches:
         print(f"micro-batches with input: {len(batches)}; duration p50 {percentile(batches, 0.5):.2f} s, "
               f"p90 {percentile(batches, 0.9):.2f} s, max {max(batches):.2f} s")
