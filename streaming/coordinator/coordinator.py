@@ -106,9 +106,20 @@ class GroupCoordinator(BrokerObserver):
         return out
 
     def next_deadline(self, group_id: str | None = None) -> int | None:
-        groups = [self.groups[group_id]] if group_id is not None else list(self.groups.values())
-        deadlines = [d for g in groups if g is not None for d in self._all_deadlines(g)]
-        return min(deadlines, default=None)
+        if group_id is not None:
+            return min(self._all_deadlines(self.groups[group_id]), default=None)
+        # Every group: the timer heap's first live entry, as advance() reads it (stale entries dropped, moved ones
+        # pushed back), instead of a scan of every member of every group -- the simulator asks before each step.
+        while self._timers:
+            deadline, group_id, kind, key = self._timers[0]
+            group = self.groups.get(group_id)
+            current = self._deadline(group, kind, key) if group is not None else None
+            if current == deadline:
+                return deadline
+            heapq.heappop(self._timers)
+            if current is not None and current > deadline:
+                heapq.heappush(self._timers, (current, group_id, kind, key))
+        return None
 
     def group_ids(self) -> list[str]:
         return list(self.groups)
