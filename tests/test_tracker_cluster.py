@@ -131,7 +131,7 @@ def test_tracker_on_a_standalone_cluster_with_a_restart(spark_cluster, kafka_boo
     second_half(kafka_bootstrap, config, feed)
     before = set(spark_cluster.executor_dirs())
     run_until_caught_up([str(spark_home() / "bin" / "spark-submit"), "--master", spark_cluster.master_url, *QUICK,
-                         str(REPO / "streaming" / "run.py"), *job_args(config)],
+                         str(REPO / "streaming" / "cli" / "run.py"), *job_args(config)],
                         config, tmp_path, tmp_path / "spark-submit.log", settle_s=1.5)
     second_executors = new_executor_dirs(spark_cluster, before)
 
