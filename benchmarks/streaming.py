@@ -1,17 +1,25 @@
 """End-to-end figures of the tracker on local Spark with the bundled broker.
 
-    python benchmarks/streaming.py [--groups 300] [--minutes 10] [--session-ms 6000]
+    python benchmarks/streaming.py [--groups 300] [--minutes 10] [--session-ms 6000] [--feed FILE]
+                                   [--only throughput,live,expiry,memory]
 
-1. Throughput: a recorded simulator feed is produced to the events topic first, then the tracker (event-time mode)
-   processes all of it; prints events/s and micro-batch duration percentiles. Target: >= 20k events/s.
-2. Expiry latency: a live group (processing-time mode, 1 s trigger) whose only member stops heartbeating; prints the
-   time from its last heartbeat to the tracker emitting member_expired. Target: <= session + trigger + 1 s.
+1. Throughput: a recorded simulator feed (recorded once into ~/.cache/rebalance-tracker, or --feed) is produced to
+   the events topic first, then the tracker (event-time mode) processes all of it. Prints events/s (SparkSession
+   start excluded), the pure core's single-process rate on the same feed in the same run and the ratio of the two,
+   the Kafka reader's own rate, and where the time went per stage (CPU seconds of the Python work inside the tasks:
+   parse/validate, stateful incl. state decode/encode, the sink on the driver). Targets: >= 20k events/s, ratio >= 1.
+2. Live feed: 5k events/s produced steadily for a while against a 1 s trigger; prints micro-batch durations
+   (target: below the trigger) and the expiry latency of a member that goes silent under that load.
+3. Expiry latency on an idle tracker: a live group whose only member stops heartbeating; prints the time from its
+   last heartbeat to member_expired. Target: <= session + trigger + 1 s.
+4. Memory: the coordinator state of 10k groups x 20 members (bytes a group, bytes a member, old vs new format).
 """
 from __future__ import annotations
 
 import argparse
 import io
 import json
+import os
 import sys
 import tempfile
 import threading
@@ -26,7 +34,10 @@ from streaming.feeds.publish import encode_event  # noqa: E402
 from streaming.feeds.simulator import SimulationSettings, Simulator  # noqa: E402
 from streaming.views.live_view import LiveView  # noqa: E402
 from streaming.cli.run import TrackerConfig, ensure_topics, start_tracker  # noqa: E402
+from streaming.coordinator import CoordinatorConfig, parse_event  # noqa: E402
+from streaming.spark.group_step import step_group  # noqa: E402
 from streaming.spark.session import build_spark_session  # noqa: E402
+from streaming.spark.stage_times import stage_times  # noqa: E402
 
 TARGET_EVENTS_PER_S = 20_000
 
@@ -51,14 +62,98 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-def throughput(spark, bootstrap: str, groups: int, minutes: int, workdir: Path) -> None:
-    start = 1_700_000_000_000
-    feed = Simulator(SimulationSettings(groups=groups, seed=1), start_ms=start).run_until(start + minutes * 60_000)
+def recorded_feed(groups: int, minutes: int, path: str | None) -> list[bytes]:
+    """The feed as the JSON record values a producer would send; simulated once, then read from the cache file
+    (simulating 300 groups for 10 minutes takes minutes on its own)."""
+    if path is None:
+        cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "rebalance-tracker"
+        cache.mkdir(parents=True, exist_ok=True)
+        path = str(cache / f"bench-feed-{groups}g-{minutes}m-seed1.jsonl")
+    if not Path(path).exists():
+        start = 1_700_000_000_000
+        feed = Simulator(SimulationSettings(groups=groups, seed=1), start_ms=start).run_until(start + minutes * 60_000)
+        tmp = Path(path + ".tmp")
+        tmp.write_text("".join(json.dumps(e, separators=(",", ":")) + "\n" for e in feed))
+        os.replace(tmp, path)
+    return [line.encode() for line in Path(path).read_text().splitlines() if line]
+
+
+def pure_core_rate(values: list[bytes]) -> tuple[float, dict[str, float]]:
+    """The pure core alone, one process: validate every record, then each group's events through the coordinator
+    (one step per group, as the job does for a one-batch backlog). Returns events/s and CPU us an event per part."""
+    started = time.process_time()
+    events = [parse_event(v)[0] for v in values]
+    validated = time.process_time()
+    by_group: dict[str, list[dict]] = {}
+    for e in events:
+        by_group.setdefault(e["group_id"], []).append(e)
+    config = CoordinatorConfig()
+    for group_events in by_group.values():
+        step_group(None, group_events, None, config)
+    done = time.process_time()
+    n = len(values)
+    return n / (done - started), {"validate": (validated - started) / n * 1e6,
+                                  "coordinator incl. state encode": (done - validated) / n * 1e6}
+
+
+def kafka_read_rate(bootstrap: str, topic: str, client: str) -> float:
+    """The source's executor-side reader alone, in this process: every partition read through, records/s."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    from offsets_store.log_end import log_end_offsets
+    from streaming.spark.kafka_source import KafkaRange, KafkaStreamReader
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap)
+    tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic))]
+    ends = log_end_offsets(consumer, tps)
+    consumer.close()
+    reader = KafkaStreamReader({"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "kafkaclient": client})
+    n, started = 0, time.perf_counter()
+    for tp in tps:
+        for batch in reader.read(KafkaRange(topic, tp.partition, 0, ends[tp])):
+            n += batch.num_rows
+    return n / (time.perf_counter() - started)
+
+
+def tree_cpu_seconds(pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) of a process and its live descendants, split into the JVM and Python workers."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    stats: dict[int, tuple[str, float]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        name, rest = text[text.index("(") + 1: text.rindex(")")], text[text.rindex(")") + 2:].split()
+        children.setdefault(int(rest[1]), []).append(int(entry))
+        stats[int(entry)] = (name, (int(rest[11]) + int(rest[12])) / ticks)
+    out = {"jvm": 0.0, "python workers": 0.0}
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        if p in stats:
+            out["jvm" if stats[p][0] == "java" else "python workers"] += stats[p][1]
+        todo += children.get(p, [])
+    return out
+
+
+def throughput(spark, bootstrap: str, values: list[bytes], workdir: Path, client: str) -> None:
     ensure_topics(bootstrap, {"bench-events": 4})
-    n = produce(bootstrap, "bench-events", (encode_event(e) for e in feed))
+    keys = [json.loads(v)["group_id"].encode() for v in values]
+    n = produce(bootstrap, "bench-events", zip(keys, values))
+    load = os.getloadavg()[0]
+    pure, parts = pure_core_rate(values)
+    read = {c: kafka_read_rate(bootstrap, "bench-events", c) for c in ("kafka-python", "confluent")}
+    times = stage_times(spark)
     config = TrackerConfig(bootstrap=bootstrap, events_topic="bench-events", outputs_topic="bench-outputs",
                            store=f"sqlite:{workdir / 'offsets.db'}", checkpoint=str(workdir / "cp-throughput"),
-                           trigger="500 milliseconds", time_mode="event", watermark_delay="30 seconds")
+                           trigger="500 milliseconds", time_mode="event", watermark_delay="30 seconds",
+                           kafka_source=client, stage_times=times)
+    jvm_pid = spark.sparkContext._gateway.proc.pid
+    cpu_before, driver_before = tree_cpu_seconds(jvm_pid), time.process_time()
     started = time.perf_counter()
     tracker = start_tracker(spark, config, LiveView(out=io.StringIO(), redraw=False))
     try:
@@ -68,10 +163,21 @@ def throughput(spark, bootstrap: str, groups: int, minutes: int, workdir: Path) 
                    if p.get("numInputRows")]
     finally:
         tracker.stop()
+    cpu_after, driver_cpu = tree_cpu_seconds(jvm_pid), time.process_time() - driver_before
     rate = n / elapsed
-    print(f"throughput: {n:,} events ({groups} groups, {minutes} simulated min) in {elapsed:.1f} s = "
-          f"{rate:,.0f} events/s ({rate / TARGET_EVENTS_PER_S:.2f}x the {TARGET_EVENTS_PER_S:,}/s target), "
-          f"startup included")
+    print(f"load average at the start: {load:.1f} (2 cores; figures are noisy above ~2)")
+    print(f"pure core, one process: {pure:,.0f} events/s CPU; per event "
+          + ", ".join(f"{k} {v:.1f} us" for k, v in parts.items()))
+    print("Kafka reader alone, one process: " + ", ".join(f"{c} {r:,.0f} records/s" for c, r in read.items()))
+    print(f"throughput ({client} source): {n:,} events in {elapsed:.1f} s = {rate:,.0f} events/s "
+          f"({rate / TARGET_EVENTS_PER_S:.2f}x the {TARGET_EVENTS_PER_S:,}/s target; SparkSession start excluded)")
+    print(f"pipeline / pure core single-process rate: {rate / pure:.2f} (target >= 1.0)")
+    for stage, (seconds, rows) in sorted(times.value.items()):
+        print(f"  stage {stage:>16}: {seconds:6.1f} s CPU in tasks, {rows:,} rows, "
+              f"{seconds / max(rows, 1) * 1e6:6.1f} us a row")
+    used = {k: cpu_after[k] - cpu_before[k] for k in cpu_after} | {"driver (Python)": driver_cpu}
+    print(f"  CPU used in the run: " + ", ".join(f"{k} {v:.1f} s" for k, v in used.items())
+          + f"; {sum(used.values()) / elapsed:.2f} cores busy on average over {elapsed:.1f} s")
     if batches:
         print(f"micro-batches with input: {len(batches)}; duration p50 {percentile(batches, 0.5):.2f} s, "
               f"p90 {percentile(batches, 0.9):.2f} s, max {max(batches):.2f} s")
@@ -135,17 +241,179 @@ def expiry_latency(spark, bootstrap: str, session_ms: int, workdir: Path) -> Non
           f"{'within' if latency <= bound else 'OVER'} the target)")
 
 
+def live_feed(spark, bootstrap: str, rate: int, seconds: int, session_ms: int, workdir: Path) -> None:
+    """A steady live feed of about ``rate`` events/s against a 1 s trigger (processing time), with one member that
+    goes silent half way: micro-batch durations against the trigger, and that member's expiry latency.
+
+    The feed is simulated ahead, for a start a little in the future (the simulator cannot make thousands of events
+    a second in real time next to the job on two cores; member ids depend on the group's clock, so the times must
+    be the real ones), then played against the wall clock, produced with confluent-kafka to keep the feeder's own
+    CPU small."""
+    from confluent_kafka import Producer
+
+    groups = max(1, round(rate / 1.26))   # the simulator's default mix makes ~1.26 events/s a group
+    ensure_topics(bootstrap, {"bench-steady": 4})
+    expired_at: list[float] = []
+
+    class Watch(LiveView):
+        def update(self, batch_id, outputs):
+            if any(o["type"] == "member_expired" and o["group_id"] == "silent" for o in outputs) and not expired_at:
+                expired_at.append(time.time())
+            super().update(batch_id, outputs)
+
+    config = TrackerConfig(bootstrap=bootstrap, events_topic="bench-steady", outputs_topic="bench-steady-out",
+                           store=f"sqlite:{workdir / 'steady.db'}", checkpoint=str(workdir / "cp-steady"),
+                           trigger="1 second", time_mode="processing", starting_offsets="latest",
+                           kafka_source="confluent",
+                           coordinator={"group.min.session.timeout.ms": min(6_000, session_ms)})
+    tracker = start_tracker(spark, config, Watch(out=io.StringIO(), redraw=False))
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    try:
+        deadline = time.time() + 120
+        while tracker.query.lastProgress is None and time.time() < deadline:   # started at the topic's end
+            time.sleep(0.1)
+        probe = time.process_time()
+        Simulator(SimulationSettings(groups=groups, seed=2), start_ms=0).run_until(2_000)
+        lead_ms = int((time.process_time() - probe) / 2 * seconds * 1000 * 1.5) + 5_000
+        start_ms = int(time.time() * 1000) + lead_ms
+        feed = Simulator(SimulationSettings(groups=groups, seed=2), start_ms=start_ms).run_until(
+            start_ms + seconds * 1000)
+        silent = silent_member(start_ms, start_ms + seconds * 500, session_ms)
+        records = [(e["ts"], e["group_id"].encode(), json.dumps(e).encode())
+                   for e in sorted(feed + silent, key=lambda e: e["ts"])]
+        last_silent_ms = max(e["ts"] for e in silent)
+        while time.time() * 1000 < start_ms:
+            time.sleep(0.01)
+        started, i, silent_since = time.time(), 0, None
+        while i < len(records):
+            now_ms = time.time() * 1000
+            while i < len(records) and records[i][0] <= now_ms:
+                producer.produce("bench-steady", value=records[i][2], key=records[i][1])
+                i += 1
+            producer.poll(0)
+            if silent_since is None and now_ms >= last_silent_ms:
+                producer.flush()
+                silent_since = time.time()
+            time.sleep(0.01)
+        producer.flush()
+        feed_rate = len(records) / (time.time() - started)
+        wait_until = time.time() + session_ms / 1000 + 15
+        while not expired_at and time.time() < wait_until:
+            time.sleep(0.1)
+        progress = [p for p in tracker.query.recentProgress if p.get("numInputRows")]
+    finally:
+        tracker.stop()
+    batches = [p["durationMs"].get("triggerExecution", 0) / 1000 for p in progress]
+    print(f"live feed: {feed_rate:,.0f} events/s for {seconds} s ({groups} groups), trigger 1 s: {len(batches)} "
+          f"batches with input, duration p50 {percentile(batches, 0.5):.2f} s, p90 {percentile(batches, 0.9):.2f} "
+          f"s, max {max(batches, default=float('nan')):.2f} s "
+          f"({'below' if batches and percentile(batches, 0.9) < 1 else 'NOT below'} the trigger at p90)")
+    if expired_at and silent_since is not None:
+        latency = expired_at[0] - silent_since
+        bound = session_ms / 1000 + 1 + 1
+        print(f"  expiry under load: {latency:.2f} s from the silent member's last heartbeat (session "
+              f"{session_ms / 1000:.0f} s; bound {bound:.0f} s -> {'within' if latency <= bound else 'OVER'})")
+    else:
+        print("  expiry under load: the silent member was not expired within the wait")
+
+
+def silent_member(start_ms: int, until_ms: int, session_ms: int) -> list[dict]:
+    """Group "silent": one member joins (KIP-394's two joins), syncs and heartbeats every second until ``until_ms``,
+    then goes silent. Its member id comes from a coordinator like the tracker's, so the tracker accepts it."""
+    from streaming.coordinator import GroupCoordinator
+
+    local = GroupCoordinator(CoordinatorConfig())
+    join = {"type": "join", "group_id": "silent", "member_id": "", "session_timeout_ms": session_ms,
+            "protocols": [{"name": "range", "topics": ["t"]}], "ts": start_ms}
+    member = local.handle(parse_event(join)[0])[-1]["member_id"]
+    events = [join, dict(join, member_id=member)]
+    local.handle(parse_event(events[-1])[0])
+    ts = start_ms + CoordinatorConfig().group_initial_rebalance_delay_ms + 1
+    local.advance(ts)
+    events.append({"type": "sync", "group_id": "silent", "member_id": member, "ts": ts,
+                   "generation": local.groups["silent"].generation})
+    while ts + 1_000 <= until_ms:
+        ts += 1_000
+        events.append({"type": "heartbeat", "group_id": "silent", "member_id": member, "ts": ts,
+                       "generation": local.groups["silent"].generation})
+    return events
+
+
+def memory(groups: int = 10_000, members: int = 20) -> None:
+    """Coordinator state of ``groups`` stable groups of ``members``: what Spark keeps per group between batches."""
+    import zlib
+
+    from streaming.coordinator import GroupCoordinator
+    from streaming.coordinator import coordinator as core
+
+    def stable(group_id: str) -> GroupCoordinator:
+        c = GroupCoordinator(CoordinatorConfig(group_initial_rebalance_delay_ms=0))
+        ids = []
+        for i in range(members):
+            e = parse_event({"type": "join", "group_id": group_id, "member_id": "", "client_id": f"c{i}", "ts": 1,
+                             "protocols": [{"name": "range", "topics": ["orders", "payments"]}]})[0]
+            ids.append(c.handle(e)[-1]["member_id"])
+        for m in ids:
+            c.handle(parse_event({"type": "join", "group_id": group_id, "member_id": m, "client_id": "c", "ts": 2,
+                                  "protocols": [{"name": "range", "topics": ["orders", "payments"]}]})[0])
+        c.advance(5_000)
+        for m in ids:
+            c.handle(parse_event({"type": "sync", "group_id": group_id, "member_id": m, "ts": 5_001,
+                                  "generation": c.groups[group_id].generation})[0])
+        return c
+
+    sample = [stable(f"group-{i}") for i in range(50)]
+    new = [len(c.to_bytes()) for c in sample]
+    # The old format: zlib-compressed JSON, members as dicts.
+    old = [1 + len(zlib.compress(json.dumps({"v": 1, "groups": [
+        dict(core._group_to_dict(g), members=[m.to_dict() for m in g.members.values()])]},
+        separators=(",", ":")).encode(), 6)) for c in sample for g in c.groups.values()]
+    per_group = sum(new) / len(new)
+    started = time.process_time()
+    for c in sample:
+        type(c).from_bytes(c.to_bytes())
+    round_trip = (time.process_time() - started) / len(sample) * 1e6
+    payloads = [{"v": 1, "groups": [dict(core._group_to_dict(g), members=[m.to_dict() for m in g.members.values()])]}
+                for c in sample for g in c.groups.values()]
+    started = time.process_time()
+    for payload in payloads:   # the old format's write and read, for comparison
+        data = b"\x01" + zlib.compress(json.dumps(payload, separators=(",", ":")).encode(), 6)
+        type(sample[0]).from_bytes(data)
+    old_round_trip = (time.process_time() - started) / len(payloads) * 1e6
+    print(f"memory: a stable group of {members} members keeps {per_group:,.0f} bytes of state "
+          f"({per_group / members:,.0f} a member; decode + encode {round_trip:,.0f} us a group); {groups:,} such "
+          f"groups: {per_group * groups / 2**20:,.1f} MiB in the state store (executors), none on the driver "
+          f"(the driver keeps group ids only). Old format (zlib JSON): {sum(old) / len(old):,.0f} bytes a group, "
+          f"decode + encode {old_round_trip:,.0f} us")
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--groups", type=int, default=300)
     p.add_argument("--minutes", type=int, default=10)
     p.add_argument("--session-ms", type=int, default=6_000)
+    p.add_argument("--feed", default=None, help="a recorded feed (JSON lines); default: recorded once and cached")
+    p.add_argument("--client", default="confluent", choices=("kafka-python", "confluent"),
+                   help="the Kafka client the job's source reads with")
+    p.add_argument("--rate", type=int, default=5_000, help="live feed: events/s")
+    p.add_argument("--live-seconds", type=int, default=60)
+    p.add_argument("--only", default="throughput,live,expiry,memory")
     args = p.parse_args()
+    only = set(args.only.split(","))
+    if "memory" in only:
+        memory()
+    if not only - {"memory"}:
+        return
+    values = recorded_feed(args.groups, args.minutes, args.feed) if "throughput" in only else []
     broker = start_bundled_broker()
     spark = build_spark_session("rebalance-tracker-bench")
     with tempfile.TemporaryDirectory() as tmp:
-        throughput(spark, broker.bootstrap, args.groups, args.minutes, Path(tmp))
-        expiry_latency(spark, broker.bootstrap, args.session_ms, Path(tmp))
+        if "throughput" in only:
+            throughput(spark, broker.bootstrap, values, Path(tmp), args.client)
+        if "live" in only:
+            live_feed(spark, broker.bootstrap, args.rate, args.live_seconds, args.session_ms, Path(tmp))
+        if "expiry" in only:
+            expiry_latency(spark, broker.bootstrap, args.session_ms, Path(tmp))
     spark.stop()
     broker.stop()
 

@@ -279,3 +279,43 @@ def test_restart_from_checkpoint_is_exactly_once(spark, kafka_bootstrap, topic_n
     rows = sunk()
     assert sorted(r.v for r in rows) == sorted(f"e{i}" for i in range(45))
     assert len({(r.partition, r.offset) for r in rows}) == 45
+
+
+@pytest.mark.parametrize("client", ["kafka-python", "confluent"])
+def test_each_client_reads_the_planned_range_with_the_same_columns(group_broker, topic_name, client):
+    """The executors' reader with either client, on the session broker and on Apache Kafka 0.9 (librdkafka is told
+    the version, kafka-python gets api_version (0, 9)): [start, end) exactly, the same values, columns and types."""
+    from streaming.spark.kafka_source import ARROW_SCHEMA
+
+    group_broker.create_topics({topic_name: 1})
+    producer = KafkaProducer(bootstrap_servers=group_broker.bootstrap, linger_ms=50, acks="all",
+                             **group_broker.client)
+    for i in range(30):
+        producer.send(topic_name, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0)
+    producer.flush()
+    producer.close()
+    options = {"subscribe": topic_name, "kafkaClient": client}
+    if group_broker.client:
+        options["kafka.api.version"] = "0.9"
+    reader = reader_for(group_broker.bootstrap, **options)
+    try:
+        batches = list(reader.read(KafkaRange(topic_name, 0, 4, 27)))
+    finally:
+        reader.stop()
+    assert all(b.schema == ARROW_SCHEMA for b in batches)
+    rows = [row for b in batches for row in b.to_pylist()]
+    assert [r["offset"] for r in rows] == list(range(4, 27))
+    assert [(r["key"], r["value"]) for r in rows] == [(f"k{i}".encode(), f"v{i}".encode()) for i in range(4, 27)]
+    assert {(r["topic"], r["partition"]) for r in rows} == {(topic_name, 0)}
+    assert all(r["timestamp"] is not None for r in rows)
+
+
+@pytest.mark.spark
+def test_confluent_client_through_a_streaming_query(spark, kafka_bootstrap, topic_name, tmp_path):
+    ensure_topics(kafka_bootstrap, {topic_name: 2})
+    values = [f"v{i}" for i in range(40)]
+    produce(kafka_bootstrap, topic_name, values)
+    rows = Rows()
+    run(spark, kafka_bootstrap, topic_name, tmp_path / "cp", rows, source="confluent")
+    assert rows.values == sorted(values)
+    assert {r.timestampType for batch in rows.batches for r in batch} == {0}

@@ -37,7 +37,7 @@ class TrackerConfig:
     watermark_delay: str = "10 seconds"
     timeout_grace_ms: int = 500                  # processing mode: how far timers run behind the wall clock
     max_event_ahead_ms: int = 3_600_000          # events stamped further ahead of their record are dead-lettered
-    kafka_source: str = "python"                # "python", "builtin" or "auto"
+    kafka_source: str = "python"                # "python", "kafka-python", "confluent", "builtin" or "auto"
     starting_offsets: str = "earliest"
     max_offsets_per_trigger: int | None = None
     coordinator: dict = field(default_factory=dict)
@@ -45,6 +45,7 @@ class TrackerConfig:
     metadata_refresh_s: float = 30.0            # how often topic sizes are checked against the broker
     metrics_port: int | None = None             # serve Prometheus metrics on this port (0 = any free port)
     kafka: dict = field(default_factory=dict)   # Kafka client settings under Kafka's names (offsets_store.kafka_conf)
+    stage_times: object = None                  # a streaming.spark.stage_times accumulator (benchmarks)
 
 
 @dataclass
@@ -147,6 +148,8 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
     sink = TrackerSink(store=store, bootstrap=config.bootstrap, events_topic=config.events_topic,
                        outputs_topic=config.outputs_topic, dlq_topic=dlq_topic, checkpoint=config.checkpoint,
                        on_outputs=on_outputs, producer_config=client)
+    if config.stage_times is not None:
+        _time_sink(sink, config.stage_times)
     query_checkpoint = os.path.join(config.checkpoint, "query")
     restore, starting_offsets = _prepare_restore(spark, config, store, query_checkpoint)
     raw = read_kafka_stream(spark, config.bootstrap, [config.events_topic],
@@ -155,7 +158,7 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
                             extra_options=kafka_conf.spark_options(config.kafka))
     options = JobOptions(time_mode=config.time_mode, watermark_delay=config.watermark_delay,
                          timeout_grace_ms=config.timeout_grace_ms, coordinator=config.coordinator,
-                         max_event_ahead_ms=config.max_event_ahead_ms)
+                         max_event_ahead_ms=config.max_event_ahead_ms, stage_times=config.stage_times)
     outputs = build_tracker_stream(raw, options, restore)
     writer = (outputs.writeStream
               .queryName("rebalance-tracker")
@@ -186,6 +189,18 @@ def _start_query(writer):
         log.warning("Spark's Python worker for the Kafka source did not start in time (a loaded machine?); "
                     "starting the query again (%d/%d)", attempt + 1, STARTS)
     return query
+
+
+def _time_sink(sink: TrackerSink, stage_times) -> None:
+    """Time the sink's own work (store, producer, live view), not the batch's computation its toArrow() runs."""
+    from streaming.spark.stage_times import timed
+
+    handle = sink.handle
+
+    def timed_handle(outputs: list[dict], batch_id: int) -> None:
+        with timed(stage_times, "sink (driver)", len(outputs)):
+            handle(outputs, batch_id)
+    sink.handle = timed_handle
 
 
 def _prepare_restore(spark, config: TrackerConfig, store, query_checkpoint: str) -> tuple[object, str]:
@@ -311,8 +326,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-event-ahead", type=float, default=3600, metavar="SECONDS",
                    help="dead-letter events whose ts is further ahead of their Kafka record's timestamp (a clock "
                         "gone wrong, or hostile input, would otherwise expire every member)")
-    p.add_argument("--kafka-source", choices=("python", "builtin", "auto"), default="python",
-                   help="python: the bundled kafka-python source; builtin: Spark's kafka connector")
+    p.add_argument("--kafka-source", choices=("python", "kafka-python", "confluent", "builtin", "auto"),
+                   default="python",
+                   help="python: the bundled Python source with its default client (kafka-python); kafka-python or "
+                        "confluent: the bundled source reading with that client; builtin: Spark's kafka connector")
     p.add_argument("--starting-offsets", default="earliest")
     p.add_argument("--max-offsets-per-trigger", type=int, default=None)
     p.add_argument("--coordinator-conf", action="append", default=[], metavar="KEY=VALUE",

@@ -1,7 +1,7 @@
 """One member of a classic group, as the coordinator remembers it between requests."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 Partition = tuple[str, int]
 
@@ -71,9 +71,29 @@ class Member:
                 p["owned_partitions"] = [list(tp) for tp in p["owned_partitions"]]
         return d
 
+    def to_row(self) -> list:
+        """The fields in declaration order (the state's compact form: no field names per member)."""
+        row = [getattr(self, name) for name in _MEMBER_FIELDS]
+        row[_PROTOCOLS] = [[p.name, p.topics, p.owned_partitions, p.generation, p.user_data, p.rack]
+                           for p in self.protocols]
+        return row
+
+    @classmethod
+    def from_row(cls, row: list) -> "Member":
+        member = cls(*row)
+        member.protocols = [Protocol(name, list(topics), None if owned is None else [(t, int(n)) for t, n in owned],
+                                     generation, user_data, rack)
+                            for name, topics, owned, generation, user_data, rack in row[_PROTOCOLS]]
+        member.assignment = [(t, int(n)) for t, n in member.assignment]
+        return member
+
     @classmethod
     def from_dict(cls, d: dict) -> "Member":
         d = dict(d)
         d["protocols"] = [Protocol.from_event(p) for p in d["protocols"]]
         d["assignment"] = [(t, int(n)) for t, n in d["assignment"]]
         return cls(**d)
+
+
+_MEMBER_FIELDS = tuple(f.name for f in fields(Member))
+_PROTOCOLS = _MEMBER_FIELDS.index("protocols")

@@ -2,7 +2,7 @@
 them.
 
 A group is run by the model its state belongs to (``ConsumerGroupCoordinator`` state starts with 0x43, the classic
-``GroupCoordinator``'s with its format version 1) or, with no state yet, by its first request: a
+``GroupCoordinator``'s with its format version, 1 or 2) or, with no state yet, by its first request: a
 ``consumer_heartbeat`` starts a consumer group, anything else a classic one. ``topic_metadata`` and ``delete_group``
 go to whichever model holds the group.
 

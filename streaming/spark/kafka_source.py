@@ -6,7 +6,9 @@ It stands in for Spark's own ``kafka`` source where the connector jars are not o
 ``startingOffsets`` (earliest | latest | JSON, -2 = earliest, -1 = latest), ``maxOffsetsPerTrigger``, plus
 ``Trigger.AvailableNow``, ``failOnDataLoss`` (records deleted before they were read: fail, or skip with
 ``false``) and ``kafkaConsumer.pollTimeoutMs``; other ``kafka.*`` options go to kafka-python (``kafka.a.b`` ->
-``a_b``). Partitions that appear later are read from their earliest offset, as Spark does. Partitions missing from
+``a_b``). ``kafkaClient`` picks the library the executors read records with: ``kafka-python`` (the default) or
+``confluent`` (confluent-kafka, librdkafka: ~5-10x kafka-python's records/s; see benchmarks/streaming.py). The
+driver plans offsets with kafka-python either way, so the offsets and columns are the same. Partitions that appear later are read from their earliest offset, as Spark does. Partitions missing from
 a ``startingOffsets`` JSON start from earliest (Spark rejects such a JSON).
 
 Where a partition ends is taken as the larger of ListOffsets(latest) and the high-water mark of a fetch response:
@@ -59,6 +61,10 @@ def _unreachable(exc: Exception, bootstrap: str) -> bool:
     return isinstance(exc, (KafkaConnectionError, KafkaTimeoutError, OSError)) or not broker_reachable(bootstrap)
 
 
+CLIENTS = ("kafka-python", "confluent")
+DEFAULT_CLIENT = "kafka-python"
+
+
 def _arrow_schema():
     import pyarrow as pa
 
@@ -109,6 +115,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.options = options
         self.topics = [t.strip() for t in options.get("subscribe", "").split(",") if t.strip()]
         self.pattern = re.compile(options["subscribepattern"]) if options.get("subscribepattern") else None
+        self.kafka_client = options.get("kafkaclient", DEFAULT_CLIENT)
+        if self.kafka_client not in CLIENTS:
+            raise ValueError(f"kafkaClient must be one of {', '.join(CLIENTS)}, not {self.kafka_client!r}")
         limit = options.get("maxoffsetspertrigger")
         self.max_offsets_per_trigger = int(limit) if limit else None
         self.available_now_target: dict | None = None
@@ -243,6 +252,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # ------------------------------------------------------------------ executor side: reading records
     def read(self, partition: KafkaRange) -> Iterator:
         """Yield Arrow record batches (one per poll): far cheaper than a Python tuple per record."""
+        if self.kafka_client == "confluent":
+            yield from self._read_confluent(partition)
+            return
         import pyarrow as pa
         from kafka import KafkaConsumer, TopicPartition
         from kafka.errors import OffsetOutOfRangeError
@@ -292,6 +304,88 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             consumer.close()
 
 
+    def _read_confluent(self, partition: KafkaRange) -> Iterator:
+        import pyarrow as pa
+        from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+        fail_on_data_loss = self.options.get("failondataloss", "true").lower() != "false"
+        poll_timeout_s = int(self.options.get("kafkaconsumer.polltimeoutms", "120000")) / 1000
+        config = confluent_config(client_config(self.options)) | {
+            "group.id": "spark-kafka-source-reader", "enable.auto.commit": False, "enable.partition.eof": True,
+            "auto.offset.reset": "error" if fail_on_data_loss else "earliest",
+            "fetch.wait.max.ms": 100, "queued.min.messages": 100_000}
+        consumer = Consumer(config)
+        try:
+            consumer.assign([TopicPartition(partition.topic, partition.partition, partition.start)])
+            position, idle_since = partition.start, time.monotonic()
+            while position < partition.end:
+                messages = consumer.consume(num_messages=10_000, timeout=0.5)
+                keys, values, offsets, stamps, types = [], [], [], [], []
+                for m in messages:
+                    error = m.error()
+                    if error is not None:
+                        if error.code() == KafkaError._PARTITION_EOF:
+                            position = max(position, m.offset())   # the end of the log: nothing hides past it
+                            continue
+                        if error.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
+                            raise RuntimeError(
+                                f"{partition.topic}-{partition.partition}: offset {position} is no longer on the "
+                                f"broker (deleted by retention?); records up to {partition.end} are lost. Set "
+                                f"failOnDataLoss=false to skip them.")
+                        raise KafkaException(error)
+                    offset = m.offset()
+                    if offset >= partition.end:   # later records belong to the next micro-batch
+                        position = partition.end
+                        break
+                    kind, ts = m.timestamp()   # librdkafka: 0 none, 1 create time, 2 log append; Kafka: -1, 0, 1
+                    keys.append(m.key())
+                    values.append(m.value())
+                    offsets.append(offset)
+                    stamps.append(ts * 1000 if kind else -1000)
+                    types.append(kind - 1)
+                if offsets:
+                    n = len(offsets)
+                    yield pa.RecordBatch.from_arrays([
+                        pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
+                        pa.array([partition.topic] * n, pa.string()), pa.array([partition.partition] * n, pa.int32()),
+                        pa.array(offsets, pa.int64()), pa.array(stamps, pa.timestamp("us", tz="UTC")),
+                        pa.array(types, pa.int32())], schema=ARROW_SCHEMA)
+                    position = max(position, offsets[-1] + 1)
+                    idle_since = time.monotonic()
+                elif not messages and time.monotonic() - idle_since > poll_timeout_s:
+                    raise TimeoutError(f"no records from {partition.topic}-{partition.partition} at offset "
+                                       f"{position} for {poll_timeout_s:.0f} s (planned to read up to "
+                                       f"{partition.end})")
+        finally:
+            consumer.close()
+
+
+def confluent_config(kwargs: dict) -> dict:
+    """kafka-python keyword arguments (``client_config``) as librdkafka settings, for the settings that have one;
+    anything else is refused by name rather than dropped."""
+    out = {"bootstrap.servers": kwargs.pop("bootstrap_servers")}
+    version = kwargs.pop("api_version", None)
+    if version is not None and tuple(version) < (0, 10):
+        # Brokers before 0.10 do not answer ApiVersions; librdkafka must be told what to speak.
+        out |= {"api.version.request": False, "broker.version.fallback": ".".join(map(str, version)) + ".0"}
+        if tuple(version)[:2] == (0, 9):
+            out["broker.version.fallback"] = "0.9.0.1"
+    names = {"client_id": "client.id", "security_protocol": "security.protocol", "sasl_mechanism": "sasl.mechanism",
+             "sasl_plain_username": "sasl.username", "sasl_plain_password": "sasl.password",
+             "ssl_cafile": "ssl.ca.location", "ssl_certfile": "ssl.certificate.location",
+             "ssl_keyfile": "ssl.key.location", "ssl_password": "ssl.key.password",
+             "request_timeout_ms": "socket.timeout.ms", "reconnect_backoff_max_ms": "reconnect.backoff.max.ms"}
+    for key, value in kwargs.items():
+        if key == "ssl_check_hostname":
+            out["ssl.endpoint.identification.algorithm"] = "https" if value else "none"
+        elif key in names:
+            out[names[key]] = value
+        else:
+            raise ValueError(f"kafkaClient=confluent: no librdkafka setting for kafka-python's {key}; use "
+                             f"kafkaClient=kafka-python")
+    return out
+
+
 def _to_arrow(records: list, pa):
     return pa.RecordBatch.from_arrays([
         pa.array([r.key for r in records], pa.binary()),
@@ -299,8 +393,10 @@ def _to_arrow(records: list, pa):
         pa.array([r.topic for r in records], pa.string()),
         pa.array([r.partition for r in records], pa.int32()),
         pa.array([r.offset for r in records], pa.int64()),
-        pa.array([r.timestamp * 1000 for r in records], pa.timestamp("us", tz="UTC")),  # Kafka: ms since epoch
-        pa.array([r.timestamp_type for r in records], pa.int32()),
+        # Kafka: ms since epoch; brokers before 0.10 keep none (-1 and type -1, as Kafka's Java client reports).
+        pa.array([(-1 if r.timestamp is None else r.timestamp) * 1000 for r in records],
+                 pa.timestamp("us", tz="UTC")),
+        pa.array([-1 if r.timestamp_type is None else r.timestamp_type for r in records], pa.int32()),
     ], schema=ARROW_SCHEMA)
 
 
@@ -362,16 +458,19 @@ def read_kafka_stream(spark, bootstrap: str, topics: list[str], starting_offsets
                       extra_options: dict[str, str] | None = None):
     """A streaming DataFrame of Kafka records with Spark's kafka-source columns.
 
-    ``source``: ``python`` (this module), ``builtin`` (Spark's connector, which must be on the classpath) or
-    ``auto`` (builtin when available)."""
-    if source not in ("python", "builtin", "auto"):
-        raise ValueError(f"kafka source must be python, builtin or auto, not {source!r}")
+    ``source``: ``python`` (this module, reading with its default client), ``kafka-python`` or ``confluent`` (this
+    module with that client), ``builtin`` (Spark's connector, which must be on the classpath) or ``auto`` (builtin
+    when available)."""
+    if source not in ("python", "builtin", "auto") + CLIENTS:
+        raise ValueError(f"kafka source must be {', '.join(CLIENTS)}, python, builtin or auto, not {source!r}")
     use_builtin = source == "builtin" or (source == "auto" and builtin_kafka_available(spark))
     if use_builtin:
         reader = spark.readStream.format("kafka")
     else:
         spark.dataSource.register(KafkaPythonDataSource)
         reader = spark.readStream.format(FORMAT)
+        if source in CLIENTS:
+            reader = reader.option("kafkaClient", source)
     reader = (reader.option("kafka.bootstrap.servers", bootstrap).option("subscribe", ",".join(topics))
               .option("startingOffsets", starting_offsets))
     if max_offsets_per_trigger:

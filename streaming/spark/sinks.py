@@ -7,12 +7,13 @@ can drop the repeat (the same contract as Spark's own at-least-once Kafka sink, 
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
 from pathlib import Path
 from typing import Callable
+
+import msgspec
 
 from offsets_store.kafka_conf import for_client
 from offsets_store.store import STORE_TYPES
@@ -89,7 +90,8 @@ class TrackerSink:
         # Broadcasts (a null group id) first, then each group, the empty group id included, in its own order.
         rows = sorted(zip(table.column("group_id").to_pylist(), table.column("seq").to_pylist(),
                           table.column("payload").to_pylist()), key=lambda r: (r[0] is not None, r[0] or "", r[1]))
-        self.handle([json.loads(payload) for _, _, payload in rows], batch_id)
+        decode = msgspec.json.Decoder().decode
+        self.handle([decode(payload) for _, _, payload in rows], batch_id)
 
     def handle(self, outputs: list[dict], batch_id: int) -> None:
         for o in outputs:
@@ -159,5 +161,4 @@ class TrackerSink:
         return futures
 
 
-def _json(record: dict) -> bytes:
-    return json.dumps(record, separators=(",", ":"), sort_keys=True).encode("utf-8")
+_json = msgspec.json.Encoder(order="sorted").encode   # compact, sorted keys: json.dumps(sort_keys=True)'s shape
