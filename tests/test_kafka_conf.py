@@ -224,4 +224,6 @@ def test_run_gives_them_to_the_python_clients_and_to_the_spark_source(clients, m
     assert seen["kafka.api.version"] == "0.9" and seen["kafka.sasl.plain.password"] == SECRET
     # ... and the bundled Python source turns the kafka.* options back into the same arguments.
     options = {k: v for k, v in seen.items() if k.startswith("kafka.")} | {"kafka.bootstrap.servers": "h:1"}
-    assert kafka_source.client_config(options) == EXPECTED | {"bootstrap_servers": "h:1"}
+    # plus the source's own reconnect backoff (it waits out a broker outage, reconnecting within a second)
+    assert kafka_source.client_config(options) == \
+        {"reconnect_backoff_max_ms": 1000} | EXPECTED | {"bootstrap_servers": "h:1"}
