@@ -1,6 +1,9 @@
 """Store at scale: a compacted Kafka topic laid out like ``__consumer_offsets`` — same key and value bytes, 50
 partitions by default, each group's records in partition ``partition_for(group)``.
 
+Every write checks that each record was acknowledged (``offsets_store/delivery.py``): while the broker is gone it
+waits and sends again; a record Kafka refuses for good raises ``DeliveryError`` and no marker is written.
+
 Loading reads every partition to its end and keeps the last value per key, so it is correct whether or not the
 broker has compacted yet (the bundled Tansu broker does not). Batch idempotency: after a batch's records are acked, a
 marker record (key version 0x7FFF, partition 0) stores its id; a batch id at or below the marker is skipped.
@@ -11,6 +14,7 @@ import time
 
 from offsets_store import schemas as s
 from offsets_store.codec import decode_record, encode_record, record_group
+from offsets_store.delivery import send_until_delivered
 from offsets_store.kafka_conf import for_client
 from offsets_store.partitioning import partition_for
 from offsets_store.store import STORE_TYPES, Store, already_applied, log
@@ -73,32 +77,45 @@ class KafkaStore(Store):
 
     def start_new_lineage(self) -> None:
         self._view()
-        self.producer.send(self.topic, key=MARKER_KEY, value=encode(s.BATCH_MARKER_VALUE, 0, {"batchId": -1}),
-                           partition=MARKER_PARTITION)
-        self.producer.flush()
+        marker = encode(s.BATCH_MARKER_VALUE, 0, {"batchId": -1})
+        send_until_delivered(lambda: self._send([(MARKER_KEY, marker, MARKER_PARTITION)]), self.bootstrap,
+                             f"offsets store {self.topic}: resetting the batch marker", self._drop_producer)
         self._last_batch_id = -1
 
     def write(self, records: list[dict], batch_id: int | None = None) -> None:
         view = self._view()
         if already_applied(batch_id, self._last_batch_id):
             return   # applied before (this process or an earlier one): a replay after a restart
-        for r in records:
-            if r.get("type") not in STORE_TYPES:
-                continue
-            key, value = encode_record(r)
-            self.producer.send(self.topic, key=key, value=value,
-                               partition=partition_for(record_group(r), self.partitions))
+        encoded = [(encode_record(r), partition_for(record_group(r), self.partitions))
+                   for r in records if r.get("type") in STORE_TYPES]
+        what = f"offsets store {self.topic}" + (f", batch {batch_id}" if batch_id is not None else "")
+        # The marker must never be durable before the records it vouches for: it goes only after all were acked.
+        send_until_delivered(lambda: self._send([(k, v, p) for (k, v), p in encoded]), self.bootstrap,
+                             f"{what}: writing {len(encoded)} records", self._drop_producer)
+        if batch_id is not None:
+            marker = encode(s.BATCH_MARKER_VALUE, 0, {"batchId": batch_id})
+            send_until_delivered(lambda: self._send([(MARKER_KEY, marker, MARKER_PARTITION)]), self.bootstrap,
+                                 f"{what}: writing the batch marker", self._drop_producer)
+            self._last_batch_id = batch_id
+        for (key, value), _ in encoded:
             if value is None:
                 view.pop(key, None)
             else:
                 view[key] = value
-        if batch_id is not None:
-            self.producer.flush()   # the marker must never be durable before the records it vouches for
-            self.producer.send(self.topic, key=MARKER_KEY, value=encode(s.BATCH_MARKER_VALUE, 0, {"batchId": batch_id}),
-                               partition=MARKER_PARTITION)
-            self._last_batch_id = batch_id
+
+    def _send(self, messages: list[tuple[bytes, bytes | None, int]]) -> list:
+        futures = [self.producer.send(self.topic, key=k, value=v, partition=p) for k, v, p in messages]
+        if futures:
+            self.producer.flush()
+        return futures
+
+    def _drop_producer(self) -> None:
         if self._producer is not None:
-            self._producer.flush()
+            try:
+                self._producer.close(timeout=0)
+            except Exception:  # a producer that lost its broker may fail to close; it is dropped either way
+                pass
+            self._producer = None
 
     def _view(self) -> dict[bytes, bytes]:
         if self._cache is None:

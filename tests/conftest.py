@@ -84,6 +84,17 @@ def apache_kafka(request):
     kafka.stop()
 
 
+@pytest.fixture
+def persistent_broker():
+    """A broker whose log survives a restart on the same port (tests/persistent_broker.py): for broker outages."""
+    pytest.importorskip("moto", reason="the persistent broker keeps its log in a moto S3 server (pip install moto)")
+    from tests.persistent_broker import PersistentBroker
+
+    broker = PersistentBroker()
+    yield broker
+    broker.close()
+
+
 @pytest.fixture(params=["session-broker", "apache-kafka-0.9"])
 def group_broker(request):
     """Each broker with a group coordinator, for tests of what real consumers are given: the session's broker

@@ -25,16 +25,6 @@ OUTAGE_S = float(os.environ.get("OUTAGE_S", "30"))
 WAITING = "WAITING: the broker at"
 
 
-@pytest.fixture
-def persistent_broker():
-    pytest.importorskip("moto", reason="the persistent broker keeps its log in a moto S3 server (pip install moto)")
-    from tests.persistent_broker import PersistentBroker
-
-    broker = PersistentBroker()
-    yield broker
-    broker.close()
-
-
 def test_the_job_waits_out_a_broker_outage(persistent_broker, tmp_path):
     bootstrap, topic = persistent_broker.bootstrap, "events"
     feed = long_feed()

@@ -282,7 +282,7 @@ STALL_S = 3.0   # no micro-batch completed for this long: is the broker still th
 def _check_broker(tracker: RunningTracker, lost_since: float | None) -> tuple[float | None, bool]:
     """While the job stands still, probe its broker; the live table says when it is gone and when it is back
     (every part of the job waits for it meanwhile). Returns (since when it is gone or None, whether that changed)."""
-    from streaming.spark.kafka_source import broker_reachable
+    from offsets_store.delivery import broker_reachable
 
     bootstrap = tracker.sink.bootstrap
     if broker_reachable(bootstrap):

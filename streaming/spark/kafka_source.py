@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
+from offsets_store.delivery import RETRY_S, broker_reachable, unreachable
 from offsets_store.kafka_conf import to_kwargs
 from offsets_store.log_end import log_end_offsets
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -32,33 +33,9 @@ FORMAT = "kafka-python"
 SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
           "timestampType int")
 EARLIEST, LATEST = -2, -1
-RETRY_S = 1.0   # how often a call that found the broker gone is tried again
-
-
-def broker_reachable(bootstrap: str, timeout_s: float = 1.0) -> bool:
-    """Does any bootstrap address accept a TCP connection? (A broker that went away refuses it.)"""
-    import socket
-
-    for address in bootstrap.split(","):
-        host, _, port = address.strip().rpartition(":")
-        try:
-            socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout_s).close()
-            return True
-        except (OSError, ValueError):
-            continue
-    return False
-
-
 def _orphaned(parent: int) -> bool:
     """The process that started this worker (Spark's JVM, or its worker daemon) is gone: stop waiting for anything."""
     return os.getppid() != parent
-
-
-def _unreachable(exc: Exception, bootstrap: str) -> bool:
-    """A Kafka client call failed because the broker is gone (not because of what was asked)."""
-    from kafka.errors import KafkaConnectionError, KafkaTimeoutError
-
-    return isinstance(exc, (KafkaConnectionError, KafkaTimeoutError, OSError)) or not broker_reachable(bootstrap)
 
 
 CLIENTS = ("kafka-python", "confluent")
@@ -149,7 +126,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             try:
                 return call()
             except Exception as exc:
-                if not _unreachable(exc, self.options["kafka.bootstrap.servers"]) or _orphaned(parent):
+                if not unreachable(exc, self.options["kafka.bootstrap.servers"]) or _orphaned(parent):
                     raise
                 self.stop()
                 time.sleep(RETRY_S)
@@ -272,7 +249,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 consumer = KafkaConsumer(**config)
                 break
             except Exception as exc:
-                if not _unreachable(exc, bootstrap) or _orphaned(parent):
+                if not unreachable(exc, bootstrap) or _orphaned(parent):
                     raise
                 time.sleep(RETRY_S)
         try:

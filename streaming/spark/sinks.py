@@ -15,6 +15,7 @@ from typing import Callable
 
 import msgspec
 
+from offsets_store.delivery import send_until_delivered
 from offsets_store.kafka_conf import for_client
 from offsets_store.store import STORE_TYPES
 from streaming.spark.restore import POSITION_GROUP, batch_end_offsets, position_records
@@ -112,25 +113,10 @@ class TrackerSink:
             self.on_outputs(batch_id, outputs)
 
     def _produce_until_delivered(self, outputs: list[dict], batch_id: int) -> None:
-        """Send the batch and check every record was acknowledged (kafka-python's flush does not say). While the
-        broker is gone, wait for it and send the whole batch again: readers drop the repeats by the headers."""
-        from streaming.spark.kafka_source import RETRY_S, _unreachable
-
-        warned = False
-        while True:
-            try:
-                for future in self._produce(outputs, batch_id):
-                    future.get(timeout=0)   # raises what the delivery failed with
-                return
-            except Exception as exc:
-                if not (_unreachable(exc, self.bootstrap) or getattr(exc, "retriable", False)):
-                    raise RuntimeError(f"batch {batch_id}: writing the outputs to Kafka failed: {exc!r}") from exc
-                if not warned:
-                    log.warning("batch %d: the broker is unreachable (%r); waiting for it to send the batch again",
-                                batch_id, exc)
-                    warned = True
-                self._drop_producer()
-                time.sleep(RETRY_S)
+        """Send the batch and check every record was acknowledged; while the broker is gone, wait for it and send the
+        whole batch again (readers drop the repeats by the headers)."""
+        send_until_delivered(lambda: self._produce(outputs, batch_id), self.bootstrap,
+                             f"batch {batch_id}: writing the outputs to Kafka", self._drop_producer)
 
     def _drop_producer(self) -> None:
         if self._producer is not None:
