@@ -5,13 +5,21 @@ the same checkpoint. The kill points:
 - ``batch``: a micro-batch is planned (in the offset log) and running, the sink has not applied it to the store;
 - ``sink``: the store has the batch, the outputs topic does not have all of it (the sink's marker is behind);
 - ``commit``: the store and the outputs topic have the batch, Spark has not written it to its commit log;
+- ``outputs``: the outputs topic has the whole batch, the sink's marker does not -- so the restart sends the batch
+  again. This window is microseconds wide, so the job kills itself there (its ``REBALANCE_TRACKER_CRASH_AFTER_OUTPUTS``
+  crash point), and the topic then really holds duplicates for the readers' rule to drop.
 
-Each kill lands at a random micro-batch a few batches after the previous one, so the kills spread over the feed. The
-windows are hit without any hook in the job: the test polls the checkpoint, the sink's marker and the store;
+Each kill lands at a random micro-batch a few batches after the previous one, so the kills spread over the feed. The first
+three windows are hit without any hook in the job: the test polls the checkpoint, the sink's marker and the store;
 when the wanted window shows, it freezes the job's whole process group (SIGSTOP), checks again on the frozen job,
 and SIGKILLs it there (or lets it go on and waits for the next batch). At the end the store and the outputs topic,
 deduplicated by the ``batch_id``/``seq`` headers as README tells readers to, must be the pure model's, record for
 record, and the dead-letter topic must hold the one bad record once.
+
+The first start is also a loaded machine's: Spark gives the Python worker that runs the Kafka source a fixed 10 s to
+connect back, and a worker that misses it kills the query before it plans anything ("Python worker failed to
+connect back"); ``rebalance-tracker run`` starts such a query again. There, the job's Python is a wrapper that sleeps
+12 s before the first start of Spark's streaming-source runner.
 
 ``KILL_SEED=N`` replays a plan; the seed is printed either way.
 """
@@ -21,6 +29,8 @@ import json
 import os
 import random
 import signal
+import stat
+import sys
 import time
 
 import pytest
@@ -28,6 +38,7 @@ import pytest
 from streaming.feeds.publish import encode_event
 from streaming.feeds.simulator import SimulationSettings, Simulator
 from streaming.cli.run import ensure_topics
+from streaming.spark.sinks import CRASH_AFTER_OUTPUTS_ENV
 from tests.job_process import (JobDirs, JobProcess, deduplicate, model_run, stored_bytes, wait_for)
 from tests.test_tracker_kafka import events_log_end, produce, read_all
 
@@ -35,7 +46,8 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 START = 1_700_000_000_000
 WATERMARK_DELAY_MS = 10_000
-PHASES = ("batch", "sink", "commit")
+PHASES = ("batch", "sink", "commit", "outputs")
+RUNNER = "pyspark.sql.streaming.python_streaming_source_runner"
 
 
 def long_feed() -> list[dict]:
@@ -92,6 +104,25 @@ def kill_in(phase: str, first: int, job: JobProcess, dirs: JobDirs, end: dict, t
     raise AssertionError(f"no '{phase}' window from batch {first} on within {timeout_s:.0f} s:\n{job.tail()}")
 
 
+def crash_after_outputs(first: int, job: JobProcess, dirs: JobDirs, timeout_s: float = 180) -> str:
+    """The job runs with its crash point at batch ``first``: wait for it to kill itself there."""
+    wait_for(lambda: not job.alive(), timeout_s, f"the job to crash after the outputs of batch {first} or later")
+    log = job.log.read_text(errors="replace")
+    assert f"{CRASH_AFTER_OUTPUTS_ENV}={first}: killing the job" in log, job.tail()
+    return f"outputs (batch {dirs.marker() + 1}: marker {dirs.marker()}, committed {dirs.committed()})"
+
+
+def slow_python(tmp_path) -> tuple[dict[str, str], object]:
+    """A PYSPARK_PYTHON that starts the first streaming-source worker 12 s late, and the file saying it did."""
+    slow, slowed = tmp_path / "slow-python", tmp_path / "slowed"
+    slow.write_text(f"""#!/bin/sh
+if [ "$2" = "{RUNNER}" ] && [ ! -e "{slowed}" ]; then touch "{slowed}"; sleep 12; fi
+exec "{sys.executable}" "$@"
+""")
+    slow.chmod(slow.stat().st_mode | stat.S_IXUSR)
+    return {"PYSPARK_PYTHON": str(slow)}, slowed
+
+
 def test_sigkill_at_random_points_then_restart(kafka_bootstrap, topic_name, tmp_path):
     seed = int(os.environ.get("KILL_SEED", random.randrange(2**31)))
     rng = random.Random(seed)
@@ -110,27 +141,39 @@ def test_sigkill_at_random_points_then_restart(kafka_bootstrap, topic_name, tmp_
     args = job_args(kafka_bootstrap, topic_name, dirs)
     log = tmp_path / "job.log"
     hits = []
-    for phase in plan:
-        job = JobProcess(args, tmp_path, log)
+    slow_env, slowed = slow_python(tmp_path)
+    for i, phase in enumerate(plan):
         first = max(dirs.planned(), 0) + rng.randint(1, 3)
+        env = (slow_env if i == 0 else {}) | ({CRASH_AFTER_OUTPUTS_ENV: str(first)} if phase == "outputs" else {})
+        job = JobProcess(args, tmp_path, log, env=env)
+        started = time.monotonic()
         try:
-            hits.append(kill_in(phase, first, job, dirs, end))
-            print(f"  killed: {hits[-1]}", flush=True)
+            hits.append(crash_after_outputs(first, job, dirs) if phase == "outputs"
+                        else kill_in(phase, first, job, dirs, end))
+            print(f"  killed: {hits[-1]}, {time.monotonic() - started:.0f} s after the start", flush=True)
         finally:
             if job.alive():
                 job.kill()
         assert dirs.position() != end, f"the feed was done before the '{phase}' kill; make it longer ({hits})"
+        if i == 0:
+            text = log.read_text(errors="replace")
+            assert slowed.exists() and "failed to connect back" in text and "starting the query again (2/3)" in text, \
+                "the first start's slow source worker was not started again:\n" + text[-4000:]
 
     # The last run goes to the end of the feed, then is stopped with Ctrl-C.
     max_ts = max(e["ts"] for e in feed)
     want_outputs, want_store = model_run(feed, max_ts - WATERMARK_DELAY_MS)
-    job = JobProcess(args, tmp_path, log)
+    # No more kills: the rest of the feed in large micro-batches.
+    limit = args.index("--max-offsets-per-trigger") + 1
+    job = JobProcess(args[:limit] + ["1000"] + args[limit + 1:], tmp_path, log)
+    started = time.monotonic()
     try:
         wait_for(lambda: dirs.position() == end, 120, "the job to read the whole feed", job, interval_s=0.2)
         # Then the no-data batch that runs the timers up to the final watermark.
         wait_for(lambda: stored_bytes(dirs.store) == want_store and dirs.committed() == dirs.planned(), 30,
                  "the store to hold the model's records", job, interval_s=0.2)
         assert job.interrupt() == 0, job.tail()
+        print(f"  the last run read the rest and stopped in {time.monotonic() - started:.0f} s", flush=True)
     finally:
         if job.alive():
             job.kill()
@@ -152,4 +195,6 @@ def test_sigkill_at_random_points_then_restart(kafka_bootstrap, topic_name, tmp_
     # The dead-letter topic: the bad record, once.
     dead = [json.loads(r.value) for r in deduplicate(read_all(kafka_bootstrap, f"{topic_name}.dlq"))]
     assert len(dead) == 1 and "not valid JSON" in dead[0]["reason"], (dead, context)
-    print(f"  {len(raw)} output records read, {sum(map(len, got.values()))} after deduplication", flush=True)
+    kept = sum(map(len, got.values()))
+    print(f"  {len(raw)} output records read, {kept} after deduplication", flush=True)
+    assert len(raw) > kept, f"the crash after a batch's outputs left no duplicate to drop: {context}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Callable
@@ -40,6 +41,19 @@ class BatchMarker:
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(str(batch_id))
         os.replace(tmp, self.path)
+
+
+# The recovery tests' crash point: with this set to a batch id, the job kills its whole process group (driver and JVM)
+# in the first batch at or after it that has outputs, right after they were delivered and before the sink's marker
+# records it -- the window in which a restart sends a batch again, too narrow to hit with a signal from outside.
+CRASH_AFTER_OUTPUTS_ENV = "REBALANCE_TRACKER_CRASH_AFTER_OUTPUTS"
+
+
+def _crash_point(batch_id: int, outputs: list[dict]) -> None:
+    at = os.environ.get(CRASH_AFTER_OUTPUTS_ENV)
+    if at and batch_id >= int(at) and any(o["type"] not in STORE_TYPES for o in outputs):
+        log.warning("%s=%s: killing the job after batch %d's outputs", CRASH_AFTER_OUTPUTS_ENV, at, batch_id)
+        os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
 class TrackerSink:
@@ -106,6 +120,7 @@ class TrackerSink:
             self.store.write(records, batch_id=batch_id)
         if self.bootstrap and (self.marker is None or batch_id > self.marker.last()):
             self._produce_until_delivered(outputs, batch_id)
+            _crash_point(batch_id, outputs)
             if self.marker is not None:
                 self.marker.set(batch_id)
         self.dead_letters += sum(1 for o in outputs if o["type"] == "dead_letter")
