@@ -105,7 +105,10 @@ class _Replayer:
         self._static_joins: dict[tuple[str, str], tuple[dict, list[str]]] = {}
 
     # ------------------------------------------------------------------ driving
-    def run(self, events: list[dict], on_progress: Callable[[int], None] | None = None) -> list[dict]:
+    def run(self, events: list[dict], on_progress: Callable[[int], None] | None = None,
+            until: int | None = None) -> list[dict]:
+        """Replay ``events`` (the recorded stimuli, in time order); the coordinator's timers then run to the last
+        one's time, or to ``until`` when the recording goes on longer."""
         i = 0
         while i < len(events) or self._reactions:
             recorded_ts = events[i]["ts"] if i < len(events) else None
@@ -125,7 +128,7 @@ class _Replayer:
                     on_progress(i)
                 if event is not None:
                     self._send(event)
-        last = max((e["ts"] for e in events), default=None)
+        last = max([e["ts"] for e in events] + ([until] if until is not None else []), default=None)
         if last is not None:
             self._observe(self.coordinator.advance(last))
         if on_progress is not None:
@@ -230,6 +233,8 @@ class _ConsumerClient:
     rebalance_timeout_ms: int
     client_id: str
     client_host: str
+    regex: str | None = None                         # a subscription by regular expression (consumer feeds)
+    rack: str | None = None
     epoch: int = 0                                   # 0: (re)joining
     owned: list[tuple[str, int]] = field(default_factory=list)
     pending: list[tuple[str, int]] | None = None     # an assignment received, acknowledged REACTION_MS later
@@ -260,10 +265,15 @@ class _ConsumerReplayer:
                 times, kinds = self.requests.setdefault((e.get("group_id") or "", e["member_id"]), ([], []))
                 times.append(e["ts"])
                 kinds.append(e["type"])
-        horizon = max((e["ts"] for e in events), default=0)
+        return self._drive(events, self._recorded, max((e["ts"] for e in events), default=None), on_progress)
+
+    def _drive(self, events: list[dict], recorded: Callable[[dict], None], horizon: int | None,
+               on_progress: Callable[[int], None] | None) -> list[dict]:
+        """The recorded ``events`` (in time order, each handed to ``recorded``), the simulated clients' reactions and
+        the coordinators' timers, in time order, up to ``horizon`` (the recording's end)."""
         i = 0
         while i < len(events) or self._reactions:
-            if i == len(events) and self._reactions[0][0] > horizon:
+            if i == len(events) and (horizon is None or self._reactions[0][0] > horizon):
                 break                                    # nothing happens after the recording ends
             recorded_ts = events[i]["ts"] if i < len(events) else None
             reaction_ts = self._reactions[0][0] if self._reactions else None
@@ -278,13 +288,12 @@ class _ConsumerReplayer:
                 heapq.heappop(self._reactions)[2]()
             else:
                 self.now = recorded_ts
-                self._recorded(events[i])
+                recorded(events[i])
                 i += 1
                 if on_progress is not None and not i & 1023:
                     on_progress(i)
-        last = max((e["ts"] for e in events), default=None)
-        if last is not None:
-            self._advance(last)
+        if horizon is not None:
+            self._advance(horizon)
         if on_progress is not None:
             on_progress(len(events))
         return self.outputs
@@ -297,12 +306,13 @@ class _ConsumerReplayer:
         self._seq += 1
         heapq.heappush(self._reactions, (self.now + delay, self._seq, action))
 
-    def _coordinator(self, group_id: str, session_timeout_ms: int | None = None) -> ConsumerGroupCoordinator | None:
+    def _coordinator(self, group_id: str, session_timeout_ms: int | None = None,
+                     interval_ms: int | None = None) -> ConsumerGroupCoordinator | None:
         c = self.coordinators.get(group_id)
         if c is None and session_timeout_ms is not None:
-            # The group's own session timeout (KIP-848 group config), from its first member's join.
+            # The group's own session timeout (KIP-848 group config): a classic feed's from its first member's join.
             session = max(session_timeout_ms, 2)
-            interval = min(KAFKA_HEARTBEAT_INTERVAL_MS, max(1, session // 3))
+            interval = interval_ms or min(KAFKA_HEARTBEAT_INTERVAL_MS, max(1, session // 3))
             c = self.coordinators[group_id] = ConsumerGroupCoordinator(ConsumerGroupConfig(
                 group_consumer_session_timeout_ms=session, group_consumer_heartbeat_interval_ms=interval,
                 group_consumer_assignors=(self.assignor,)))
@@ -342,7 +352,8 @@ class _ConsumerReplayer:
     def _join(self, group_id: str, client: _ConsumerClient) -> None:
         client.epoch, client.owned, client.pending = 0, [], None
         self._send(group_id, client, 0, rebalance_timeout_ms=client.rebalance_timeout_ms,
-                   subscribed_topic_names=list(client.topics), server_assignor=self.assignor, topic_partitions=[])
+                   subscribed_topic_names=list(client.topics), subscribed_topic_regex=client.regex,
+                   rack_id=client.rack, server_assignor=self.assignor, topic_partitions=[])
 
     def _heartbeat(self, group_id: str, client: _ConsumerClient, **fields) -> None:
         if client.epoch <= 0:
@@ -353,17 +364,8 @@ class _ConsumerReplayer:
     def _recorded(self, e: dict) -> None:
         kind, group_id = e["type"], e.get("group_id") or ""
         shadow = self.shadow.handle(e) if kind != "consumer_heartbeat" else []
-        if kind == "topic_metadata":
-            self.topics.append(e)
-            for gid, c in self.coordinators.items():
-                if not group_id or gid == group_id:
-                    self._observe(c.handle(e))
-            return
-        if kind == "delete_group":
-            c = self.coordinators.get(group_id)
-            if c is not None:
-                self._observe(c.handle(e))
-            return
+        if kind in ("topic_metadata", "delete_group"):
+            return self._group_event(e)
         member_id = e.get("member_id") or ""
         client = self.clients.get((group_id, member_id))
         if kind == "join":
@@ -398,6 +400,20 @@ class _ConsumerReplayer:
             if client.epoch > 0:
                 self._send(group_id, client, -1)
             self.clients.pop((group_id, member_id), None)
+
+    def _group_event(self, e: dict) -> None:
+        """Topic metadata (to every coordinator it concerns; kept for groups that start later) or a group's
+        deletion."""
+        group_id = e.get("group_id") or ""
+        if e["type"] == "topic_metadata":
+            self.topics.append(e)
+            for gid, c in self.coordinators.items():
+                if not group_id or gid == group_id:
+                    self._observe(c.handle(e))
+            return
+        c = self.coordinators.get(group_id)
+        if c is not None:
+            self._observe(c.handle(e))
 
     def _static_restart(self, group_id: str, instance: str) -> None:
         """The instance's previous process closed: a consumer-protocol client says so with epoch -2."""
