@@ -38,6 +38,56 @@ interval is a third of it, at most Kafka's 5 s). The same stimuli, the consumer 
   epoch 0 ``REACTION_MS`` later. A member the coordinator expired rejoins with its next heartbeat, if it sends one
   (the replay skips the UNKNOWN_MEMBER_ID round trip a real client would make first).
 
+Consumer-protocol feeds (KIP-848: ``consumer_heartbeat`` events, as ``simulate --group-protocol consumer`` writes
+them, or the cluster feed from a 4.x broker's records) are replayed under every assignor too. A group with consumer
+heartbeats is a consumer-protocol group; a feed with both kinds (``--group-protocol mixed``) has each kind replayed
+on its own -- groups do not interact -- and the outputs merged in time order. Per member, the stimuli
+(:func:`consumer_stimuli`) are:
+
+* its first heartbeat (epoch 0; or its first after it left): the member starts -- its subscription (topic names, or
+  a regex resolved against the feed's topic metadata), rebalance timeout, instance id, rack;
+* a heartbeat naming another subscription: a subscription change; so is a topic starting or stopping to match a
+  member's regex, for the classic replay (a classic client rejoins for it; the consumer protocol's coordinator
+  resolves regexes itself);
+* epoch -1: a leave; epoch -2: a static member's temporary leave (the process closed, its session runs on);
+* its other heartbeats: it is alive and heartbeating -- a crashed member simply stops, and the session expires it.
+  Each client also heartbeats on its own once it has sent nothing for the group's heartbeat interval while the
+  recording shows it alive (between two of its requests less than a session apart);
+* topic metadata and group deletion, as recorded.
+
+The reactions, which the replay makes its own:
+
+* a heartbeat acknowledging an assignment (its owned partitions differ from the member's previous ones): it
+  acknowledged what the *recorded* broker assigned. Dropped -- unless it is the member's last sign of life before a
+  session of silence, then it is a plain heartbeat, so that the member's session runs out when it did;
+* a heartbeat with epoch 0 from a member still in the group (a rejoin after FENCED_MEMBER_EPOCH or
+  UNKNOWN_MEMBER_ID, a static member retrying after UNRELEASED_INSTANCE_ID): replayed as a heartbeat -- the client
+  is alive and talking to its coordinator -- which is a join again only if the *replayed* coordinator left it at
+  epoch 0.
+
+A simulated client reacts only while the recording shows it alive (at its requests or between two less than a
+session apart, not after its last one): a crashed client acknowledges, syncs and rejoins nothing. The group's
+``group.consumer.session.timeout.ms`` and heartbeat interval (Kafka's 45 s and 5 s; the feed does not carry them,
+``--coordinator-config group.consumer.*`` does) are every member's session and heartbeat timer.
+
+* ``server:uniform``, ``server:range``: one :class:`ConsumerGroupCoordinator` per group with those settings and
+  the reactions of the classic feed's server replay above: the stimuli are heartbeats again, a join naming the
+  assignor under test, the others with the epoch and owned partitions of the *replayed* group; an assignment is
+  acknowledged ``REACTION_MS`` after it, a fence answered by a rejoin ``REACTION_MS`` later. Under the assignor the
+  group used, the replayed target assignments are the recorded ones, epoch for epoch; what differs is the clients'
+  reaction time (the recorded ones took their own, e.g. 10-300 ms to revoke in the simulator): when a partition
+  reaches its next owner -- so which member holds it in between, and the moves -- and, by that much, the expiry of a
+  member whose last request before it closed (-2) acknowledged an assignment.
+* client-side assignors: the classic coordinator, with the group's session timeout (kept within
+  group.min/max.session.timeout.ms) for every member. A join is a JoinGroup without member id and, ``REACTION_MS``
+  later, the KIP-394 second one with the id it got (part of the member's join: sent even by a member that crashes
+  right after); heartbeats carry the replayed generation (none while the member's JoinGroup waits); a subscription
+  change is a rejoin with the new topics; -1 is a LeaveGroup, -2 nothing (a static classic member closes without
+  one, KIP-345). A member the replayed coordinator removed while the recording shows it alive joins again, as a new
+  member, at its next heartbeat. SyncGroup and the rejoins are the classic replay's reactions above.
+
+Offset commits of consumer-protocol groups are not replayed (they only count as signs of life).
+
 Everything runs on event time through the pure coordinators, so a replay is deterministic.
 """
 from __future__ import annotations
