@@ -104,6 +104,47 @@ def test_eager_stops_the_world_cooperative_and_server_side_do_not(seed):
     assert len({(scores[a].rebalances, scores[a].total_rebalance_ms) for a in EAGER}) == 1
 
 
+@pytest.mark.parametrize("seed", [4, 6])
+def test_a_feed_from_a_brokers_records_replays_to_its_targets(seed):
+    """The cluster feed of a broker's KIP-848 records (tests/consumer_history.py: members heartbeating every second
+    on two groups, crashing, leaving, restarting, slow to revoke) has only the heartbeats that changed something, and
+    reports a session expiry as a leave. Replayed under the broker's own 45 s session, a member silent for a session
+    is alive if it is next heard with an epoch > 0 and dead if next heard leaving: the target assignments are the
+    broker's, epoch for epoch; a crashed member's expiry comes up to a few seconds early (its unrecorded heartbeats
+    after its last record are unknown). Where the recorded member was alive but slower to revoke than its rebalance
+    timeout (seed 6), the replayed client revokes in 5 ms and is not fenced: the histories part there."""
+    from streaming.feeds.cluster_feed import ClusterFeed, events_from
+    from tests.consumer_history import random_history
+    from tests.test_cluster_feed_consumer import broker_records, log, track
+
+    history = random_history(seed)
+    events = [parse_event(e)[0] for e in events_from(log(broker_records(history)), ClusterFeed())]
+    recorded = track(events, until=max(e["ts"] for e in events))
+    replayed = replay.replay_outputs(events, "server:uniform")
+    before, after = build_histories(recorded), build_histories(replayed)
+    fences = {o["group_id"]: o["ts"] for o in recorded if o["type"] == "member_expired"}
+    assert sorted(after) == sorted(before) == ["g0", "g1"]
+    for group_id in before:
+        slow = fences.get(group_id) if seed == 6 else None      # seed 4's fence is a crashed member's: replayed
+        assert [(t.epoch, t.target) for t in after[group_id].targets if slow is None or t.ts < slow] == \
+            [(t.epoch, t.target) for t in before[group_id].targets if slow is None or t.ts < slow]
+        gone = {o["member_id"]: (o["type"], o["reason"], o["ts"]) for o in recorded
+                if o["group_id"] == group_id and o["type"] in ("member_left", "member_expired")}
+        replayed_gone = {o["member_id"]: (o["type"], o["reason"], o["ts"]) for o in replayed
+                         if o["group_id"] == group_id and o["type"] in ("member_left", "member_expired")}
+        assert set(replayed_gone) == set(gone)
+        for member, (kind, reason, ts) in gone.items():
+            if reason == "rebalance timeout" and slow is not None:
+                assert replayed_gone[member][1] == "session timeout"   # it revoked at once: its session ends it
+            elif replayed_gone[member] != (kind, reason, ts):
+                assert (kind, replayed_gone[member][:2]) == ("member_left", ("member_expired", "session timeout"))
+                assert 0 < ts - replayed_gone[member][2] < 10_000, member
+    if seed == 4:
+        assert fences == {"g0": START + 105_000}
+        assert [o["ts"] for o in replayed if o["type"] == "member_expired" and o["reason"] == "rebalance timeout"] == \
+            [START + 105_000]
+
+
 def _heartbeat(ts: int, member: str, epoch: int, **fields) -> dict:
     event, error = parse_event({"type": "consumer_heartbeat", "group_id": "g", "ts": START + ts, "member_id": member,
                                 "member_epoch": epoch, "client_id": f"client-{member}", **fields})

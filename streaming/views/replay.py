@@ -65,10 +65,16 @@ The reactions, which the replay makes its own:
   is alive and talking to its coordinator -- which is a join again only if the *replayed* coordinator left it at
   epoch 0.
 
-A simulated client reacts only while the recording shows it alive (at its requests or between two less than a
-session apart, not after its last one): a crashed client acknowledges, syncs and rejoins nothing. The group's
-``group.consumer.session.timeout.ms`` and heartbeat interval (Kafka's 45 s and 5 s; the feed does not carry them,
-``--coordinator-config group.consumer.*`` does) are every member's session and heartbeat timer.
+A simulated client reacts only while the recording shows it alive (:meth:`ConsumerFeedStimuli.alive`: at its
+requests, or between two less than a session apart or followed by a heartbeat with an epoch > 0; not after its last
+one, nor in a silence that ends in its leave or rejoin): a crashed client acknowledges, syncs and rejoins nothing.
+The group's ``group.consumer.session.timeout.ms`` and heartbeat interval (Kafka's 45 s and 5 s; the feed does not
+carry them, ``--coordinator-config group.consumer.*`` does) are every member's session and heartbeat timer. A feed
+made from a broker's records (the cluster feed) has only the heartbeats that changed something and reports a
+session expiry as a leave: replay it with the broker's own session timeout (not the tracker's infinite one the
+cluster feed suggests): a silent member then heartbeats on its own timer if it is next heard with an epoch > 0, and
+is taken for crashed if it is next heard leaving -- its expiry comes a little early (its heartbeats after its last
+record are unknown).
 
 * ``server:uniform``, ``server:range``: one :class:`ConsumerGroupCoordinator` per group with those settings and
   the reactions of the classic feed's server replay above: the stimuli are heartbeats again, a join naming the
@@ -541,24 +547,30 @@ class ConsumerFeedStimuli:
     * ``leave``: it closes (``temporary``: a static member's epoch -2);
     * ``event``: a ``topic_metadata`` or ``delete_group`` event, as recorded.
 
-    ``requests``: when each member was heard from (its recorded heartbeats, its leave), ``end``: the recording's
-    last time."""
+    ``requests``: when each member was heard from (its recorded heartbeats: ``join`` with epoch 0, ``heartbeat``
+    otherwise; its ``leave``), ``end``: the recording's last time."""
     stimuli: list[dict]
     requests: dict[tuple[str, str], tuple[list[int], list[str]]]
     end: int | None
     groups: set[str]
     session_timeout_ms: int
 
-    def alive(self, key: tuple[str, str], ts: int) -> bool:
-        """Whether the recording shows the member alive at ``ts``: at one of its requests, or between two of them
-        less than a session apart (so not after its last one: a crashed client does nothing)."""
-        times = self.requests.get(key, ([], []))[0]
+    def alive(self, key: tuple[str, str], ts: int, strictly: bool = False) -> bool:
+        """Whether the recording shows the member alive at ``ts``: at one of its requests (``strictly``: on past it,
+        for its own heartbeat timer), or between two of them -- less than a session apart, or followed by a heartbeat with an epoch > 0 (a member
+        silent for a session would have been fenced: it heartbeated, unrecorded, as in a feed from the broker's
+        records, which has only the heartbeats that changed something). Not after its last request, nor in a
+        silence that ends in its leave or rejoin (a crash; such a feed reports an expiry as a leave): a crashed
+        client does nothing."""
+        times, kinds = self.requests.get(key, ([], []))
         after = bisect.bisect_right(times, ts)
         if after == 0:
             return False
+        if ts == times[after - 1] and not strictly:
+            return True
         if after == len(times):
-            return ts == times[-1]
-        return ts == times[after - 1] or times[after] - times[after - 1] < self.session_timeout_ms
+            return False
+        return times[after] - times[after - 1] < self.session_timeout_ms or kinds[after] == "heartbeat"
 
 
 @dataclass
@@ -685,21 +697,23 @@ def consumer_stimuli(events: list[dict], heartbeat_interval_ms: int, session_tim
                 r.owned = owned
         times, kinds = requests.setdefault(key, ([], []))
         times.append(ts)
-        kinds.append("heartbeat")
+        kinds.append("join" if epoch == 0 else "heartbeat")
     for ack in acks:
         times = requests[(ack["group_id"], ack["member_id"])][0]
         after = bisect.bisect_right(times, ack["ts"])
         if after == len(times) or times[after] - ack["ts"] >= session_timeout_ms:
             stimuli.append(ack)
-    stimuli += _own_heartbeats(stimuli, requests, heartbeat_interval_ms, session_timeout_ms)
-    stimuli.sort(key=lambda s: (s["ts"], s["n"]))
-    return ConsumerFeedStimuli(stimuli, requests, events[-1]["ts"] if events else None, consumer_groups(events),
+    feed = ConsumerFeedStimuli(stimuli, requests, events[-1]["ts"] if events else None, consumer_groups(events),
                                session_timeout_ms)
+    stimuli += _own_heartbeats(feed, heartbeat_interval_ms)
+    stimuli.sort(key=lambda s: (s["ts"], s["n"]))
+    return feed
 
 
-def _own_heartbeats(stimuli: list[dict], requests: dict, interval_ms: int, session_ms: int) -> list[dict]:
+def _own_heartbeats(feed: ConsumerFeedStimuli, interval_ms: int) -> list[dict]:
     """The clients' own heartbeat timer: a heartbeat once a member has sent nothing for an interval, while the
-    recording shows it alive (between two of its requests less than a session apart)."""
+    recording shows it alive (:meth:`ConsumerFeedStimuli.alive`)."""
+    stimuli = feed.stimuli
     sends: dict[tuple[str, str], list[tuple[int, bool]]] = {}       # member -> (ts, whether it closed then)
     for s in stimuli:
         if s["kind"] in ("join", "heartbeat", "subscribe") and not s.get("resolved"):
@@ -708,14 +722,9 @@ def _own_heartbeats(stimuli: list[dict], requests: dict, interval_ms: int, sessi
             sends.setdefault((s["group_id"], s["member_id"]), []).append((s["ts"], True))
     extra = []
     for key, times in sends.items():
-        heard = requests.get(key, ([], []))[0]
-
-        def alive(t: int) -> bool:
-            after = bisect.bisect_right(heard, t)
-            return 0 < after < len(heard) and heard[after] - heard[after - 1] < session_ms
         for (sent, closed), following in zip(times, times[1:] + [None]):
             t = sent + interval_ms
-            while not closed and (following is None or t < following[0]) and alive(t):
+            while not closed and (following is None or t < following[0]) and feed.alive(key, t, strictly=True):
                 extra.append({"ts": t, "kind": "heartbeat", "group_id": key[0], "member_id": key[1], "own": True})
                 t += interval_ms
     # Progress: an added heartbeat counts as the recorded event before it.
@@ -748,7 +757,6 @@ class _ConsumerFeedServerReplayer(_ConsumerReplayer):
         self.feed, self.group_config = feed, group_config
 
     def run(self, on_progress: Callable[[int], None] | None = None) -> list[dict]:
-        self.requests = self.feed.requests
         return self._drive(self.feed.stimuli, self._stimulus, self.feed.end, _by_recorded(self.feed.stimuli,
                                                                                           on_progress))
 
@@ -776,6 +784,9 @@ class _ConsumerFeedServerReplayer(_ConsumerReplayer):
             if client.epoch > 0:
                 self._send(group_id, client, -2 if s["temporary"] else -1)
             del self.clients[key]
+
+    def _alive(self, key: tuple[str, str], session_ms: int) -> bool:
+        return self.feed.alive(key, self.now, strictly=True)     # the client's own heartbeat timer
 
     # A client reacts only while the recording shows it alive: a crashed one acknowledges and rejoins nothing.
     def _acknowledge(self, group_id: str, client: _ConsumerClient) -> None:
