@@ -552,16 +552,15 @@ class ConsumerFeedStimuli:
     stimuli: list[dict]
     requests: dict[tuple[str, str], tuple[list[int], list[str]]]
     end: int | None
-    groups: set[str]
     session_timeout_ms: int
 
     def alive(self, key: tuple[str, str], ts: int, strictly: bool = False) -> bool:
-        """Whether the recording shows the member alive at ``ts``: at one of its requests (``strictly``: on past it,
-        for its own heartbeat timer), or between two of them -- less than a session apart, or followed by a heartbeat with an epoch > 0 (a member
-        silent for a session would have been fenced: it heartbeated, unrecorded, as in a feed from the broker's
-        records, which has only the heartbeats that changed something). Not after its last request, nor in a
-        silence that ends in its leave or rejoin (a crash; such a feed reports an expiry as a leave): a crashed
-        client does nothing."""
+        """Whether the recording shows the member alive at ``ts``: at one of its requests (``strictly``: just past
+        it, for its own heartbeat timer), or between two of them -- less than a session apart, or followed by a
+        heartbeat with an epoch > 0 (a member silent for a session would have been fenced: it heartbeated,
+        unrecorded, as in a feed from a broker's records, which has only the heartbeats that changed something).
+        Not after its last request, nor in a silence that ends in its leave or rejoin (a crash; such a feed reports
+        an expiry as a leave): a crashed client does nothing."""
         times, kinds = self.requests.get(key, ([], []))
         after = bisect.bisect_right(times, ts)
         if after == 0:
@@ -703,8 +702,7 @@ def consumer_stimuli(events: list[dict], heartbeat_interval_ms: int, session_tim
         after = bisect.bisect_right(times, ack["ts"])
         if after == len(times) or times[after] - ack["ts"] >= session_timeout_ms:
             stimuli.append(ack)
-    feed = ConsumerFeedStimuli(stimuli, requests, events[-1]["ts"] if events else None, consumer_groups(events),
-                               session_timeout_ms)
+    feed = ConsumerFeedStimuli(stimuli, requests, events[-1]["ts"] if events else None, session_timeout_ms)
     stimuli += _own_heartbeats(feed, heartbeat_interval_ms)
     stimuli.sort(key=lambda s: (s["ts"], s["n"]))
     return feed
@@ -756,7 +754,7 @@ class _ConsumerFeedServerReplayer(_ConsumerReplayer):
         super().__init__(assignor, None)
         self.feed, self.group_config = feed, group_config
 
-    def run(self, on_progress: Callable[[int], None] | None = None) -> list[dict]:
+    def run(self, on_progress: Callable[[int], None] | None = None) -> list[dict]:   # type: ignore[override]
         return self._drive(self.feed.stimuli, self._stimulus, self.feed.end, _by_recorded(self.feed.stimuli,
                                                                                           on_progress))
 
