@@ -52,7 +52,7 @@ on its own -- groups do not interact -- and the outputs merged in time order. Pe
 * epoch -1: a leave; epoch -2: a static member's temporary leave (the process closed, its session runs on);
 * its other heartbeats: it is alive and heartbeating -- a crashed member simply stops, and the session expires it.
   Each client also heartbeats on its own once it has sent nothing for the group's heartbeat interval while the
-  recording shows it alive (between two of its requests less than a session apart);
+  recording shows it alive (see below);
 * topic metadata and group deletion, as recorded.
 
 The reactions, which the replay makes its own:
@@ -610,7 +610,7 @@ def consumer_stimuli(events: list[dict], heartbeat_interval_ms: int, session_tim
     """The stimuli of a consumer-protocol feed (``events`` in time order; see the module's docstring for what is a
     stimulus and what a reaction). The group's heartbeat interval and session timeout drive the clients' own
     heartbeat timer: a member that has sent nothing for an interval heartbeats if the recording shows it alive then
-    (between two of its requests less than a session apart)."""
+    (:meth:`ConsumerFeedStimuli.alive`)."""
     from streaming.coordinator.consumer.regex import resolve
 
     stimuli: list[dict] = []
