@@ -98,11 +98,11 @@ def run_ok(argv: list[str], cwd: Path, timeout: float = 120) -> subprocess.Compl
 
 
 def test_offline_examples_record_replay_and_report(tmp_path):
-    (simulate,) = [c for c in examples("rebalance-tracker simulate") if "--out" in c]
+    (simulate,) = [c for c in examples("rebalance-tracker simulate") if "--out" in c and "feed.jsonl" in c]
     run_ok(cli(simulate, tmp_path), tmp_path)
     groups = {json.loads(line)["group_id"] for line in (tmp_path / "feed.jsonl").open()}
 
-    (replay,) = examples("rebalance-tracker replay")
+    (replay,) = [c for c in examples("rebalance-tracker replay") if "feed.jsonl" in c]
     table = run_ok(cli(replay, tmp_path), tmp_path).stdout
     for assignor in replay[replay.index("--assignor") + 1].split(","):
         assert assignor in table.splitlines()[0], table
@@ -113,6 +113,21 @@ def test_offline_examples_record_replay_and_report(tmp_path):
     run_ok(cli(report, tmp_path), tmp_path)
     assert "<html" in (tmp_path / "report.html").read_text()[:500].lower()
     assert (tmp_path / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_offline_example_replays_a_consumer_protocol_feed(tmp_path):
+    """The KIP-848 pair: a consumer-protocol feed recorded, then replayed under the default assignors -- the four
+    client-side ones and the two server-side ones, one column each."""
+    (simulate,) = [c for c in examples("rebalance-tracker simulate") if "--group-protocol" in c]
+    out = simulate[simulate.index("--out") + 1]
+    run_ok(cli(simulate, tmp_path), tmp_path)
+    assert any(json.loads(line)["type"] == "consumer_heartbeat" for line in (tmp_path / out).open())
+    (replay,) = [c for c in examples("rebalance-tracker replay") if out in c]
+    assert "--assignor" not in replay
+    table = run_ok(cli(replay, tmp_path), tmp_path).stdout
+    assert table.splitlines()[0].split() == ["range", "roundrobin", "sticky", "cooperative-sticky", "server:uniform",
+                                             "server:range"], table
+    assert "partitions moved" in table
 
 
 class Background:
