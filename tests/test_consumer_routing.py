@@ -219,6 +219,9 @@ def test_the_step_gives_the_same_outputs_however_the_feed_is_cut():
         states[e["group_id"]] = result.state
         got.setdefault(e["group_id"], []).extend(result.outputs)
     assert got == want and "protocol_switch" in kinds(got["cgroup-1"])
+    # The consumer members' commits (at their epochs) are stored, and follow cgroup-1 into the classic model.
+    assert "offset_commit" in kinds(got["cgroup-0"]) and "offset_commit" in kinds(got["cgroup-1"])
+    assert model.models["cgroup-1"].protocol == "classic" and model.models["cgroup-1"].model.fetch_offsets("cgroup-1")
 
 
 def step_filter(outputs):
