@@ -873,10 +873,11 @@ class ConsumerGroupCoordinator:
                         "OFFSET_METADATA_TOO_LARGE" if (o["topic"], o["partition"]) in too_large else "NONE"]
                        for o in e["offsets"]])
 
-    def _retained(self, group: ConsumerGroup) -> set[str] | dict:
+    @staticmethod
+    def _retained(group: ConsumerGroup) -> set[str]:
         """Topics whose offsets never expire: those the group is subscribed to (ConsumerGroup.isSubscribedToTopic,
         by name or through a resolved regular expression)."""
-        return group.subscribed_topic_names() if group.members else {}
+        return set(group.subscribed_topic_names()) if group.members else set()
 
     def _refresh_retention(self, group_id: str) -> None:
         """When the cleanup pass next has work for the group: the first offset of a topic it is not subscribed to
