@@ -1,7 +1,8 @@
 """A small deterministic feed of consumer-protocol (KIP-848) groups for the job's tests, played the way the simulator
 plays classic groups: each client follows the protocol against a local model (the job's own per-group router), so
 it sends what a real KafkaConsumer with ``group.protocol=consumer`` would send -- a join with epoch 0, heartbeats
-every ``heartbeat_interval_ms`` with its epoch and, after a new assignment, the partitions it now owns.
+every ``heartbeat_interval_ms`` with its epoch and, after a new assignment, the partitions it now owns -- and
+auto-commits the partitions it owns every ``COMMIT_INTERVAL_MS`` at its member epoch.
 
 Scripted per group: members join one after another, a topic grows, one member leaves (epoch -1), one crashes (its
 session expires), a static member leaves for a moment (epoch -2) and comes back under a new member id, a member
@@ -15,6 +16,8 @@ from dataclasses import dataclass, field
 
 from streaming.coordinator import parse_event
 from streaming.coordinator.routing import Configs, GroupModels
+
+COMMIT_INTERVAL_MS = 5_000
 
 
 @dataclass
@@ -62,6 +65,18 @@ class ConsumerFeed:
         client = _Client(group_id, f"{name}-{self.now}", topics, instance_id)
         self.clients[name] = client
         self._heartbeat(client, join=True)
+        self.at(self.now + COMMIT_INTERVAL_MS, lambda: self._commit(client))
+
+    def _commit(self, client: _Client) -> None:
+        if not client.alive:
+            return
+        offsets = [{"topic": t, "partition": p, "offset": self.now // 1_000 % 100_000}
+                   for t, ps in sorted(client.owned.items()) for p in sorted(ps)]
+        if offsets and client.epoch > 0:
+            out = self.send(type="commit", group_id=client.group_id, member_id=client.member_id,
+                            generation=client.epoch, offsets=offsets)
+            assert next(o for o in out if o["type"] == "commit_response")["error"] == "NONE", out
+        self.at(self.now + COMMIT_INTERVAL_MS, lambda: self._commit(client))
 
     def _heartbeat(self, client: _Client, join: bool = False) -> None:
         if not client.alive:

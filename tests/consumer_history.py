@@ -1,6 +1,7 @@
 """A scripted KIP-848 consumer group history run on the pure consumer model, playing Kafka's client side: each
 live member heartbeats every second with the partitions it owns, revokes what it is asked to (after its own delay),
-and rejoins when fenced. What the model writes is what a Kafka 4.0 broker would write to ``__consumer_offsets``."""
+and rejoins when fenced; with ``commit_interval_ms`` it also commits the partitions it owns at its epoch, that often
+and before it revokes any. What the model writes is what a Kafka 4.0 broker would write to ``__consumer_offsets``."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -24,22 +25,26 @@ class Client:
     revoking: dict = field(default_factory=dict)       # topic -> partitions to drop, at revoke_at
     revoke_at: int | None = None
     alive: bool = True
+    last_commit: int = 0
 
     def owned_list(self) -> list[dict]:
         return [{"topic": t, "partitions": sorted(ps)} for t, ps in sorted(self.owned.items()) if ps]
 
 
 class History:
-    def __init__(self, config: ConsumerGroupConfig | None = None):
+    def __init__(self, config: ConsumerGroupConfig | None = None, commit_interval_ms: int | None = None):
         self.model = ConsumerGroupCoordinator(config or ConsumerGroupConfig())
+        self.commit_interval_ms = commit_interval_ms
         self.now = START
         self.clients: dict[str, Client] = {}
         self.outputs: list[dict] = []
+        self.events: list[dict] = []
 
     def send(self, **event) -> list[dict]:
         event.setdefault("ts", self.now)
         parsed, error = parse_event(event)
         assert error is None, error
+        self.events.append(parsed)
         out = self.model.handle(parsed)
         self.outputs += out
         return out
@@ -76,8 +81,19 @@ class History:
                 c.revoking, c.revoke_at = drop, self.now + c.revoke_delay_ms
             self._maybe_revoke(c)
 
+    def commit(self, c: Client) -> None:
+        offsets = [{"topic": t, "partition": p, "offset": (self.now - START) // 100}
+                   for t, ps in sorted(c.owned.items()) for p in sorted(ps)]
+        if offsets and c.epoch > 0:
+            c.last_commit = self.now
+            out = self.send(type="commit", group_id=c.group_id, member_id=c.member_id, generation=c.epoch,
+                            offsets=offsets)
+            assert [o["error"] for o in out if o["type"] == "commit_response"] == ["NONE"], out
+
     def _maybe_revoke(self, c: Client) -> None:
         if c.revoke_at is not None and self.now >= c.revoke_at:
+            if self.commit_interval_ms is not None:
+                self.commit(c)                   # auto-commit before the revocation
             for t, ps in c.revoking.items():
                 c.owned[t] = c.owned.get(t, set()) - ps
             c.revoking, c.revoke_at = {}, None
@@ -99,13 +115,16 @@ class History:
                 if c.alive:
                     self._maybe_revoke(c)
                     self._heartbeat(c)
+                    if self.commit_interval_ms is not None and self.now - c.last_commit >= self.commit_interval_ms:
+                        self.commit(c)
 
 
-def scripted_history(group_id: str = "orders-app", topic: str = "orders") -> History:
+def scripted_history(group_id: str = "orders-app", topic: str = "orders",
+                     commit_interval_ms: int | None = None) -> History:
     """Two members join; a third joins and one of the first two is slow to give up its partitions (a revocation
     lasting 3 s); a static member joins; one member crashes (its session expires); one leaves; the static member
     restarts under a new member id (leave with -2, join again with its instance id); the topic grows."""
-    h = History()
+    h = History(commit_interval_ms=commit_interval_ms)
     h.topic(topic, 6)
     a = Client(group_id, "member-a", [topic], revoke_delay_ms=3 * SECOND)
     b = Client(group_id, "member-b", [topic])

@@ -18,7 +18,7 @@ from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoo
 from streaming.feeds.cluster_feed import OBSERVER_SETTINGS, ClusterFeed, events_from, read_offsets_topic, summary
 from streaming.feeds.consumer_feed import (
     CONSUMER_OBSERVER_SETTINGS, consumer_group_timeline, is_consumer_group_record, normalise)
-from tests.consumer_history import START, random_history, scripted_history
+from tests.consumer_history import SECOND, START, Client, History, random_history, scripted_history
 from tests.test_offsets_kip848 import AUDIT_ID, NO_TAGS, ORDERS, ORDERS_ID, carr, cstr, i8, i16, i32, key
 
 GROUP = "orders-app"
@@ -390,3 +390,70 @@ def removals(outputs: list[dict]) -> list[tuple]:
 
 def same_time_unordered(outputs: list[dict]) -> list[dict]:
     return sorted(outputs, key=lambda o: (o["ts"], o["type"], o.get("member_id") or ""))
+
+
+# ---------------------------------------------------------------- offset commits of consumer-protocol groups
+def offsets_view(outputs: list[dict]) -> list[tuple]:
+    return [(o["ts"], o["group_id"], o["topic"], o["partition"], o.get("offset"), o.get("commit_timestamp"),
+             o["tombstone"]) for o in outputs if o["type"] == "offset_commit"]
+
+
+def test_a_consumer_groups_commits_become_commits_the_model_takes():
+    """OffsetCommit records carry no member id: the feed names the partition's owner at its epoch (the shadow's),
+    the epoch the broker checked. Fed to the model, every commit is taken and the model writes the broker's offset
+    records, interleaved with the group's own records as in the log -- a member committing before it revokes too."""
+    history = scripted_history(GROUP, commit_interval_ms=5_000)
+    log_records = [o for o in history.outputs if is_consumer_group_record(o) or o["type"] == "offset_commit"]
+    feed = ClusterFeed()
+    events = list(events_from(log(log_records), feed))
+    assert feed.consumer.counts["unexplained records"] == 0
+    commits = [e for e in events if e["type"] == "commit"]
+    assert len(commits) == sum(o["type"] == "offset_commit" for o in log_records) > 50
+    assert feed.consumer.counts["commits by the partition's owner"] == len(commits)
+    assert "commits the model refuses" not in feed.consumer.counts
+    outputs = track(events)
+    assert {o["error"] for o in outputs if o["type"] == "commit_response"} == {"NONE"}
+    assert offsets_view(outputs) == offsets_view(log_records)
+    assert same_records([o for o in outputs if is_consumer_group_record(o)], broker_records(history))
+    # Each commit (one a record, so one a partition) names the member that sent it and the epoch it sent.
+    def per_partition(es):
+        return sorted((e["ts"], e["member_id"], e["generation"], o["topic"], o["partition"])
+                      for e in es for o in e["offsets"])
+    assert per_partition(commits) == per_partition(e for e in history.events if e["type"] == "commit")
+    assert any("commit events: " in line for line in summary(feed, len(events), "ev"))
+
+
+def test_an_admin_commit_and_a_deletion_of_a_consumer_group():
+    """After its members left, an Empty consumer group takes an admin commit (epoch -1) and is deleted with
+    DeleteGroups: the offsets' tombstones are no events (the model writes its own), the group's become delete_group."""
+    h = History()
+    h.topic("orders", 2)
+    h.now += SECOND
+    a = Client(GROUP, "member-a", ["orders"])
+    h.join(a)
+    h.run_until(h.now + 3 * SECOND)
+    h.leave(a)
+    h.now += SECOND
+    h.send(type="commit", group_id=GROUP, member_id="", generation=-1,
+           offsets=[{"topic": "orders", "partition": 1, "offset": 99}])
+    h.now += SECOND
+    h.send(type="delete_group", group_id=GROUP)
+    log_records = [o for o in h.outputs if is_consumer_group_record(o) or o["type"] == "offset_commit"]
+    assert [o["type"] for o in log_records].count("offset_commit") == 2      # the commit and its tombstone
+    feed = ClusterFeed()
+    events = list(events_from(log(log_records), feed))
+    (commit,) = [e for e in events if e["type"] == "commit"]
+    assert (commit["member_id"], commit["generation"]) == ("", -1) and feed.consumer.counts["admin commits"] == 1
+    assert [e["type"] for e in events][-2:] == ["commit", "delete_group"]
+    outputs = track(events)
+    assert offsets_view(outputs) == offsets_view(log_records)
+    assert same_records([o for o in outputs if is_consumer_group_record(o)],
+                        [o for o in h.outputs if is_consumer_group_record(o)])
+
+
+def test_commits_of_a_classic_group_are_still_the_classic_feeds():
+    feed = ClusterFeed()
+    record = {"type": "offset_commit", "group_id": "simple", "topic": "t", "partition": 0, "offset": 5,
+              "leader_epoch": -1, "metadata": "", "commit_timestamp": START, "expire_timestamp": -1}
+    (event,) = feed.events_for(record)
+    assert (event["member_id"], event["generation"]) == ("", -1) and not feed.consumer.shadows

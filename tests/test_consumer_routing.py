@@ -165,8 +165,9 @@ def test_classic_requests_to_a_non_empty_consumer_group():
     assert one(d.send(type="heartbeat", member_id="m", generation=1), "heartbeat_response")["error"] == \
         "UNKNOWN_MEMBER_ID"
     assert one(d.send(type="leave", member_id="m"), "leave_response")["error"] == "UNKNOWN_MEMBER_ID"
+    # An OffsetCommit is no classic-only request: the member commits at its epoch (tests/test_consumer_offsets.py).
     commit = d.send(type="commit", member_id="m", generation=1, offsets=[{"topic": "t", "partition": 0, "offset": 1}])
-    assert one(commit, "ignored_event")["event_type"] == "commit"
+    assert one(commit, "commit_response")["error"] == "NONE" and one(commit, "offset_commit")["offset"] == 1
     assert is_consumer_state(d.state()) and d.model.model.groups[G].members["m"].member_epoch == 1
 
 
@@ -218,6 +219,9 @@ def test_the_step_gives_the_same_outputs_however_the_feed_is_cut():
         states[e["group_id"]] = result.state
         got.setdefault(e["group_id"], []).extend(result.outputs)
     assert got == want and "protocol_switch" in kinds(got["cgroup-1"])
+    # The consumer members' commits (at their epochs) are stored, and follow cgroup-1 into the classic model.
+    assert "offset_commit" in kinds(got["cgroup-0"]) and "offset_commit" in kinds(got["cgroup-1"])
+    assert model.models["cgroup-1"].protocol == "classic" and model.models["cgroup-1"].model.fetch_offsets("cgroup-1")
 
 
 def step_filter(outputs):

@@ -446,6 +446,27 @@ def test_commit_errors():
     assert one(out, "commit_response")["partitions"] == [["t", 0, "OFFSET_METADATA_TOO_LARGE"]]
 
 
+def test_commit_to_an_unknown_group_by_api_version():
+    # OffsetMetadataManagerTest.testOffsetCommitWithUnknownGroup (Kafka 4.0): GROUP_ID_NOT_FOUND from v9, else
+    # ILLEGAL_GENERATION; a commit that does not state its version gets the older answer.
+    h = Harness()
+    for version, error in ((None, "ILLEGAL_GENERATION"), (8, "ILLEGAL_GENERATION"), (9, "GROUP_ID_NOT_FOUND")):
+        out = h.commit(member_id="m", generation=10, api_version=version)
+        assert one(out, "commit_response")["error"] == error and not of_type(out, "offset_commit")
+    assert "g" not in h.coordinator.groups
+
+
+def test_commit_metadata_is_measured_as_kafka_does():
+    """OffsetMetadataManager.isMetadataInvalid: ``String.length()`` against offset.metadata.max.bytes -- UTF-16
+    code units, not UTF-8 bytes."""
+    h = Harness(offset_metadata_max_bytes=4)
+    out = h.send(type="commit", offsets=[{"topic": "t", "partition": p, "offset": 1, "metadata": m}
+                                         for p, m in enumerate(("éééé", "ééééé", "\U0001F600\U0001F600",
+                                                                "\U0001F600\U0001F600x"))])
+    assert [e for _, _, e in one(out, "commit_response")["partitions"]] == \
+        ["NONE", "OFFSET_METADATA_TOO_LARGE", "NONE", "OFFSET_METADATA_TOO_LARGE"]
+
+
 def test_commit_during_a_rebalance():
     # Seed 001/003: a member may still commit for the generation it has while the group prepares a rebalance,
     # but not while the new generation's assignment is being handed out.

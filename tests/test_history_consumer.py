@@ -209,6 +209,10 @@ def test_report_of_a_simulated_consumer_group_agrees_with_the_coordinator():
     tables = _tables(report.render_html(h))
     assert len(tables["targets"]) == len(targets)
     assert [row[0] for row in tables["generations"]] == [str(o["group_epoch"]) for o in rebalances]
+    # The members' commits reach the consumer model, which takes every one (at the member's epoch).
+    answers = [o for o in outputs if o["type"] == "commit_response"]
+    assert len(answers) == sum(e["type"] == "commit" for e in events) > 0
+    assert {o["error"] for o in answers} == {"NONE"} and any(o["type"] == "offset_commit" for o in outputs)
 
 
 @pytest.mark.parametrize("bad", ["group.consumer.session.timeout.ms=abc", "group.consumer.nope=1"])

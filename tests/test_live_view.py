@@ -119,3 +119,6 @@ def test_groups_of_both_protocols_and_a_switch_between_them():
         assert view.groups[gid].consumer == (model.protocol == "consumer"), gid
     text = view.render()
     assert all(gid in text for gid in models.models)
+    # COMMITTED: the partitions each group has offsets for, consumer-protocol groups included.
+    for gid, model in models.models.items():
+        assert len(view.groups[gid].committed) == len(model.model.fetch_offsets(gid)) > 0, gid

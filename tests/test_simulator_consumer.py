@@ -1,6 +1,6 @@
-"""The simulator playing consumer-protocol (KIP-848) groups: members that heartbeat like Kafka's Java consumer
-against a local ConsumerGroupCoordinator, through crashes, leaves, static restarts, subscription changes and topic
-growth -- and a tracker that replays the feed sees what the simulated broker did."""
+"""The simulator playing consumer-protocol (KIP-848) groups: members that heartbeat and auto-commit like Kafka's Java
+consumer against a local ConsumerGroupCoordinator, through crashes, leaves, static restarts, subscription changes
+and topic growth -- and a tracker that replays the feed sees what the simulated broker did."""
 from __future__ import annotations
 
 import collections
@@ -40,7 +40,7 @@ def _model_outputs(events, s: SimulationSettings, until: int) -> tuple[ConsumerG
     c = ConsumerGroupCoordinator(s.consumer_config())
     out = []
     for e in events:
-        if e["type"] in ("consumer_heartbeat", "topic_metadata"):
+        if e["type"] in ("consumer_heartbeat", "topic_metadata", "commit"):
             out += c.handle(e)
     return c, out + c.advance(until)
 
@@ -51,7 +51,7 @@ def test_same_seed_same_feed_every_event_valid_and_in_time_order():
     assert list(events) != list(Simulator(settings(seed=4), start_ms=START).run_until(START + 10 * MINUTES))
     assert all(parse_event(json.dumps(e))[1] is None for e in events)
     assert [e["ts"] for e in events] == sorted(e["ts"] for e in events)
-    assert {e["type"] for e in events} == {"consumer_heartbeat", "topic_metadata"}
+    assert {e["type"] for e in events} == {"consumer_heartbeat", "topic_metadata", "commit"}
 
 
 def test_members_speak_kip848_like_the_java_consumer():
@@ -89,6 +89,61 @@ def test_the_model_never_answers_errors_to_well_behaved_clients():
     answers = [o for o in outputs if o["type"] == "consumer_heartbeat_response"]
     assert len(answers) == sum(e["type"] == "consumer_heartbeat" for e in events)
     assert {o["error"] for o in answers} == {"NONE"}
+    commits = [o for o in outputs if o["type"] == "commit_response"]
+    assert len(commits) == sum(e["type"] == "commit" for e in events) > 0
+    assert {p[2] for o in commits for p in o["partitions"]} == {"NONE"}
+
+
+def test_members_auto_commit_at_their_member_epoch():
+    """Every commit_interval_ms, before giving partitions up and before leaving: the partitions owned, at the epoch
+    the coordinator last gave (OffsetCommit's generationIdOrMemberEpoch)."""
+    sim, events = _run()
+    c = ConsumerGroupCoordinator(sim.settings.consumer_config())
+    by_member = collections.defaultdict(list)
+    before_revocation = before_leave = 0
+    previous = {}
+    for e in events:
+        if e["type"] == "commit":
+            member = c.groups[e["group_id"]].members[e["member_id"]]
+            assert e["generation"] == member.member_epoch > 0
+            # What the client owns: its assignment, and what it is still to give up (it commits those first).
+            held = {(c.image.name_for(t), p) for a in (member.assigned_partitions, member.partitions_pending_revocation)
+                    for t, ps in a.items() for p in ps}
+            assert {(o["topic"], o["partition"]) for o in e["offsets"]} <= held
+            by_member[e["member_id"]].append(e["ts"])
+        elif e["type"] == "consumer_heartbeat" and previous.get(e["member_id"], {}).get("type") == "commit" \
+                and previous[e["member_id"]]["ts"] == e["ts"]:
+            if e["member_epoch"] < 0:
+                before_leave += 1
+            else:
+                before_revocation += 1
+        out = c.handle(e)
+        assert all(o["error"] == "NONE" for o in out if o["type"] == "commit_response")
+        if e.get("member_id"):
+            previous[e["member_id"]] = e
+    assert before_revocation > 10 and before_leave > 0
+    gaps = collections.Counter(b - a for ts in by_member.values() for a, b in zip(ts, ts[1:]))
+    assert gaps.most_common(1)[0][0] == sim.settings.commit_interval_ms
+    # The tracker's view of the offsets is the simulated broker's.
+    for group_id in c.group_ids():
+        assert c.fetch_offsets(group_id) == sim.consumer_coordinator.fetch_offsets(group_id)
+    assert any(sim.consumer_coordinator.fetch_offsets(g) for g in sim.consumer_coordinator.group_ids())
+
+
+def test_a_refused_commit_is_retried_with_the_latest_epoch_or_dropped():
+    sim = Simulator(settings(groups=1, churn_interval_ms=10 * MINUTES), start_ms=START)
+    sim.run_until(START + 20_000)
+    client = next(cl for cl in sim.clients.values() if cl.phase == "stable" and cl.assignment)
+    # Its commit went out at an older epoch than the one it has heard of since: sent again, at the latest one.
+    client.commit_epoch = client.member_epoch - 1
+    sim._on_consumer_commit(client, {"error": "STALE_MEMBER_EPOCH"})
+    retry = sim.run_until(START + 20_000)
+    assert [(e["type"], e["generation"]) for e in retry] == [("commit", client.member_epoch)]
+    assert client.commit_epoch == client.member_epoch and sim.consumer_errors[-1][3] == "STALE_MEMBER_EPOCH"
+    # Stale at its latest epoch, or fenced: dropped (the next heartbeat tells a fenced member to rejoin).
+    for error in ("STALE_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID"):
+        sim._on_consumer_commit(client, {"error": error})
+        assert sim.run_until(START + 20_000) == []
 
 
 def test_the_scenario_covers_crashes_leaves_static_restarts_subscription_and_topic_changes():
@@ -161,7 +216,7 @@ def test_mixed_runs_classic_and_consumer_groups_side_by_side():
         by_group[e["group_id"]].add(e["type"])
     assert {"join", "sync", "heartbeat", "commit"} <= by_group["group-0"]
     assert "consumer_heartbeat" not in by_group["group-0"]
-    assert by_group["group-1"] == {"consumer_heartbeat", "topic_metadata"}
+    assert by_group["group-1"] == {"consumer_heartbeat", "topic_metadata", "commit"}
     assert sorted(sim.coordinator.group_ids()) == ["group-0", "group-2"]
     assert sorted(sim.consumer_coordinator.group_ids()) == ["group-1", "group-3"]
     assert sim.consumer_errors == []
@@ -179,5 +234,5 @@ def test_simulate_command_writes_consumer_protocol_feeds(tmp_path):
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     expected = Simulator(SimulationSettings(seed=1, group_protocol="consumer", server_assignors=("range",)),
                          start_ms=0).run_until(60_000)
-    assert lines == expected and {e["type"] for e in lines} == {"consumer_heartbeat", "topic_metadata"}
+    assert lines == expected and {e["type"] for e in lines} == {"consumer_heartbeat", "topic_metadata", "commit"}
     assert {e["server_assignor"] for e in lines if e.get("member_epoch") == 0} == {"range"}

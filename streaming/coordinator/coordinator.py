@@ -20,8 +20,10 @@ from typing import Iterable
 
 import msgspec
 
+from streaming.coordinator import offsets as O
 from streaming.coordinator.config import CoordinatorConfig
-from streaming.coordinator.group import CommittedOffset, Group, RebalanceInProgress
+from streaming.coordinator.group import Group, RebalanceInProgress
+from streaming.coordinator.offsets import CommittedOffset
 from streaming.coordinator.member import Member, Partition, Protocol
 from streaming.coordinator.observe import BrokerObserver
 from streaming.coordinator.state import GroupState
@@ -170,17 +172,22 @@ class GroupCoordinator(BrokerObserver):
             coordinator._adopt(_group_from_dict(d))
         return coordinator
 
+    def adopt_offsets(self, group_id: str, offsets: dict[Partition, CommittedOffset]) -> None:
+        """Offsets the group held under the other protocol's model (Kafka keeps them across a protocol switch)."""
+        group = self.groups[group_id]
+        for tp, o in offsets.items():
+            group.offsets.setdefault(tp, o)
+        self._refresh_retention(group)
+
     def load_records(self, records: Iterable[dict], now_ms: int) -> None:
         """Rebuild groups and offsets from ``__consumer_offsets``-style records (latest value per key wins), as a
         broker does when it becomes coordinator: groups with members come back Stable, their sessions restarted."""
+        records = list(records)
         metadata: dict[str, dict | None] = {}
-        offsets: dict[str, dict[Partition, dict | None]] = {}
         for r in records:
             if r["type"] == "group_metadata":
                 metadata[r["group_id"]] = None if r.get("tombstone") else r
-            elif r["type"] == "offset_commit":
-                offsets.setdefault(r["group_id"], {})[(r["topic"], int(r["partition"]))] = \
-                    None if r.get("tombstone") else r
+        offsets = O.latest(records)
         for group_id in list(metadata) + [g for g in offsets if g not in metadata]:
             record = metadata.get(group_id)
             group_offsets = {tp: o for tp, o in offsets.get(group_id, {}).items() if o is not None}
@@ -190,10 +197,7 @@ class GroupCoordinator(BrokerObserver):
             group = Group(group_id, clock=now_ms)
             if record is not None:
                 _restore_metadata(group, record, now_ms)
-            for tp, o in group_offsets.items():
-                group.offsets[tp] = CommittedOffset(int(o["offset"]), int(o.get("leader_epoch", -1)),
-                                                    o.get("metadata") or "", int(o["commit_timestamp"]),
-                                                    int(o.get("expire_timestamp", -1)))
+            group.offsets.update(group_offsets)
             group.topics.update(self.default_topics)   # what the broker's metadata said wins over the guess
             self._adopt(group)
             self._refresh_retention(group)
@@ -846,7 +850,7 @@ class GroupCoordinator(BrokerObserver):
     def _commit(self, group: Group | None, e: dict) -> None:
         if group is None:
             if e["generation"] >= 0:
-                return self._commit_response(None, e, "ILLEGAL_GENERATION")
+                return self._commit_response(None, e, O.unknown_group_error(e))
             # A group that only stores offsets (no group management) comes into being on its first commit.
             group = self._new_group(e)
             self._keep(group)
@@ -858,21 +862,17 @@ class GroupCoordinator(BrokerObserver):
             member = group.members[e["member_id"]]
             if not member.awaiting_join:
                 self._extend_session(group, member)
-        limit = self.config.offset_metadata_max_bytes
-        too_large = [o for o in e["offsets"] if len(o["metadata"].encode("utf-8")) > limit]
-        self._store_offsets(group, [o for o in e["offsets"] if o not in too_large], e["retention_ms"], group.clock)
+        too_large = set(O.too_large(e["offsets"], self.config.offset_metadata_max_bytes))
+        self._store_offsets(group, [o for o in e["offsets"] if (o["topic"], o["partition"]) not in too_large],
+                            e["retention_ms"], group.clock)
         self._respond(group, e, "commit_response", "NONE", partitions=[
-            [o["topic"], o["partition"], "OFFSET_METADATA_TOO_LARGE" if o in too_large else "NONE"]
-            for o in e["offsets"]])
+            [o["topic"], o["partition"], "OFFSET_METADATA_TOO_LARGE" if (o["topic"], o["partition"]) in too_large
+             else "NONE"] for o in e["offsets"]])
 
     def _store_offsets(self, group: Group, offsets: list[dict], retention_ms: int, ts: int) -> None:
-        expire = ts + retention_ms if retention_ms >= 0 else -1
-        for o in offsets:
-            group.offsets[(o["topic"], o["partition"])] = CommittedOffset(o["offset"], o["leader_epoch"],
-                                                                          o["metadata"], ts, expire)
-            self._emit(group.group_id, "offset_commit", group.clock, topic=o["topic"], partition=o["partition"],
-                       offset=o["offset"], leader_epoch=o["leader_epoch"], metadata=o["metadata"],
-                       commit_timestamp=ts, expire_timestamp=expire, tombstone=False)
+        for record in O.store(group.offsets, group.group_id, offsets, ts, retention_ms):
+            record["ts"] = group.clock
+            self._out.append(record)
 
     def _commit_error(self, group: Group, e: dict) -> str | None:
         """Kafka's validateOffsetCommit, in its order: the member and its generation first, and only a valid member
@@ -917,10 +917,8 @@ class GroupCoordinator(BrokerObserver):
         return None
 
     def _expiry_time(self, group: Group, o: CommittedOffset, base: str) -> int:
-        if o.expire_timestamp != -1:
-            return o.expire_timestamp
         start = group.state_timestamp if base == "state" and group.state_timestamp != -1 else o.commit_timestamp
-        return start + self.config.offsets_retention_ms
+        return O.expiry_time(o, start, self.config.offsets_retention_ms)
 
     def _refresh_retention(self, group: Group) -> None:
         rule = self._retention_base(group)
@@ -946,8 +944,7 @@ class GroupCoordinator(BrokerObserver):
                    if tp[0] not in exempt and group.clock >= self._expiry_time(group, o, base)]
         for tp in expired:
             del group.offsets[tp]
-            self._emit(group.group_id, "offset_commit", group.clock, topic=tp[0], partition=tp[1], tombstone=True,
-                       reason="retention")
+            self._out.append(O.tombstone(group.group_id, group.clock, tp, "retention"))
         if group.is_(S.EMPTY) and not group.offsets and not group.pending_members:
             self._state_change(group, S.DEAD, "empty group without offsets")
             self._group_tombstone(group)
@@ -964,8 +961,7 @@ class GroupCoordinator(BrokerObserver):
         if not group.is_(S.EMPTY):
             return self._respond(group, e, "delete_group_response", "NON_EMPTY_GROUP")
         for tp in sorted(group.offsets):
-            self._emit(group.group_id, "offset_commit", group.clock, topic=tp[0], partition=tp[1], tombstone=True,
-                       reason="group deleted")
+            self._out.append(O.tombstone(group.group_id, group.clock, tp, "group deleted"))
         group.offsets.clear()
         self._state_change(group, S.DEAD, "group deleted")
         self._group_tombstone(group)
@@ -1018,8 +1014,7 @@ def _group_to_dict(g: Group) -> dict:
         "protocol_type": g.protocol_type, "protocol_name": g.protocol_name, "generation": g.generation,
         "leader_id": g.leader_id, "members": [m.to_row() for m in g.members.values()],
         "pending_members": g.pending_members, "pending_sync": g.pending_sync,
-        "offsets": [[tp[0], tp[1], o.offset, o.leader_epoch, o.metadata, o.commit_timestamp, o.expire_timestamp]
-                    for tp, o in g.offsets.items()],
+        "offsets": O.to_rows(g.offsets),
         "topics": g.topics, "clock": g.clock, "member_seq": g.member_seq, "join_deadline": g.join_deadline,
         "initial_delay_remaining_ms": g.initial_delay_remaining_ms, "new_member_added": g.new_member_added,
         "sync_deadline": g.sync_deadline, "retention_deadline": g.retention_deadline,
@@ -1041,7 +1036,7 @@ def _group_from_dict(d: dict) -> Group:
             g.static_members[member.group_instance_id] = member.member_id
     g.pending_members = dict(d["pending_members"])
     g.pending_sync = list(d["pending_sync"])
-    g.offsets = {(t, p): CommittedOffset(o, e, m, c, x) for t, p, o, e, m, c, x in d["offsets"]}
+    g.offsets = O.from_rows(d["offsets"])
     g.topics = dict(d["topics"])
     g.clock, g.member_seq = d["clock"], d["member_seq"]
     g.join_deadline, g.initial_delay_remaining_ms = d["join_deadline"], d["initial_delay_remaining_ms"]

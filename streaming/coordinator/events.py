@@ -31,6 +31,7 @@ Int = Annotated[int, Meta(ge=_INT64[0], le=_INT64[1])]              # Kafka's in
 Int32 = Annotated[int, Meta(ge=_INT32[0], le=_INT32[1])]            # Kafka's int32 fields
 Time = Annotated[int, Meta(ge=0, le=_INT64[1])]                     # epoch ms
 PartitionId = Annotated[int, Meta(ge=0, le=_INT32[1])]
+ApiVersion = Annotated[int, Meta(ge=0, le=2**15 - 1)]                # a request's version (int16)
 Partitions = list[tuple[str, PartitionId]]                          # [[topic, partition], ...]
 
 
@@ -93,9 +94,14 @@ class Leave(_Member, tag="leave"):
 
 
 class Commit(_Member, tag="commit"):
+    """OffsetCommit. ``generation`` is Kafka's generationIdOrMemberEpoch: a classic member's generation, a
+    consumer-protocol member's epoch, -1 for the admin client or a consumer without group management.
+    ``api_version`` (optional): the request's OffsetCommit version, where Kafka's answer depends on it (null: not
+    stated; see the coordinators' commit handling)."""
     generation: Union[Int32, None] | UnsetType = UNSET
     offsets: Union[list[OffsetIn], None] | UnsetType = UNSET
     retention_ms: Union[Int, None] | UnsetType = UNSET
+    api_version: Union[ApiVersion, None] | UnsetType = UNSET
 
 
 class TopicMetadata(_Event, tag="topic_metadata"):
@@ -169,7 +175,7 @@ _FIELDS: dict[str, list[tuple[str, bool, bool, Any]]] = {
     "heartbeat": _COMMON + _MEMBER + [("generation", True, False, None)],
     "leave": _COMMON + _MEMBER + [("reason", False, True, None)],
     "commit": _COMMON + _MEMBER + [("generation", False, False, -1), ("offsets", True, False, None),
-                                   ("retention_ms", False, False, -1)],
+                                   ("retention_ms", False, False, -1), ("api_version", False, True, None)],
     # Without a group id, a topic's size applies to every group.
     "topic_metadata": [("group_id", False, True, None), ("ts", False, True, None),
                        ("topic", True, False, None), ("partitions", True, False, None),
@@ -357,9 +363,9 @@ def _protocol(where: str, p: ProtocolIn) -> dict:
 # ---------------------------------------------------------------------------------------------- reasons
 # What each kind of field must be, for the reason (by the field's name; names mean the same in every event type).
 _INTEGERS = {"ts", "generation", "member_epoch", "session_timeout_ms", "rebalance_timeout_ms", "partitions",
-             "retention_ms", "partition", "offset", "leader_epoch"}
+             "retention_ms", "partition", "offset", "leader_epoch", "api_version"}
 _RANGES = {"ts": (0, _INT64[1]), "retention_ms": _INT64, "partition": (0, _INT32[1]), "offset": (0, _INT64[1]),
-           "leader_epoch": (-1, _INT32[1])}
+           "leader_epoch": (-1, _INT32[1]), "api_version": (0, 2**15 - 1)}
 _LISTS = {"protocols": "a list of protocols", "offsets": "a list", "topics": "a list of strings",
           "subscribed_topic_names": "a list of strings", "topic_partitions": "a list",
           "owned_partitions": "a list of [topic, partition] pairs", "assigned": "a list of [topic, partition] pairs"}

@@ -7,16 +7,10 @@ from dataclasses import dataclass, field
 
 from streaming.coordinator.javahash import hashmap_order
 from streaming.coordinator.member import Member, Partition
+from streaming.coordinator.offsets import CommittedOffset
 from streaming.coordinator.state import GroupState, IllegalGroupState, IllegalStateTransition
 
-
-@dataclass
-class CommittedOffset:
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp: int
-    expire_timestamp: int  # -1: none given, the group-level retention rule applies
+__all__ = ["CommittedOffset", "Group", "RebalanceInProgress"]
 
 
 @dataclass

@@ -19,10 +19,17 @@ A request of the other protocol gets Kafka's answer (``GroupMetadataManager``, K
   non-empty consumer group into it as a classic-protocol member (``classicGroupJoinToConsumerGroup``), which is not
   modelled: the tracker answers ``INCONSISTENT_GROUP_PROTOCOL`` and says so (``protocol_conversion_unsupported``).
 - classic ``sync``, ``heartbeat`` and ``leave`` for a consumer group: ``UNKNOWN_MEMBER_ID`` (Kafka: no member of the
-  group uses the classic protocol). A ``commit`` is not modelled for consumer groups yet (``ignored_event``).
+  group uses the classic protocol).
 
-Each switch is a ``protocol_switch`` output (``from``, ``to``, ``reason``). Offsets an Empty classic group held
-stay in the store (Kafka keeps them too) and leave the model. Topic sizes one model knew seed the other.
+A ``commit`` (OffsetCommit) goes to whichever model holds the group: for a consumer group its ``generation`` is the
+member epoch (Kafka's ``generationIdOrMemberEpoch``), checked by the consumer model (``UNKNOWN_MEMBER_ID``,
+``STALE_MEMBER_EPOCH``; -1 is an admin commit, accepted while the group has no member). A commit to a group that
+does not exist goes to the classic model, as before: with generation -1 it creates a simple classic group (Kafka
+does the same), otherwise it is refused.
+
+Each switch is a ``protocol_switch`` output (``from``, ``to``, ``reason``). Offsets the replaced group held stay in
+the store, as Kafka keeps them, and move to the new group's model, which expires them by its own rule from then on.
+Topic sizes one model knew seed the other.
 """
 from __future__ import annotations
 
@@ -36,22 +43,32 @@ from streaming.coordinator.state import GroupState
 
 CLASSIC, CONSUMER = "classic", "consumer"
 _MEMBER_REQUESTS = {"sync": {"generation": -1, "assignment": []}, "heartbeat": {}, "leave": {}}
-_CONSUMER_FIELDS = {f.name for f in fields(ConsumerGroupConfig)}
+# The broker's offsets settings: both models keep committed offsets (Kafka's one OffsetMetadataManager).
+SHARED_FIELDS = ("offsets_retention_minutes", "offsets_retention_check_interval_ms", "offset_metadata_max_bytes")
+_SHARED = set(SHARED_FIELDS) | {name.replace("_", ".") for name in SHARED_FIELDS}
+_CONSUMER_FIELDS = {f.name for f in fields(ConsumerGroupConfig)} - set(SHARED_FIELDS)
 
 
 @dataclass(frozen=True)
 class Configs:
     """Both models' settings. ``from_properties``: ``group.consumer.*`` keys are the consumer protocol's
-    (``ConsumerGroupConfig``), the rest the classic coordinator's (``CoordinatorConfig``)."""
+    (``ConsumerGroupConfig``), the offsets settings (``offsets.retention.minutes``,
+    ``offsets.retention.check.interval.ms``, ``offset.metadata.max.bytes``) both models', the rest the classic
+    coordinator's (``CoordinatorConfig``)."""
     classic: CoordinatorConfig = field(default_factory=CoordinatorConfig)
     consumer: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
 
     @classmethod
     def from_properties(cls, props: Mapping[str, object] | None) -> "Configs":
         consumer = {k: v for k, v in (props or {}).items()
-                    if str(k).startswith("group.consumer.") or k in _CONSUMER_FIELDS}
-        classic = {k: v for k, v in (props or {}).items() if k not in consumer}
+                    if str(k).startswith("group.consumer.") or k in _CONSUMER_FIELDS or k in _SHARED}
+        classic = {k: v for k, v in (props or {}).items() if k not in consumer or k in _SHARED}
         return cls(CoordinatorConfig.from_properties(classic), ConsumerGroupConfig.from_properties(consumer))
+
+    @classmethod
+    def of(cls, classic: CoordinatorConfig) -> "Configs":
+        """The classic settings, and the consumer protocol's defaults with the same offsets settings."""
+        return cls(classic, ConsumerGroupConfig(**{name: getattr(classic, name) for name in SHARED_FIELDS}))
 
 
 def protocol_of(state: bytes | None) -> str | None:
@@ -144,6 +161,7 @@ class GroupModel:
             if group.generation > 0:              # offsets-only groups never had group metadata written
                 out.append({"type": "group_metadata", "group_id": gid, "ts": ts or 0, "tombstone": True})
             answer = consumer.handle(e)
+            consumer.adopt_offsets(gid, group.offsets)
             self.model = consumer
             return out + answer
         message = f"Group {gid} is not a consumer group."   # Kafka 4.0's words
@@ -179,7 +197,9 @@ class GroupModel:
                     return out + answer
                 out.append(self._switch(e, CONSUMER, CLASSIC, "an Empty consumer group is replaced by a classic "
                                                               "group when a JoinGroup arrives"))
+                offsets = dict(consumer.offsets.get(gid, {}))
                 out += consumer.remove_empty_group(gid, ts or consumer.now)
+                classic.adopt_offsets(gid, offsets)
                 self.model = classic
                 return out + answer
             out.append({"type": "join_response", "group_id": gid, "ts": ts or 0, "member_id": e["member_id"],
@@ -190,8 +210,7 @@ class GroupModel:
                 "models no group with members of both protocols")))
             return out
         if kind == "commit":
-            return out + [{"type": "ignored_event", "group_id": gid, "ts": ts or 0, "event_type": kind,
-                           "reason": "offset commits to consumer-protocol groups are not modelled yet"}]
+            return out + consumer.handle(e)
         # Kafka: the member is unknown or does not use the classic protocol (no member here does).
         return out + [{"type": f"{kind}_response", "group_id": gid, "ts": ts or 0, "member_id": e.get("member_id", ""),
                        "group_instance_id": e.get("group_instance_id"), "error": "UNKNOWN_MEMBER_ID",

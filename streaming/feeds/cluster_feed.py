@@ -26,7 +26,9 @@ Run the tracker with ``tracker.adopt.unknown.members=true`` (ids and generations
 
 KIP-848 consumer-group records (types 3-8 and 16) go to ``consumer_feed.ConsumerGroupFeed``: they become the
 ``consumer_heartbeat`` events that make the consumer model write the same records, timed by the records' log
-timestamps (``read_offsets_topic(..., timestamps=True)``).
+timestamps (``read_offsets_topic(..., timestamps=True)``). So do the OffsetCommit records of a consumer group it
+follows: a ``commit`` from the member owning the partition at its member epoch (or an admin commit to an Empty
+group), as the consumer model accepts it.
 """
 from __future__ import annotations
 
@@ -70,6 +72,9 @@ class ClusterFeed:
         kind, group_id = record["type"], record.get("group_id")
         if kind in CONSUMER_GROUP_TYPES:
             return self.consumer.events_for(record, timestamp)
+        if kind == "offset_commit" and not record.get("tombstone") and self.consumer.holds(group_id) \
+                and group_id not in self.snapshots and group_id not in self.held:
+            return self.consumer.commit_events(record)   # a consumer-protocol group's commit
         if kind not in ("offset_commit", "group_metadata") or (kind == "offset_commit" and record.get("tombstone")):
             return []   # share/streams-group records; offset tombstones (the tracker applies retention itself)
         if kind == "group_metadata":
@@ -282,6 +287,14 @@ def summary(feed: ClusterFeed, sent: int, topic: str) -> list[str]:
                      "consumer model write the same records"
                      + (f"; {consumer['unexplained records']} records no request explains (the tracker misses them)"
                         if consumer["unexplained records"] else ""))
+    commits = {k[len("commits by "):]: n for k, n in consumer.items() if k.startswith("commits by ")}
+    if commits or consumer["admin commits"]:
+        lines.append("their offset commits became commit events: "
+                     + ", ".join(f"{n} from {who}" for who, n in sorted(commits.items()))
+                     + (f"{', ' if commits else ''}{consumer['admin commits']} admin commits to Empty groups"
+                        if consumer["admin commits"] else "")
+                     + (f"; {consumer['commits the model refuses']} the model refuses"
+                        if consumer["commits the model refuses"] else ""))
     inferred = {k[len("time from "):]: n for k, n in feed.counts.items() if k.startswith("time from ")}
     if inferred:
         lines.append(f"time inferred for {sum(inferred.values())} group records without a state timestamp "

@@ -24,6 +24,14 @@ the shadow as they are, so the feed goes on; the tracker misses that step.
 Time: an event's ``ts`` is its batch's record timestamp (the coordinator's clock when it wrote them; Kafka stamps
 all records of one write with the same time, so a record with another time starts another batch).
 
+Offset commits: an OffsetCommit record of a group the feed follows (``commit_events``) is a write of its own, so the
+group's records before it are whole batches and are explained first; then it becomes a ``commit`` event. The record
+does not say who committed, so the event names the member that owns the partition in the shadow (assigned or still
+revoking) at its current epoch -- the epoch the broker must have checked it against; a partition nobody owns is
+committed by the first member (by member id) with an epoch; an Empty group's commit is an admin commit (epoch -1).
+The shadow takes the commit too, so its offsets and cleanup timers are the tracker's. Offset tombstones are not
+events: the model expires and deletes offsets itself, and a DeleteGroups shows as the group's own tombstones.
+
 What cannot be inferred:
   - heartbeats that changed nothing write no record, so a member's liveness between records is unknown: the shadow
     (and the tracker) must not expire sessions on their own (``CONSUMER_OBSERVER_SETTINGS``); a member's removal
@@ -37,7 +45,10 @@ What cannot be inferred:
     just before the request that saw it; a deleted topic cannot be told from an unsubscribed one; brokers 4.1+ write
     no such record (the feed cannot give the model the topics, and their records stay unexplained);
   - a broker whose assignor differs from the model's (a custom one, or another ``group.consumer.assignors``) or a
-    regular expression resolved differently (the record's image version) gives records the model does not write.
+    regular expression resolved differently (the record's image version) gives records the model does not write;
+  - who committed an offset, and at which epoch (see above); the broker's offsets cleanup runs on its own clock
+    (``offsets.retention.check.interval.ms`` from its load), the model's at exact expiry times, so an Empty group's
+    deletion can come a little earlier in the tracker than in the log (a later ``delete_group`` finds it gone).
 """
 from __future__ import annotations
 
@@ -136,6 +147,56 @@ class ConsumerGroupFeed:
 
     def flush(self) -> list[dict]:
         return [e for group_id in list(self.pending) for e in self._drain(group_id, final=True)]
+
+    def holds(self, group_id: str) -> bool:
+        """Whether the group is a consumer-protocol group this feed follows (records pending, or in the shadow)."""
+        shadow = self.shadows.get(group_id)
+        return bool(self.pending.get(group_id)) or (shadow is not None and group_id in shadow.groups)
+
+    def commit_events(self, record: dict) -> list[dict]:
+        """The events for an OffsetCommit record of a group this feed follows: its explained records first, then
+        the commit, from the member that owns the partition at its epoch (see the module's docstring)."""
+        group_id, ts = record["group_id"], record["commit_timestamp"]
+        out = self._drain(group_id, final=True)
+        shadow = self.shadows.get(group_id) or ConsumerGroupCoordinator(self.config)
+        event = {"type": "commit", "group_id": group_id, "ts": ts, "member_id": "", "group_instance_id": None,
+                 "generation": -1, "offsets": [{"topic": record["topic"], "partition": record["partition"],
+                                                "offset": record["offset"],
+                                                "leader_epoch": record.get("leader_epoch", -1),
+                                                "metadata": record.get("metadata") or ""}]}
+        expire = record.get("expire_timestamp", -1)
+        if expire not in (None, -1):
+            event["retention_ms"] = max(expire - ts, 0)
+        group = shadow.groups.get(group_id)
+        committer = self._committer(shadow, group, record) if group is not None else None
+        if committer is not None:
+            event.update(member_id=committer.member_id, group_instance_id=committer.instance_id,
+                         generation=committer.member_epoch)
+            self.counts["commits by " + ("the partition's owner" if self._owns(shadow, committer, record)
+                                         else "another member")] += 1
+        else:
+            self.counts["admin commits"] += 1
+        parsed, error = parse_event(event)
+        if error is None:
+            answer = shadow.handle(parsed)
+            if any(o["type"] == "commit_response" and o["error"] != "NONE" for o in answer):
+                self.counts["commits the model refuses"] += 1
+        self.shadows[group_id] = shadow
+        self.last_ts[group_id] = max(ts, self.last_ts.get(group_id, 0))
+        return out + [event]
+
+    @staticmethod
+    def _owns(shadow: ConsumerGroupCoordinator, m, record: dict) -> bool:
+        topic_id = shadow.image.id_for(record["topic"])
+        return any(record["partition"] in a.get(topic_id, ()) for a in (m.assigned_partitions,
+                                                                          m.partitions_pending_revocation))
+
+    def _committer(self, shadow: ConsumerGroupCoordinator, group, record: dict):
+        """Who the broker accepted the commit from: the partition's owner, else the first member with an epoch
+        (by member id), else any member; None for an Empty group (an admin commit)."""
+        members = sorted(group.members.values(), key=lambda m: m.member_id)
+        return next((m for m in members if self._owns(shadow, m, record)), None) \
+            or next((m for m in members if m.member_epoch >= 0), None) or next(iter(members), None)
 
     # ------------------------------------------------------------ matching requests to records
     def _drain(self, group_id: str, final: bool) -> list[dict]:

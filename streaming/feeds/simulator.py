@@ -13,8 +13,12 @@ it owns. It reconciles like the Java consumer: an assignment that takes partitio
 delay (``revocation_delay_ms``: the time to commit and run ``onPartitionsRevoked``), new partitions at once, and
 either way the client acknowledges with a heartbeat naming what it now owns. It rejoins with epoch 0 when fenced,
 leaves with epoch -1 (a static member with -2, keeping its partitions until it is back or its session ends), and, on
-top of the classic disruptions, changes its subscription now and then. Consumer-protocol members do not commit
-offsets here (the commit path of the consumer protocol is not modelled yet).
+top of the classic disruptions, changes its subscription now and then. It auto-commits as the Java consumer does
+(``CommitRequestManager``), with its member epoch as OffsetCommit's ``generationIdOrMemberEpoch``: every
+``commit_interval_ms`` the partitions it owns, and also just before it gives partitions up and before it leaves. A
+commit refused with STALE_MEMBER_EPOCH is sent again at once when the client has learnt a newer epoch since (the
+Java consumer's retry with the latest epoch), and otherwise dropped, as one refused with UNKNOWN_MEMBER_ID (the
+member was fenced; its heartbeat finds out and it rejoins). A commit never keeps a consumer-protocol member alive.
 
 What comes out is the event feed the tracker consumes, every event stamped with its virtual time. Same seed and
 settings, same feed.
@@ -98,6 +102,7 @@ class Client:
     pending: list[tuple[str, int]] | None = None   # the last assignment received and not yet reconciled
     reconcile_token: int = 0
     heartbeat_interval_ms: int = 0
+    commit_epoch: int = -1            # the member epoch its last commit was sent with
 
     @property
     def cooperative(self) -> bool:
@@ -166,7 +171,8 @@ class Simulator:
         event, error = parse_event(fields)
         assert error is None, error  # the simulator only sends well-formed events
         self._events.append(event)
-        if event["type"] == "consumer_heartbeat":
+        if event["type"] == "consumer_heartbeat" or (event["type"] == "commit"
+                                                     and event["group_id"] in self.consumer_groups):
             self._dispatch(self.consumer_coordinator.handle(event))
             return
         if event["type"] != "topic_metadata" or event.get("group_id"):
@@ -280,13 +286,19 @@ class Simulator:
         if client.phase == "stable":
             self._at(self.now + self.settings.heartbeat_interval_ms, self._guard(client, lambda: self._heartbeat_loop(client)))
 
+    def _offsets(self, client: Client) -> list[dict]:
+        return [{"topic": t, "partition": p,
+                 "offset": (self.now - self.start_ms) * self.settings.records_per_second // 1000}
+                for t, p in client.assignment]
+
     def _commit_loop(self, client: Client) -> None:
-        if client.phase == "stable" and client.assignment:
-            offsets = [{"topic": t, "partition": p,
-                        "offset": (self.now - self.start_ms) * self.settings.records_per_second // 1000}
-                       for t, p in client.assignment]
+        if client.consumer:
+            if client.phase == "stable":
+                self._consumer_commit(client)
+        elif client.phase == "stable" and client.assignment:
             self._send(type="commit", group_id=client.group_id, member_id=client.member_id,
-                       group_instance_id=client.instance_id, generation=client.generation, offsets=offsets)
+                       group_instance_id=client.instance_id, generation=client.generation,
+                       offsets=self._offsets(client))
         if client.phase != "gone":
             self._at(self.now + self.settings.commit_interval_ms, self._guard(client, lambda: self._commit_loop(client)))
 
@@ -295,6 +307,23 @@ class Simulator:
         self._send(type="consumer_heartbeat", group_id=client.group_id, member_id=client.member_id,
                    member_epoch=epoch, instance_id=client.instance_id, client_id=client.name,
                    client_host="/10.0.0.1", **fields)
+
+    def _consumer_commit(self, client: Client) -> None:
+        """OffsetCommit of the partitions the client owns, at the epoch it last heard of."""
+        if not client.assignment or client.member_epoch <= 0:
+            return
+        client.commit_epoch = client.member_epoch
+        self._send(type="commit", group_id=client.group_id, member_id=client.member_id,
+                   group_instance_id=client.instance_id, generation=client.member_epoch,
+                   offsets=self._offsets(client))
+
+    def _on_consumer_commit(self, client: Client, o: dict) -> None:
+        if o["error"] == "NONE":
+            return
+        self.consumer_errors.append((self.now, client.group_id, client.member_id, o["error"]))
+        if o["error"] == "STALE_MEMBER_EPOCH" and client.member_epoch != client.commit_epoch \
+                and client.phase == "stable":
+            self._consumer_commit(client)      # again with the latest epoch (it differs: no loop)
 
     def _consumer_join(self, client: Client) -> None:
         """The first heartbeat (or a rejoin after being fenced): epoch 0, the whole subscription, nothing owned."""
@@ -351,6 +380,8 @@ class Simulator:
             client.phase = "stable"
             self._at(self.now + client.heartbeat_interval_ms,
                      self._guard(client, lambda: self._consumer_heartbeat_loop(client)))
+            self._at(self.now + self.settings.commit_interval_ms,
+                     self._guard(client, lambda: self._commit_loop(client)))
         if o["assignment"] is None:
             return
         new = sorted((a["topic"], p) for a in o["assignment"] for p in a["partitions"])
@@ -372,6 +403,8 @@ class Simulator:
         """The client now owns the last assignment it received and says so (the acknowledging heartbeat)."""
         if token != client.reconcile_token or client.pending is None or client.phase != "stable":
             return
+        if set(client.assignment) - set(client.pending):
+            self._consumer_commit(client)      # auto-commit before the revocation (onPartitionsRevoked)
         client.assignment, client.pending = client.pending, None
         self._consumer_heartbeat(client, client.member_epoch, topic_partitions=self._owned(client))
 
@@ -382,7 +415,8 @@ class Simulator:
     def _leave(self, client: Client) -> None:
         if client.consumer:
             if client.phase == "stable":
-                # Close: -1 leaves for good; a static member leaves with -2 and keeps its partitions for a while.
+                # Close: commit, then -1 leaves for good; a static member leaves with -2 and keeps its partitions.
+                self._consumer_commit(client)
                 self._consumer_heartbeat(client, -1 if client.instance_id is None else -2)
             client.phase = "gone"
             client.epoch += 1
@@ -396,7 +430,8 @@ class Simulator:
     def _restart_static(self, client: Client) -> None:
         """A static member bounces (e.g. a rolling deploy): gone for a while, back with a new member id."""
         if client.consumer and client.phase == "stable":
-            self._consumer_heartbeat(client, -2)        # closing: a temporary leave
+            self._consumer_commit(client)               # closing: commit, then a temporary leave
+            self._consumer_heartbeat(client, -2)
         client.phase = "gone"
         client.epoch += 1
         session = self.settings.consumer_session_timeout_ms if client.consumer else self.settings.session_timeout_ms
@@ -423,6 +458,8 @@ class Simulator:
                 continue
             elif kind == "consumer_heartbeat_response":
                 self._on_consumer_response(client, o)
+            elif client.consumer and kind == "commit_response":
+                self._on_consumer_commit(client, o)
             elif kind == "sync_response":
                 self._on_sync_response(client, o)
             elif kind == "heartbeat_response" and o["error"] == "REBALANCE_IN_PROGRESS":

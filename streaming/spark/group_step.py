@@ -41,7 +41,7 @@ def step_group(state: bytes | None, events: Iterable[dict], now_ms: int | None,
     the classic or the consumer-protocol model (``streaming.coordinator.routing``); ``config`` is both models'
     settings (a ``CoordinatorConfig`` alone: the consumer protocol's defaults).
     """
-    configs = config if isinstance(config, Configs) else Configs(classic=config)
+    configs = config if isinstance(config, Configs) else Configs.of(config)
     coordinator = GroupModel.from_bytes(state, configs)
     outputs: list[dict] = []
     for event in events:

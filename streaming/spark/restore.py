@@ -38,7 +38,7 @@ def is_fresh(query_checkpoint: str) -> bool:
 
 def group_states(records: list[dict], now_ms: int, config) -> dict[str, bytes]:
     """Each stored group's coordinator state, as Kafka's loader rebuilds it at ``now_ms``: classic groups from their
-    group metadata and offsets, consumer-protocol (KIP-848) groups from their consumer-group records, each with its
+    group metadata and offsets, consumer-protocol (KIP-848) groups from their consumer-group and offset records, each with its
     sessions restarted at ``now_ms`` and its topics seeded from its subscription metadata (the job keeps one topic
     image per group). A consumer group wins over the offsets-only classic group its offsets would make (Kafka
     replaces a simple classic group the same way). ``config``: ``routing.Configs`` or a ``CoordinatorConfig``."""
@@ -46,7 +46,7 @@ def group_states(records: list[dict], now_ms: int, config) -> dict[str, bytes]:
     from streaming.coordinator.consumer.records import is_record
     from streaming.coordinator.routing import Configs
 
-    configs = config if isinstance(config, Configs) else Configs(classic=config)
+    configs = config if isinstance(config, Configs) else Configs.of(config)
     records = [r for r in records if r["group_id"] != POSITION_GROUP]
     coordinator = GroupCoordinator(configs.classic)
     coordinator.load_records([r for r in records if not is_record(r)], now_ms)
@@ -59,6 +59,9 @@ def group_states(records: list[dict], now_ms: int, config) -> dict[str, bytes]:
     for r in records:
         if is_record(r):
             by_group.setdefault(r["group_id"], []).append(r)
+    for r in records:
+        if r["type"] == "offset_commit" and r["group_id"] in by_group:
+            by_group[r["group_id"]].append(r)      # a consumer group's offsets: the consumer model keeps them
     for group_id, group_records in by_group.items():
         consumer = ConsumerGroupCoordinator(configs.consumer)
         consumer.load_records(group_records, now_ms)

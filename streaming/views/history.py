@@ -615,7 +615,7 @@ def coordinator_outputs(events: Iterable[dict], config: object | None = None,
 
     Classic requests go to a :class:`GroupCoordinator` (``config``), ``consumer_heartbeat`` requests to a
     :class:`ConsumerGroupCoordinator` (``consumer_config``: the group.consumer.* settings), topic metadata to both;
-    ``delete_group`` goes to the model that has the group. Before each event both models' timers due before it fire,
+    ``commit`` and ``delete_group`` go to the model that has the group (the classic one when neither has it). Before each event both models' timers due before it fire,
     so the outputs stay in time order. Timers due at the last event's time fire too, so a session that expired
     exactly then is not lost."""
     from streaming.coordinator import GroupCoordinator, parse_event
@@ -632,7 +632,11 @@ def coordinator_outputs(events: Iterable[dict], config: object | None = None,
             rejected += 1
             continue
         kind, ts = event["type"], event.get("ts")
-        to_consumer = kind == "consumer_heartbeat" or (kind == "delete_group" and event["group_id"] in consumer.groups)
+        either = kind in ("delete_group", "commit")
+        if either and ts is not None and event["group_id"] in consumer.groups:
+            outputs.extend(classic.advance(ts - 1))
+            outputs.extend(consumer.advance(ts - 1))    # the group may be gone by then (its offsets cleanup)
+        to_consumer = kind == "consumer_heartbeat" or (either and event["group_id"] in consumer.groups)
         if to_consumer:
             if ts is not None:
                 outputs.extend(classic.advance(ts - 1))

@@ -87,7 +87,8 @@ class LiveView:
             return
         g = self._group(gid)
         if kind == "protocol_switch":   # an Empty group replaced by one of the other protocol: start afresh
-            self.groups[gid] = g = GroupView(gid, consumer=o.get("to") == "consumer")
+            # ... but with its committed offsets, which Kafka keeps for the new group (and so does the tracker).
+            self.groups[gid] = GroupView(gid, consumer=o.get("to") == "consumer", committed=g.committed)
             self._note(f"{gid}: now a {o.get('to')}-protocol group")
             return
         # Which protocol the group speaks, from the output itself (a group may switch when Empty).

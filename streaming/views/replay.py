@@ -30,8 +30,8 @@ interval is a third of it, at most Kafka's 5 s). The same stimuli, the consumer 
   recorded join rounds where a classic client sends none: a member that has sent nothing for an interval heartbeats
   when it was alive then -- between two of its recorded requests (join, sync, heartbeat or commit) less than a
   session timeout apart, or waiting for the answer to a recorded join (a slow join round). Rejoins, SyncGroups and
-  commits are not sent (the first two do not exist in this protocol; commits are not modelled in it). A leave is
-  epoch -1. A crash leaves no requests: the heartbeats stop at the last one, and the session expires.
+  commits are not sent (the first two do not exist in this protocol; a commit changes no assignment and, in this
+  protocol, keeps no member alive, so it would change nothing the replay scores). A leave is epoch -1. A crash leaves no requests: the heartbeats stop at the last one, and the session expires.
 * simulated reactions: a client acknowledges an assignment ``REACTION_MS`` after it: the revoked partitions are given
   up then and the new ones taken (a member still waiting for partitions others release learns of them at its next
   heartbeat, as in Kafka); fenced (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID), it gives up everything and rejoins with

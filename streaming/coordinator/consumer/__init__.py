@@ -3,7 +3,9 @@
 Modules, one job each: ``member_state`` (MemberState), ``member`` (ConsumerGroupMember), ``reconcile``
 (CurrentAssignmentBuilder), ``target`` (TargetAssignmentBuilder over ``assignors.server``), ``records`` (the
 ``__consumer_offsets`` records), ``group`` (ConsumerGroup, changed only by replaying records), ``topics`` (the
-metadata image), ``regex`` (regex subscriptions), ``config``, ``coordinator`` (the request handling and timers).
+metadata image), ``regex`` (regex subscriptions), ``config``, ``coordinator`` (the request handling and timers,
+offset commits and their cleanup; the offsets arithmetic is ``streaming.coordinator.offsets``, shared with the classic
+model).
 """
 from streaming.coordinator.consumer.config import ConsumerGroupConfig
 from streaming.coordinator.consumer.coordinator import ConsumerGroupCoordinator, is_consumer_state

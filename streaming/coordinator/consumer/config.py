@@ -1,4 +1,7 @@
-"""Settings of the consumer group protocol under Kafka's broker names and defaults (Kafka 4.0)."""
+"""Settings of the consumer group protocol under Kafka's broker names and defaults (Kafka 4.0).
+
+The ``offsets.*`` and ``offset.metadata.max.bytes`` settings are the broker's, shared with the classic coordinator
+(``streaming.coordinator.config.CoordinatorConfig``; ``routing.Configs`` gives both models the same values)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
@@ -18,6 +21,11 @@ class ConsumerGroupConfig:
     # Kafka's group.consumer.migration.policy (ConsumerGroupMigrationPolicy): whether a non-empty group may switch
     # protocol online. An empty group is replaced by a group of the other protocol whatever the policy.
     group_consumer_migration_policy: str = "bidirectional"
+    # Committed offsets (OffsetMetadataManager): retention, how often the broker's cleanup pass runs, and the
+    # largest commit metadata.
+    offsets_retention_minutes: int = 10_080
+    offsets_retention_check_interval_ms: int = 600_000
+    offset_metadata_max_bytes: int = 4_096
 
     def __post_init__(self) -> None:
         if isinstance(self.group_consumer_assignors, str):
@@ -34,6 +42,8 @@ class ConsumerGroupConfig:
             raise ValueError("session timeout and heartbeat interval must be positive")
         if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
             raise ValueError("group.consumer.heartbeat.interval.ms must be lower than group.consumer.session.timeout.ms")
+        if self.offsets_retention_minutes <= 0 or self.offsets_retention_check_interval_ms <= 0:
+            raise ValueError("offsets.retention.minutes and offsets.retention.check.interval.ms must be positive")
 
     @classmethod
     def from_properties(cls, props: Mapping[str, object] | None) -> "ConsumerGroupConfig":
@@ -55,6 +65,10 @@ class ConsumerGroupConfig:
                 except ValueError:
                     raise ValueError(f"{key} must be an integer, not {raw!r}") from None
         return cls(**values)
+
+    @property
+    def offsets_retention_ms(self) -> int:
+        return self.offsets_retention_minutes * 60_000
 
     @property
     def upgrade_enabled(self) -> bool:

@@ -6,6 +6,15 @@ request is first turned into records, and the records are then replayed onto the
 rebuilt from ``__consumer_offsets`` takes (``load_records``). The API mirrors the classic ``GroupCoordinator``:
 ``handle(event)``, ``advance(now_ms)``, ``next_deadline()``, ``to_bytes()``/``from_bytes()``, ``is_blank()``.
 
+Committed offsets follow Kafka 4.0's ``OffsetMetadataManager`` and ``ConsumerGroup``: an OffsetCommit is checked
+against the member's epoch (``validateOffsetCommit``), writes the same ``offset_commit`` records as a classic group's
+(``streaming.coordinator.offsets``) and does not keep the member's session alive; an offset expires
+``offsets.retention.minutes`` after its commit unless the group is subscribed to its topic, and an Empty group
+whose offsets are all gone is deleted with all its tombstones (the broker's cleanup pass, ``cleanupGroupMetadata``).
+The broker runs that pass every ``offsets.retention.check.interval.ms`` from when it loaded the partition; the model
+cannot know that phase, so, as the classic model does, it expires an offset at its exact expiry time and deletes an
+Empty group without offsets one interval after it became Empty (or was loaded).
+
 Time comes only from events' ``ts`` and ``advance``; nothing reads a clock or draws a random number.
 """
 from __future__ import annotations
@@ -17,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from assignors.server import PartitionAssignorError, get_server_assignor
+from streaming.coordinator import offsets as O
 from streaming.coordinator.consumer import records as R
 from streaming.coordinator.consumer.config import ConsumerGroupConfig
 from streaming.coordinator.consumer.errors import HeartbeatError
@@ -28,13 +38,16 @@ from streaming.coordinator.consumer.reconcile import reconcile
 from streaming.coordinator.consumer.regex import regex_error, resolve
 from streaming.coordinator.consumer.target import build_target_assignment
 from streaming.coordinator.consumer.topics import TopicImage
+from streaming.coordinator.offsets import CommittedOffset, Partition
 
 FORMAT_VERSION = 1
 # First byte of the serialised state: the classic coordinator's state starts with its format version (1), so a
 # caller holding a group's bytes can tell which model they belong to (``is_consumer_state``).
 STATE_MAGIC = 0x43
 REGEX_BATCH_REFRESH_INTERVAL_MS = 10_000
-_SESSION, _REBALANCE = 0, 1
+_SESSION, _REBALANCE, _RETENTION = 0, 1, 2
+# A consumer-protocol member must commit with OffsetCommit v9 or later (KIP-848).
+OFFSET_COMMIT_MIN_VERSION = 9
 _JAVA_WHITESPACE = "".join(chr(c) for c in range(0x21))   # what String.trim() strips
 
 
@@ -53,16 +66,24 @@ class _Soft:
     rebalance_started: list | None = None  # [ts, trigger, detail] of the first epoch bump not yet Stable
     assignor: str | None = None            # the assignor of the last target assignment
     stable_owners: dict[str, str] = field(default_factory=dict)        # "topic_id:p" -> owner, at the last Stable
+    retention: int | None = None           # the offsets cleanup's next work: an offset expiring, an Empty group going
+    empty_since: int | None = None         # when the group last became Empty (or was loaded Empty)
 
     def to_dict(self) -> dict:
-        return {"sessions": self.sessions, "rebalance": self.rebalance, "last_heartbeat": self.last_heartbeat,
-                "refresh_metadata": self.refresh_metadata, "rebalance_started": self.rebalance_started,
-                "assignor": self.assignor, "stable_owners": self.stable_owners}
+        d = {"sessions": self.sessions, "rebalance": self.rebalance, "last_heartbeat": self.last_heartbeat,
+             "refresh_metadata": self.refresh_metadata, "rebalance_started": self.rebalance_started,
+             "assignor": self.assignor, "stable_owners": self.stable_owners}
+        if self.retention is not None:
+            d["retention"] = self.retention
+        if self.empty_since is not None:
+            d["empty_since"] = self.empty_since
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "_Soft":
         return cls(dict(d["sessions"]), {k: list(v) for k, v in d["rebalance"].items()}, dict(d["last_heartbeat"]),
-                   d["refresh_metadata"], d["rebalance_started"], d["assignor"], dict(d["stable_owners"]))
+                   d["refresh_metadata"], d["rebalance_started"], d["assignor"], dict(d["stable_owners"]),
+                   d.get("retention"), d.get("empty_since"))
 
 
 class ConsumerGroupCoordinator:
@@ -74,6 +95,7 @@ class ConsumerGroupCoordinator:
         self._assignors = dict(assignors) if assignors is not None else None
         self.groups: dict[str, ConsumerGroup] = {}
         self.soft: dict[str, _Soft] = {}
+        self.offsets: dict[str, dict[Partition, CommittedOffset]] = {}   # committed offsets of the groups held
         self.image = TopicImage()
         self.now = 0
         self._timers: list[tuple[int, int, str, str]] = []
@@ -82,7 +104,7 @@ class ConsumerGroupCoordinator:
 
     # ================================================================ public API
     def handle(self, event: dict) -> list[dict]:
-        """Apply one validated event (``consumer_heartbeat``, ``topic_metadata`` or ``delete_group``).
+        """Apply one validated event (``consumer_heartbeat``, ``commit``, ``topic_metadata`` or ``delete_group``).
 
         Timers due strictly before the event's ``ts`` fire first; a heartbeat arriving on its deadline wins."""
         ts = event.get("ts")
@@ -94,6 +116,8 @@ class ConsumerGroupCoordinator:
             self._heartbeat(event)
         elif kind == "topic_metadata":
             self._topic_metadata(event)
+        elif kind == "commit":
+            self._commit(event)
         elif kind == "delete_group":
             self._delete_group(event)
         else:
@@ -103,7 +127,8 @@ class ConsumerGroupCoordinator:
         return out
 
     def advance(self, now_ms: int) -> list[dict]:
-        """Fire every session and rebalance timeout due at or before ``now_ms``, in deadline order."""
+        """Fire every session and rebalance timeout (and offsets cleanup) due at or before ``now_ms``, in deadline
+        order."""
         out: list[dict] = []
         saved, self._out = self._out, out
         while self._timers and self._timers[0][0] <= now_ms:
@@ -125,7 +150,7 @@ class ConsumerGroupCoordinator:
         softs = [self.soft[group_id]] if group_id is not None and group_id in self.soft else \
             ([] if group_id is not None else list(self.soft.values()))
         deadlines = [d for s in softs for d in s.sessions.values()] + \
-            [r[0] for s in softs for r in s.rebalance.values()]
+            [r[0] for s in softs for r in s.rebalance.values()] + [s.retention for s in softs if s.retention is not None]
         return min(deadlines, default=None)
 
     def group_ids(self) -> list[str]:
@@ -133,6 +158,11 @@ class ConsumerGroupCoordinator:
 
     def is_blank(self) -> bool:
         return not self.groups and not self.image.by_name and not self.image.known_ids
+
+    def fetch_offsets(self, group_id: str) -> dict[Partition, dict]:
+        """OffsetFetch (as the admin client asks it): the group's committed offsets; empty for an unknown group."""
+        return {tp: {"offset": o.offset, "leader_epoch": o.leader_epoch, "metadata": o.metadata}
+                for tp, o in sorted(self.offsets.get(group_id, {}).items())}
 
     def describe_group(self, group_id: str) -> dict:
         """ConsumerGroupDescribe: epochs, state, assignor and members with their current and target assignment."""
@@ -153,8 +183,13 @@ class ConsumerGroupCoordinator:
 
     # --- serialisation -------------------------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        return {"v": FORMAT_VERSION, "now": self.now, "image": self.image.to_dict(),
-                "groups": [{"group": g.to_dict(), "soft": self.soft[gid].to_dict()} for gid, g in self.groups.items()]}
+        groups = []
+        for gid, g in self.groups.items():
+            entry = {"group": g.to_dict(), "soft": self.soft[gid].to_dict()}
+            if self.offsets.get(gid):
+                entry["offsets"] = O.to_rows(self.offsets[gid])   # [topic, partition, offset, ...] rows
+            groups.append(entry)
+        return {"v": FORMAT_VERSION, "now": self.now, "image": self.image.to_dict(), "groups": groups}
 
     @classmethod
     def from_dict(cls, d: Mapping, config: ConsumerGroupConfig | None = None,
@@ -168,6 +203,8 @@ class ConsumerGroupCoordinator:
             group = ConsumerGroup.from_dict(entry["group"])
             c.groups[group.group_id] = group
             c.soft[group.group_id] = _Soft.from_dict(entry["soft"])
+            if entry.get("offsets"):
+                c.offsets[group.group_id] = O.from_rows(entry["offsets"])
             c._arm_all(group.group_id)
         return c
 
@@ -182,16 +219,19 @@ class ConsumerGroupCoordinator:
         return cls.from_dict(json.loads(zlib.decompress(bytes(data[1:]))), config, assignors)
 
     def load_records(self, records: Iterable[dict], now_ms: int) -> None:
-        """Rebuild groups from their records (the offsets store's consumer-group record dicts, see ``records``;
-        other records are skipped), as Kafka's coordinator loads ``__consumer_offsets``; then, as its ``onLoaded``,
-        start every member's session (and the rebalance timeout of a member still revoking) at ``now_ms``, and
-        refresh each group's metadata on its next heartbeat.
+        """Rebuild groups from their records (the offsets store's consumer-group record dicts, see ``records``, and
+        the ``offset_commit`` records of those groups; other records are skipped -- offsets of a group without
+        consumer-group records are a classic group's), as Kafka's coordinator loads ``__consumer_offsets``; then, as
+        its ``onLoaded``, start every member's session (and the rebalance timeout of a member still revoking) at
+        ``now_ms``, refresh each group's metadata on its next heartbeat, and schedule the offsets cleanup (an Empty
+        group counts as Empty since ``now_ms``).
 
         Kafka's coordinator also has the cluster's metadata image; the tracker has only what the records say, so the
         topics of each group's subscription metadata seed the topic image where it does not know them (the next
         ``topic_metadata`` event wins). A Stable group's current owners are where the next rebalance counts moved
         partitions from."""
         self._tick(now_ms)
+        records = list(records)
         for r in records:
             if not R.is_record(r):
                 continue
@@ -203,6 +243,18 @@ class ConsumerGroupCoordinator:
             group.replay(r)
             if group.deleted:
                 del self.groups[group.group_id]
+                self.offsets.pop(group.group_id, None)
+        for group_id, committed in O.latest(records).items():
+            if group_id not in self.groups:
+                continue
+            mine = self.offsets.setdefault(group_id, {})
+            for tp, o in committed.items():
+                if o is None:
+                    mine.pop(tp, None)
+                else:
+                    mine[tp] = o
+            if not mine:
+                del self.offsets[group_id]
         for group_id, group in self.groups.items():
             for name, (topic_id, partitions) in sorted(group.subscription_metadata.items()):
                 if self.image.get(name) is None and self.image.known_ids.get(name) in (None, topic_id):
@@ -216,6 +268,8 @@ class ConsumerGroupCoordinator:
             if group.state() == STABLE:
                 soft.stable_owners = {f"{t}:{p}": m.instance_id or m.member_id for m in group.members.values()
                                       for t, ps in m.assigned_partitions.items() for p in ps}
+            soft.empty_since = now_ms if not group.members else None
+            self._refresh_retention(group_id)
 
     # ================================================================ time and timers
     def _tick(self, ts: int | None) -> None:
@@ -228,6 +282,8 @@ class ConsumerGroupCoordinator:
             return None
         if kind == _SESSION:
             return soft.sessions.get(member_id)
+        if kind == _RETENTION:
+            return soft.retention
         entry = soft.rebalance.get(member_id)
         return entry[0] if entry is not None else None
 
@@ -245,6 +301,8 @@ class ConsumerGroupCoordinator:
             self._arm(_SESSION, group_id, member_id, deadline)
         for member_id, (deadline, _) in soft.rebalance.items():
             self._arm(_REBALANCE, group_id, member_id, deadline)
+        if soft.retention is not None:
+            self._arm(_RETENTION, group_id, "", soft.retention)
 
     def _schedule_session(self, group_id: str, member_id: str) -> None:
         soft = self.soft[group_id]
@@ -266,6 +324,8 @@ class ConsumerGroupCoordinator:
 
     def _fire(self, kind: int, group_id: str, member_id: str) -> None:
         group = self.groups.get(group_id)
+        if kind == _RETENTION:
+            return self._expire_offsets(group_id)
         member = group.members.get(member_id) if group is not None else None
         if kind == _SESSION:
             self.soft[group_id].sessions.pop(member_id, None)
@@ -296,8 +356,10 @@ class ConsumerGroupCoordinator:
                        for t in sorted(assignment)])
 
     # ================================================================ applying records
-    def _apply(self, group: ConsumerGroup, records: list[dict], trigger: str | None = None, detail: str = "") -> None:
-        """Replay ``records`` onto ``group`` (registering a new group), emit them, and what changed for a reader."""
+    def _apply(self, group: ConsumerGroup, records: list[dict], trigger: str | None = None, detail: str = "",
+               reason: str | None = None) -> None:
+        """Replay ``records`` onto ``group`` (registering a new group), emit them, and what changed for a reader
+        (``reason``: why the group's state changed, when it says more than the records)."""
         gid = group.group_id
         if gid not in self.groups:
             self.groups[gid] = group
@@ -327,12 +389,18 @@ class ConsumerGroupCoordinator:
         if group.deleted:
             del self.groups[gid]
             self.soft.pop(gid, None)
+            self.offsets.pop(gid, None)
         after_state = group.state()
         if after_state != before_state:
             self._emit(gid, "state_change", **{"from": before_state}, to=after_state,
-                       group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch)
+                       group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
+                       **({"reason": reason} if reason is not None else {}))
             if after_state == STABLE:
                 self._rebalance_record(group)
+            elif after_state == "Empty":
+                soft.empty_since = self.now
+        if not group.deleted and any(r["type"] in (R.MEMBER_METADATA, R.REGULAR_EXPRESSION) for r in records):
+            self._refresh_retention(gid)    # the members or their subscriptions changed
 
     @staticmethod
     def _keys(a: Assignment) -> list[tuple[str, int]]:
@@ -735,7 +803,10 @@ class ConsumerGroupCoordinator:
             return self._emit(gid, "delete_group_response", error="GROUP_ID_NOT_FOUND")
         if group.state() != "Empty":
             return self._emit(gid, "delete_group_response", error="NON_EMPTY_GROUP")
-        self._apply(group, self._tombstones(group))
+        # GroupCoordinatorShard.deleteGroups: the offsets' tombstones (deleteAllOffsets), then the group's.
+        for tp in sorted(self.offsets.pop(gid, {})):
+            self._out.append(O.tombstone(gid, self.now, tp, "group deleted"))
+        self._apply(group, self._tombstones(group), reason="group deleted")
         self._emit(gid, "delete_group_response", error="NONE")
 
     def _tombstones(self, group: ConsumerGroup) -> list[dict]:
@@ -748,6 +819,104 @@ class ConsumerGroupCoordinator:
         records += [R.partition_metadata(gid, None), R.epoch(gid, None)]
         return records
 
+    # ================================================================ OffsetCommit and the offsets cleanup
+    def _commit(self, e: dict) -> None:
+        """OffsetMetadataManager.commitOffset for a consumer group. A commit does not extend the member's session
+        (Kafka reschedules the heartbeat only for classic groups)."""
+        gid = e["group_id"]
+        group = self.groups.get(gid)
+        if group is None:
+            if e["generation"] < 0:
+                # Kafka creates a simple classic group for it; routing.GroupModel gives it to the classic model.
+                return self._emit(gid, "ignored_event", event_type="commit",
+                                  reason="an OffsetCommit without a member epoch to a group that does not exist "
+                                         "creates a simple classic group, which is the classic model's")
+            return self._commit_answer(e, O.unknown_group_error(e))
+        error = self._commit_error(group, e)
+        if error is not None:
+            return self._commit_answer(e, error)
+        too_large = set(O.too_large(e["offsets"], self.config.offset_metadata_max_bytes))
+        stored = self.offsets.setdefault(gid, {})
+        self._out += O.store(stored, gid, [o for o in e["offsets"] if (o["topic"], o["partition"]) not in too_large],
+                             self.now, e["retention_ms"])
+        if not stored:
+            del self.offsets[gid]
+        self._commit_answer(e, "NONE", too_large)
+        self._refresh_retention(gid)
+
+    @staticmethod
+    def _commit_error(group: ConsumerGroup, e: dict) -> str | None:
+        """ConsumerGroup.validateOffsetCommit (Kafka 4.0), for OffsetCommit (not TxnOffsetCommit): an epoch < 0 is
+        the admin client's (or a consumer's without group management), fine while the group has no member; else
+        the member must exist and commit at its current epoch. The instance id is not checked. Every member of this
+        model uses the consumer protocol, so a mismatch is STALE_MEMBER_EPOCH (a classic-protocol member of a
+        consumer group would get ILLEGAL_GENERATION; such members are not modelled)."""
+        epoch, member_id = e["generation"], e["member_id"]
+        if epoch < 0 and not group.members:
+            return None
+        member = group.members.get(member_id)
+        if member is None:
+            return "UNKNOWN_MEMBER_ID"
+        version = e.get("api_version")
+        if version is not None and version < OFFSET_COMMIT_MIN_VERSION:
+            return "UNSUPPORTED_VERSION"
+        if epoch != member.member_epoch:
+            return "STALE_MEMBER_EPOCH"
+        return None
+
+    def _commit_answer(self, e: dict, error: str, too_large: set = frozenset()) -> None:
+        """OffsetCommitResponse, shaped as the classic model's ``commit_response``: a request-level error is every
+        partition's error."""
+        self._emit(e["group_id"], "commit_response", member_id=e["member_id"],
+                   group_instance_id=e["group_instance_id"], error=error, partitions=[
+                       [o["topic"], o["partition"], error if error != "NONE" else
+                        "OFFSET_METADATA_TOO_LARGE" if (o["topic"], o["partition"]) in too_large else "NONE"]
+                       for o in e["offsets"]])
+
+    @staticmethod
+    def _retained(group: ConsumerGroup) -> set[str]:
+        """Topics whose offsets never expire: those the group is subscribed to (ConsumerGroup.isSubscribedToTopic,
+        by name or through a resolved regular expression)."""
+        return set(group.subscribed_topic_names()) if group.members else set()
+
+    def _refresh_retention(self, group_id: str) -> None:
+        """When the cleanup pass next has work for the group: the first offset of a topic it is not subscribed to
+        to expire (from its commit time, ConsumerGroup.offsetExpirationCondition), or, for an Empty group without
+        offsets, its deletion."""
+        group, soft = self.groups.get(group_id), self.soft.get(group_id)
+        if group is None or soft is None:
+            return
+        offsets = self.offsets.get(group_id)
+        deadline = None
+        if offsets:
+            kept, retention = self._retained(group), self.config.offsets_retention_ms
+            deadline = min((O.expiry_time(o, o.commit_timestamp, retention) for tp, o in offsets.items()
+                            if tp[0] not in kept), default=None)
+        elif not group.members:
+            since = soft.empty_since if soft.empty_since is not None else self.now
+            deadline = since + self.config.offsets_retention_check_interval_ms
+        if deadline != soft.retention:
+            soft.retention = deadline
+            if deadline is not None:
+                self._arm(_RETENTION, group_id, "", deadline)
+
+    def _expire_offsets(self, group_id: str) -> None:
+        """GroupCoordinatorShard.cleanupGroupMetadata for one group: cleanupExpiredOffsets, then maybeDeleteGroup --
+        an Empty group whose offsets are all gone is deleted (its tombstones, as DeleteGroups writes them)."""
+        group, soft = self.groups[group_id], self.soft[group_id]
+        soft.retention = None
+        offsets = self.offsets.get(group_id, {})
+        kept, retention = self._retained(group), self.config.offsets_retention_ms
+        for tp in sorted(tp for tp, o in offsets.items()
+                         if tp[0] not in kept and self.now >= O.expiry_time(o, o.commit_timestamp, retention)):
+            del offsets[tp]
+            self._out.append(O.tombstone(group_id, self.now, tp, "retention"))
+        if not offsets:
+            self.offsets.pop(group_id, None)
+            if not group.members:
+                return self._apply(group, self._tombstones(group), reason="empty group without offsets")
+        self._refresh_retention(group_id)
+
     # ================================================================ for the protocol switch (routing.py)
     def heartbeat_error(self, e: dict) -> tuple[str, str] | None:
         """Kafka's request validation, which comes before the group is looked up: (error, message) or None."""
@@ -755,7 +924,8 @@ class ConsumerGroupCoordinator:
 
     def remove_empty_group(self, group_id: str, now_ms: int) -> list[dict]:
         """Kafka's maybeDeleteEmptyConsumerGroup (a JoinGroup of the classic protocol for an Empty consumer group):
-        the group's tombstones, as DeleteGroups writes them; the outputs."""
+        the group's tombstones, as DeleteGroups writes them; the outputs. Its committed offsets stay (Kafka keeps
+        them for the group that replaces it): take them from ``offsets`` first."""
         group = self.groups[group_id]
         if group.state() != "Empty":
             raise ValueError(f"group {group_id} is not empty")
@@ -764,6 +934,16 @@ class ConsumerGroupCoordinator:
         self._apply(group, self._tombstones(group))
         self._out = []
         return out
+
+    def adopt_offsets(self, group_id: str, offsets: Mapping[Partition, CommittedOffset]) -> None:
+        """Offsets the group held under the classic model (Kafka keeps them when a consumer group replaces an Empty
+        classic group); from now on they expire by this model's rule."""
+        if group_id not in self.groups or not offsets:
+            return
+        mine = self.offsets.setdefault(group_id, {})
+        for tp, o in offsets.items():
+            mine.setdefault(tp, o)
+        self._refresh_retention(group_id)
 
     def seed_topics(self, sizes: Mapping[str, int]) -> None:
         """Topic sizes known before this model held the group (the classic coordinator keeps names and counts)."""
