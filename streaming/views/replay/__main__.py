@@ -1,0 +1,5 @@
+import sys
+
+from streaming.views.replay import main
+
+sys.exit(main())
