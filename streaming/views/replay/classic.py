@@ -1,0 +1,156 @@
+"""The classic replay: a classic feed's recorded stimuli through the classic :class:`GroupCoordinator`, with the
+simulated clients' SyncGroups and rejoins (the package's docstring, first part: what is kept, what replaced)."""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Callable
+
+from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
+from streaming.views.replay.settings import REACTION_MS
+
+
+@dataclass
+class _Client:
+    """What one consumer knows about itself during a replay."""
+    join: dict                       # its last join event (client id, timeouts, instance id, topics ...)
+    topics: list[str]
+    generation: int = -1
+    assignment: list[list] = field(default_factory=list)
+    awaiting_join: bool = False
+
+
+class _Replayer:
+    def __init__(self, assignor: str, cooperative: bool, config: CoordinatorConfig | None) -> None:
+        self.assignor = assignor
+        self.cooperative = cooperative
+        self.coordinator = GroupCoordinator(config)
+        self.clients: dict[tuple[str, str], _Client] = {}
+        self.outputs: list[dict] = []
+        self._reactions: list[tuple[int, int, dict]] = []
+        self._seq = 0
+        self._static_joins: dict[tuple[str, str], tuple[dict, list[str]]] = {}
+
+    # ------------------------------------------------------------------ driving
+    def run(self, events: list[dict], on_progress: Callable[[int], None] | None = None,
+            until: int | None = None) -> list[dict]:
+        """Replay ``events`` (the recorded stimuli, in time order); the coordinator's timers then run to the last
+        one's time, or to ``until`` when the recording goes on longer."""
+        i = 0
+        while i < len(events) or self._reactions:
+            recorded_ts = events[i]["ts"] if i < len(events) else None
+            reaction_ts = self._reactions[0][0] if self._reactions else None
+            t = min(x for x in (recorded_ts, reaction_ts) if x is not None)
+            deadline = self.coordinator.next_deadline()
+            if deadline is not None and deadline < t:
+                # Timers first: what they produce (e.g. a completed join round) may need an answer before t.
+                self._observe(self.coordinator.advance(deadline))
+                continue
+            if reaction_ts is not None and reaction_ts <= t and (recorded_ts is None or reaction_ts < recorded_ts):
+                self._send(heapq.heappop(self._reactions)[2])
+            else:
+                event = self._rewrite(events[i])
+                i += 1
+                if on_progress is not None and not i & 1023:
+                    on_progress(i)
+                if event is not None:
+                    self._send(event)
+        last = max([e["ts"] for e in events] + ([until] if until is not None else []), default=None)
+        if last is not None:
+            self._observe(self.coordinator.advance(last))
+        if on_progress is not None:
+            on_progress(len(events))
+        return self.outputs
+
+    def _send(self, event: dict) -> None:
+        self._observe(self.coordinator.handle(event))
+
+    def _later(self, ts: int, event: dict) -> None:
+        event, error = parse_event(dict(event, ts=ts + REACTION_MS))
+        assert error is None, error                       # the replay only sends well-formed requests
+        self._seq += 1
+        heapq.heappush(self._reactions, (event["ts"], self._seq, event))
+
+    # ------------------------------------------------------------------ the recorded stimuli
+    def _rewrite(self, e: dict) -> dict | None:
+        kind = e["type"]
+        key = (e.get("group_id") or "", e.get("member_id") or "")
+        client = self.clients.get(key)
+        if kind == "sync":
+            return None                                   # clients sync when *this* coordinator says so
+        if kind == "join":
+            topics = list(e["protocols"][0].get("topics", [])) if e["protocols"] else []
+            group = self.coordinator.groups.get(key[0])
+            if key[1] and group is not None and key[1] in group.members and client is not None:
+                if sorted(topics) == sorted(client.topics):
+                    return None                           # a recorded reaction: replaced by our own
+            e = dict(e, protocols=[self._protocol(topics, client)])
+            if key[1]:
+                self.clients[key] = _Client(_join_fields(e), topics, awaiting_join=True,
+                                            generation=client.generation if client else -1,
+                                            assignment=client.assignment if client else [])
+            elif e.get("group_instance_id") is not None:  # a static member (re)starting: its id comes back
+                self._static_joins[(key[0], e["group_instance_id"])] = (_join_fields(e), topics)
+            return e
+        if kind in ("heartbeat", "commit") and client is not None and e.get("generation", -1) >= 0:
+            return dict(e, generation=client.generation)
+        return e
+
+    def _protocol(self, topics: list[str], client: _Client | None) -> dict:
+        protocol = {"name": self.assignor, "topics": topics}
+        if self.cooperative:  # KIP-429: say what you still own and since which generation
+            protocol["owned_partitions"] = [list(tp) for tp in (client.assignment if client else [])]
+            protocol["generation"] = client.generation if client else -1
+        return protocol
+
+    # ------------------------------------------------------------------ the simulated reactions
+    def _rejoin(self, key: tuple[str, str], ts: int) -> None:
+        client = self.clients.get(key)
+        if client is None or client.awaiting_join:
+            return
+        client.awaiting_join = True
+        if not self.cooperative:
+            client.assignment = []                        # eager: everything is revoked before rejoining
+        event = dict(client.join, member_id=key[1], protocols=[self._protocol(client.topics, client)], reason=None)
+        self._later(ts, event)
+
+    def _observe(self, outputs: list[dict]) -> None:
+        self.outputs.extend(outputs)
+        for o in outputs:
+            kind = o["type"]
+            key = (o["group_id"], o.get("member_id") or "")
+            if kind in ("member_joined", "member_replaced") and o.get("group_instance_id") is not None:
+                known = self._static_joins.get((o["group_id"], o["group_instance_id"]))
+                if known is not None and key not in self.clients:
+                    self.clients[key] = _Client(known[0], known[1], awaiting_join=True)
+                if kind == "member_replaced":
+                    self.clients.pop((o["group_id"], o["previous_member_id"]), None)
+                continue
+            client = self.clients.get(key)
+            if client is None:
+                continue
+            error = o.get("error")
+            if kind == "join_response" and error == "NONE":
+                client.awaiting_join = False
+                client.generation = o["generation"]
+                self._later(o["ts"], {"type": "sync", "group_id": key[0], "member_id": key[1],
+                                      "group_instance_id": o.get("group_instance_id"),
+                                      "generation": o["generation"]})
+            elif kind == "join_response" and error not in (None, "MEMBER_ID_REQUIRED"):
+                client.awaiting_join = False
+            elif kind in ("heartbeat_response", "sync_response") and error == "REBALANCE_IN_PROGRESS":
+                self._rejoin(key, o["ts"])
+            elif kind == "sync_response" and error == "NONE":
+                new = [list(tp) for tp in o["assignment"]]
+                revoked = {tuple(tp) for tp in client.assignment} - {tuple(tp) for tp in new}
+                client.assignment = new
+                if self.cooperative and revoked:
+                    self._rejoin(key, o["ts"])            # the follow-up round hands the revoked partitions on
+            elif kind in ("member_expired", "member_left"):
+                self.clients.pop(key, None)
+
+
+def _join_fields(e: dict) -> dict:
+    """A client's join request without its protocols: what a simulated rejoin repeats."""
+    return {k: e[k] for k in ("type", "group_id", "group_instance_id", "client_id", "client_host",
+                              "session_timeout_ms", "rebalance_timeout_ms", "protocol_type") if k in e}
