@@ -141,9 +141,11 @@ class ClusterFeed:
             return self._static_replacements(previous, record)
         known = {m["member_id"] for m in before}
         ordered = [m for m in members if m["member_id"] in known] + [m for m in members if m["member_id"] not in known]
-        events = [_leave(group_id, m, "left: it was committing until this generation's round")
-                  for m in self._left(group_id, before, members, ts)]
-        events += [self._join(record, m, answered=True) for m in ordered]
+        # The new generation's joins come before the departures: a member that joined while the last one left
+        # (a rolling restart) never saw the group Empty, and the broker's record says so.
+        events = [self._join(record, m, answered=True) for m in ordered]
+        events += [_leave(group_id, m, "left: it was committing until this generation's round")
+                   for m in self._left(group_id, before, members, ts)]
         leader = record.get("leader") or members[0]["member_id"]
         events += [_sync(record, m) for m in members if m["member_id"] != leader]
         events.append(_sync(record, next(m for m in members if m["member_id"] == leader), assignments={

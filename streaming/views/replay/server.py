@@ -102,7 +102,7 @@ class _ConsumerReplayer:
         """The group's coordinator, made on its first join: with ``group_config`` (a consumer feed's group.consumer.*
         settings) or else the session timeout of a classic feed's first join (the interval a third of it, at most
         Kafka's 5 s)."""
-        _ = self.coordinators.get(group_id)
+        c = self.coordinators.get(group_id)
         if c is None and (session_timeout_ms is not None or group_config is not None):
             if group_config is None:
                 session = max(session_timeout_ms, 2)
@@ -119,7 +119,7 @@ class _ConsumerReplayer:
         return c
 
     def _send(self, group_id: str, client: _ConsumerClient, epoch: int, **fields) -> None:
-        _ = self.coordinators[group_id]
+        c = self.coordinators[group_id]
         event, error = parse_event({"type": "consumer_heartbeat", "group_id": group_id, "ts": self.now,
                                     "member_id": client.member_id, "member_epoch": epoch,
                                     "instance_id": client.instance_id, "client_id": client.client_id,
@@ -180,7 +180,7 @@ class _ConsumerReplayer:
                 self._static_restart(group_id, instance)
                 client = None
             if client is None:
-                c = self._coordinator(group_id, e["session_timeout_ms"])
+                self._coordinator(group_id, e["session_timeout_ms"])   # made on the group's first join
                 client = self.clients[(group_id, member_id)] = _ConsumerClient(
                     member_id, instance, topics, e["rebalance_timeout_ms"], e["client_id"], e["client_host"])
                 return self._join(group_id, client)
@@ -207,7 +207,7 @@ class _ConsumerReplayer:
                 if not group_id or gid == group_id:
                     self._observe(c.handle(e))
             return
-        _ = self.coordinators.get(group_id)
+        c = self.coordinators.get(group_id)
         if c is not None:
             self._observe(c.handle(e))
 
