@@ -11,7 +11,6 @@ it says so.
 from __future__ import annotations
 
 import base64
-import heapq
 import itertools
 import json
 import uuid
@@ -27,6 +26,7 @@ from streaming.coordinator.offsets import CommittedOffset
 from streaming.coordinator.member import Member, Partition, Protocol
 from streaming.coordinator.observe import BrokerObserver
 from streaming.coordinator.state import GroupState
+from streaming.coordinator.timers import Timers
 
 S = GroupState
 # State format: 2 = MessagePack, members as rows (a group's state costs about what its members' fields take; ~4x
@@ -50,7 +50,7 @@ class GroupCoordinator(BrokerObserver):
         self.groups: dict[str, Group] = {}
         self.default_topics: dict[str, int] = {}   # sizes from topic_metadata events that named no group
         self.pending_topics: dict[str, dict[str, int]] = {}  # sizes named for a group that does not exist yet
-        self._timers: list[tuple[int, str, int, str]] = []
+        self._timers = Timers(self._timer_deadline)
         self._out: list[dict] = []
 
     # ================================================================ public API
@@ -91,15 +91,8 @@ class GroupCoordinator(BrokerObserver):
         """Fire every timer due at or before ``now_ms``, in deadline order; outputs carry the deadline as ``ts``."""
         out: list[dict] = []
         saved, self._out = self._out, out
-        while self._timers and self._timers[0][0] <= now_ms:
-            deadline, group_id, kind, key = heapq.heappop(self._timers)
-            group = self.groups.get(group_id)
-            current = self._deadline(group, kind, key) if group is not None else None
-            if current is None or current < deadline:
-                continue
-            if current > deadline:
-                heapq.heappush(self._timers, (current, group_id, kind, key))
-                continue
+        for deadline, (group_id, kind, key) in self._timers.due(now_ms):
+            group = self.groups[group_id]
             self._tick(group, deadline)
             self._fire(group, kind, key)
             if group_id in self.groups:
@@ -110,18 +103,9 @@ class GroupCoordinator(BrokerObserver):
     def next_deadline(self, group_id: str | None = None) -> int | None:
         if group_id is not None:
             return min(self._all_deadlines(self.groups[group_id]), default=None)
-        # Every group: the timer heap's first live entry, as advance() reads it (stale entries dropped, moved ones
-        # pushed back), instead of a scan of every member of every group -- the simulator asks before each step.
-        while self._timers:
-            deadline, group_id, kind, key = self._timers[0]
-            group = self.groups.get(group_id)
-            current = self._deadline(group, kind, key) if group is not None else None
-            if current == deadline:
-                return deadline
-            heapq.heappop(self._timers)
-            if current is not None and current > deadline:
-                heapq.heappush(self._timers, (current, group_id, kind, key))
-        return None
+        # Every group: the timer heap's first live entry instead of a scan of every member of every group -- the
+        # simulator asks before each step.
+        return self._timers.next_deadline()
 
     def group_ids(self) -> list[str]:
         return list(self.groups)
@@ -208,8 +192,12 @@ class GroupCoordinator(BrokerObserver):
             group.clock = ts
 
     def _arm(self, group: Group, kind: int, key: str, deadline: int | None) -> None:
-        if deadline is not None:
-            heapq.heappush(self._timers, (deadline, group.group_id, kind, key))
+        self._timers.arm((group.group_id, kind, key), deadline)
+
+    def _timer_deadline(self, timer: tuple) -> int | None:
+        group_id, kind, key = timer
+        group = self.groups.get(group_id)
+        return self._deadline(group, kind, key) if group is not None else None
 
     def _deadline(self, group: Group, kind: int, key: str) -> int | None:
         if kind == _JOIN:

@@ -19,7 +19,6 @@ Time comes only from events' ``ts`` and ``advance``; nothing reads a clock or dr
 """
 from __future__ import annotations
 
-import heapq
 import json
 import zlib
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from streaming.coordinator.consumer.reconcile import reconcile
 from streaming.coordinator.consumer.regex import regex_error, resolve
 from streaming.coordinator.consumer.target import build_target_assignment
 from streaming.coordinator.consumer.topics import TopicImage
+from streaming.coordinator.timers import Timers
 from streaming.coordinator.offsets import CommittedOffset, Partition
 
 FORMAT_VERSION = 1
@@ -98,8 +98,7 @@ class ConsumerGroupCoordinator:
         self.offsets: dict[str, dict[Partition, CommittedOffset]] = {}   # committed offsets of the groups held
         self.image = TopicImage()
         self.now = 0
-        self._timers: list[tuple[int, int, str, str]] = []
-        self._armed: dict[tuple[int, str, str], int] = {}
+        self._timers = Timers(lambda timer: self._deadline(*timer))
         self._out: list[dict] = []
 
     # ================================================================ public API
@@ -131,15 +130,7 @@ class ConsumerGroupCoordinator:
         order."""
         out: list[dict] = []
         saved, self._out = self._out, out
-        while self._timers and self._timers[0][0] <= now_ms:
-            deadline, kind, group_id, member_id = heapq.heappop(self._timers)
-            self._armed.pop((kind, group_id, member_id), None)
-            current = self._deadline(kind, group_id, member_id)
-            if current is None or current < deadline:
-                continue
-            if current > deadline:
-                self._arm(kind, group_id, member_id, current)
-                continue
+        for deadline, (kind, group_id, member_id) in self._timers.due(now_ms):
             self._tick(deadline)
             self._fire(kind, group_id, member_id)
         self._tick(now_ms)
@@ -288,12 +279,7 @@ class ConsumerGroupCoordinator:
         return entry[0] if entry is not None else None
 
     def _arm(self, kind: int, group_id: str, member_id: str, deadline: int) -> None:
-        key = (kind, group_id, member_id)
-        armed = self._armed.get(key)
-        if armed is not None and armed <= deadline:
-            return   # the earlier entry re-arms itself when it pops
-        self._armed[key] = deadline
-        heapq.heappush(self._timers, (deadline, kind, group_id, member_id))
+        self._timers.arm((kind, group_id, member_id), deadline)
 
     def _arm_all(self, group_id: str) -> None:
         soft = self.soft[group_id]
