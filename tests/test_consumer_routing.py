@@ -254,3 +254,88 @@ def test_broadcast_topic_metadata_reaches_consumer_groups(tmp_path):
                                 "topic_partitions": [["t", 0], ["t", 1]], "ts": 3_000})
     later = step_group(first.state, [dict(broadcast, group_id=G), heartbeat], None, configs)   # the sink's copy
     assert one(later.outputs, "target_assignment")["assignment"] == {"m": [["t", p] for p in range(4)]}
+
+
+# ---------------------------------------------------------------- the views run the feed through the same routing
+def _feed_through_group_models(feed, configs):
+    """What the job computes for a feed, per group: each event to its group's model, the timers due at the end."""
+    from streaming.coordinator.routing import GroupModels
+
+    models, out = GroupModels(configs), []
+    for raw in feed:
+        out.extend(models.handle(parse_event(raw)[0]))
+    return out + models.advance(max(e["ts"] for e in feed))
+
+
+def _of_group(outputs, group_id):
+    return [o for o in outputs if o.get("group_id") == group_id]
+
+
+def _classic_join(group_id, ts):
+    """A dynamic classic member's two joins (the coordinator names it in its MEMBER_ID_REQUIRED answer)."""
+    from streaming.views.history import coordinator_outputs
+
+    first = {"type": "join", "group_id": group_id, "member_id": "", "protocols": [{"name": "range", "topics": ["t"]}],
+             "ts": ts}
+    member_id = one(coordinator_outputs([first])[0], "join_response")["member_id"]
+    return member_id, [first, dict(first, member_id=member_id)]
+
+
+def test_the_views_switch_an_empty_classic_group_to_the_consumer_protocol_as_the_job_does():
+    """coordinator_outputs routes like the job: once the last classic member left, a ConsumerGroupHeartbeat that
+    joins replaces the Empty classic group (before, the views ran it in a second, separate consumer group)."""
+    from streaming.views.history import build_history, coordinator_outputs
+
+    member_id, joins = _classic_join(G, 1_000)
+    feed = [{"type": "topic_metadata", "group_id": G, "topic": "t", "partitions": 4, "ts": 1_000}, *joins,
+            _classic_join("other", 2_000)[1][0],
+            {"type": "sync", "group_id": G, "member_id": member_id, "generation": 1, "ts": 4_500},
+            {"type": "leave", "group_id": G, "member_id": member_id, "ts": 5_000},
+            {"type": "consumer_heartbeat", "group_id": G, "member_id": "m", "member_epoch": 0,
+             "rebalance_timeout_ms": 5_000, "subscribed_topic_names": ["t"], "topic_partitions": [], "ts": 6_000},
+            {"type": "consumer_heartbeat", "group_id": G, "member_id": "m", "member_epoch": 1,
+             "topic_partitions": [{"topic": "t", "partitions": [0, 1, 2, 3]}], "ts": 9_000}]
+    outputs, rejected = coordinator_outputs(feed)
+    assert rejected == 0
+    want = _feed_through_group_models(feed, Configs.of(CoordinatorConfig()))
+    for group_id in (G, "other"):
+        assert _of_group(outputs, group_id) == _of_group(want, group_id)
+    mine = _of_group(outputs, G)
+    switch = one(mine, "protocol_switch")
+    assert (switch["from"], switch["to"], switch["ts"]) == ("classic", "consumer", 6_000)
+    after = mine[mine.index(switch):]
+    assert kinds(after)[1] == "group_metadata" and after[1]["tombstone"] is True
+    answers = [o for o in after if o["type"] == "consumer_heartbeat_response"]
+    assert [(a["error"], a["member_epoch"]) for a in answers] == [("NONE", 1), ("NONE", 1)]
+    assert [o["assignment"] for o in after if o["type"] == "target_assignment"] == [{"m": [["t", p] for p in range(4)]}]
+    assert build_history(outputs, G).is_consumer
+
+
+def test_group_less_topic_metadata_reaches_the_groups_there_and_those_that_come_later():
+    """Topic metadata without a group id (or with an empty one) is every group's: the groups already there get it, and
+    a group that appears later knows the topic's size before its first request -- whichever protocol it speaks."""
+    from streaming.views.history import coordinator_outputs
+
+    def hb(group_id, ts, epoch=0, owned=None):
+        event = {"type": "consumer_heartbeat", "group_id": group_id, "member_id": "m", "member_epoch": epoch, "ts": ts}
+        if epoch == 0:
+            event.update(rebalance_timeout_ms=5_000, subscribed_topic_names=["t"], topic_partitions=[])
+        else:
+            event.update(topic_partitions=[{"topic": "t", "partitions": owned}])
+        return event
+
+    member_id, joins = _classic_join("classic", 5_000)
+    for no_group in ({}, {"group_id": ""}):
+        feed = [{"type": "topic_metadata", "topic": "t", "partitions": 3, "ts": 1_000, **no_group},
+                hb("early", 2_000),
+                {"type": "topic_metadata", "topic": "t", "partitions": 5, "ts": 3_000, **no_group},
+                hb("early", 4_000, 1, [0, 1, 2]),
+                hb("late", 5_000),
+                *joins,
+                {"type": "sync", "group_id": "classic", "member_id": member_id, "generation": 1, "ts": 8_100}]
+        outputs, _ = coordinator_outputs(feed, CoordinatorConfig(group_initial_rebalance_delay_ms=3_000))
+        targets = {g: [sorted(p for _, p in o["assignment"]["m"]) for o in _of_group(outputs, g)
+                       if o["type"] == "target_assignment"] for g in ("early", "late")}
+        assert targets == {"early": [[0, 1, 2], [0, 1, 2, 3, 4]], "late": [[0, 1, 2, 3, 4]]}
+        rebalance = one(_of_group(outputs, "classic"), "rebalance")
+        assert sorted(p for _, p in rebalance["assignment"][member_id]) == [0, 1, 2, 3, 4]

@@ -30,15 +30,21 @@ does the same), otherwise it is refused.
 Each switch is a ``protocol_switch`` output (``from``, ``to``, ``reason``). Offsets the replaced group held stay in
 the store, as Kafka keeps them, and move to the new group's model, which expires them by its own rule from then on.
 Topic sizes one model knew seed the other.
+
+This is the only routing: the streaming job runs one ``GroupModel`` per group id (``streaming/spark/group_step.py``),
+and the views run a whole recorded feed through ``GroupModels`` (``run_feed``), so both show the same outputs.
 """
 from __future__ import annotations
 
+import copy
+import heapq
 from dataclasses import dataclass, field, fields
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from streaming.coordinator.config import CoordinatorConfig
 from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator, is_consumer_state
 from streaming.coordinator.coordinator import GroupCoordinator
+from streaming.coordinator.events import parse_event
 from streaming.coordinator.state import GroupState
 
 CLASSIC, CONSUMER = "classic", "consumer"
@@ -81,9 +87,11 @@ class GroupModel:
     """The model of one group (one key of the job): ``handle``, ``advance``, ``next_deadline``, ``to_bytes``."""
 
     def __init__(self, configs: Configs | None = None,
-                 model: GroupCoordinator | ConsumerGroupCoordinator | None = None) -> None:
+                 model: GroupCoordinator | ConsumerGroupCoordinator | None = None,
+                 topics: "ClusterTopics | None" = None) -> None:
         self.configs = configs or Configs()
         self.model = model
+        self.topics = topics     # GroupModels' topic metadata without a group id: every model made here starts from it
 
     @classmethod
     def from_bytes(cls, data: bytes | None, configs: Configs | None = None) -> "GroupModel":
@@ -115,6 +123,8 @@ class GroupModel:
     def handle(self, event: dict) -> list[dict]:
         kind = event["type"]
         if self.model is None:
+            if kind == "topic_metadata" and not event.get("group_id") and self.topics is not None:
+                return []            # already in ``topics``, which the model copies when the group's request comes
             self.model = self._new(CONSUMER if kind == "consumer_heartbeat" else CLASSIC)
             return self.model.handle(event)
         if self.protocol == CLASSIC and kind == "consumer_heartbeat":
@@ -125,6 +135,8 @@ class GroupModel:
 
     # ------------------------------------------------------------------------------------------------------------
     def _new(self, protocol: str):
+        if self.topics is not None:
+            return self.topics.blank(protocol)
         return ConsumerGroupCoordinator(self.configs.consumer) if protocol == CONSUMER \
             else GroupCoordinator(self.configs.classic)
 
@@ -224,20 +236,129 @@ class GroupModel:
         return classic
 
 
+class ClusterTopics:
+    """Topic metadata without a group id (every group's topics, as Kafka's metadata image is the cluster's), held by
+    a blank model of each protocol. A group's model starts as a copy of the blank model of its protocol, so a group
+    that appears later knows those topics before its first request -- with the ids and racks the events gave, which
+    a switch's seeding (names and sizes) would lose."""
+
+    def __init__(self, configs: Configs) -> None:
+        self.classic = GroupCoordinator(configs.classic)
+        self.consumer = ConsumerGroupCoordinator(configs.consumer)
+
+    def apply(self, event: dict) -> None:
+        self.classic.handle(event)       # no group yet: nothing to answer
+        self.consumer.handle(event)
+
+    def blank(self, protocol: str) -> GroupCoordinator | ConsumerGroupCoordinator:
+        return copy.deepcopy(self.consumer if protocol == CONSUMER else self.classic)
+
+
+def _ts(output: dict) -> int:
+    return output.get("ts") or 0
+
+
 class GroupModels:
-    """The pure job over a whole feed: one ``GroupModel`` per group id, as the streaming job keys its state. Topic
-    metadata without a group id is not fanned out here (the job's sink does that, through the events topic)."""
+    """The pure job over a whole feed: one ``GroupModel`` per group id, as the streaming job keys its state. The views
+    run recorded feeds through it (``run_feed``), so there is one routing of events to the two models.
+
+    Topic metadata without a group id (or with an empty one) goes to every group's model, as the group-less event
+    (the classic model keeps the sizes for any group it holds later, as Kafka's metadata is the cluster's), and is
+    kept in ``topics`` for groups that appear later. The job does it through its sink (``broadcast_event``,
+    ``streaming/spark/sinks.py``), with these differences: the copies come back through the events topic, so each
+    group gets its copy a micro-batch later (at the event's own ``ts``, after whatever the group did meanwhile); a
+    copy names the group, so the classic model files the sizes under that group only (forgotten if the group is
+    deleted and made again); the sink only knows groups that have had an output or are in the store, so a group that
+    appears later does not learn earlier group-less sizes; and the empty group id gets no copy.
+
+    ``advance`` fires every group's timers due by then; it keeps each group's next deadline in a heap, so a feed of
+    many groups costs no scan of all of them per event (a model changed behind ``handle``/``advance``, other than by
+    firing its timers, must be put back through ``models``)."""
 
     def __init__(self, configs: Configs | None = None) -> None:
         self.configs = configs or Configs()
-        self.models: dict[str, GroupModel] = {}
+        self.topics = ClusterTopics(self.configs)
+        self._models: dict[str, GroupModel] = {}
+        self._due: list[tuple[int, str]] = []     # (deadline, group id); stale once _due_at says otherwise
+        self._due_at: dict[str, int] = {}
+
+    @property
+    def models(self) -> dict[str, GroupModel]:
+        return self._models
+
+    @models.setter
+    def models(self, models: dict[str, GroupModel]) -> None:
+        self._models, self._due, self._due_at = models, [], {}
+        for gid in models:
+            self._schedule(gid)
 
     def handle(self, event: dict) -> list[dict]:
         gid = event.get("group_id")
+        if event["type"] == "topic_metadata" and not gid:
+            return self._broadcast(event)
         if gid is None:
             return []
-        model = self.models.setdefault(gid, GroupModel(self.configs))
-        return model.handle(event)
+        model = self._models.get(gid)
+        if model is None:
+            model = self._models[gid] = GroupModel(self.configs, topics=self.topics)
+        out = model.handle(event)
+        self._schedule(gid)
+        return out
 
     def advance(self, now_ms: int) -> list[dict]:
-        return [o for gid in sorted(self.models) for o in self.models[gid].advance(now_ms)]
+        """Every group's timers due at or before ``now_ms``; the groups' outputs merged in time order (each group's
+        own order kept, ties in group id order)."""
+        due: list[str] = []
+        while self._due and self._due[0][0] <= now_ms:
+            deadline, gid = heapq.heappop(self._due)
+            if self._due_at.get(gid) == deadline:
+                del self._due_at[gid]
+                due.append(gid)
+        due.sort()
+        outs = [self._models[gid].advance(now_ms) for gid in due]
+        for gid in due:
+            self._schedule(gid)
+        return list(heapq.merge(*outs, key=_ts))
+
+    def _broadcast(self, event: dict) -> list[dict]:
+        self.topics.apply(event)
+        outs = []
+        for gid in sorted(self._models):
+            outs.append(self._models[gid].handle(event))
+            self._schedule(gid)
+        return list(heapq.merge(*outs, key=_ts))
+
+    def _schedule(self, gid: str) -> None:
+        deadline = self._models[gid].next_deadline()
+        if deadline == self._due_at.get(gid):
+            return
+        if deadline is None:
+            del self._due_at[gid]
+        else:
+            self._due_at[gid] = deadline
+            heapq.heappush(self._due, (deadline, gid))
+
+
+def run_feed(events: Iterable[dict], configs: Configs | None = None) -> tuple[list[dict], int]:
+    """A recorded feed through fresh ``GroupModels``, in feed order: (outputs, events rejected as invalid).
+
+    Before each event every group's timers due before it fire (the job fires them as its watermark or clock
+    passes), so the outputs stay in time order across groups; at the end those due at the last event's time fire
+    too, so a session that expired exactly then is not lost."""
+    models = GroupModels(configs)
+    outputs: list[dict] = []
+    rejected = 0
+    last_ts: int | None = None
+    for raw in events:
+        event, error = parse_event(raw)
+        if error is not None:
+            rejected += 1
+            continue
+        ts = event.get("ts")
+        if ts is not None:
+            outputs.extend(models.advance(ts - 1))
+            last_ts = ts if last_ts is None else max(last_ts, ts)
+        outputs.extend(models.handle(event))
+    if last_ts is not None:
+        outputs.extend(models.advance(last_ts))
+    return outputs, rejected

@@ -613,46 +613,18 @@ def coordinator_outputs(events: Iterable[dict], config: object | None = None,
                         consumer_config: object | None = None) -> tuple[list[dict], int]:
     """Run a recorded feed through fresh coordinators, in feed order: (outputs, events rejected as invalid).
 
-    Classic requests go to a :class:`GroupCoordinator` (``config``), ``consumer_heartbeat`` requests to a
-    :class:`ConsumerGroupCoordinator` (``consumer_config``: the group.consumer.* settings), topic metadata to both;
-    ``commit`` and ``delete_group`` go to the model that has the group (the classic one when neither has it). Before each event both models' timers due before it fire,
-    so the outputs stay in time order. Timers due at the last event's time fire too, so a session that expired
-    exactly then is not lost."""
-    from streaming.coordinator import GroupCoordinator, parse_event
-    from streaming.coordinator.consumer import ConsumerGroupCoordinator
+    The feed goes through the job's own routing (``streaming.coordinator.routing.run_feed``: one model per group, the
+    classic or the consumer protocol's, with Kafka's switches between them), so the views show what the job computes.
+    ``config`` is the classic coordinator's settings, ``consumer_config`` the group.consumer.* ones; each keeps its
+    own offsets settings, and without ``consumer_config`` the consumer protocol's defaults take ``config``'s offsets
+    settings (the broker's, as the job's ``step_group`` does). Timers fire before each event and, at the end, up to
+    the last event's time."""
+    from streaming.coordinator import CoordinatorConfig
+    from streaming.coordinator.routing import Configs, run_feed
 
-    classic = GroupCoordinator(config)  # type: ignore[arg-type]
-    consumer = ConsumerGroupCoordinator(consumer_config)  # type: ignore[arg-type]
-    outputs: list[dict] = []
-    rejected = 0
-    last_ts: int | None = None
-    for raw in events:
-        event, error = parse_event(raw)
-        if error is not None:
-            rejected += 1
-            continue
-        kind, ts = event["type"], event.get("ts")
-        either = kind in ("delete_group", "commit")
-        if either and ts is not None and event["group_id"] in consumer.groups:
-            outputs.extend(classic.advance(ts - 1))
-            outputs.extend(consumer.advance(ts - 1))    # the group may be gone by then (its offsets cleanup)
-        to_consumer = kind == "consumer_heartbeat" or (either and event["group_id"] in consumer.groups)
-        if to_consumer:
-            if ts is not None:
-                outputs.extend(classic.advance(ts - 1))
-            outputs.extend(consumer.handle(event))
-        else:
-            if ts is not None and consumer.groups:
-                outputs.extend(consumer.advance(ts - 1))
-            outputs.extend(classic.handle(event))
-            if kind == "topic_metadata":
-                outputs.extend(consumer.handle(event))
-        if ts is not None:
-            last_ts = ts if last_ts is None else max(last_ts, ts)
-    if last_ts is not None:
-        outputs.extend(classic.advance(last_ts))
-        outputs.extend(consumer.advance(last_ts))
-    return outputs, rejected
+    classic = config or CoordinatorConfig()
+    configs = Configs.of(classic) if consumer_config is None else Configs(classic, consumer_config)  # type: ignore
+    return run_feed(events, configs)
 
 
 def _short_member(member_id: str, client_id: str | None) -> str:

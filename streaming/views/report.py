@@ -555,9 +555,6 @@ def add_coordinator_option(p: argparse.ArgumentParser) -> None:
                         "group.consumer.session.timeout.ms=10000); repeatable")
 
 
-CONSUMER_PREFIX = "group.consumer."
-
-
 def _pairs(pairs: list[str]) -> dict[str, str]:
     props = {}
     for pair in pairs:
@@ -570,20 +567,20 @@ def _pairs(pairs: list[str]) -> dict[str, str]:
 
 def coordinator_config(pairs: list[str]):
     """``KEY=VALUE`` strings -> CoordinatorConfig (ValueError on unknown keys or bad values); the consumer
-    protocol's ``group.consumer.*`` keys are left to :func:`consumer_config`."""
-    from streaming.coordinator import CoordinatorConfig
+    protocol's ``group.consumer.*`` keys are left to :func:`consumer_config`. The split is the job's
+    (``routing.Configs.from_properties``), so a feed replayed here gets the settings the job would give it."""
+    from streaming.coordinator.routing import Configs
 
-    return CoordinatorConfig.from_properties({k: v for k, v in _pairs(pairs).items()
-                                              if not k.startswith(CONSUMER_PREFIX)})
+    return Configs.from_properties(_pairs(pairs)).classic
 
 
 def consumer_config(pairs: list[str]):
     """The ``group.consumer.*`` keys among ``KEY=VALUE`` strings -> ConsumerGroupConfig (Kafka's defaults
-    otherwise: a 45 s session, a 5 s heartbeat interval, assignors uniform and range)."""
-    from streaming.coordinator.consumer import ConsumerGroupConfig
+    otherwise: a 45 s session, a 5 s heartbeat interval, assignors uniform and range), with the broker's offsets
+    settings (``offsets.retention.minutes``, ...), which consumer groups share with classic ones as in the job."""
+    from streaming.coordinator.routing import Configs
 
-    return ConsumerGroupConfig.from_properties({k: v for k, v in _pairs(pairs).items()
-                                                if k.startswith(CONSUMER_PREFIX)})
+    return Configs.from_properties(_pairs(pairs)).consumer
 
 
 def main(argv: list[str] | None = None) -> int:
