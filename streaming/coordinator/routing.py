@@ -36,7 +36,6 @@ and the views run a whole recorded feed through ``GroupModels`` (``run_feed``), 
 """
 from __future__ import annotations
 
-import copy
 import heapq
 from dataclasses import dataclass, field, fields
 from typing import Iterable, Mapping
@@ -237,21 +236,23 @@ class GroupModel:
 
 
 class ClusterTopics:
-    """Topic metadata without a group id (every group's topics, as Kafka's metadata image is the cluster's), held by
-    a blank model of each protocol. A group's model starts as a copy of the blank model of its protocol, so a group
-    that appears later knows those topics before its first request -- with the ids and racks the events gave, which
-    a switch's seeding (names and sizes) would lose."""
+    """Topic metadata without a group id (every group's topics, as Kafka's metadata image is the cluster's). A group's
+    model starts with all of it, so a group that appears later knows those topics before its first request -- with
+    the ids and racks the events gave, which a switch's seeding (names and sizes) would lose."""
 
     def __init__(self, configs: Configs) -> None:
-        self.classic = GroupCoordinator(configs.classic)
-        self.consumer = ConsumerGroupCoordinator(configs.consumer)
+        self.configs = configs
+        self.events: list[dict] = []
 
     def apply(self, event: dict) -> None:
-        self.classic.handle(event)       # no group yet: nothing to answer
-        self.consumer.handle(event)
+        self.events.append(event)
 
     def blank(self, protocol: str) -> GroupCoordinator | ConsumerGroupCoordinator:
-        return copy.deepcopy(self.consumer if protocol == CONSUMER else self.classic)
+        model = ConsumerGroupCoordinator(self.configs.consumer) if protocol == CONSUMER \
+            else GroupCoordinator(self.configs.classic)
+        for event in self.events:
+            model.handle(event)          # no group yet: nothing to answer
+        return model
 
 
 def _ts(output: dict) -> int:

@@ -98,7 +98,7 @@ class ConsumerGroupCoordinator:
         self.offsets: dict[str, dict[Partition, CommittedOffset]] = {}   # committed offsets of the groups held
         self.image = TopicImage()
         self.now = 0
-        self._timers = Timers(lambda timer: self._deadline(*timer))
+        self._timers = Timers(self._timer_deadline)
         self._out: list[dict] = []
 
     # ================================================================ public API
@@ -277,6 +277,9 @@ class ConsumerGroupCoordinator:
             return soft.retention
         entry = soft.rebalance.get(member_id)
         return entry[0] if entry is not None else None
+
+    def _timer_deadline(self, timer: tuple) -> int | None:
+        return self._deadline(*timer)
 
     def _arm(self, kind: int, group_id: str, member_id: str, deadline: int) -> None:
         self._timers.arm((kind, group_id, member_id), deadline)
