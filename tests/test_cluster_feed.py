@@ -72,6 +72,7 @@ def test_cluster_feed_gives_the_same_timeline_as_the_simulated_events():
 # A member joins while the group's only member leaves: the broker's next record holds just the newcomer, and the
 # feed must not let the group go Empty in between (it lost that generation).
 @example(seed=1022, static_fraction=0.5, churn=8_000)
+@example(seed=3549, static_fraction=0.0, churn=5_459)
 def test_the_timelines_agree_for_generated_histories(seed, static_fraction, churn):
     settings_ = SimulationSettings(groups=3, seed=seed, churn_interval_ms=churn, static_fraction=static_fraction,
                                    assignors=("range", "cooperative-sticky", "sticky"))

@@ -65,7 +65,11 @@ class RunningTracker:
         with contextlib.suppress(Exception):
             from pyspark import SparkContext
 
-            SparkContext._active_spark_context.setLogLevel("ERROR")   # Spark warns about the jobs it cancels
+            context = SparkContext._active_spark_context
+            context.setLogLevel("ERROR")   # Spark warns about the jobs it cancels
+            # When the JVM goes (it follows the driver out), PySpark's accumulator server may still be reading
+            # from it and print an EOFError traceback; on the way out that is no error.
+            context._accumulatorServer.handle_error = lambda request, client_address: None
         with contextlib.suppress(Exception):
             while self.query.isActive and self.query.status.get("isTriggerActive") and time.monotonic() < deadline:
                 time.sleep(0.05)
