@@ -141,11 +141,13 @@ class ClusterFeed:
             return self._static_replacements(previous, record)
         known = {m["member_id"] for m in before}
         ordered = [m for m in members if m["member_id"] in known] + [m for m in members if m["member_id"] not in known]
-        # The new generation's joins come before the departures: a member that joined while the last one left
-        # (a rolling restart) never saw the group Empty, and the broker's record says so.
-        events = [self._join(record, m, answered=True) for m in ordered]
-        events += [_leave(group_id, m, "left: it was committing until this generation's round")
-                   for m in self._left(group_id, before, members, ts)]
+        leaves = [_leave(group_id, m, "left: it was committing until this generation's round")
+                  for m in self._left(group_id, before, members, ts)]
+        joins = [self._join(record, m, answered=True) for m in ordered]
+        # Departures first, as they reached the broker during the round -- unless they would leave nobody: then a
+        # newcomer joined while the last member left (a rolling restart), so the group was never Empty, and the
+        # joins go first.
+        events = joins + leaves if len(leaves) == len(before) else leaves + joins
         leader = record.get("leader") or members[0]["member_id"]
         events += [_sync(record, m) for m in members if m["member_id"] != leader]
         events.append(_sync(record, next(m for m in members if m["member_id"] == leader), assignments={
