@@ -20,10 +20,12 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 class Truth:
     def __init__(self, path: str, name: str) -> None:
         self.out, self.name = open(path, "a", encoding="utf-8"), name
+        self.lock = threading.Lock()   # written from the poll loop and from the client's network thread
 
     def write(self, **fact) -> None:
-        self.out.write(json.dumps({"client": self.name, "ts": int(time.time() * 1000), **fact}) + "\n")
-        self.out.flush()
+        with self.lock:
+            self.out.write(json.dumps({"client": self.name, "ts": int(time.time() * 1000), **fact}) + "\n")
+            self.out.flush()
 
 
 def main(config: dict) -> int:
@@ -48,15 +50,36 @@ def main(config: dict) -> int:
 
     coordinator._perform_assignment = perform_assignment
 
+    def record_assigned(assigned) -> None:
+        generation = coordinator._generation
+        truth.write(fact="assigned", member_id=generation.member_id, generation=generation.generation_id,
+                    leader=generation.generation_id in led,
+                    partitions=sorted([tp.topic, tp.partition] for tp in assigned))
+
     class Listener(ConsumerRebalanceListener):
         def on_partitions_revoked(self, revoked):
             pass
 
         def on_partitions_assigned(self, assigned):
-            generation = coordinator._generation
-            truth.write(fact="assigned", member_id=generation.member_id, generation=generation.generation_id,
-                        leader=generation.generation_id in led,
-                        partitions=sorted([tp.topic, tp.partition] for tp in assigned))
+            if not answers_recorded:
+                record_assigned(assigned)
+
+    # kafka-python 3 runs JoinGroup+SyncGroup as a background task. When a poll gives up waiting for it, the task
+    # still completes -- the broker has formed the generation and answered -- but the next poll discards the answer
+    # and joins again, and a close() meanwhile never hears of it; the listener is not called either way. What the
+    # broker gave is recorded from the SyncGroup answer itself, then.
+    answers_recorded = hasattr(coordinator, "_do_join_and_sync_async")
+    if answers_recorded:
+        from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
+
+        join_and_sync = coordinator._do_join_and_sync_async
+
+        async def join_and_sync_recorded():
+            answer = await join_and_sync()
+            record_assigned(ConsumerProtocolAssignment.decode(answer).partitions())
+            return answer
+
+        coordinator._do_join_and_sync_async = join_and_sync_recorded
 
     if config.get("feed_topic"):
         from streaming.feeds.instrument import instrument

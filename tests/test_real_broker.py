@@ -215,5 +215,11 @@ def test_the_tracker_running_live_beside_the_group_tells_the_brokers_story(apach
         got = wait_until(told, 180, "the tracker's outputs to reach the last leave", every_s=1)
     finally:
         tracker.stop()
+    # Beside truth.jsonl, for a look after a failure: the feed as the job read it and what the job said.
+    feed = [{"partition": r.partition, "offset": r.offset, "kafka_ts": r.timestamp, **json.loads(r.value)}
+            for r in read_all(kafka_bootstrap, events_topic)]
+    (run.workdir / "feed.json").write_text(json.dumps(feed))
+    outputs = [json.loads(r.value) for r in read_all(kafka_bootstrap, outputs_topic)]
+    (run.workdir / "outputs.json").write_text(json.dumps(outputs))
     assert got["generations"] == want["generations"]
     assert got["left"] == want["left"] and got["expired"] == want["expired"]
