@@ -41,6 +41,15 @@ def unreachable(exc: BaseException, bootstrap: str) -> bool:
     return isinstance(exc, (KafkaConnectionError, KafkaTimeoutError, OSError)) or not broker_reachable(bootstrap)
 
 
+def close_quietly(producer) -> None:
+    """Close a producer without waiting: one that lost its broker may fail to close, and is dropped either way."""
+    if producer is not None:
+        try:
+            producer.close(timeout=0)
+        except Exception:
+            pass
+
+
 def send_until_delivered(send: Callable[[], list], bootstrap: str, what: str, reset: Callable[[], None],
                          retry_s: float = RETRY_S) -> None:
     """Call ``send`` (it sends, flushes and returns the sends' futures) until every future succeeded.

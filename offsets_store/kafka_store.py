@@ -14,7 +14,7 @@ import time
 
 from offsets_store import schemas as s
 from offsets_store.codec import decode_record, encode_record, record_group
-from offsets_store.delivery import send_until_delivered
+from offsets_store.delivery import close_quietly, send_until_delivered
 from offsets_store.kafka_conf import for_client
 from offsets_store.partitioning import partition_for
 from offsets_store.store import STORE_TYPES, Store, already_applied, log
@@ -110,12 +110,8 @@ class KafkaStore(Store):
         return futures
 
     def _drop_producer(self) -> None:
-        if self._producer is not None:
-            try:
-                self._producer.close(timeout=0)
-            except Exception:  # a producer that lost its broker may fail to close; it is dropped either way
-                pass
-            self._producer = None
+        close_quietly(self._producer)
+        self._producer = None
 
     def _view(self) -> dict[bytes, bytes]:
         if self._cache is None:

@@ -16,7 +16,7 @@ from typing import Callable
 
 import msgspec
 
-from offsets_store.delivery import send_until_delivered
+from offsets_store.delivery import close_quietly, send_until_delivered
 from offsets_store.kafka_conf import for_client
 from offsets_store.store import STORE_TYPES
 from streaming.spark.restore import POSITION_GROUP, batch_end_offsets, position_records
@@ -134,12 +134,8 @@ class TrackerSink:
                              f"batch {batch_id}: writing the outputs to Kafka", self._drop_producer)
 
     def _drop_producer(self) -> None:
-        if self._producer is not None:
-            try:
-                self._producer.close(timeout=0)
-            except Exception:  # a producer that lost its broker may fail to close; it is dropped either way
-                pass
-            self._producer = None
+        close_quietly(self._producer)
+        self._producer = None
 
     def _produce(self, outputs: list[dict], batch_id: int) -> list:
         futures = []
