@@ -38,6 +38,7 @@ import pytest
 from streaming.feeds.publish import encode_event
 from streaming.feeds.simulator import SimulationSettings, Simulator
 from streaming.cli.run import ensure_topics
+from streaming.spark.kafka_source import SOURCE_RUNNER as RUNNER
 from streaming.spark.sinks import CRASH_AFTER_OUTPUTS_ENV
 from tests.job_process import (JobDirs, JobProcess, deduplicate, model_run, stored_bytes, wait_for)
 from tests.test_tracker_kafka import events_log_end, produce, read_all
@@ -47,7 +48,6 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 START = 1_700_000_000_000
 WATERMARK_DELAY_MS = 10_000
 PHASES = ("batch", "sink", "commit", "outputs")
-RUNNER = "pyspark.sql.streaming.python_streaming_source_runner"
 
 
 def long_feed() -> list[dict]:

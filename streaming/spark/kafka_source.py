@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Iterator, Sequence
@@ -33,9 +35,34 @@ FORMAT = "kafka-python"
 SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
           "timestampType int")
 EARLIEST, LATEST = -2, -1
+
+
 def _orphaned(parent: int) -> bool:
     """The process that started this worker (Spark's JVM, or its worker daemon) is gone: stop waiting for anything."""
     return os.getppid() != parent
+
+
+SOURCE_RUNNER = "pyspark.sql.streaming.python_streaming_source_runner"
+_watchdog: threading.Thread | None = None
+
+
+def _exit_when_orphaned(every_s: float = 0.5) -> None:
+    """In the process that plans micro-batches (Spark's streaming-source runner, a child of the JVM): exit as soon
+    as the JVM is gone. A planning call in flight when the job is killed would otherwise hold the process for up to
+    kafka-python's request timeout (30 s) before it finds out."""
+    global _watchdog
+    main = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if _watchdog is not None or main is None or main.name != SOURCE_RUNNER:
+        return   # only there: a driver or test process calling the reader is nobody's worker
+    parent = os.getppid()
+
+    def watch() -> None:
+        while not _orphaned(parent):
+            time.sleep(every_s)
+        os._exit(1)   # nobody is left to answer; skip clean-up that could block on the dead broker or JVM
+
+    _watchdog = threading.Thread(target=watch, name="exit-when-orphaned", daemon=True)
+    _watchdog.start()
 
 
 CLIENTS = ("kafka-python", "confluent")
@@ -112,6 +139,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._consumer is None:
             from kafka import KafkaConsumer
 
+            _exit_when_orphaned()
             # Planning only needs high-water marks: fetch as little as possible.
             self._consumer = KafkaConsumer(**{"client_id": "spark-kafka-python-source"} | client_config(self.options)
                                            | {"enable_auto_commit": False, "fetch_max_wait_ms": 100,
