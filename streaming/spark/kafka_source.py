@@ -46,13 +46,17 @@ SOURCE_RUNNER = "pyspark.sql.streaming.python_streaming_source_runner"
 _watchdog: threading.Thread | None = None
 
 
+def _in_source_runner() -> bool:
+    main = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return main is not None and main.name == SOURCE_RUNNER
+
+
 def _exit_when_orphaned(every_s: float = 0.5) -> None:
     """In the process that plans micro-batches (Spark's streaming-source runner, a child of the JVM): exit as soon
     as the JVM is gone. A planning call in flight when the job is killed would otherwise hold the process for up to
     kafka-python's request timeout (30 s) before it finds out."""
     global _watchdog
-    main = getattr(sys.modules.get("__main__"), "__spec__", None)
-    if _watchdog is not None or main is None or main.name != SOURCE_RUNNER:
+    if _watchdog is not None or not _in_source_runner():
         return   # only there: a driver or test process calling the reader is nobody's worker
     parent = os.getppid()
 
@@ -253,6 +257,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
+        if _in_source_runner() and isinstance(sys.exc_info()[1], EOFError):
+            # Spark's runner calls this on its way out when the JVM closed its socket (the query stopped, the JVM
+            # exited); it would then try to report the EOF on that closed socket and print two tracebacks over the
+            # user's terminal. Nobody is listening: leave quietly.
+            os._exit(0)
 
     # ------------------------------------------------------------------ executor side: reading records
     def read(self, partition: KafkaRange) -> Iterator:
