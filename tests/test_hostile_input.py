@@ -119,7 +119,7 @@ def test_the_job_dead_letters_the_corpus_and_processes_every_good_event_around_i
     their record (a clock gone wrong, or an attack on the watermark)."""
     from streaming.feeds.simulator import SimulationSettings, Simulator
     from streaming.spark.job import JobOptions
-    from tests.test_job import Collector, by_group, reference, start, write_rows
+    from tests.test_job import Collector, assert_compacted_prefix, by_group, reference, start, write_rows
 
     feed = Simulator(SimulationSettings(groups=2, seed=5, churn_interval_ms=10_000),
                      start_ms=START).run_until(START + 60_000)
@@ -155,9 +155,10 @@ def test_the_job_dead_letters_the_corpus_and_processes_every_good_event_around_i
     for _, reason in CORPUS:
         assert any(reason in r for r in reasons), reason
     assert sum("ahead of its record's timestamp" in r for r in reasons) == 2
-    # Every good event was processed: the outputs equal the pure model's on the good events alone (the watermark
-    # trails the last event by a second, so only the final second's timers may still be pending).
+    # Every good event was processed: the outputs equal the pure model's on the good events alone, but for store
+    # records a later one of their key replaced in the same micro-batch (the watermark trails the last event by a
+    # second, so only the final second's timers may still be pending).
     want = reference(feed, CoordinatorConfig())
     got = by_group(sink.outputs)
     for group_id, outputs in want.items():
-        assert got[group_id] == outputs[: len(got[group_id])] and len(got[group_id]) >= len(outputs) - 3
+        assert len(outputs) - assert_compacted_prefix(got[group_id], outputs) <= 3

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from offsets_store import CodecError, decode_record, encode_record, partition_for
 from offsets_store import schemas as s
 from offsets_store.codec import (decode_assignment, decode_subscription, encode_assignment, encode_subscription,
-                                 record_key)
+                                 record_identity, record_key)
 from offsets_store.partitioning import java_string_hash
 from offsets_store.wire import decode, encode
 
@@ -398,3 +398,28 @@ def test_records_written_by_kafka_0_9_round_trip_byte_exact():
     assert [m["rebalance_timeout"] for m in record["members"]] == [6_000, 6_000]   # the session timeout
     assert record["members"][0]["assignment"] == {"partitions": [["data", 0], ["data", 1], ["data", 2]],
                                                   "user_data": "", "version": 0}
+
+
+def test_record_identity_is_the_key_bytes_as_a_tuple():
+    """One identity exactly when record_key gives the same bytes, over every record type and key version."""
+    records = [
+        {"type": "offset_commit", "group_id": "g", "topic": "t", "partition": 0},
+        {"type": "offset_commit", "group_id": "g", "topic": "t", "partition": 0, "key_version": 0},
+        {"type": "offset_commit", "group_id": "g", "topic": "t", "partition": 1},
+        {"type": "offset_commit", "group_id": "g", "topic": "u", "partition": 0},
+        {"type": "offset_commit", "group_id": "h", "topic": "t", "partition": 0, "tombstone": True},
+        {"type": "group_metadata", "group_id": "g"},
+        {"type": "group_metadata", "group_id": "g", "key_version": 1, "tombstone": True},
+        {"type": "group_metadata", "group_id": "h"},
+        {"type": "consumer_group_metadata", "group_id": "g"},
+        {"type": "consumer_group_member_metadata", "group_id": "g", "member_id": "m"},
+        {"type": "consumer_group_member_metadata", "groupId": "g", "memberId": "m"},
+        {"type": "consumer_group_member_metadata", "group_id": "g", "member_id": "n"},
+        {"type": "consumer_group_current_member_assignment", "group_id": "g", "member_id": "m"},
+        {"type": "consumer_group_regular_expression", "group_id": "g", "regular_expression": "t.*"},
+    ]
+    for a in records:
+        for b in records:
+            assert (record_identity(a) == record_identity(b)) == (record_key(a) == record_key(b)), (a, b)
+    with pytest.raises(ValueError):
+        record_identity({"type": "state_change", "group_id": "g"})

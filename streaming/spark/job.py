@@ -15,14 +15,18 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from offsets_store.store import compact
 from streaming.coordinator.routing import Configs
 from streaming.coordinator.events import parse_event
 from streaming.spark.group_step import DEFAULT_OUTPUT_TYPES, step_group
 from streaming.spark.restore import RESTORE_TOPIC, RESTORE_TYPE, decode_restore
 from streaming.spark.stage_times import timed
 
-# What the parse stage hands to the stateful stage: the validated event as MessagePack (decoding it costs ~1 us, a
-# tenth of JSON), or the reason it is bad.
+# What the parse stage hands to the stateful stage: per group and Kafka partition, the run of validated events of one
+# Arrow batch as one MessagePack list (``event``; offset = the run's first), or one bad record with the reason it is
+# bad. One row per run, not per event: Spark's per-row work (shuffle, Arrow conversions, the pandas frames of
+# applyInPandasWithState) was most of the job's cost. event_time is the run's latest event time, which moves the
+# watermark exactly as its events would; events behind the watermark are dropped in the stateful stage instead.
 PARSED_SCHEMA = ("group_id string, ts long, event binary, error string, raw binary, "
                  "source_topic string, source_partition int, source_offset long, event_time timestamp")
 # One row per coordinator output (and per dead letter). payload is the output record as JSON.
@@ -78,14 +82,16 @@ def parse_rows(batches: Iterator[pd.DataFrame], max_ahead_ms: int = JobOptions.m
 
 
 def _parse_frame(pdf: pd.DataFrame, max_ahead_ms: int) -> pd.DataFrame:
-    group_ids, stamps, events, errors, raws = [], [], [], [], []
+    runs: dict[tuple, list] = {}   # (group id, topic, partition) -> [first offset, latest ts, events]
+    bad: list[tuple] = []          # (group id, ts, reason, raw, topic, partition, offset)
     # Record timestamps in epoch ms, for the whole batch at once (a pd.Timestamp per row is slow).
     record_times = pd.to_datetime(pdf["timestamp"], utc=True).dt.as_unit("ms").astype("int64").tolist()
-    for key, value, topic, record_ms in zip(pdf["key"].tolist(), pdf["value"].tolist(), pdf["topic"].tolist(),
-                                            record_times):
+    for key, value, topic, partition, offset, record_ms in zip(
+            pdf["key"].tolist(), pdf["value"].tolist(), pdf["topic"].tolist(), pdf["partition"].tolist(),
+            pdf["offset"].tolist(), record_times):
         raw = bytes(value) if value is not None else b""
         if topic == RESTORE_TOPIC:   # a group's state rebuilt from the store (streaming/spark/restore.py)
-            group_id, ts, event, error, raw = bytes(key).decode("utf-8"), record_ms, _pack(json.loads(raw)), None, b""
+            group_id, event, ts = bytes(key).decode("utf-8"), json.loads(raw), record_ms
         else:
             event, error = parse_event(raw)
             if event is not None and event["ts"] is not None and event["ts"] - record_ms > max_ahead_ms:
@@ -99,22 +105,27 @@ def _parse_frame(pdf: pd.DataFrame, max_ahead_ms: int) -> pd.DataFrame:
                 if event["ts"] is None:  # live feeds may leave time to the broker's record timestamp
                     event["ts"] = record_ms
                 ts = event["ts"]
-                event = _pack(event)
-                raw = b""   # only dead letters carry their bytes on
             else:
                 # Keep bad input under the record's key so it is dead-lettered next to its group's events.
                 group_id = bytes(key).decode("utf-8", "replace") if key is not None else ""
-                ts = record_ms
-        group_ids.append(group_id)
-        stamps.append(ts)
-        events.append(event)
-        errors.append(error)
-        raws.append(raw)
+                bad.append((group_id, record_ms, error, raw, topic, partition, offset))
+                continue
+        run = runs.get((group_id, topic, partition))
+        if run is None:
+            runs[(group_id, topic, partition)] = [offset, ts, [event]]
+        else:
+            run[1] = max(run[1], ts)
+            run[2].append(event)
+    rows = [(group_id, ts, _pack(events), None, b"", topic, partition, first)
+            for (group_id, topic, partition), (first, ts, events) in runs.items()]
+    rows += [(group_id, ts, None, reason, raw, topic, partition, offset)
+             for group_id, ts, reason, raw, topic, partition, offset in bad]
+    group_ids, stamps, events, errors, raws, topics, partitions, offsets = zip(*rows) if rows else ((),) * 8
     ts_column = np.asarray(stamps, dtype="int64")
     return pd.DataFrame({
-        "group_id": group_ids, "ts": ts_column, "event": events, "error": errors, "raw": raws,
-        "source_topic": pdf["topic"].to_numpy(), "source_partition": pdf["partition"].to_numpy(dtype="int32"),
-        "source_offset": pdf["offset"].to_numpy(dtype="int64"),
+        "group_id": list(group_ids), "ts": ts_column, "event": list(events), "error": list(errors),
+        "raw": list(raws), "source_topic": list(topics), "source_partition": np.asarray(partitions, dtype="int32"),
+        "source_offset": np.asarray(offsets, dtype="int64"),
         # Null (NaT) for bad rows: they must neither move the watermark nor be dropped by it.
         "event_time": pd.Series(pd.to_datetime(ts_column, unit="ms")).where(
             np.fromiter((e is None for e in errors), bool, len(errors)))})
@@ -159,20 +170,25 @@ def make_state_function(options: JobOptions):
             partitions, offsets = pdf["source_partition"].to_numpy(), pdf["source_offset"].to_numpy()
             order = np.lexsort((offsets, partitions))
             packed, errors = pdf["event"].tolist(), pdf["error"].tolist()
+            # Spark's own late-data filter sees a run's latest event time only; the rest is ours (processing
+            # time drops nothing).
+            behind = state.getCurrentWatermarkMs() if event_time else 0
             for i in order.tolist():
                 if errors[i] is not None:   # bad input: a dead letter, next to its group's outputs
                     row = pdf.iloc[i]
                     dead.append(_dead_letter(group_id, row["ts"], errors[i], row["raw"], row["source_topic"],
                                              row["source_partition"], row["source_offset"]))
                     continue
-                event = _unpack(packed[i])
-                if event["type"] == RESTORE_TYPE:
-                    restored = decode_restore(event)
-                elif group_id is BROADCAST_KEY:
-                    outputs.append({"type": "broadcast_event", "group_id": group_id, "ts": event["ts"],
-                                    "event": event})
-                else:
-                    events.append(event)
+                for event in _unpack(packed[i]):
+                    if event["type"] == RESTORE_TYPE:
+                        restored = decode_restore(event)
+                    elif event["ts"] < behind:
+                        continue
+                    elif group_id is BROADCAST_KEY:
+                        outputs.append({"type": "broadcast_event", "group_id": group_id, "ts": event["ts"],
+                                        "event": event})
+                    else:
+                        events.append(event)
         if group_id is not BROADCAST_KEY:
             # A fresh checkpoint's first batch brings the group's state rebuilt from the store.
             previous = state.get[1] if state.exists else restored
@@ -182,7 +198,8 @@ def make_state_function(options: JobOptions):
                 if event_time and now <= 0:
                     now = None  # no watermark yet: only event timestamps move time
                 result = step_group(previous, events, now, config, options.output_types)
-                outputs.extend(result.outputs)
+                # The store is compacted: of the batch's records of one key only the last would survive there.
+                outputs.extend(compact(result.outputs))
                 if result.state is None:
                     if state.exists:
                         state.remove()
