@@ -172,15 +172,21 @@ def throughput(spark, bootstrap: str, values: list[bytes], workdir: Path, client
     print(f"throughput ({client} source): {n:,} events in {elapsed:.1f} s = {rate:,.0f} events/s "
           f"({rate / TARGET_EVENTS_PER_S:.2f}x the {TARGET_EVENTS_PER_S:,}/s target; SparkSession start excluded)")
     print(f"pipeline / pure core single-process rate: {rate / pure:.2f} (target >= 1.0)")
-    for stage, (seconds, rows) in sorted(times.value.items()):
-        print(f"  stage {stage:>16}: {seconds:6.1f} s CPU in tasks, {rows:,} rows, "
-              f"{seconds / max(rows, 1) * 1e6:6.1f} us a row")
+    print_stage_times(times.value)
     used = {k: cpu_after[k] - cpu_before[k] for k in cpu_after} | {"driver (Python)": driver_cpu}
     print(f"  CPU used in the run: " + ", ".join(f"{k} {v:.1f} s" for k, v in used.items())
           + f"; {sum(used.values()) / elapsed:.2f} cores busy on average over {elapsed:.1f} s")
     if batches:
         print(f"micro-batches with input: {len(batches)}; duration p50 {percentile(batches, 0.5):.2f} s, "
               f"p90 {percentile(batches, 0.9):.2f} s, max {max(batches):.2f} s")
+
+
+def print_stage_times(times: dict) -> None:
+    """Rows are records (parse), events (stateful) and outputs (sink); a call is an Arrow batch, a group's step in
+    one micro-batch, a micro-batch."""
+    for stage, (seconds, rows, calls) in sorted(times.items()):
+        print(f"  stage {stage:>16}: {seconds:6.1f} s CPU in tasks, {rows:,} rows in {calls:,} calls, "
+              f"{seconds / max(rows, 1) * 1e6:6.1f} us a row, {seconds / max(calls, 1) * 1e6:7.1f} us a call")
 
 
 def expiry_latency(spark, bootstrap: str, session_ms: int, workdir: Path) -> None:
@@ -254,6 +260,7 @@ def live_feed(spark, bootstrap: str, rate: int, seconds: int, session_ms: int, w
     groups = max(1, round(rate / 1.26))   # the simulator's default mix makes ~1.26 events/s a group
     ensure_topics(bootstrap, {"bench-steady": 4})
     expired_at: list[float] = []
+    times = stage_times(spark)
 
     class Watch(LiveView):
         def update(self, batch_id, outputs):
@@ -264,7 +271,7 @@ def live_feed(spark, bootstrap: str, rate: int, seconds: int, session_ms: int, w
     config = TrackerConfig(bootstrap=bootstrap, events_topic="bench-steady", outputs_topic="bench-steady-out",
                            store=f"sqlite:{workdir / 'steady.db'}", checkpoint=str(workdir / "cp-steady"),
                            trigger="1 second", time_mode="processing", starting_offsets="latest",
-                           kafka_source="confluent",
+                           kafka_source="confluent", stage_times=times,
                            coordinator={"group.min.session.timeout.ms": min(6_000, session_ms)})
     tracker = start_tracker(spark, config, Watch(out=io.StringIO(), redraw=False))
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
@@ -308,6 +315,7 @@ def live_feed(spark, bootstrap: str, rate: int, seconds: int, session_ms: int, w
           f"batches with input, duration p50 {percentile(batches, 0.5):.2f} s, p90 {percentile(batches, 0.9):.2f} "
           f"s, max {max(batches, default=float('nan')):.2f} s "
           f"({'below' if batches and percentile(batches, 0.9) < 1 else 'NOT below'} the trigger at p90)")
+    print_stage_times(times.value)
     if expired_at and silent_since is not None:
         latency = expired_at[0] - silent_since
         bound = session_ms / 1000 + 1 + 1
