@@ -2,6 +2,7 @@
 offsets store and metrics; stopped and restarted from its checkpoint on the way."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import time
@@ -178,7 +179,10 @@ def test_tracker_end_to_end_with_a_restart(spark, kafka_bootstrap, topic_name, t
     assert samples[("rebalance_tracker_dead_lettered_events_total", ())] == 1
 
     second_half(kafka_bootstrap, config, feed)
-    tracker = start_tracker(spark, config, LiveView(out=io.StringIO(), redraw=False))
+    # Restarted reading (and so writing) with confluent-kafka: the same checkpoint, topics and records.
+    tracker = start_tracker(spark, dataclasses.replace(config, kafka_source="confluent"),
+                            LiveView(out=io.StringIO(), redraw=False))
+    assert tracker.sink.producer_client == "confluent"
     try:
         tracker.query.processAllAvailable()
     finally:

@@ -388,7 +388,8 @@ def confluent_config(kwargs: dict) -> dict:
              "sasl_plain_username": "sasl.username", "sasl_plain_password": "sasl.password",
              "ssl_cafile": "ssl.ca.location", "ssl_certfile": "ssl.certificate.location",
              "ssl_keyfile": "ssl.key.location", "ssl_password": "ssl.key.password",
-             "request_timeout_ms": "socket.timeout.ms", "reconnect_backoff_max_ms": "reconnect.backoff.max.ms"}
+             "request_timeout_ms": "socket.timeout.ms", "reconnect_backoff_max_ms": "reconnect.backoff.max.ms",
+             "max_request_size": "message.max.bytes"}
     for key, value in kwargs.items():
         if key == "ssl_check_hostname":
             out["ssl.endpoint.identification.algorithm"] = "https" if value else "none"

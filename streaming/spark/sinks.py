@@ -59,7 +59,8 @@ def _crash_point(batch_id: int, outputs: list[dict]) -> None:
 class TrackerSink:
     def __init__(self, *, store=None, bootstrap: str | None = None, events_topic: str | None = None,
                  outputs_topic: str | None = None, dlq_topic: str | None = None, checkpoint: str | None = None,
-                 on_outputs: Callable[[int, list[dict]], None] | None = None, producer_config: dict | None = None):
+                 on_outputs: Callable[[int, list[dict]], None] | None = None, producer_config: dict | None = None,
+                 producer_client: str = "kafka-python"):
         self.store = store
         self.bootstrap = bootstrap
         self.events_topic = events_topic
@@ -67,6 +68,9 @@ class TrackerSink:
         self.dlq_topic = dlq_topic
         self.on_outputs = on_outputs
         self.producer_config = producer_config or {}
+        if producer_client not in ("kafka-python", "confluent"):
+            raise ValueError(f"the sink's Kafka client is 'kafka-python' or 'confluent', not {producer_client!r}")
+        self.producer_client = producer_client
         self._producer = None
         self.marker = BatchMarker(Path(checkpoint) / "sinks" / "kafka-outputs.batch") if checkpoint else None
         self.query_checkpoint = str(Path(checkpoint) / "query") if checkpoint else None
@@ -79,7 +83,12 @@ class TrackerSink:
     # -- Kafka -------------------------------------------------------------------------------------------------
     @property
     def producer(self):
-        if self._producer is None:
+        if self._producer is None and self.producer_client == "confluent":
+            from streaming.spark.confluent_producer import ConfluentProducer
+
+            self._producer = ConfluentProducer(self.bootstrap, self.producer_config,
+                                               client_id="rebalance-tracker-sink")
+        elif self._producer is None:
             from kafka import KafkaProducer
 
             self._producer = KafkaProducer(**for_client(KafkaProducer, self.producer_config,
