@@ -8,6 +8,7 @@
    start excluded), the pure core's single-process rate on the same feed in the same run and the ratio of the two,
    the Kafka reader's own rate, and where the time went per stage (CPU seconds of the Python work inside the tasks:
    parse/validate, stateful incl. state decode/encode, the sink on the driver). Targets: >= 20k events/s, ratio >= 1.
+   Twice: cold (the first query of the SparkSession) and warm (a second query of the same session, on its own topic).
 2. Live feed: 5k events/s produced steadily for a while against a 1 s trigger; prints micro-batch durations
    (target: below the trigger) and the expiry latency of a member that goes silent under that load.
 3. Expiry latency on an idle tracker: a live group whose only member stops heartbeating; prints the time from its
@@ -141,16 +142,26 @@ def tree_cpu_seconds(pid: int) -> dict[str, float]:
     return out
 
 
-def throughput(spark, bootstrap: str, values: list[bytes], workdir: Path, client: str) -> None:
-    ensure_topics(bootstrap, {"bench-events": 4})
+THROUGHPUT_RUNS = {
+    "cold": "the first query of a fresh SparkSession: the JVM's JIT and the Python workers warm up inside it",
+    "warm": "the same backlog again, in a new query, topic, store and checkpoint of the same SparkSession: what a "
+            "long-running job runs at once its first batches are behind it",
+}
+
+
+def throughput(spark, bootstrap: str, values: list[bytes], workdir: Path, client: str, run: str) -> None:
+    print(f"-- {run} run: {THROUGHPUT_RUNS[run]}")
+    topic = f"bench-events-{run}"
+    ensure_topics(bootstrap, {topic: 4})
     keys = [json.loads(v)["group_id"].encode() for v in values]
-    n = produce(bootstrap, "bench-events", zip(keys, values))
+    n = produce(bootstrap, topic, zip(keys, values))
     load = os.getloadavg()[0]
     pure, parts = pure_core_rate(values)
-    read = {c: kafka_read_rate(bootstrap, "bench-events", c) for c in ("kafka-python", "confluent")}
+    read = {c: kafka_read_rate(bootstrap, topic, c) for c in ("kafka-python", "confluent")}
     times = stage_times(spark)
-    config = TrackerConfig(bootstrap=bootstrap, events_topic="bench-events", outputs_topic="bench-outputs",
-                           store=f"sqlite:{workdir / 'offsets.db'}", checkpoint=str(workdir / "cp-throughput"),
+    config = TrackerConfig(bootstrap=bootstrap, events_topic=topic, outputs_topic=f"bench-outputs-{run}",
+                           store=f"sqlite:{workdir / f'offsets-{run}.db'}",
+                           checkpoint=str(workdir / f"cp-throughput-{run}"),
                            trigger="500 milliseconds", time_mode="event", watermark_delay="30 seconds",
                            kafka_source=client, stage_times=times)
     jvm_pid = spark.sparkContext._gateway.proc.pid
@@ -173,7 +184,7 @@ def throughput(spark, bootstrap: str, values: list[bytes], workdir: Path, client
     print(f"pure core, one process: {pure:,.0f} events/s CPU; per event "
           + ", ".join(f"{k} {v:.1f} us" for k, v in parts.items()))
     print("Kafka reader alone, one process: " + ", ".join(f"{c} {r:,.0f} records/s" for c, r in read.items()))
-    print(f"throughput ({client} source): {n:,} events in {elapsed:.1f} s = {rate:,.0f} events/s "
+    print(f"throughput, {run} ({client} source): {n:,} events in {elapsed:.1f} s = {rate:,.0f} events/s "
           f"({rate / TARGET_EVENTS_PER_S:.2f}x the {TARGET_EVENTS_PER_S:,}/s target; SparkSession start excluded)")
     print(f"pipeline / pure core single-process rate: {rate / pure:.2f} (target >= 1.0)")
     print(f"  of the {elapsed:.1f} s: tracker and query start {query_start:.1f} s, micro-batches with input "
@@ -423,7 +434,8 @@ def main() -> None:
     spark = build_spark_session("rebalance-tracker-bench")
     with tempfile.TemporaryDirectory() as tmp:
         if "throughput" in only:
-            throughput(spark, broker.bootstrap, values, Path(tmp), args.client)
+            for run in THROUGHPUT_RUNS:
+                throughput(spark, broker.bootstrap, values, Path(tmp), args.client, run)
         if "live" in only:
             live_feed(spark, broker.bootstrap, args.rate, args.live_seconds, args.session_ms, Path(tmp))
         if "expiry" in only:
