@@ -42,7 +42,8 @@ def sink_for(bootstrap: str, prefix: str, client: str, **config) -> TrackerSink:
 
 
 def written(bootstrap: str, prefix: str) -> dict[str, list[tuple]]:
-    return {suffix: [(r.partition, r.key, r.value, sorted(r.headers)) for r in read_all(bootstrap, f"{prefix}-{suffix}")]
+    return {suffix: [(r.partition, r.key, r.value, sorted(r.headers))
+                     for r in read_all(bootstrap, f"{prefix}-{suffix}")]
             for suffix in ("events", "out", "dlq")}
 
 

@@ -335,8 +335,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kafka-source", choices=("python", "kafka-python", "confluent", "builtin", "auto"),
                    default="python",
                    help="python: the bundled Python source with its default client (kafka-python); kafka-python or "
-                        "confluent: the bundled source reading with that client (confluent also writes the outputs); builtin: "
-                        "Spark's kafka connector")
+                        "confluent: the bundled source reading with that client (confluent also writes the "
+                        "outputs); builtin: Spark's kafka connector")
     p.add_argument("--starting-offsets", default="earliest")
     p.add_argument("--max-offsets-per-trigger", type=int, default=None)
     p.add_argument("--coordinator-conf", action="append", default=[], metavar="KEY=VALUE",
