@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from offsets_store.store import compact
+from streaming.gc_pause import gc_paused
 from streaming.coordinator.routing import Configs
 from streaming.coordinator.events import parse_event
 from streaming.spark.group_step import DEFAULT_OUTPUT_TYPES, step_group
@@ -76,7 +77,7 @@ def parse_rows(batches: Iterator[pd.DataFrame], max_ahead_ms: int = JobOptions.m
                stage_times=None) -> Iterator[pd.DataFrame]:
     """Validate raw Kafka rows. Bad rows are kept, with their reason, for the dead-letter sink."""
     for pdf in batches:
-        with timed(stage_times, "parse/validate", len(pdf)):
+        with timed(stage_times, "parse/validate", len(pdf)), gc_paused():
             frame = _parse_frame(pdf, max_ahead_ms)
         yield frame
 
@@ -156,7 +157,7 @@ def make_state_function(options: JobOptions):
     event_time = options.time_mode == "event"
 
     def on_group(key, batches: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
-        with timed(options.stage_times, "stateful") as tally:
+        with timed(options.stage_times, "stateful") as tally, gc_paused():
             # Feed order (Kafka partition, then offset) is the order the coordinator would have seen the requests in.
             runs = sorted((_unpack(run) for pdf in batches for run in pdf["run"].tolist()), key=_feed_position)
             tally.rows = sum(len(events) if events is not None else 1 for _, _, events, _ in runs)

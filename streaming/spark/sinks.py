@@ -20,6 +20,7 @@ from offsets_store.delivery import close_quietly, send_until_delivered
 from offsets_store.kafka_conf import for_client
 from offsets_store.store import STORE_TYPES
 from streaming.spark.restore import POSITION_GROUP, batch_end_offsets, position_records
+from streaming.gc_pause import gc_paused
 
 log = logging.getLogger(__name__)
 
@@ -112,10 +113,12 @@ class TrackerSink:
         # Arrow to the driver: far cheaper than Row objects for large batches.
         table = batch_df.select("group_id", "seq", "payload").toArrow()
         # Broadcasts (a null group id) first, then each group, the empty group id included, in its own order.
-        rows = sorted(zip(table.column("group_id").to_pylist(), table.column("seq").to_pylist(),
-                          table.column("payload").to_pylist()), key=lambda r: (r[0] is not None, r[0] or "", r[1]))
-        decode = msgspec.json.Decoder().decode
-        self.handle([decode(payload) for _, _, payload in rows], batch_id)
+        with gc_paused():   # decoding a batch's outputs: ~1 s for 61k of them with the collector running, ~0.15 s without
+            rows = sorted(zip(table.column("group_id").to_pylist(), table.column("seq").to_pylist(),
+                              table.column("payload").to_pylist()), key=lambda r: (r[0] is not None, r[0] or "", r[1]))
+            decode = msgspec.json.Decoder().decode
+            outputs = [decode(payload) for _, _, payload in rows]
+        self.handle(outputs, batch_id)
 
     def handle(self, outputs: list[dict], batch_id: int) -> None:
         for o in outputs:
