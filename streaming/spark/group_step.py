@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from streaming.coordinator import CoordinatorConfig
-from streaming.gc_pause import gc_paused
 from streaming.coordinator.consumer.records import RECORD_TYPES as CONSUMER_GROUP_RECORDS
 from streaming.coordinator.routing import Configs, GroupModel
+from streaming.gc_pause import gc_paused
 
 # Output types the job keeps by default. Per-request responses (join_response, heartbeat_response, ...) are what the
 # coordinator answers each client; a tracker rarely needs them downstream and they are most of the volume.

@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 
 from offsets_store.store import compact
-from streaming.gc_pause import gc_paused
 from streaming.coordinator.routing import Configs
 from streaming.coordinator.events import parse_event
+from streaming.gc_pause import gc_paused
 from streaming.spark.group_step import DEFAULT_OUTPUT_TYPES, step_group
 from streaming.spark.restore import RESTORE_TOPIC, RESTORE_TYPE, decode_restore
 from streaming.spark.stage_times import timed
