@@ -10,6 +10,7 @@ Entries are ``(deadline, *key)``: ties fire in key order, which keeps the output
 from __future__ import annotations
 
 import heapq
+import weakref
 from typing import Callable, Hashable, Iterator
 
 Key = tuple[Hashable, ...]
@@ -17,7 +18,9 @@ Key = tuple[Hashable, ...]
 
 class Timers:
     def __init__(self, deadline_of: Callable[[Key], int | None]) -> None:
-        self._deadline_of = deadline_of      # the model's current deadline for a key (None: no such timer now)
+        # The model's method giving its current deadline for a key (None: no such timer now), held weakly: the model
+        # owns its timers, and a strong reference back would make every model a cycle only the cyclic collector frees.
+        self._deadline_of = weakref.WeakMethod(deadline_of)
         self._heap: list[tuple] = []
         self._armed: dict[Key, int] = {}     # the earliest entry pushed for a key
 
@@ -49,7 +52,7 @@ class Timers:
     def _settle(self) -> bool:
         """Is the heap's first entry live? If not, drop it (or push it back to the model's later deadline)."""
         deadline, *key = self._heap[0]
-        current = self._deadline_of(tuple(key))
+        current = self._deadline_of()(tuple(key))
         if current == deadline:
             return True
         heapq.heappop(self._heap)
