@@ -23,10 +23,12 @@ def compact(outputs: list[dict]) -> list[dict]:
     order. What log compaction leaves of the records, without writing what it would delete: a backlog commits each
     partition many times in one micro-batch (six of every seven outputs of the benchmark's feed)."""
     last: dict[tuple, int] = {}
+    records = 0
     for i, o in enumerate(outputs):
         if o["type"] in _STORE_TYPE_SET:
             last[record_identity(o)] = i
-    if len(last) == sum(1 for o in outputs if o["type"] in _STORE_TYPE_SET):
+            records += 1
+    if len(last) == records:
         return outputs
     keep = set(last.values())
     return [o for i, o in enumerate(outputs) if i in keep or o["type"] not in _STORE_TYPE_SET]

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import logging
 import tempfile
+import threading
 from pathlib import Path
+from typing import Callable
 
 from streaming.local.broker import BundledBroker, free_port, start_bundled_broker
 
@@ -50,3 +52,19 @@ class PersistentBroker:
     def close(self) -> None:
         self.stop()
         self._s3.stop()
+
+
+def in_background(write: Callable[[], None]) -> tuple[threading.Thread, list[BaseException]]:
+    """Start ``write`` in a thread (it blocks while the broker is away); what it raises lands in the returned list,
+    for the test thread to report."""
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            write()
+        except BaseException as exc:
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, failure

@@ -2,7 +2,6 @@
 with a clear error and no batch marker, and a broker that goes away mid-write is waited for -- nothing lost."""
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from offsets_store import open_store
 from offsets_store.delivery import DeliveryError
 from offsets_store.kafka_store import KafkaStore
+from tests.persistent_broker import in_background
 
 pytestmark = pytest.mark.kafka
 
@@ -47,16 +47,7 @@ def test_a_write_waits_out_a_broker_outage(persistent_broker, topic_name):
     store = open_store(url)
     store.write([commit(0, 1), commit(1, 1)], batch_id=0)
     persistent_broker.stop()
-    failure: list[BaseException] = []
-
-    def write_batch_1() -> None:
-        try:
-            store.write([commit(0, 2), commit(2, 7)], batch_id=1)
-        except BaseException as exc:   # reported to the test thread
-            failure.append(exc)
-
-    writer = threading.Thread(target=write_batch_1, daemon=True)
-    writer.start()
+    writer, failure = in_background(lambda: store.write([commit(0, 2), commit(2, 7)], batch_id=1))
     time.sleep(4)
     assert writer.is_alive() and not failure, f"the write gave up while the broker was away: {failure}"
     persistent_broker.start()

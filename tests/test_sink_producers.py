@@ -4,7 +4,6 @@ so that a group's events appended to the events topic stay in the group's partit
 Java client; a record Kafka refuses is a clear error; a broker that goes away is waited for, nothing lost."""
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
@@ -13,6 +12,7 @@ from offsets_store.delivery import DeliveryError
 from streaming.cli.run import ensure_topics
 from streaming.spark.sinks import TrackerSink
 from tests.job_process import deduplicate
+from tests.persistent_broker import in_background
 from tests.test_tracker_kafka import read_all
 
 pytestmark = pytest.mark.kafka
@@ -74,31 +74,23 @@ def test_the_confluent_sink_waits_out_a_broker_outage(persistent_broker, topic_n
     sink = sink_for(bootstrap, topic_name, "confluent")
     sink.handle(outputs(0), batch_id=0)
     persistent_broker.stop()
-    failure: list[BaseException] = []
-
-    def write_batch_1() -> None:
-        try:
-            sink.handle(outputs(1), batch_id=1)
-        except BaseException as exc:   # reported to the test thread
-            failure.append(exc)
-
-    writer = threading.Thread(target=write_batch_1, daemon=True)
-    writer.start()
+    writer, failure = in_background(lambda: sink.handle(outputs(1), batch_id=1))
     time.sleep(4)
     assert writer.is_alive() and not failure, f"the sink gave up while the broker was away: {failure}"
     persistent_broker.start()
     writer.join(120)
     assert not writer.is_alive() and not failure, failure
     sink.close()
-    out = deduplicate(read_all(bootstrap, f"{topic_name}-out"))
-    by_partition: dict[int, list] = {}
-    for r in out:
-        by_partition.setdefault(r.partition, []).append((dict(r.headers)["batch_id"], r.key))
     want = sink_for(bootstrap, f"{topic_name}-want", "kafka-python")
     want.handle(outputs(0), batch_id=0)
     want.handle(outputs(1), batch_id=1)
     want.close()
-    expected: dict[int, list] = {}
-    for r in read_all(bootstrap, f"{topic_name}-want-out"):
-        expected.setdefault(r.partition, []).append((dict(r.headers)["batch_id"], r.key))
-    assert by_partition == expected
+    assert by_partition(deduplicate(read_all(bootstrap, f"{topic_name}-out"))) == \
+        by_partition(read_all(bootstrap, f"{topic_name}-want-out"))
+
+
+def by_partition(records: list) -> dict[int, list]:
+    out: dict[int, list] = {}
+    for r in records:
+        out.setdefault(r.partition, []).append((dict(r.headers)["batch_id"], r.key))
+    return out
