@@ -4,7 +4,6 @@ CooperativeSticky: the same, racks that cannot matter change nothing, and on the
 its replicas' racks only when every member on those racks is full with partitions of its own rack."""
 from __future__ import annotations
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -297,9 +296,10 @@ def test_rack_aware_cooperative_rounds_never_revoke_and_assign_at_once(group, da
     subs2 = {m: Subscription(s.topics, r1[m], 2, s.group_instance_id, rack=s.rack)
              for m, s in subs.items() if m not in drop}
     subs2["joiner"] = Subscription(list(topics), rack=data.draw(st.sampled_from(RACKS)))
-    # Follow-up rounds, as a cooperative group runs them (CooperativeStickyAssignorTest: at most 4).  With racks a
-    # round that revokes nothing can be followed by one that does: a member that was handed a partition off its
-    # rack releases it in the next round.  A round that revokes nothing holds nothing back, so it is complete.
+    # Follow-up rounds, as a cooperative group runs them.  With racks a round that revokes nothing can be followed
+    # by one that does: a member that was handed a partition off its rack releases it in the next round.  A round
+    # that revokes nothing holds nothing back, so it is complete.  Kafka's rounds need not settle with racks (see
+    # the next test), so only what every round must keep is asserted.
     for generation in range(3, 8):
         r2 = a.assign(topics, subs2, partition_racks)
         assert_valid(topics, subs2, r2, complete=False)
@@ -312,8 +312,6 @@ def test_rack_aware_cooperative_rounds_never_revoke_and_assign_at_once(group, da
             break
         subs2 = {m: Subscription(s.topics, r2[m], generation, s.group_instance_id, rack=s.rack)
                  for m, s in subs2.items()}
-    else:
-        raise AssertionError("cooperative rounds did not settle")
 
 
 def test_rack_rule_helper_catches_a_wasted_rack_slot():
@@ -331,12 +329,11 @@ def test_rack_rule_helper_catches_a_wasted_rack_slot():
     assert not off_rack(subs, pr, get_assignor("sticky").assign({"t": 2}, subs, pr))
 
 
-@pytest.mark.xfail(strict=True, reason="open: rack-aware cooperative-sticky rounds oscillate when partitions have "
-                                       "replicas on no rack (found by the property test above, 2026-11-25); Kafka's "
-                                       "own behaviour for this input is not yet checked")
-def test_rack_aware_cooperative_rounds_settle_with_rackless_partitions():
-    # The property test's counterexample, as found: b (no rack) is preferred for t1-1 and t2-0, whose replicas sit on
-    # no rack, so each round hands it one and takes back the other while a (rack a, only t1) waits with one partition.
+def test_rack_aware_cooperative_rounds_can_oscillate_as_kafkas_do():
+    # A counterexample hypothesis found (2026-11-25): b (no rack) is preferred for t1-1 and t2-0, whose replicas sit
+    # on no rack, so each round hands it one and takes back the other while a (rack a, only t1) keeps one partition.
+    # Kafka's CooperativeStickyAssignor (trunk, compiled from apache/kafka and run on this input) gives the same
+    # rounds, so cooperative rounds with racks are not guaranteed to settle; these are Kafka's answers.
     tp = TopicPartition
     topics = {"t0": 6, "t1": 2, "t2": 2}
     subs = {"aa": Subscription(["t0"]), "c": Subscription(["t0", "t1", "t2"], rack="a"),
@@ -347,11 +344,14 @@ def test_rack_aware_cooperative_rounds_settle_with_rackless_partitions():
              tp("t1", 0): frozenset("c"), tp("t1", 1): frozenset(), tp("t2", 0): frozenset(), tp("t2", 1): frozenset()}
     a = get_assignor("cooperative-sticky")
     first = a.assign(topics, subs, racks)
+    assert first == {"aa": [tp("t0", 0), tp("t0", 1)], "c": [tp("t0", 2), tp("t0", 3), tp("t2", 0)],
+                     "x": [tp("t0", 4), tp("t0", 5)], "a": [tp("t1", 0)], "b": [tp("t1", 1), tp("t2", 1)]}
     subs2 = {m: Subscription(s.topics, first[m], 2, rack=s.rack) for m, s in subs.items() if m != "c"}
     subs2["joiner"] = Subscription(list(topics), rack="a")
-    for generation in range(3, 8):
+    settled = {"aa": [tp("t0", 0), tp("t0", 1)], "x": [tp("t0", 4), tp("t0", 5)], "a": [tp("t1", 0)],
+               "joiner": [tp("t0", 2), tp("t0", 3)]}
+    for generation in range(3, 9):
         result = a.assign(topics, subs2, racks)
-        if all(p in set(result[m]) for m, s in subs2.items() for p in s.owned_partitions):
-            return
+        b = [tp("t2", 0), tp("t2", 1)] if generation % 2 else [tp("t1", 1), tp("t2", 1)]
+        assert result == {**settled, "b": b}
         subs2 = {m: Subscription(s.topics, result[m], generation, rack=s.rack) for m, s in subs2.items()}
-    raise AssertionError("cooperative rounds did not settle")
