@@ -39,7 +39,7 @@ from streaming.cli.run import TrackerConfig, ensure_topics, start_tracker  # noq
 from streaming.coordinator import CoordinatorConfig, parse_event  # noqa: E402
 from streaming.spark.group_step import step_group  # noqa: E402
 from streaming.gc_pause import gc_paused  # noqa: E402
-from streaming.spark.session import build_spark_session  # noqa: E402
+from streaming.spark.session import build_spark_session, parse_conf  # noqa: E402
 from streaming.spark.stage_times import stage_times  # noqa: E402
 
 TARGET_EVENTS_PER_S = 20_000
@@ -425,6 +425,8 @@ def main() -> None:
     p.add_argument("--rate", type=int, default=5_000, help="live feed: events/s")
     p.add_argument("--live-seconds", type=int, default=60)
     p.add_argument("--only", default="throughput,live,expiry,memory")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting for the benchmark's session (repeatable), e.g. to compare JVM options")
     args = p.parse_args()
     only = set(args.only.split(","))
     if "memory" in only:
@@ -433,7 +435,7 @@ def main() -> None:
         return
     values = recorded_feed(args.groups, args.minutes, args.feed) if "throughput" in only else []
     broker = start_bundled_broker()
-    spark = build_spark_session("rebalance-tracker-bench")
+    spark = build_spark_session("rebalance-tracker-bench", conf=parse_conf(args.conf))
     with tempfile.TemporaryDirectory() as tmp:
         if "throughput" in only:
             for run in THROUGHPUT_RUNS:

@@ -112,13 +112,16 @@ class TrackerSink:
     def __call__(self, batch_df, batch_id: int) -> None:
         # Arrow to the driver: far cheaper than Row objects for large batches.
         table = batch_df.select("group_id", "seq", "payload").toArrow()
-        # Broadcasts (a null group id) first, then each group, the empty group id included, in its own order.
-        with gc_paused():   # decoding 61k outputs: ~1 s with the collector running, ~0.15 s without
+        # The collector paused for the whole batch, as everything here builds small containers that live until it
+        # ends: decoding 61k outputs took ~1 s with it running, ~0.15 s without; handling them (store, producer
+        # futures, live view) ~1.0 s and ~0.5 s.
+        with gc_paused():
+            # Broadcasts (a null group id) first, then each group, the empty group id included, in its own order.
             rows = sorted(zip(table.column("group_id").to_pylist(), table.column("seq").to_pylist(),
                               table.column("payload").to_pylist()), key=lambda r: (r[0] is not None, r[0] or "", r[1]))
             decode = msgspec.json.Decoder().decode
             outputs = [decode(payload) for _, _, payload in rows]
-        self.handle(outputs, batch_id)
+            self.handle(outputs, batch_id)
 
     def handle(self, outputs: list[dict], batch_id: int) -> None:
         for o in outputs:
