@@ -28,9 +28,9 @@ from typing import Iterator, Sequence
 from offsets_store.delivery import RETRY_S, broker_reachable, unreachable
 from offsets_store.kafka_conf import to_kwargs
 from offsets_store.log_end import log_end_offsets
-from streaming.gc_pause import gc_paused
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+from streaming.gc_pause import gc_paused
 
 FORMAT = "kafka-python"
 SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
@@ -322,8 +322,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 
     def _read_confluent(self, partition: KafkaRange) -> Iterator:
-        import pyarrow as pa
-        from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+        from confluent_kafka import Consumer, TopicPartition
 
         fail_on_data_loss = self.options.get("failondataloss", "true").lower() != "false"
         poll_timeout_s = int(self.options.get("kafkaconsumer.polltimeoutms", "120000")) / 1000
@@ -337,8 +336,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             position, idle_since = partition.start, time.monotonic()
             while position < partition.end:
                 with gc_paused():   # 10k messages a consume: ~35% less CPU without the collector
-                    batch, position, polled = self._consume(consumer, partition, position, pa, KafkaError,
-                                                            KafkaException)
+                    batch, position, polled = self._consume(consumer, partition, position)
                 if batch is not None:
                     yield batch
                     idle_since = time.monotonic()
@@ -349,11 +347,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         finally:
             consumer.close()
 
-
     @staticmethod
-    def _consume(consumer, partition: KafkaRange, position: int, pa, KafkaError, KafkaException):
+    def _consume(consumer, partition: KafkaRange, position: int) -> tuple:
         """One ``consume``: an Arrow batch (None if it brought no record of the range), the new position and how many
         messages it returned (end-of-partition events included)."""
+        import pyarrow as pa
+        from confluent_kafka import KafkaError, KafkaException
+
         messages = consumer.consume(num_messages=10_000, timeout=0.5)
         keys, values, offsets, stamps, types = [], [], [], [], []
         for m in messages:
