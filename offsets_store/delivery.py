@@ -8,6 +8,7 @@ and readers drop repeated outputs by their headers; any other failure is raised,
 """
 from __future__ import annotations
 
+import gc
 import logging
 import socket
 import time
@@ -68,7 +69,12 @@ def send_until_delivered(send: Callable[[], list], bootstrap: str, what: str, re
             if not (getattr(exc, "retriable", False) or unreachable(exc, bootstrap)):
                 raise DeliveryError(f"{what}: Kafka refused it: {exc!r}") from exc
             if not warned:
-                log.warning("%s: the broker is unreachable (%r); waiting for it to send again", what, exc)
+                # repr, not the exception: a handler that keeps records would keep its traceback and frames alive
+                log.warning("%s: the broker is unreachable (%s); waiting for it to send again", what, repr(exc))
                 warned = True
             reset()
-            time.sleep(retry_s)
+        # The dropped producer and the failed attempt's futures and traceback hold reference cycles, and the caller may
+        # have paused the collector (the sink does, for its whole batch): free them (out of the except block, where the
+        # traceback is gone) before the next attempt, so a long outage does not pile them up.
+        gc.collect()
+        time.sleep(retry_s)

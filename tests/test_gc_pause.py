@@ -52,3 +52,28 @@ def test_a_group_step_leaves_no_reference_cycles(protocol):
         gc.enable()
     assert state is not None and outputs > 100
     assert unreachable == 0, f"{unreachable} objects in reference cycles after {len(feed)} events"
+
+
+def test_waiting_out_an_outage_frees_each_attempts_cycles_with_the_collector_paused():
+    """The sink pauses the collector for its whole batch, retries included: each failed attempt's cycles (a dropped
+    producer, its futures, the traceback) must still go before the next one, or a long outage piles them up."""
+    import weakref
+
+    from offsets_store.delivery import send_until_delivered
+
+    class Attempt:   # stands in for what an attempt leaves behind: objects in a reference cycle
+        def __init__(self):
+            self.me = self
+
+    left_behind, failures = [], iter([True, True, False])
+
+    def send():
+        attempt = Attempt()
+        left_behind.append(weakref.ref(attempt))
+        if next(failures):
+            raise ConnectionError("broker gone")   # unreachable: waited out
+        return []
+
+    with gc_paused():
+        send_until_delivered(send, "127.0.0.1:1", "test batch", reset=lambda: None, retry_s=0)
+        assert [ref() is None for ref in left_behind] == [True, True, False]
