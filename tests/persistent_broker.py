@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -52,6 +53,18 @@ class PersistentBroker:
     def close(self) -> None:
         self.stop()
         self._s3.stop()
+
+
+def waits_out_an_outage(broker, write: Callable[[], None], what: str = "the write") -> None:
+    """Stop ``broker``, run ``write`` and check it is still waiting (not failed) a while later; start the broker
+    again and check ``write`` then finishes without an error."""
+    broker.stop()
+    writer, failure = in_background(write)
+    time.sleep(4)
+    assert writer.is_alive() and not failure, f"{what} gave up while the broker was away: {failure}"
+    broker.start()
+    writer.join(120)
+    assert not writer.is_alive() and not failure, failure
 
 
 def in_background(write: Callable[[], None]) -> tuple[threading.Thread, list[BaseException]]:

@@ -2,14 +2,13 @@
 with a clear error and no batch marker, and a broker that goes away mid-write is waited for -- nothing lost."""
 from __future__ import annotations
 
-import time
 
 import pytest
 
 from offsets_store import open_store
 from offsets_store.delivery import DeliveryError
 from offsets_store.kafka_store import KafkaStore
-from tests.persistent_broker import in_background
+from tests.persistent_broker import waits_out_an_outage
 
 pytestmark = pytest.mark.kafka
 
@@ -46,12 +45,6 @@ def test_a_write_waits_out_a_broker_outage(persistent_broker, topic_name):
     url = f"kafka:{bootstrap}/{topic_name}?partitions=3"
     store = open_store(url)
     store.write([commit(0, 1), commit(1, 1)], batch_id=0)
-    persistent_broker.stop()
-    writer, failure = in_background(lambda: store.write([commit(0, 2), commit(2, 7)], batch_id=1))
-    time.sleep(4)
-    assert writer.is_alive() and not failure, f"the write gave up while the broker was away: {failure}"
-    persistent_broker.start()
-    writer.join(120)
-    assert not writer.is_alive() and not failure, failure
+    waits_out_an_outage(persistent_broker, lambda: store.write([commit(0, 2), commit(2, 7)], batch_id=1))
     store.close()
     assert stored_offsets(bootstrap, topic_name) == ({0: 2, 1: 1, 2: 7}, 1)

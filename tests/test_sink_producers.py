@@ -4,7 +4,6 @@ so that a group's events appended to the events topic stay in the group's partit
 Java client; a record Kafka refuses is a clear error; a broker that goes away is waited for, nothing lost."""
 from __future__ import annotations
 
-import time
 
 import pytest
 
@@ -12,7 +11,7 @@ from offsets_store.delivery import DeliveryError
 from streaming.cli.run import ensure_topics
 from streaming.spark.sinks import TrackerSink
 from tests.job_process import deduplicate
-from tests.persistent_broker import in_background
+from tests.persistent_broker import waits_out_an_outage
 from tests.test_tracker_kafka import read_all
 
 pytestmark = pytest.mark.kafka
@@ -73,13 +72,7 @@ def test_the_confluent_sink_waits_out_a_broker_outage(persistent_broker, topic_n
     bootstrap = persistent_broker.bootstrap
     sink = sink_for(bootstrap, topic_name, "confluent")
     sink.handle(outputs(0), batch_id=0)
-    persistent_broker.stop()
-    writer, failure = in_background(lambda: sink.handle(outputs(1), batch_id=1))
-    time.sleep(4)
-    assert writer.is_alive() and not failure, f"the sink gave up while the broker was away: {failure}"
-    persistent_broker.start()
-    writer.join(120)
-    assert not writer.is_alive() and not failure, failure
+    waits_out_an_outage(persistent_broker, lambda: sink.handle(outputs(1), batch_id=1), "the sink")
     sink.close()
     want = sink_for(bootstrap, f"{topic_name}-want", "kafka-python")
     want.handle(outputs(0), batch_id=0)

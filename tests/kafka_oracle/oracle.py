@@ -33,6 +33,14 @@ class _Jvm:
             raise KafkaError(answer[0][len("error "):])
         return answer
 
+    def ask_members(self, lines: list[str], parse) -> dict:
+        """One answer line a member, ``MEMBER PARTS`` (``-`` for none): member -> ``parse(PARTS)``."""
+        answer = {}
+        for line in self.ask(lines):
+            member, parts = line.split(" ", 1)
+            answer[member] = parse("" if parts == "-" else parts)
+        return answer
+
     def close(self) -> None:
         self.process.stdin.close()
         self.process.wait(timeout=10)
@@ -55,12 +63,8 @@ class ClientOracle(_Jvm):
             lines.append(f"member {member} {generation} {s.rack or '-'} {','.join(s.topics)} {owned} "
                          f"{s.group_instance_id or '-'}")
         lines.append(f"assign {name}")
-        result = {}
-        for line in self.ask(lines):
-            member, parts = line.split(" ", 1)
-            result[member] = [] if parts == "-" else [
-                TopicPartition(tp.rsplit(":", 1)[0], int(tp.rsplit(":", 1)[1])) for tp in parts.split(",")]
-        return result
+        return self.ask_members(lines, lambda parts: [
+            TopicPartition(topic, int(p)) for topic, p in (tp.rsplit(":", 1) for tp in parts.split(",") if tp)])
 
 
 class ServerOracle(_Jvm):
@@ -77,9 +81,5 @@ class ServerOracle(_Jvm):
             lines.append(f"gmember {member} {s.rack or '-'} {s.instance_id or '-'} {','.join(s.topic_ids) or '-'} "
                          f"{current}")
         lines.append(f"gassign {name} {subscription_type}")
-        result = {}
-        for line in self.ask(lines):
-            member, parts = line.split(" ", 1)
-            result[member] = {} if parts == "-" else {
-                t: frozenset(int(p) for p in ps.split(";")) for t, ps in (x.split(":") for x in parts.split(","))}
-        return result
+        return self.ask_members(lines, lambda parts: {
+            t: frozenset(int(p) for p in ps.split(";")) for t, ps in (x.split(":") for x in parts.split(",") if x)})
