@@ -310,6 +310,24 @@ def test_each_client_reads_the_planned_range_with_the_same_columns(group_broker,
     assert all(r["timestamp"] is not None for r in rows)
 
 
+@pytest.mark.parametrize("client", ["kafka-python", "confluent"])
+def test_a_read_returns_once_its_range_is_in_without_waiting_out_the_poll(kafka_bootstrap, topic_name, client):
+    """A micro-batch reads a few records from each partition: a read task that waited out its poll's wait for more
+    than its range (librdkafka's consume waits for the number of messages asked for) added that wait to every
+    micro-batch. With a 30 s wait both a range inside the log and one ending at the log's end come back at once."""
+    ensure_topics(kafka_bootstrap, {topic_name: 1})
+    produce(kafka_bootstrap, topic_name, [f"v{i}" for i in range(40)], partition=0)
+    reader = reader_for(kafka_bootstrap, subscribe=topic_name, kafkaClient=client)
+    reader.consume_wait_s = 30
+    try:
+        for start, end in ((5, 17), (30, 40)):
+            started = time.monotonic()
+            assert read_offsets(reader, topic_name, 0, start, end) == list(range(start, end))
+            assert time.monotonic() - started < 10, f"[{start}, {end}) waited out the poll"
+    finally:
+        reader.stop()
+
+
 @pytest.mark.spark
 def test_confluent_client_through_a_streaming_query(spark, kafka_bootstrap, topic_name, tmp_path):
     ensure_topics(kafka_bootstrap, {topic_name: 2})

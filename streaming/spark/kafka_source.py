@@ -116,6 +116,9 @@ class KafkaPythonDataSource(DataSource):
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    # The longest one confluent-kafka consume() waits for the records still due in a read task's range.
+    consume_wait_s = 0.5
+
     def __init__(self, options: dict[str, str]) -> None:
         if "kafka.bootstrap.servers" not in options:
             raise ValueError("option 'kafka.bootstrap.servers' is required")
@@ -336,7 +339,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             position, idle_since = partition.start, time.monotonic()
             while position < partition.end:
                 with gc_paused():   # 10k messages a consume: ~35% less CPU without the collector
-                    batch, position, polled = self._consume(consumer, partition, position)
+                    batch, position, polled = self._consume(consumer, partition, position, self.consume_wait_s)
                 if batch is not None:
                     yield batch
                     idle_since = time.monotonic()
@@ -348,13 +351,15 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             consumer.close()
 
     @staticmethod
-    def _consume(consumer, partition: KafkaRange, position: int) -> tuple:
-        """One ``consume``: an Arrow batch (None if it brought no record of the range), the new position and how many
+    def _consume(consumer, partition: KafkaRange, position: int, wait_s: float) -> tuple:
+        """One ``consume`` of up to ``wait_s``: an Arrow batch (None if it brought no record of the range), the new position and how many
         messages it returned (end-of-partition events included)."""
         import pyarrow as pa
         from confluent_kafka import KafkaError, KafkaException
 
-        messages = consumer.consume(num_messages=10_000, timeout=0.5)
+        # consume() returns once it has num_messages or when the wait is up: asking for no more than the range still
+        # holds returns as soon as they are here, where asking for more waited out the wait in every read task.
+        messages = consumer.consume(num_messages=max(1, min(10_000, partition.end - position)), timeout=wait_s)
         keys, values, offsets, stamps, types = [], [], [], [], []
         for m in messages:
             error = m.error()
