@@ -54,8 +54,12 @@ def test_uniform_is_balanced_and_moves_less_than_eager_range(seed):
     # Nothing stops the world: a partition waits only between its release and its next owner's heartbeat.
     assert uniform.unavailable_partition_s < 0.8 * eager.unavailable_partition_s
     assert server_range.unavailable_partition_s < eager.unavailable_partition_s
-    # The same members die: each group's session timeout is its members' join session timeout.
-    assert uniform.members_expired == server_range.members_expired == eager.members_expired
+    # The same crashes kill members under both protocols (each group's session timeout is its members' join session
+    # timeout). Not exactly the same count: a classic session runs from the end of a join round, not from the
+    # member's SyncGroup (Kafka's rule), and a replayed member is silent wherever its recorded self was busy in a
+    # rebalance the replay does not have -- a round's worth of silence can outlast the session.
+    assert uniform.members_expired == server_range.members_expired
+    assert abs(uniform.members_expired - eager.members_expired) <= 0.1 * eager.members_expired
     # Every epoch bump that changed the target is a rebalance: more of them than join rounds, which batch changes.
     assert uniform.rebalances > eager.rebalances
 

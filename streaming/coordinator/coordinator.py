@@ -385,8 +385,9 @@ class GroupCoordinator(BrokerObserver):
 
     def _join_known_member(self, group: Group, e: dict) -> None:
         member_id, instance_id = e["member_id"], e["group_instance_id"]
-        if self._fenced(group, instance_id, member_id):
-            return self._respond(group, e, "join_response", "FENCED_INSTANCE_ID", generation=-1)
+        error = self._static_identity_error(group, instance_id, member_id)
+        if error is not None:
+            return self._respond(group, e, "join_response", error, generation=-1)
         if member_id in group.pending_members:
             del group.pending_members[member_id]
             return self._add_member_and_rebalance(group, self._member_from_event(member_id, e), e)
@@ -413,11 +414,16 @@ class GroupCoordinator(BrokerObserver):
         else:
             self._respond(group, e, "join_response", "UNKNOWN_MEMBER_ID", generation=-1)
 
-    def _fenced(self, group: Group, instance_id: str | None, member_id: str) -> bool:
+    def _static_identity_error(self, group: Group, instance_id: str | None, member_id: str) -> str | None:
+        """Kafka's ClassicGroup.validateMember for a request that names a group.instance.id: the instance must be
+        known (else UNKNOWN_MEMBER_ID) and be this member (else FENCED_INSTANCE_ID, a zombie of a restarted one)."""
         if instance_id is None:
-            return False
+            return None
         current = group.static_members.get(instance_id)
-        return current is not None and current != member_id
+        if current is None:
+            # Observing a broker, a static member whose join we never saw is adopted instead.
+            return None if self.config.adopt_unknown_members else "UNKNOWN_MEMBER_ID"
+        return None if current == member_id else "FENCED_INSTANCE_ID"
 
     def _add_member_and_rebalance(self, group: Group, member: Member, e: dict) -> None:
         member.awaiting_join = True
@@ -502,6 +508,7 @@ class GroupCoordinator(BrokerObserver):
                     self._emit(group.group_id, "sync_response", group.clock, member_id=m.member_id,
                                group_instance_id=m.group_instance_id, error="REBALANCE_IN_PROGRESS",
                                generation=group.generation, assignment=[])
+                    self._schedule_session(group, m)   # its wait is over: heartbeats are due again
         group.pending_sync = []
         group.sync_deadline = None
         if group.is_(S.EMPTY) and not self.config.adopt_unknown_members:
@@ -612,9 +619,11 @@ class GroupCoordinator(BrokerObserver):
             group.pending_sync.remove(member.member_id)
             if not group.pending_sync:
                 group.sync_deadline = None
-        self._schedule_session(group, member)
+        # A SyncGroup does not extend the session (Kafka reschedules it only when it answers a waiting member): a
+        # member waiting for the leader's assignment is not expired -- the sync timeout bounds that wait.
         if group.is_(S.COMPLETING_REBALANCE):
             member.awaiting_sync = True
+            member.session_deadline = None
             if member.member_id == group.leader_id:
                 self._complete_sync(group, e.get("assignments"))
         else:  # Stable: the member asks again (or after the leader) — give it its assignment
@@ -665,6 +674,7 @@ class GroupCoordinator(BrokerObserver):
         for m in group.members.values():
             if m.awaiting_sync:
                 self._sync_response(group, m)
+                self._schedule_session(group, m)
         self._rebalance_record(group, previous, unknown_topics, assignor_missing)
 
     def _compute_assignment(self, group: Group) -> tuple[dict[str, list[Partition]], list[str], bool]:
@@ -761,8 +771,9 @@ class GroupCoordinator(BrokerObserver):
             return "UNKNOWN_MEMBER_ID"
         if group.is_(S.DEAD):
             return "COORDINATOR_NOT_AVAILABLE"
-        if self._fenced(group, e.get("group_instance_id"), e["member_id"]):
-            return "FENCED_INSTANCE_ID"
+        error = self._static_identity_error(group, e.get("group_instance_id"), e["member_id"])
+        if error is not None:
+            return error
         if e["member_id"] not in group.members:
             return "UNKNOWN_MEMBER_ID"
         if check_generation and e.get("generation") != group.generation:
@@ -792,12 +803,18 @@ class GroupCoordinator(BrokerObserver):
             member_id = group.static_members.get(instance_id, "")
             if not member_id:
                 return self._respond(group, e, "leave_response", "UNKNOWN_MEMBER_ID")
-        elif self._fenced(group, instance_id, member_id):
-            return self._respond(group, e, "leave_response", "FENCED_INSTANCE_ID")
-        if member_id in group.pending_members:
+        elif member_id in group.pending_members:
             del group.pending_members[member_id]
             self._respond(group, e, "leave_response", "NONE")
+            # Kafka counts it among the members that left: a Stable group rebalances, a joining round may end.
+            if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
+                return self._prepare_rebalance(
+                    group, "leave", f"pending member {member_id} left through an explicit LeaveGroup")
             return self._try_complete_join(group)
+        else:
+            error = self._static_identity_error(group, instance_id, member_id)
+            if error is not None:
+                return self._respond(group, e, "leave_response", error)
         member = group.members.get(member_id)
         if member is None:
             return self._respond(group, e, "leave_response", "UNKNOWN_MEMBER_ID")

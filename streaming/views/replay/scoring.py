@@ -17,7 +17,7 @@ class Score:
     rebalances: int
     partitions_moved: int
     worst_balance: int            # max − min partitions per member, worst generation of any group
-    final_balance: int            # the same, after each group's last generation
+    final_balance: int            # the same, after each group's last settled generation (nothing left revoked)
     total_rebalance_ms: int
     max_rebalance_ms: int
     max_unavailable_ms: int       # the coordinator's max partition unavailability over all rebalances
@@ -43,7 +43,10 @@ def score(assignor: str, outputs: list[dict], group_id: str | None = None) -> Sc
     consumer = [h for h in histories.values() if h.is_consumer]
     gens = [g for h in classic for g in h.generations]
     staffed = [g.balance for g in gens if g.owners]
-    finals = [next((g.balance for g in reversed(h.generations) if g.owners), None) for h in classic]
+    # A cooperative round that revoked partitions is half a rebalance: a feed that ends before its follow-up round
+    # says nothing of where the assignor settles, so the final balance is the last settled generation's.
+    finals = [next((g.balance for g in reversed(h.generations) if g.owners and not g.revoked_unassigned),
+                   next((g.balance for g in reversed(h.generations) if g.owners), None)) for h in classic]
     targets = [t for h in consumer for t in h.targets]
     staffed += [t.balance for t in targets if t.target]
     finals += [next((t.balance for t in reversed(h.targets) if t.target), None) for h in consumer]
