@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, GroupState, parse_event
+from streaming.coordinator.javahash import hashmap_order
 from streaming.coordinator.state import VALID_PREVIOUS
 from tests.coordinator_harness import Harness, of_type, one
 
@@ -96,7 +97,9 @@ def test_first_rebalance_walks_the_four_states_and_elects_the_first_joiner():
     responses = {o["member_id"]: o for o in of_type(out, "join_response")}
     assert set(responses) == {a, b}
     assert {r["generation"] for r in responses.values()} == {1}
-    assert responses[a]["leader"] == a and [m["member_id"] for m in responses[a]["members"]] == [a, b]
+    # The leader learns the members in the order Kafka's HashMap of members iterates them (here b's id first).
+    assert responses[a]["leader"] == a and [m["member_id"] for m in responses[a]["members"]] == hashmap_order([a, b])
+    assert hashmap_order([a, b]) == [b, a]
     assert responses[b]["members"] == []  # only the leader learns the members
     out = h.sync(b, 1)
     assert of_type(out, "sync_response") == []  # a follower waits for the leader
@@ -106,7 +109,8 @@ def test_first_rebalance_walks_the_four_states_and_elects_the_first_joiner():
     assert h.state() == "Stable"
     record = one(out, "group_metadata")
     assert record["generation"] == 1 and record["leader"] == a and record["protocol"] == "range"
-    assert [m["assignment"]["partitions"] for m in record["members"]] == [[["t", 0]], [["t", 1]]]
+    assert {m["member_id"]: m["assignment"]["partitions"] for m in record["members"]} == {a: [["t", 0]], b: [["t", 1]]}
+    assert [m["member_id"] for m in record["members"]] == hashmap_order([a, b])
     rebalance = one(out, "rebalance")
     assert rebalance["trigger"] == "join" and rebalance["generation"] == 1
 

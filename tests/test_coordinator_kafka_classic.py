@@ -2,6 +2,7 @@
 ClassicGroup in the group-coordinator module) has them; each test names the Kafka test or method it follows."""
 from __future__ import annotations
 
+from streaming.coordinator.javahash import hashmap_order
 from tests.coordinator_harness import Harness, of_type, one
 
 
@@ -129,3 +130,62 @@ def test_a_pending_member_leaving_lets_the_join_round_complete():
     assert one(h.send(type="leave", member_id=pending), "leave_response")["error"] == "NONE"
     assert h.state() == "CompletingRebalance"
     assert set(h.group().members) == {leader, follower} and not h.group().pending_members
+
+
+def test_a_leader_that_leaves_hands_over_in_the_order_of_kafkas_member_map():
+    """ClassicGroup.remove gives the leadership to the first member of its java.util.HashMap of members, and the
+    leader's JoinGroup response lists the members in that order -- not in the order they joined."""
+    handed_over_out_of_join_order = 0
+    for n in range(12):
+        h = Harness(group_id=f"g{n}")
+        ids = h.stable_group(3)
+        leader = h.leader()
+        rest = [m for m in ids if m != leader]
+        h.send(type="leave", member_id=leader)
+        assert h.leader() == hashmap_order(rest)[0]
+        handed_over_out_of_join_order += h.leader() != rest[0]
+        for i, member_id in enumerate(ids[1:], start=1):
+            h.join(member_id=member_id, client_id=f"c{i}")
+        response = one(h.outputs[-6:], "join_response", h.leader())
+        assert [m["member_id"] for m in response["members"]] == hashmap_order(rest)
+    assert handed_over_out_of_join_order > 0     # the cases tell the two orders apart
+
+
+def test_a_round_nobody_rejoins_keeps_its_leader():
+    """testGroupStuckInRebalanceTimeoutDueToNonjoinedStaticMember, carried on: a static leader that does not rejoin
+    keeps the group waiting (maybeElectNewJoinedLeader is false and leaves the leader as it is), so a member that
+    joins meanwhile does not become leader, and the static leader leads again once it rejoins."""
+    h = Harness(group_min_session_timeout_ms=1_000)
+    kw = dict(session=10_000, rebalance=5_000)
+    h.join(instance_id="leader-instance", client_id="l", **kw)
+    h.join(instance_id="follower-instance", client_id="f", **kw)
+    h.tick(0)
+    leader, follower = (h.group().static_members[i] for i in ("leader-instance", "follower-instance"))
+    generation = h.generation()
+    h.sync(leader, generation, assignments={leader: [], follower: []}, instance_id="leader-instance")
+    h.sync(follower, generation, instance_id="follower-instance")
+    h.send(type="leave", member_id=follower, group_instance_id="follower-instance")
+    assert h.state() == "PreparingRebalance"
+    for _ in range(6):                        # past the rebalance timeout: nobody rejoined, the leader heartbeats
+        h.tick(1_000)
+        h.heartbeat(leader, generation, instance_id="leader-instance")
+    assert h.state() == "PreparingRebalance" and h.generation() == generation and h.leader() == leader
+    newcomer = h.new_member(client_id="n", **kw)
+    assert h.leader() == leader
+    h.join(member_id=leader, instance_id="leader-instance", client_id="l", **kw)
+    h.tick(0)
+    assert h.state() == "CompletingRebalance" and h.leader() == leader
+    assert set(h.group().members) == {leader, newcomer}
+
+
+def test_only_an_empty_group_takes_another_protocol_type():
+    """ClassicGroup.supportsProtocols relaxes the protocol type only in state Empty: a group whose members all left
+    during its first round is still a consumer group (INCONSISTENT_GROUP_PROTOCOL for a connect worker)."""
+    h = Harness(group_initial_rebalance_delay_ms=3_000)
+    member = h.new_member(client_id="a")
+    h.send(type="leave", member_id=member)
+    assert h.state() == "PreparingRebalance" and not h.group().members
+    out = h.send(type="join", member_id="", group_instance_id="worker-1", client_id="w", session_timeout_ms=10_000,
+                 rebalance_timeout_ms=10_000, protocol_type="connect", protocols=[{"name": "sessioned", "topics": []}])
+    assert one(out, "join_response")["error"] == "INCONSISTENT_GROUP_PROTOCOL"
+    assert h.group().protocol_type == "consumer"

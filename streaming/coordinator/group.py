@@ -97,8 +97,8 @@ class Group:
             del self.static_members[member.group_instance_id]
         if member_id in self.pending_sync:
             self.pending_sync.remove(member_id)
-        if self.leader_id == member_id:
-            self.leader_id = next(iter(self.members), None)
+        if self.leader_id == member_id:   # the next leader is the member Kafka's HashMap of members yields first
+            self.leader_id = next(iter(hashmap_order(self.members)), None)
         return member
 
     def replace_static(self, old_id: str, new_id: str) -> Member:
@@ -126,13 +126,18 @@ class Group:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 
     def elect_joined_leader(self) -> bool:
-        """If the leader did not rejoin, hand leadership to the first member that did (Kafka's
-        maybeElectNewJoinedLeader)."""
-        leader = self.members.get(self.leader_id) if self.leader_id else None
+        """If the leader did not rejoin, hand leadership to the first member that did, in the order Kafka's HashMap
+        of members iterates (maybeElectNewJoinedLeader). Nobody rejoined: False, and the leader stays as it was."""
+        if self.leader_id is None:
+            return False
+        leader = self.members.get(self.leader_id)
         if leader is not None and leader.awaiting_join:
             return True
-        self.leader_id = next((m.member_id for m in self.members.values() if m.awaiting_join), None)
-        return self.leader_id is not None
+        for member_id in hashmap_order(self.members):
+            if self.members[member_id].awaiting_join:
+                self.leader_id = member_id
+                return True
+        return False
 
     # --- protocols ---------------------------------------------------------------------------------------------
     def set_protocols(self, member: Member, protocols: list) -> None:
@@ -150,7 +155,8 @@ class Group:
         return {name for name, count in self.supported_protocols().items() if count == n}
 
     def supports_protocols(self, protocol_type: str, names: list[str]) -> bool:
-        if self.is_empty:
+        # Only an Empty group takes any protocol type: one whose members all left mid-round keeps its type.
+        if self.state is GroupState.EMPTY:
             return bool(protocol_type) and bool(names)
         counts, n = self.supported_protocols(), len(self.members)
         return self.protocol_type == protocol_type and any(counts.get(name, 0) == n for name in names)

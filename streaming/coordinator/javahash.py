@@ -1,6 +1,8 @@
 """Java's String.hashCode and HashMap iteration order, where Kafka's result depends on them."""
 from __future__ import annotations
 
+from collections import Counter
+from functools import lru_cache
 from typing import Iterable, TypeVar
 
 K = TypeVar("K")
@@ -18,17 +20,27 @@ def string_hash(s: str) -> int:
 def hashmap_order(keys_in_insertion_order: Iterable[str]) -> list[str]:
     """The order a ``java.util.HashMap<String, ?>`` built by inserting these keys iterates them.
 
-    Buckets ascend by ``(h ^ h >>> 16) & (capacity - 1)``; a bucket keeps insertion order. Capacity starts at 16
-    and doubles whenever the size passes 3/4 of it. (Tree bins only form at 8+ collisions in one bucket, which
-    changes nothing for iteration order of the small maps we model.)
+    Buckets ascend by ``(h ^ h >>> 16) & (capacity - 1)``; a bucket keeps insertion order (a resize splits buckets
+    without reordering them). Capacity starts at 16 and doubles when the size passes 3/4 of it, or when a bucket
+    already holding 8 keys gets another while the table is smaller than 64 (HashMap resizes instead of making a tree
+    bin there). Not modelled: a tree bin's own order (8+ colliding keys at capacity 64+), and a map that shrank --
+    Java never shrinks a table, so a map that once held more keys may iterate as a bigger one would.
     """
     keys = list(dict.fromkeys(keys_in_insertion_order))
-    capacity = 16
-    while len(keys) > capacity * 3 // 4:
-        capacity *= 2
+    spread = [(h ^ (h >> 16)) for h in (_string_hash_cached(k) & 0xFFFFFFFF for k in keys)]
+    capacity, buckets = 16, Counter()
+    for size, h in enumerate(spread, start=1):
+        if buckets[h & (capacity - 1)] >= 8 and capacity < 64:
+            capacity *= 2
+            buckets = Counter(x & (capacity - 1) for x in spread[:size - 1])
+        buckets[h & (capacity - 1)] += 1
+        if size > capacity * 3 // 4:
+            capacity *= 2
+            buckets = Counter(x & (capacity - 1) for x in spread[:size])
+    order = sorted(range(len(keys)), key=lambda i: spread[i] & (capacity - 1))   # stable: insertion order kept
+    return [keys[i] for i in order]
 
-    def bucket(key: str) -> int:
-        h = string_hash(key) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
 
-    return sorted(keys, key=lambda k: bucket(k))  # sorted() is stable: insertion order within a bucket
+@lru_cache(maxsize=1 << 16)
+def _string_hash_cached(s: str) -> int:
+    return string_hash(s)
