@@ -279,11 +279,11 @@ class Simulator:
                    protocol_type="consumer", protocols=[protocol])
 
     def _heartbeat_loop(self, client: Client) -> None:
-        if client.phase != "stable":
+        if client.phase not in ("syncing", "stable"):
             return
         self._send(type="heartbeat", group_id=client.group_id, member_id=client.member_id,
                    group_instance_id=client.instance_id, generation=client.generation)
-        if client.phase == "stable":
+        if client.phase in ("syncing", "stable"):
             self._at(self.now + self.settings.heartbeat_interval_ms, self._guard(client, lambda: self._heartbeat_loop(client)))
 
     def _offsets(self, client: Client) -> list[dict]:
@@ -498,7 +498,12 @@ class Simulator:
                     self._start_client(client)
             return
         client.generation = o["generation"]
+        was_syncing_or_stable = client.phase in ("syncing", "stable")
         client.phase = "syncing"
+        if not was_syncing_or_stable:
+            # Java's consumer enables its heartbeat thread on entering COMPLETING_REBALANCE, not once synced.
+            self._at(self.now + self.settings.heartbeat_interval_ms,
+                     self._guard(client, lambda: self._heartbeat_loop(client)))
         # The leader would run the assignor here; the coordinator in tracker mode does it for the leader.
         self._at(self.now + self.rng.randrange(1, 30), self._guard(client, lambda: self._sync(client)))
 
@@ -519,8 +524,6 @@ class Simulator:
         client.assignment = new
         client.phase = "stable"
         if not was_stable:
-            self._at(self.now + self.settings.heartbeat_interval_ms,
-                     self._guard(client, lambda: self._heartbeat_loop(client)))
             self._at(self.now + self.settings.commit_interval_ms,
                      self._guard(client, lambda: self._commit_loop(client)))
         if client.cooperative and revoked:
