@@ -2,6 +2,7 @@
 ClassicGroup in the group-coordinator module) has them; each test names the Kafka test or method it follows."""
 from __future__ import annotations
 
+from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
 from streaming.coordinator.javahash import hashmap_order
 from tests.coordinator_harness import Harness, of_type, one
 
@@ -189,3 +190,87 @@ def test_only_an_empty_group_takes_another_protocol_type():
                  rebalance_timeout_ms=10_000, protocol_type="connect", protocols=[{"name": "sessioned", "topics": []}])
     assert one(out, "join_response")["error"] == "INCONSISTENT_GROUP_PROTOCOL"
     assert h.group().protocol_type == "consumer"
+
+
+def _loaded_group(coordinator: GroupCoordinator, member_ids: list[str], **member) -> None:
+    """A Stable group of ``member_ids`` rebuilt from its GroupMetadataValue, as a broker loads it."""
+    coordinator.load_records([{
+        "type": "group_metadata", "group_id": "group-id", "tombstone": False, "protocol_type": "consumer",
+        "generation": 1, "protocol": "range", "leader": member_ids[0], "current_state_timestamp": 0,
+        "members": [{"member_id": m, "group_instance_id": None, "client_id": "client-id", "client_host": "host",
+                     "session_timeout": 10_000, "rebalance_timeout": 10_000, "subscription": {"topics": ["t"]},
+                     "assignment": {"partitions": []}, **member} for m in member_ids]}], now_ms=0)
+
+
+def test_a_loaded_group_over_the_max_size_rebalances():
+    """testOnLoadedExceedGroupMaxSizeTriggersRebalance: group.max.size lowered below a group's size since it was
+    written; loading it starts a rebalance (onLoaded), members kept."""
+    coordinator = GroupCoordinator(CoordinatorConfig(group_max_size=1, group_initial_rebalance_delay_ms=0))
+    _loaded_group(coordinator, ["member-0", "member-1"])
+    group = coordinator.groups["group-id"]
+    assert group.state.value == "PreparingRebalance" and len(group.members) == 2
+    roomy = GroupCoordinator(CoordinatorConfig(group_max_size=2))
+    _loaded_group(roomy, ["member-0", "member-1"])
+    assert roomy.groups["group-id"].state.value == "Stable"
+
+
+def test_the_last_members_to_rejoin_a_full_group_are_refused_and_the_round_waits():
+    """testLastJoiningMembersAreKickedOutWhenRejoiningGroupWithMaxSize: 12 members, group.max.size 10; the first ten
+    to rejoin are in, the last two get GROUP_MAX_SIZE_REACHED and are removed -- which does not complete the round:
+    it completes at the rebalance timeout, with the ten."""
+    coordinator = GroupCoordinator(CoordinatorConfig(group_max_size=10, group_initial_rebalance_delay_ms=50,
+                                                     assignment_mode="leader"))
+    ids = [f"client-id-{i:02d}" for i in range(12)]
+    _loaded_group(coordinator, ids)
+    outputs = []
+    for member_id in ids:
+        event, error = parse_event({
+            "type": "join", "group_id": "group-id", "ts": 1, "member_id": member_id, "group_instance_id": None,
+            "client_id": "client-id", "client_host": "host", "session_timeout_ms": 10_000,
+            "rebalance_timeout_ms": 10_000, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "topics": ["t"]}]})
+        assert error is None
+        outputs += coordinator.handle(event)
+    group = coordinator.groups["group-id"]
+    assert group.state.value == "PreparingRebalance" and set(group.members) == set(ids[:10])
+    assert [o["error"] for o in outputs if o["type"] == "join_response"] == ["GROUP_MAX_SIZE_REACHED"] * 2
+    assert group.generation == 1
+    answers = coordinator.advance(10_001)
+    assert group.state.value == "CompletingRebalance" and group.generation == 2
+    assert sorted(o["member_id"] for o in answers if o["type"] == "join_response") == ids[:10]
+
+
+def test_an_expiry_ends_the_initial_rebalance_delay_when_everyone_is_in():
+    """removePendingMemberAndUpdateClassicGroup / removeMemberAndUpdateClassicGroup complete the join round as soon
+    as all remaining members have joined -- during the initial rebalance delay too (a join or a leave waits for the
+    delay): here the pending member that never came back expires at 10 s, and the round completes then, not at 20 s."""
+    h = Harness(group_initial_rebalance_delay_ms=20_000)
+    h.new_member(client_id="a", session=10_000, rebalance=300_000)
+    pending = one(h.join(client_id="p", session=10_000, rebalance=300_000), "join_response")
+    assert pending["error"] == "MEMBER_ID_REQUIRED" and h.state() == "PreparingRebalance"
+    h.tick(9_999)
+    assert h.state() == "PreparingRebalance"
+    h.tick(1)
+    assert h.state() == "CompletingRebalance" and h.generation() == 1
+
+
+def test_a_static_members_id_starts_with_its_instance_id_and_keeps_its_first_client_id():
+    """ClassicGroup.generateMemberId: ``groupInstanceId-uuid`` for a static member, ``clientId-uuid`` otherwise;
+    a member's client id and host are fixed at its first join (replaceStaticMember copies them to the restarted
+    member, updateMember changes protocols and timeouts only)."""
+    h = Harness()
+    h.join(instance_id="inst-1", client_id="consumer-app-1", client_host="/10.0.0.1")
+    h.tick(0)
+    static_id = h.group().static_members["inst-1"]
+    assert static_id.startswith("inst-1-")
+    h.sync(static_id, h.generation(), assignments={static_id: [["t", 0]]}, instance_id="inst-1")
+    out = h.join(instance_id="inst-1", client_id="consumer-app-1-restarted", client_host="/10.0.0.9")
+    restarted = one(out, "member_replaced")["member_id"]
+    assert restarted.startswith("inst-1-") and restarted != static_id
+    member = h.group().members[restarted]
+    assert (member.client_id, member.client_host) == ("consumer-app-1", "/10.0.0.1")
+    dynamic = Harness(group_id="d")
+    a, b = dynamic.stable_group(2)
+    assert a.startswith("c0-") and b.startswith("c1-")
+    dynamic.join(member_id=b, client_id="renamed", protocols=[{"name": "range", "topics": ["t", "u"]}])
+    assert dynamic.group().members[b].client_id == "c1"

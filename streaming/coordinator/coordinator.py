@@ -187,6 +187,12 @@ class GroupCoordinator(BrokerObserver):
             group.topics.update(self.default_topics)   # what the broker's metadata said wins over the guess
             self._adopt(group)
             self._refresh_retention(group)
+            if len(group.members) > self.config.group_max_size:
+                # Kafka's onLoaded: group.max.size may have been lowered since; the rebalance trims the group.
+                self._out = []
+                self._prepare_rebalance(group, "load", f"freshly loaded group {group_id} (size "
+                                        f"{len(group.members)}) is over capacity {self.config.group_max_size}")
+                self._out = []
 
     # ================================================================ time and timers
     def _tick(self, group: Group, ts: int | None) -> None:
@@ -238,7 +244,7 @@ class GroupCoordinator(BrokerObserver):
             self._on_session_expired(group, group.members[key])
         elif kind == _PENDING:
             del group.pending_members[key]
-            self._try_complete_join(group)
+            self._try_complete_join(group, expiry=True)
         else:
             self._expire_offsets(group)
 
@@ -322,9 +328,10 @@ class GroupCoordinator(BrokerObserver):
         if group.is_(S.DEAD):
             return self._respond(group, e, "join_response", "COORDINATOR_NOT_AVAILABLE", generation=-1)
         if not self._accept_joining_member(group, member_id):
-            if member_id in group.members:
+            if member_id in group.members:   # only removed: the round goes on until its next join or its timeout
                 self._remove_member(group, group.members[member_id], "group-max-size",
-                                    f"member {member_id} removed: group is over group.max.size")
+                                    f"member {member_id} removed: group is over group.max.size", update_group=False)
+            group.pending_members.pop(member_id, None)
             return self._respond(group, e, "join_response", "GROUP_MAX_SIZE_REACHED", generation=-1)
         if not group.supports_protocols(e["protocol_type"], [p["name"] for p in e["protocols"]]):
             return self._respond(group, e, "join_response", "INCONSISTENT_GROUP_PROTOCOL", generation=-1)
@@ -351,14 +358,16 @@ class GroupCoordinator(BrokerObserver):
             return (member is not None and member.awaiting_join) or group.awaiting_join_count() < limit
         return member is not None or len(group.members) < limit
 
-    def _new_member_id(self, group: Group, client_id: str) -> str:
-        """Kafka's ``clientId-<uuid>``, with a UUID derived from the request (group, client, time) rather than
-        random, so replays give the same ids, and from nothing but the request and the members, so a group rebuilt
-        from the store after a lost checkpoint hands out the ids the lost state would have."""
+    def _new_member_id(self, group: Group, client_id: str, instance_id: str | None = None) -> str:
+        """Kafka's ``clientId-<uuid>`` (``groupInstanceId-<uuid>`` for a static member), with a UUID derived from the
+        request (group, client, time) rather than random, so replays give the same ids, and from nothing but the
+        request and the members, so a group rebuilt from the store after a lost checkpoint hands out the ids the lost
+        state would have."""
         group.member_seq += 1
+        prefix = client_id if instance_id is None else instance_id
         for n in itertools.count():
             name = f"{group.group_id}/{client_id}/{group.clock}/{n}"
-            candidate = f"{client_id}-{uuid.uuid5(_MEMBER_ID_NAMESPACE, name)}"
+            candidate = f"{prefix}-{uuid.uuid5(_MEMBER_ID_NAMESPACE, name)}"
             if candidate not in group.members and candidate not in group.pending_members:
                 return candidate
 
@@ -372,7 +381,7 @@ class GroupCoordinator(BrokerObserver):
         if instance_id is None and self.config.adopt_unknown_members:
             # Observing a real broker: it hands out the id; the member's next JoinGroup carries it.
             return self._respond(group, e, "join_response", "MEMBER_ID_REQUIRED", generation=-1)
-        new_id = self._new_member_id(group, e["client_id"])
+        new_id = self._new_member_id(group, e["client_id"], instance_id)
         if instance_id is not None:
             old_id = group.static_members.get(instance_id)
             if old_id is not None:
@@ -449,8 +458,8 @@ class GroupCoordinator(BrokerObserver):
     def _update_member_and_rebalance(self, group: Group, member: Member, e: dict,
                                      protocols: list[Protocol], trigger: str = "join") -> None:
         group.set_protocols(member, protocols)
+        # Kafka's updateMember: protocols and timeouts; the client id and host stay those of the member's first join.
         member.session_timeout_ms, member.rebalance_timeout_ms = e["session_timeout_ms"], e["rebalance_timeout_ms"]
-        member.client_id, member.client_host = e["client_id"], e["client_host"]
         member.awaiting_join = True
         member.session_deadline = None  # the join round's timeout governs a member waiting in it
         reason = f"updating metadata for member {member.member_id}"
@@ -468,8 +477,8 @@ class GroupCoordinator(BrokerObserver):
         old_protocol = group.protocol_name
         member = group.replace_static(old_id, new_id)
         group.set_protocols(member, [Protocol.from_event(p) for p in e["protocols"]])
+        # The restarted consumer keeps the old member's client id and host (replaceStaticMember copies them).
         member.session_timeout_ms, member.rebalance_timeout_ms = e["session_timeout_ms"], e["rebalance_timeout_ms"]
-        member.client_id, member.client_host = e["client_id"], e["client_host"]
         self._schedule_session(group, member)
         self._emit(group.group_id, "member_replaced", group.clock, member_id=new_id, previous_member_id=old_id,
                    group_instance_id=member.group_instance_id)
@@ -528,10 +537,13 @@ class GroupCoordinator(BrokerObserver):
         self._state_change(group, S.PREPARING_REBALANCE, detail)
         self._try_complete_join(group)
 
-    def _try_complete_join(self, group: Group) -> None:
+    def _try_complete_join(self, group: Group, expiry: bool = False) -> None:
+        """Complete the join round if every member is in. ``expiry``: a member or pending member just expired --
+        Kafka then completes the round even during the initial rebalance delay (removeMemberAndUpdateClassicGroup,
+        removePendingMemberAndUpdateClassicGroup), where a join or a leave waits for the delay."""
         if self.config.adopt_unknown_members and group.members:
             return  # observing a real broker: its round ends when its members' SyncGroups show it (or on timeout)
-        if (group.is_(S.PREPARING_REBALANCE) and group.initial_delay_remaining_ms is None
+        if (group.is_(S.PREPARING_REBALANCE) and (expiry or group.initial_delay_remaining_ms is None)
                 and group.has_all_members_joined()):
             self._complete_join(group)
 
@@ -851,7 +863,7 @@ class GroupCoordinator(BrokerObserver):
         if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
             self._prepare_rebalance(group, trigger, detail)
         elif group.is_(S.PREPARING_REBALANCE):
-            self._try_complete_join(group)
+            self._try_complete_join(group, expiry=trigger == "expiry")
 
     # ================================================================ OffsetCommit / retention / deletion
     def _commit(self, group: Group | None, e: dict) -> None:
