@@ -314,7 +314,8 @@ def encode_subscription(sub: dict, version: int | None = None) -> bytes:
 
 
 def decode_subscription(data: bytes) -> dict:
-    version, v = decode(s.CONSUMER_PROTOCOL_SUBSCRIPTION, data)
+    """A newer version than we know reads with the newest layout we know (Kafka's checkSubscriptionVersion)."""
+    version, v = decode(s.CONSUMER_PROTOCOL_SUBSCRIPTION, data, newer_as_newest=True)
     return {"topics": v["topics"], "user_data": _b64(v["userData"]),
             "owned_partitions": [[tp["topic"], p] for tp in v["ownedPartitions"] or [] for p in tp["partitions"]],
             "generation": v["generationId"], "rack": v["rackId"], "version": version}
@@ -329,7 +330,8 @@ def encode_assignment(assignment: dict, version: int | None = None) -> bytes:
 
 
 def decode_assignment(data: bytes) -> dict:
-    version, v = decode(s.CONSUMER_PROTOCOL_ASSIGNMENT, data)
+    """A newer version than we know reads with the newest layout we know (Kafka's checkAssignmentVersion)."""
+    version, v = decode(s.CONSUMER_PROTOCOL_ASSIGNMENT, data, newer_as_newest=True)
     return {"partitions": [[tp["topic"], p] for tp in v["assignedPartitions"] or [] for p in tp["partitions"]],
             "user_data": _b64(v["userData"]), "version": version}
 

@@ -216,11 +216,16 @@ class Reader:
             raise CodecError(f"{len(self.data) - self.pos} unexpected trailing bytes")
 
 
-def decode(schema: Struct, data: bytes, prefix_version: bool = True, version: int | None = None) -> tuple[int, dict]:
+def decode(schema: Struct, data: bytes, prefix_version: bool = True, version: int | None = None,
+           newer_as_newest: bool = False) -> tuple[int, dict]:
+    """``newer_as_newest``: a version above the schema's is read with its newest layout and what follows is ignored
+    (the version returned is the newest known), as Kafka's ConsumerProtocol reads embedded subscriptions."""
     reader = Reader(data)
     if prefix_version:
         version = reader.int("int16")
     lo, hi = schema.versions
+    if newer_as_newest and version > hi:
+        return hi, _read_struct(reader, schema, hi)
     if not lo <= version <= hi:
         raise CodecError(f"{schema.name} version {version} is not one of {lo}..{hi}")
     value = _read_struct(reader, schema, version)

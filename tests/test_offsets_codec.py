@@ -423,3 +423,21 @@ def test_record_identity_is_the_key_bytes_as_a_tuple():
             assert (record_identity(a) == record_identity(b)) == (record_key(a) == record_key(b)), (a, b)
     with pytest.raises(ValueError):
         record_identity({"type": "state_change", "group_id": "g"})
+
+
+def test_a_newer_consumer_protocol_version_reads_with_the_newest_layout_we_know():
+    """ConsumerProtocolTest.deserializeFutureSubscriptionVersion / deserializeFutureAssignmentVersion: a version
+    above 3 (here 100, with a field after the v3 ones) reads as v3 and the rest is ignored; inside a group record
+    the member keeps its subscription and assignment, and the record writes back byte for byte."""
+    subscription = (_i16(100) + _arr([_str("topic")]) + _bytes(b"") + _arr([_str("topic") + _arr([_i32(1)])])
+                    + _i32(10) + _str("rack") + _str("bar"))
+    assignment = _i16(100) + _arr([_str("topic") + _arr([_i32(0)])]) + _bytes(b"") + _str("bar")
+    assert decode_subscription(subscription) == {"topics": ["topic"], "user_data": "", "owned_partitions":
+                                                 [["topic", 1]], "generation": 10, "rack": "rack", "version": 3}
+    assert decode_assignment(assignment) == {"partitions": [["topic", 0]], "user_data": "", "version": 3}
+    key, value = _i16(2) + _str("my-group"), _group_value(3, subscription, assignment)
+    member = decode_record(key, value)["members"][0]
+    assert member["subscription"]["topics"] == ["topic"] and member["assignment"]["partitions"] == [["topic", 0]]
+    assert encode_record(decode_record(key, value)) == (key, value)
+    with pytest.raises(CodecError):   # a version below the lowest is still an error, as in Kafka
+        decode_subscription(_i16(-1) + subscription[2:])
