@@ -81,6 +81,28 @@ def test_keyless_records_stick_until_a_new_batch():
     assert p.partition("t", None, None, None, b"v", cluster) != stuck
 
 
+@pytest.mark.parametrize("make", [
+    lambda seed: KeyHashPartitioner(rng=random.Random(seed)),
+    lambda seed: UniformStickyPartitioner(batch_size=10**9, linger_ms=10**9, rng=random.Random(seed),
+                                          clock=lambda: 0.0)], ids=["key-hash", "uniform-sticky"])
+@pytest.mark.parametrize("seed", range(20))
+def test_a_stale_new_batch_call_leaves_the_sticky_partition(make, seed):
+    """StickyPartitionCacheTest.testStickyPartitionCache: a new batch on the sticky partition moves it (never to
+    itself); a second call naming the old partition (another thread was first) leaves the new one; a topic with one
+    partition stays on it."""
+    p, three, one = make(seed), Cluster(3), Cluster(1)
+    part_a = p.partition("A", None, None, None, b"v", three)
+    assert part_a == p.partition("A", None, None, None, b"v", three)
+    part_b = p.partition("B", None, None, None, b"v", one)
+    p.on_new_batch("A", three, part_a)
+    changed = p.partition("A", None, None, None, b"v", three)
+    assert changed != part_a
+    p.on_new_batch("A", three, part_a)
+    assert p.partition("A", None, None, None, b"v", three) == changed
+    p.on_new_batch("B", one, part_b)
+    assert p.partition("B", None, None, None, b"v", one) == part_b == 0
+
+
 def test_round_robin_cycles_over_available_partitions():
     p = RoundRobinPartitioner()
     assert [p.partition("t", None, b"k", None, b"", Cluster(3)) for _ in range(7)] == [0, 1, 2, 0, 1, 2, 0]

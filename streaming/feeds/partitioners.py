@@ -80,6 +80,10 @@ class KeyHashPartitioner(Partitioner):
         return self.sticky[topic]
 
     def on_new_batch(self, topic, cluster, prev_partition) -> None:
+        # Kafka's StickyPartitionCache moves only when the batch that filled is the sticky partition's: a stale call
+        # (another thread already moved it) changes nothing.
+        if self.sticky.get(topic, prev_partition) != prev_partition:
+            return
         _, available = _partitions(cluster, topic)
         others = [p for p in available if p != prev_partition] or available
         self.sticky[topic] = self.rng.choice(others)
@@ -137,7 +141,11 @@ class UniformStickyPartitioner(Partitioner):
         return self.choose(topic, available, size)
 
     def on_new_batch(self, topic, cluster, prev_partition) -> None:
-        """The producer had to open a new batch: the old one is on its way, so move to another partition now."""
+        """The producer had to open a new batch: the old one is on its way, so move to another partition now --
+        unless the sticky partition has moved on from ``prev_partition`` already."""
+        current = self.current.get(topic)
+        if current is not None and current[0] != prev_partition:
+            return
         _, available = _partitions(cluster, topic)
         candidates = [p for p in available if p != prev_partition] or available
         self.current[topic] = (self.rng.choice(candidates), 0, self.clock())
