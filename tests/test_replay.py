@@ -97,17 +97,20 @@ def test_cooperative_replay_never_hands_a_partition_straight_to_another_member()
     assert follow_ups > 0           # revoked partitions do get handed on in a later round
 
 
-def test_replay_under_the_recorded_assignor_keeps_the_recorded_members_alive():
-    feed = list(_feed(2, "sticky"))
+@pytest.mark.parametrize("seed,assignor", [(2, "sticky"), (1, "range")])
+def test_replay_under_the_recorded_assignor_keeps_the_recorded_members_alive(seed, assignor):
+    """The members the recording lost are the ones the replay loses -- also those whose recorded selves spent a
+    session in a join round the replay does not have (their replayed selves heartbeat meanwhile)."""
+    feed = list(_feed(seed, assignor))
     recorded, _ = coordinator_outputs(feed)
-    replayed = replay.replay_outputs(feed, "sticky")
+    replayed = replay.replay_outputs(feed, assignor)
     expired = sorted(o["member_id"] for o in recorded if o["type"] == "member_expired")
     assert expired and sorted(o["member_id"] for o in replayed if o["type"] == "member_expired") == expired
-    # The replay answers join rounds itself; it completes as many rounds as the recording, give or take the few
-    # that depend on exact reaction timing.
+    # The replay answers join rounds itself, each client within REACTION_MS: about as many rounds as the recording,
+    # a few more where the recording's slower clients gathered two disruptions into one round.
     n_recorded = sum(o["type"] == "rebalance" for o in recorded)
     n_replayed = sum(o["type"] == "rebalance" for o in replayed)
-    assert abs(n_recorded - n_replayed) <= 0.1 * n_recorded
+    assert abs(n_recorded - n_replayed) <= 0.2 * n_recorded
 
 
 def test_replay_is_deterministic():

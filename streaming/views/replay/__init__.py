@@ -12,7 +12,10 @@ another assignor the coordinator answers differently, so the replay keeps the st
   SyncGroup ``REACTION_MS`` after its JoinGroup response, rejoins ``REACTION_MS`` after a REBALANCE_IN_PROGRESS,
   and — cooperative protocol only — rejoins after a round that revoked some of its partitions, with the
   partitions it still owns (KIP-429). Eager clients name no owned partitions; the coordinator then remembers
-  their last assignment for the sticky assignor, as the client's user data would.
+  their last assignment for the sticky assignor, as the client's user data would. A client whose recorded rejoin
+  was dropped (the replay had no such round) is a live client whose recorded self now waits in that round, sending
+  nothing: it heartbeats on its own every heartbeat interval (a third of its session, at most 3 s) until its
+  recorded self is heard from again, for at most its rebalance timeout.
 
 Server-side assignors (KIP-848), named ``server:uniform`` and ``server:range`` (``range`` alone is the client-side
 RangeAssignor), replay the same recorded classic feed under the consumer protocol, through a

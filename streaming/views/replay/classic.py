@@ -9,6 +9,8 @@ from typing import Callable
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
 from streaming.views.replay.settings import REACTION_MS
 
+_HEARTBEAT_INTERVAL_MS = 3_000   # Java's heartbeat.interval.ms default (at most a third of the session)
+
 
 @dataclass
 class _Client:
@@ -18,6 +20,8 @@ class _Client:
     generation: int = -1
     assignment: list[list] = field(default_factory=list)
     awaiting_join: bool = False
+    # While its recorded self waits in a join round the replay does not have: heartbeat on its own until then.
+    stand_in_until: int | None = None
 
 
 class _Replayer:
@@ -29,6 +33,8 @@ class _Replayer:
         self.outputs: list[dict] = []
         self._reactions: list[tuple[int, int, dict]] = []
         self._seq = 0
+        self._stand_ins: set[int] = set()       # the sequence numbers of the stand-in heartbeats among _reactions
+        self._end: int | None = None
         self._static_joins: dict[tuple[str, str], tuple[dict, list[str]]] = {}
 
     # ------------------------------------------------------------------ driving
@@ -37,6 +43,7 @@ class _Replayer:
         """Replay ``events`` (the recorded stimuli, in time order); the coordinator's timers then run to the last
         one's time, or to ``until`` when the recording goes on longer."""
         i = 0
+        self._end = events[-1]["ts"] if events else None   # stand-in heartbeats do not outlive the recording
         while i < len(events) or self._reactions:
             recorded_ts = events[i]["ts"] if i < len(events) else None
             reaction_ts = self._reactions[0][0] if self._reactions else None
@@ -47,7 +54,12 @@ class _Replayer:
                 self._observe(self.coordinator.advance(deadline))
                 continue
             if reaction_ts is not None and reaction_ts <= t and (recorded_ts is None or reaction_ts < recorded_ts):
-                self._send(heapq.heappop(self._reactions)[2])
+                _, seq, event = heapq.heappop(self._reactions)
+                if seq in self._stand_ins:
+                    self._stand_ins.discard(seq)
+                    self._stand_in_heartbeat(event)
+                else:
+                    self._send(event)
             else:
                 event = self._rewrite(events[i])
                 i += 1
@@ -78,12 +90,20 @@ class _Replayer:
         client = self.clients.get(key)
         if kind == "sync":
             return None                                   # clients sync when *this* coordinator says so
+        if kind in ("heartbeat", "commit", "leave") and client is not None:
+            client.stand_in_until = None                  # its recorded self speaks for itself again
         if kind == "join":
             topics = list(e["protocols"][0].get("topics", [])) if e["protocols"] else []
             group = self.coordinator.groups.get(key[0])
             if key[1] and group is not None and key[1] in group.members and client is not None:
                 if sorted(topics) == sorted(client.topics):
-                    return None                           # a recorded reaction: replaced by our own
+                    # A recorded reaction: replaced by our own. Its recorded self now waits in that join round (no
+                    # heartbeats) for up to its rebalance timeout; if the replayed one is not in a round, it is a
+                    # live client and heartbeats meanwhile.
+                    if not client.awaiting_join and client.stand_in_until is None:
+                        client.stand_in_until = e["ts"] + e["rebalance_timeout_ms"]
+                        self._schedule_stand_in(key, e["ts"])
+                    return None
             e = dict(e, protocols=[self._protocol(topics, client)])
             if key[1]:
                 self.clients[key] = _Client(_join_fields(e), topics, awaiting_join=True,
@@ -102,6 +122,31 @@ class _Replayer:
             protocol["owned_partitions"] = [list(tp) for tp in (client.assignment if client else [])]
             protocol["generation"] = client.generation if client else -1
         return protocol
+
+    def _schedule_stand_in(self, key: tuple[str, str], ts: int) -> None:
+        client = self.clients[key]
+        interval = min(client.join["session_timeout_ms"] // 3, _HEARTBEAT_INTERVAL_MS)
+        self._seq += 1
+        self._stand_ins.add(self._seq)
+        heapq.heappush(self._reactions, (ts + interval, self._seq, {"group_id": key[0], "member_id": key[1],
+                                                                    "ts": ts + interval}))
+
+    def _stand_in_heartbeat(self, due: dict) -> None:
+        key = (due["group_id"], due["member_id"])
+        client = self.clients.get(key)
+        if (client is None or client.stand_in_until is None or due["ts"] > client.stand_in_until
+                or self._end is None or due["ts"] > self._end):
+            if client is not None:
+                client.stand_in_until = None
+            return
+        if not client.awaiting_join:
+            event, error = parse_event({"type": "heartbeat", "group_id": key[0], "member_id": key[1],
+                                        "group_instance_id": client.join.get("group_instance_id"),
+                                        "generation": client.generation, "ts": due["ts"]})
+            assert error is None, error
+            self._send(event)
+        if key in self.clients:
+            self._schedule_stand_in(key, due["ts"])
 
     # ------------------------------------------------------------------ the simulated reactions
     def _rejoin(self, key: tuple[str, str], ts: int) -> None:
