@@ -15,11 +15,13 @@ def log_end_offsets(consumer, partitions, timeout_s: float = 2.0) -> dict:
     if not tps:
         return {}
     listed = consumer.end_offsets(tps)
+    consumer.unsubscribe()   # forget the high-water marks of an earlier call: only a fresh fetch answer counts
     consumer.assign(tps)
     for tp in tps:
         consumer.seek(tp, listed[tp])
-    consumer.poll(timeout_ms=200)   # the fetch responses carry the high-water marks; the records are not used
+    # The fetch answers carry the high-water marks (the records are not used): poll in short steps and stop at the
+    # first answer for every partition, rather than for a fixed time.
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and any(consumer.highwater(tp) is None for tp in tps):
-        consumer.poll(timeout_ms=100)
+        consumer.poll(timeout_ms=10)
     return {tp: max(listed[tp], consumer.highwater(tp) or 0) for tp in tps}

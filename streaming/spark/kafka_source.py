@@ -150,7 +150,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             _exit_when_orphaned()
             # Planning only needs high-water marks: fetch as little as possible.
             self._consumer = KafkaConsumer(**{"client_id": "spark-kafka-python-source"} | client_config(self.options)
-                                           | {"enable_auto_commit": False, "fetch_max_wait_ms": 100,
+                                           | {"enable_auto_commit": False, "fetch_max_wait_ms": 10,
                                               "max_partition_fetch_bytes": 1})
         return self._consumer
 
