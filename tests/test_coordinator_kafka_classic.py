@@ -7,10 +7,11 @@ from streaming.coordinator.javahash import hashmap_order
 from tests.coordinator_harness import Harness, of_type, one
 
 
-def static_stable_group(h: Harness, *instances: str) -> dict[str, str]:
-    """Static members joined in one round, every one synced: instance id -> member id."""
+def static_stable_group(h: Harness, *instances: str, **join) -> dict[str, str]:
+    """Static members joined in one round (``join``: the JoinGroup's timeouts), every one synced: instance id ->
+    member id."""
     for instance in instances:
-        h.join(instance_id=instance, client_id=instance)
+        h.join(instance_id=instance, client_id=instance, **join)
     h.tick(0)
     ids = {i: h.group().static_members[i] for i in instances}
     h.sync(h.leader(), h.generation())
@@ -274,3 +275,51 @@ def test_a_static_members_id_starts_with_its_instance_id_and_keeps_its_first_cli
     assert a.startswith("c0-") and b.startswith("c1-")
     dynamic.join(member_id=b, client_id="renamed", protocols=[{"name": "range", "topics": ["t", "u"]}])
     assert dynamic.group().members[b].client_id == "c1"
+
+
+def test_a_restarted_static_follower_fences_its_old_incarnations_sync_and_the_round_goes_on_without_it():
+    """testStaticMemberFenceDuplicateSyncingFollowerAfterMemberIdChanged: the old follower waits in SyncGroup when
+    its restarted self joins with no member id: the old one is answered FENCED_INSTANCE_ID (and nothing is sent to
+    the new id, which never synced), the group prepares a rebalance, and at the rebalance timeout the round completes
+    with the new incarnation alone, as leader (the old leader, silent, expired meanwhile)."""
+    h = Harness()
+    kw = dict(session=6_000, rebalance=10_000)
+    ids = static_stable_group(h, "leader-instance", "follower-instance", **kw)
+    leader, follower = ids["leader-instance"], ids["follower-instance"]
+    superset = [{"name": "range", "topics": ["t"]}, {"name": "roundrobin", "topics": ["t"]}]
+    h.join(member_id=leader, instance_id="leader-instance", client_id="leader-instance", protocols=superset, **kw)
+    assert h.state() == "PreparingRebalance"
+    out = h.join(member_id=follower, instance_id="follower-instance", client_id="follower-instance",
+                 protocols=superset, **kw)
+    assert h.state() == "CompletingRebalance" and one(out, "join_response", follower)["leader"] == leader
+    generation = h.generation()
+    assert of_type(h.sync(follower, generation, instance_id="follower-instance"), "sync_response") == []
+    out = h.join(instance_id="follower-instance", client_id="follower-instance", protocols=superset, **kw)
+    restarted = h.group().static_members["follower-instance"]
+    assert one(out, "sync_response", follower)["error"] == "FENCED_INSTANCE_ID"
+    assert of_type(out, "sync_response", restarted) == [] and h.state() == "PreparingRebalance"
+    h.tick(10_000)
+    assert h.state() == "CompletingRebalance" and h.generation() == generation + 1
+    assert set(h.group().members) == {restarted} and h.leader() == restarted
+
+
+def test_a_static_member_restarted_before_its_old_self_synced_rebalances_at_the_sync_timeout():
+    """replaceStaticMember leaves the old member id among those the sync timeout waits for: a follower that restarts
+    in Stable before its old incarnation's SyncGroup keeps the group Stable (same protocol, no rebalance) until the
+    sync timeout, which then starts a rebalance -- as Kafka's expirePendingSync does."""
+    h = Harness()
+    kw = dict(session=30_000, rebalance=20_000)
+    h.join(instance_id="leader-instance", client_id="l", **kw)
+    h.join(instance_id="follower-instance", client_id="f", **kw)
+    h.tick(0)
+    leader = h.group().static_members["leader-instance"]
+    h.sync(leader, h.generation(), instance_id="leader-instance")
+    assert h.state() == "Stable"
+    out = h.join(instance_id="follower-instance", client_id="f", **kw)   # restarted before the old self synced
+    restarted = one(out, "member_replaced")["member_id"]
+    assert h.state() == "Stable"
+    assert one(h.sync(restarted, h.generation(), instance_id="follower-instance"), "sync_response")["error"] == "NONE"
+    h.tick(19_999)
+    assert h.state() == "Stable"
+    h.tick(1)
+    assert h.state() == "PreparingRebalance"

@@ -474,6 +474,7 @@ class GroupCoordinator(BrokerObserver):
             self._emit(group.group_id, "join_response" if old.awaiting_join else "sync_response", group.clock,
                        member_id=old_id, group_instance_id=old.group_instance_id, error="FENCED_INSTANCE_ID",
                        generation=-1)
+        old.awaiting_sync = False   # the restarted consumer has sent no SyncGroup: nothing waits to be answered
         old_protocol = group.protocol_name
         member = group.replace_static(old_id, new_id)
         group.set_protocols(member, [Protocol.from_event(p) for p in e["protocols"]])

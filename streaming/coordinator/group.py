@@ -103,14 +103,15 @@ class Group:
 
     def replace_static(self, old_id: str, new_id: str) -> Member:
         """A static member restarted: same instance id, new member id, same place and assignment."""
-        member = self.members[old_id]
+        member = self.members.pop(old_id)
         self.membership_version += 1
-        self.members = {(new_id if k == old_id else k): v for k, v in self.members.items()}
+        self.members[new_id] = member   # Kafka removes the old id and puts the new one (last in its HashMap bucket)
         member.member_id = new_id
         self.static_members[member.group_instance_id] = new_id
         if self.leader_id == old_id:
             self.leader_id = new_id
-        self.pending_sync = [new_id if m == old_id else m for m in self.pending_sync]
+        # The old id stays among the members the sync timeout waits for, as in Kafka's replaceStaticMember: a
+        # restart before the old incarnation synced ends in a rebalance at that timeout.
         return member
 
     def awaiting_join_count(self) -> int:
