@@ -128,7 +128,7 @@ def encode_record(record: dict) -> tuple[bytes, bytes | None]:
         return key, encode(s.OFFSET_COMMIT_VALUE, version, {
             "offset": int(record["offset"]), "leaderEpoch": int(record.get("leader_epoch", -1)),
             "metadata": record.get("metadata") or "", "commitTimestamp": int(record["commit_timestamp"]),
-            "expireTimestamp": expire})
+            "expireTimestamp": expire, **_tags_to_wire(record)})
     consumer = record.get("protocol_type") == "consumer"
     members = []
     for m in record.get("members") or []:
@@ -138,11 +138,25 @@ def encode_record(record: dict) -> tuple[bytes, bytes | None]:
             "clientId": m.get("client_id", ""), "clientHost": m.get("client_host", ""),
             "rebalanceTimeout": int(m.get("rebalance_timeout", -1)), "sessionTimeout": int(m["session_timeout"]),
             "subscription": _embedded_bytes(encode_subscription, sub, consumer),
-            "assignment": _embedded_bytes(encode_assignment, assignment, consumer)})
+            "assignment": _embedded_bytes(encode_assignment, assignment, consumer), **_tags_to_wire(m)})
     return key, encode(s.GROUP_METADATA_VALUE, record.get("value_version", GROUP_VALUE_VERSION), {
         "protocolType": record.get("protocol_type") or "", "generation": int(record["generation"]),
         "protocol": record.get("protocol"), "leader": record.get("leader"),
-        "currentStateTimestamp": int(record.get("current_state_timestamp", -1)), "members": members})
+        "currentStateTimestamp": int(record.get("current_state_timestamp", -1)), "members": members,
+        **_tags_to_wire(record)})
+
+
+def _tags_to_wire(part: dict) -> dict:
+    """A record's (or member's) tagged fields of a newer schema, as read (base64), back to bytes for the writer."""
+    tags = part.get(UNKNOWN_TAGS)
+    return {UNKNOWN_TAGS: [(int(tag), _b64decode_strict(data)) for tag, data in tags]} if tags else {}
+
+
+def _tags_from_wire(value: dict) -> dict:
+    """Tagged fields of a newer schema (flexible versions), kept as base64 so the record writes back as it was read --
+    Kafka's generated classes keep them likewise (``_unknownTaggedFields``)."""
+    tags = value.get(UNKNOWN_TAGS)
+    return {UNKNOWN_TAGS: [[tag, _b64(data)] for tag, data in tags]} if tags else {}
 
 
 _KEY_HEAD = struct.Struct(">hh")
@@ -190,7 +204,7 @@ def decode_record(key: bytes, value: bytes | None) -> dict:
         version, v = decode(value_schema, value)
         return {**record, "offset": v["offset"], "leader_epoch": v["leaderEpoch"], "metadata": v["metadata"],
                 "commit_timestamp": v["commitTimestamp"], "expire_timestamp": v["expireTimestamp"],
-                "tombstone": False, "value_version": version}
+                "tombstone": False, "value_version": version, **_tags_from_wire(v)}
     if value is None:
         return {"type": "group_metadata", "group_id": k["group"], "tombstone": True}
     version, v = decode(value_schema, value)
@@ -204,11 +218,11 @@ def decode_record(key: bytes, value: bytes | None) -> dict:
             "client_host": m["clientHost"], "rebalance_timeout": rebalance_timeout,
             "session_timeout": m["sessionTimeout"],
             "subscription": _embedded(decode_subscription, m["subscription"], consumer),
-            "assignment": _embedded(decode_assignment, m["assignment"], consumer)})
+            "assignment": _embedded(decode_assignment, m["assignment"], consumer), **_tags_from_wire(m)})
     return {"type": "group_metadata", "group_id": k["group"], "tombstone": False,
             "protocol_type": v["protocolType"], "generation": v["generation"], "protocol": v["protocol"],
             "leader": v["leader"], "current_state_timestamp": v["currentStateTimestamp"], "members": members,
-            "value_version": version}
+            "value_version": version, **_tags_from_wire(v)}
 
 
 # ------------------------------------------------------------------ KIP-848 values: record dict <-> wire dict
@@ -231,16 +245,11 @@ def _to_wire(schema: s.Struct, value: dict) -> dict:
     for f in schema.fields:
         if f.name in value:
             out[f.name] = _convert(f.type, value[f.name], _to_wire, _b64decode_strict)
-    if value.get(UNKNOWN_TAGS):
-        out[UNKNOWN_TAGS] = [(int(tag), _b64decode_strict(data)) for tag, data in value[UNKNOWN_TAGS]]
-    return out
+    return out | _tags_to_wire(value)
 
 
 def _from_wire(schema: s.Struct, value: dict) -> dict:
-    out = {f.name: _convert(f.type, value[f.name], _from_wire, _b64) for f in schema.fields}
-    if value.get(UNKNOWN_TAGS):
-        out[UNKNOWN_TAGS] = [[tag, _b64(data)] for tag, data in value[UNKNOWN_TAGS]]
-    return out
+    return {f.name: _convert(f.type, value[f.name], _from_wire, _b64) for f in schema.fields} | _tags_from_wire(value)
 
 
 def _convert(kind, v, struct_fn, bytes_fn):

@@ -441,3 +441,24 @@ def test_a_newer_consumer_protocol_version_reads_with_the_newest_layout_we_know(
     assert encode_record(decode_record(key, value)) == (key, value)
     with pytest.raises(CodecError):   # a version below the lowest is still an error, as in Kafka
         decode_subscription(_i16(-1) + subscription[2:])
+
+
+def test_flexible_values_keep_tagged_fields_of_a_newer_schema():
+    """GroupMetadataManagerTest.testDeserializeFutureOffsetCommitValue / testDeserializeFutureGroupMetadataValue: an
+    OffsetCommitValue or GroupMetadataValue v4 carrying tagged fields this schema does not know (on the value and on a
+    member) reads with its known fields intact, keeps the unknown ones, and writes back byte for byte."""
+    key = _i16(1) + _str("g") + _str("t") + _i32(0)
+    value = (_i16(4) + _i64(42) + _i32(5) + _cstr("meta") + _i64(TS)
+             + _uv(2) + _uv(7) + _uv(2) + b"\xab\xcd" + _uv(9) + _uv(1) + b"\x01")   # tags 7 and 9, unknown
+    record = decode_record(key, value)
+    assert (record["offset"], record["leader_epoch"], record["metadata"], record["commit_timestamp"]) == \
+        (42, 5, "meta", TS)
+    assert encode_record(record) == (key, value)
+    gkey = _i16(2) + _str("g")
+    member = (_cstr("m1") + _cstr(None) + _cstr("c1") + _cstr("/10.0.0.1") + _i32(300_000) + _i32(45_000)
+              + _cbytes(_subscription(0)) + _cbytes(b"") + _uv(1) + _uv(5) + _uv(1) + b"\x00")
+    gvalue = (_i16(4) + _cstr("consumer") + _i32(1) + _cstr("range") + _cstr("m1") + _i64(TS) + _carr([member])
+              + _uv(1) + _uv(3) + _uv(2) + b"\x12\x34")
+    group = decode_record(gkey, gvalue)
+    assert (group["generation"], group["leader"], [m["member_id"] for m in group["members"]]) == (1, "m1", ["m1"])
+    assert encode_record(group) == (gkey, gvalue)
