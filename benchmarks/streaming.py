@@ -1,7 +1,8 @@
 """End-to-end figures of the tracker on local Spark with the bundled broker.
 
     python benchmarks/streaming.py [--groups 300] [--minutes 10] [--session-ms 6000] [--feed FILE]
-                                   [--only throughput,live,expiry,memory]
+                                   [--rate 5000] [--members 3] [--live-seconds 60]
+                                   [--only throughput,live,expiry,memory] [--conf KEY=VALUE ...]
 
 1. Throughput: a recorded simulator feed (recorded once into ~/.cache/rebalance-tracker, or --feed) is produced to
    the events topic first, then the tracker (event-time mode) processes all of it. Prints events/s (SparkSession
@@ -9,8 +10,9 @@
    the Kafka reader's own rate, and where the time went per stage (CPU seconds of the Python work inside the tasks:
    parse/validate, stateful incl. state decode/encode, the sink on the driver). Targets: >= 20k events/s, ratio >= 1.
    Twice: cold (the first query of the SparkSession) and warm (a second query of the same session, on its own topic).
-2. Live feed: 5k events/s produced steadily for a while against a 1 s trigger; prints micro-batch durations
-   (target: below the trigger) and the expiry latency of a member that goes silent under that load.
+2. Live feed: 5k events/s produced steadily for a while against a 1 s trigger, from groups of ``--members``;
+   prints micro-batch durations (target: below the trigger) with Spark's parts of a batch, and the expiry latency
+   of a member that goes silent under that load.
 3. Expiry latency on an idle tracker: a live group whose only member stops heartbeating; prints the time from its
    last heartbeat to member_expired. Target: <= session + trigger + 1 s.
 4. Memory: the coordinator state of 10k groups x 20 members (bytes a group, bytes a member, old vs new format).
@@ -266,9 +268,17 @@ def expiry_latency(spark, bootstrap: str, session_ms: int, workdir: Path) -> Non
           f"{'within' if latency <= bound else 'OVER'} the target)")
 
 
-def live_feed(spark, bootstrap: str, rate: int, seconds: int, session_ms: int, workdir: Path) -> None:
-    """A steady live feed of about ``rate`` events/s against a 1 s trigger (processing time), with one member that
-    goes silent half way: micro-batch durations against the trigger, and that member's expiry latency.
+def events_per_group_second(members: int) -> float:
+    """The simulator's steady rate for groups of ``members`` (heartbeats, commits, churn), once past the joins."""
+    feed = Simulator(SimulationSettings(groups=20, members_per_group=members, seed=2), start_ms=0).run_until(90_000)
+    return sum(1 for e in feed if e["ts"] >= 30_000) / 60 / 20
+
+
+def live_feed(spark, bootstrap: str, rate: int, members: int, seconds: int, session_ms: int, workdir: Path) -> None:
+    """A steady live feed of about ``rate`` events/s from groups of ``members`` against a 1 s trigger (processing
+    time), with one member that goes silent half way: micro-batch durations against the trigger, and that member's
+    expiry latency. The same rate from fewer, larger groups is a different load: Spark's applyInPandasWithState
+    costs about as much a group as the events in it, so the batch time follows the groups touched a batch.
 
     The feed is simulated ahead, for a start a little in the future (the simulator cannot make thousands of events
     a second in real time next to the job on two cores; member ids depend on the group's clock, so the times must
@@ -276,7 +286,8 @@ def live_feed(spark, bootstrap: str, rate: int, seconds: int, session_ms: int, w
     CPU small."""
     from confluent_kafka import Producer
 
-    groups = max(1, round(rate / 1.26))   # the simulator's default mix makes ~1.26 events/s a group
+    groups = max(1, round(rate / events_per_group_second(members)))
+    settings = SimulationSettings(groups=groups, members_per_group=members, seed=2)
     ensure_topics(bootstrap, {"bench-steady": 4})
     expired_at: list[float] = []
     times = stage_times(spark)
@@ -299,10 +310,10 @@ def live_feed(spark, bootstrap: str, rate: int, seconds: int, session_ms: int, w
         while tracker.query.lastProgress is None and time.time() < deadline:   # started at the topic's end
             time.sleep(0.1)
         probe = time.process_time()
-        Simulator(SimulationSettings(groups=groups, seed=2), start_ms=0).run_until(2_000)
+        Simulator(settings, start_ms=0).run_until(2_000)
         lead_ms = int((time.process_time() - probe) / 2 * seconds * 1000 * 1.5) + 5_000
         start_ms = int(time.time() * 1000) + lead_ms
-        feed = Simulator(SimulationSettings(groups=groups, seed=2), start_ms=start_ms).run_until(
+        feed = Simulator(settings, start_ms=start_ms).run_until(
             start_ms + seconds * 1000)
         silent = silent_member(start_ms, start_ms + seconds * 500, session_ms)
         records = [(e["ts"], e["group_id"].encode(), json.dumps(e).encode())
@@ -330,10 +341,13 @@ def live_feed(spark, bootstrap: str, rate: int, seconds: int, session_ms: int, w
     finally:
         tracker.stop()
     batches = [p["durationMs"].get("triggerExecution", 0) / 1000 for p in progress]
-    print(f"live feed: {feed_rate:,.0f} events/s for {seconds} s ({groups} groups), trigger 1 s: {len(batches)} "
-          f"batches with input, duration p50 {percentile(batches, 0.5):.2f} s, p90 {percentile(batches, 0.9):.2f} "
-          f"s, max {max(batches, default=float('nan')):.2f} s "
+    print(f"live feed: {feed_rate:,.0f} events/s for {seconds} s ({groups} groups of {members}), trigger 1 s: "
+          f"{len(batches)} batches with input, duration p50 {percentile(batches, 0.5):.2f} s, "
+          f"p90 {percentile(batches, 0.9):.2f} s, max {max(batches, default=float('nan')):.2f} s "
           f"({'below' if batches and percentile(batches, 0.9) < 1 else 'NOT below'} the trigger at p90)")
+    parts = sorted({k for p in progress for k in p["durationMs"]} - {"triggerExecution"})
+    print("  a batch's parts, p50 (Spark's durationMs): " + ", ".join(
+        f"{k} {percentile([p['durationMs'].get(k, 0) / 1000 for p in progress], 0.5):.2f} s" for k in parts))
     print_stage_times(times.value)
     if expired_at and silent_since is not None:
         latency = expired_at[0] - silent_since
@@ -423,6 +437,7 @@ def main() -> None:
     p.add_argument("--client", default="confluent", choices=("kafka-python", "confluent"),
                    help="the Kafka client the job's source reads with")
     p.add_argument("--rate", type=int, default=5_000, help="live feed: events/s")
+    p.add_argument("--members", type=int, default=3, help="live feed: members a group (the rate sets the groups)")
     p.add_argument("--live-seconds", type=int, default=60)
     p.add_argument("--only", default="throughput,live,expiry,memory")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
@@ -441,7 +456,7 @@ def main() -> None:
             for run in THROUGHPUT_RUNS:
                 throughput(spark, broker.bootstrap, values, Path(tmp), args.client, run)
         if "live" in only:
-            live_feed(spark, broker.bootstrap, args.rate, args.live_seconds, args.session_ms, Path(tmp))
+            live_feed(spark, broker.bootstrap, args.rate, args.members, args.live_seconds, args.session_ms, Path(tmp))
         if "expiry" in only:
             expiry_latency(spark, broker.bootstrap, args.session_ms, Path(tmp))
     spark.stop()
