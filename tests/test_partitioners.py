@@ -159,6 +159,10 @@ def test_power_user_partitioner_pins_one_key():
     assert others == {0, 1, 2, 3}
     with pytest.raises(InvalidRecord):
         p.partition("t", None, None, None, b"", Cluster(5))
+    # The seed's Math.abs(murmur2(key)) % (n - 1): murmur2("foobar") is -790332482 (Kafka's UtilsTest), so with
+    # four partitions "foobar" goes to 790332482 % 3 = 2 (dropping the sign bit instead would give 0).
+    assert murmur2(b"foobar") == -790332482
+    assert p.partition("t", "foobar", b"foobar", None, b"", Cluster(4)) == 2
 
 
 def _read_back(bootstrap: str, topic: str, partitions: int) -> list:

@@ -170,5 +170,7 @@ class PowerUserPartitioner(Partitioner):
         n = len(all_partitions)
         if text == self.power_key or n == 1:
             return all_partitions[-1]
-        # The seed uses Math.abs, which leaves Integer.MIN_VALUE negative; toPositive keeps every key valid.
-        return all_partitions[to_positive(murmur2(serialized_key)) % (n - 1)]
+        # The seed's Math.abs(murmur2(key)) % (n - 1), except for the one hash Math.abs leaves negative
+        # (Integer.MIN_VALUE, which would name a negative partition): that key goes to partition 0.
+        h = murmur2(serialized_key)
+        return all_partitions[(abs(h) if h != -2**31 else 0) % (n - 1)]
