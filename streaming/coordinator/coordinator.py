@@ -655,6 +655,8 @@ class GroupCoordinator(BrokerObserver):
         old_id = group.static_members.get(instance_id)
         if old_id is not None and old_id != member_id:
             group.replace_static(old_id, member_id)
+            # The same incarnation under its real id (not a restart): whatever it owed, it owes under this one.
+            group.pending_sync = [member_id if m == old_id else m for m in group.pending_sync]
             member = group.members[member_id]
             self._arm(group, _SESSION, member_id, member.session_deadline)
 

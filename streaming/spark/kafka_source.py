@@ -357,8 +357,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     @staticmethod
     def _consume(consumer, partition: KafkaRange, position: int, wait_s: float) -> tuple:
-        """One ``consume`` of up to ``wait_s``: an Arrow batch (None if it brought no record of the range), the new position and how many
-        messages it returned (end-of-partition events included)."""
+        """One ``consume`` of up to ``wait_s``: an Arrow batch (None if it brought no record of the range), the new
+        position and how many messages it returned (end-of-partition events included)."""
         import pyarrow as pa
         from confluent_kafka import KafkaError, KafkaException
 
