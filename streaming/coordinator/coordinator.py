@@ -23,7 +23,6 @@ from streaming.coordinator import offsets as O
 from streaming.coordinator.config import CoordinatorConfig
 from streaming.coordinator.group import Group, RebalanceInProgress
 from streaming.coordinator.offsets import CommittedOffset
-from streaming.coordinator.javahash import hashmap_order
 from streaming.coordinator.member import Member, Partition, Protocol
 from streaming.coordinator.observe import BrokerObserver
 from streaming.coordinator.state import GroupState
@@ -134,7 +133,7 @@ class GroupCoordinator(BrokerObserver):
                 "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
                              "client_id": m.client_id, "client_host": m.client_host,
                              "assignment": [list(tp) for tp in m.assignment]}
-                            for m in map(group.members.__getitem__, hashmap_order(group.members))]}   # Kafka's order
+                            for m in group.members_in_kafka_order()]}
 
     # --- serialisation -------------------------------------------------------------------------------------------
     def export_group(self, group_id: str) -> bytes:
@@ -275,8 +274,8 @@ class GroupCoordinator(BrokerObserver):
     def _join_response(self, group: Group, member: Member, error: str = "NONE") -> None:
         is_leader = member.member_id == group.leader_id
         members = []
-        if is_leader:   # in the order Kafka's HashMap of members iterates
-            for m in map(group.members.__getitem__, hashmap_order(group.members)):
+        if is_leader:
+            for m in group.members_in_kafka_order():
                 p = m.protocol(group.protocol_name)
                 members.append({"member_id": m.member_id, "group_instance_id": m.group_instance_id,
                                 "topics": p.topics if p else []})
@@ -292,7 +291,7 @@ class GroupCoordinator(BrokerObserver):
 
     def _group_metadata_record(self, group: Group) -> None:
         members = []
-        for m in map(group.members.__getitem__, hashmap_order(group.members)):   # Kafka writes allMembers()'s order
+        for m in group.members_in_kafka_order():
             p = m.protocol(group.protocol_name) or (m.protocols[0] if m.protocols else None)
             members.append({
                 "member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,

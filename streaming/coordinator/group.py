@@ -98,7 +98,7 @@ class Group:
         if member_id in self.pending_sync:
             self.pending_sync.remove(member_id)
         if self.leader_id == member_id:   # the next leader is the member Kafka's HashMap of members yields first
-            self.leader_id = next(iter(hashmap_order(self.members)), None)
+            self.leader_id = next((m.member_id for m in self.members_in_kafka_order()), None)
         return member
 
     def replace_static(self, old_id: str, new_id: str) -> Member:
@@ -113,6 +113,11 @@ class Group:
         # The old id stays among the members the sync timeout waits for, as in Kafka's replaceStaticMember: a
         # restart before the old incarnation synced ends in a rebalance at that timeout.
         return member
+
+    def members_in_kafka_order(self) -> list[Member]:
+        """The members as Kafka's ``HashMap`` of member ids iterates them: its leader choices, JoinGroup member list,
+        GroupMetadataValue and DescribeGroups follow that order."""
+        return [self.members[member_id] for member_id in hashmap_order(self.members)]
 
     def awaiting_join_count(self) -> int:
         return sum(1 for m in self.members.values() if m.awaiting_join)
@@ -134,9 +139,9 @@ class Group:
         leader = self.members.get(self.leader_id)
         if leader is not None and leader.awaiting_join:
             return True
-        for member_id in hashmap_order(self.members):
-            if self.members[member_id].awaiting_join:
-                self.leader_id = member_id
+        for member in self.members_in_kafka_order():
+            if member.awaiting_join:
+                self.leader_id = member.member_id
                 return True
         return False
 
