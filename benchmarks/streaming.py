@@ -2,6 +2,7 @@
 
     python benchmarks/streaming.py [--groups 300] [--minutes 10] [--session-ms 6000] [--feed FILE]
                                    [--rate 5000] [--members 3] [--live-seconds 60]
+                                   [--state-key group|coordinator-partition|both]
                                    [--only throughput,live,expiry,memory] [--conf KEY=VALUE ...]
 
 1. Throughput: a recorded simulator feed (recorded once into ~/.cache/rebalance-tracker, or --feed) is produced to
@@ -15,6 +16,8 @@
    of a member that goes silent under that load.
 3. Expiry latency on an idle tracker: a live group whose only member stops heartbeating; prints the time from its
    last heartbeat to member_expired. Target: <= session + trigger + 1 s.
+With ``--state-key`` the job keys its state by group id (the default), by the group's __consumer_offsets partition,
+or runs the throughput and live figures once with each.
 4. Memory: the coordinator state of 10k groups x 20 members (bytes a group, bytes a member, old vs new format).
 """
 from __future__ import annotations
@@ -153,9 +156,10 @@ THROUGHPUT_RUNS = {
 }
 
 
-def throughput(spark, bootstrap: str, values: list[bytes], workdir: Path, client: str, run: str) -> None:
-    print(f"-- {run} run: {THROUGHPUT_RUNS[run]}")
-    topic = f"bench-events-{run}"
+def throughput(spark, bootstrap: str, values: list[bytes], workdir: Path, client: str, run: str,
+               state_key: str) -> None:
+    print(f"-- {run} run, state keyed by {state_key}: {THROUGHPUT_RUNS[run]}")
+    topic = f"bench-events-{run}-{state_key}"
     ensure_topics(bootstrap, {topic: 4})
     keys = [json.loads(v)["group_id"].encode() for v in values]
     n = produce(bootstrap, topic, zip(keys, values))
@@ -163,11 +167,11 @@ def throughput(spark, bootstrap: str, values: list[bytes], workdir: Path, client
     pure, parts = pure_core_rate(values)
     read = {c: kafka_read_rate(bootstrap, topic, c) for c in ("kafka-python", "confluent")}
     times = stage_times(spark)
-    config = TrackerConfig(bootstrap=bootstrap, events_topic=topic, outputs_topic=f"bench-outputs-{run}",
-                           store=f"sqlite:{workdir / f'offsets-{run}.db'}",
-                           checkpoint=str(workdir / f"cp-throughput-{run}"),
+    config = TrackerConfig(bootstrap=bootstrap, events_topic=topic, outputs_topic=f"bench-outputs-{run}-{state_key}",
+                           store=f"sqlite:{workdir / f'offsets-{run}-{state_key}.db'}",
+                           checkpoint=str(workdir / f"cp-throughput-{run}-{state_key}"),
                            trigger="500 milliseconds", time_mode="event", watermark_delay="30 seconds",
-                           kafka_source=client, stage_times=times)
+                           kafka_source=client, stage_times=times, state_key=state_key)
     jvm_pid = spark.sparkContext._gateway.proc.pid
     cpu_before, driver_before = tree_cpu_seconds(jvm_pid), time.process_time()
     started, started_at = time.perf_counter(), time.time()
@@ -274,7 +278,8 @@ def events_per_group_second(members: int) -> float:
     return sum(1 for e in feed if e["ts"] >= 30_000) / 60 / 20
 
 
-def live_feed(spark, bootstrap: str, rate: int, members: int, seconds: int, session_ms: int, workdir: Path) -> None:
+def live_feed(spark, bootstrap: str, rate: int, members: int, seconds: int, session_ms: int, workdir: Path,
+              state_key: str) -> None:
     """A steady live feed of about ``rate`` events/s from groups of ``members`` against a 1 s trigger (processing
     time), with one member that goes silent half way: micro-batch durations against the trigger, and that member's
     expiry latency. The same rate from fewer, larger groups is a different load: Spark's applyInPandasWithState
@@ -288,7 +293,8 @@ def live_feed(spark, bootstrap: str, rate: int, members: int, seconds: int, sess
 
     groups = max(1, round(rate / events_per_group_second(members)))
     settings = SimulationSettings(groups=groups, members_per_group=members, seed=2)
-    ensure_topics(bootstrap, {"bench-steady": 4})
+    topic = f"bench-steady-{state_key}"
+    ensure_topics(bootstrap, {topic: 4})
     expired_at: list[float] = []
     times = stage_times(spark)
 
@@ -298,10 +304,10 @@ def live_feed(spark, bootstrap: str, rate: int, members: int, seconds: int, sess
                 expired_at.append(time.time())
             super().update(batch_id, outputs)
 
-    config = TrackerConfig(bootstrap=bootstrap, events_topic="bench-steady", outputs_topic="bench-steady-out",
-                           store=f"sqlite:{workdir / 'steady.db'}", checkpoint=str(workdir / "cp-steady"),
+    config = TrackerConfig(bootstrap=bootstrap, events_topic=topic, outputs_topic=f"{topic}-out",
+                           store=f"sqlite:{workdir / f'{topic}.db'}", checkpoint=str(workdir / f"cp-{topic}"),
                            trigger="1 second", time_mode="processing", starting_offsets="latest",
-                           kafka_source="confluent", stage_times=times,
+                           kafka_source="confluent", stage_times=times, state_key=state_key,
                            coordinator={"group.min.session.timeout.ms": min(6_000, session_ms)})
     tracker = start_tracker(spark, config, Watch(out=io.StringIO(), redraw=False))
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
@@ -325,7 +331,7 @@ def live_feed(spark, bootstrap: str, rate: int, members: int, seconds: int, sess
         while i < len(records):
             now_ms = time.time() * 1000
             while i < len(records) and records[i][0] <= now_ms:
-                producer.produce("bench-steady", value=records[i][2], key=records[i][1])
+                producer.produce(topic, value=records[i][2], key=records[i][1])
                 i += 1
             producer.poll(0)
             if silent_since is None and now_ms >= last_silent_ms:
@@ -341,7 +347,8 @@ def live_feed(spark, bootstrap: str, rate: int, members: int, seconds: int, sess
     finally:
         tracker.stop()
     batches = [p["durationMs"].get("triggerExecution", 0) / 1000 for p in progress]
-    print(f"live feed: {feed_rate:,.0f} events/s for {seconds} s ({groups} groups of {members}), trigger 1 s: "
+    print(f"live feed, state keyed by {state_key}: {feed_rate:,.0f} events/s for {seconds} s ({groups} groups of "
+          f"{members}), trigger 1 s: "
           f"{len(batches)} batches with input, duration p50 {percentile(batches, 0.5):.2f} s, "
           f"p90 {percentile(batches, 0.9):.2f} s, max {max(batches, default=float('nan')):.2f} s "
           f"({'below' if batches and percentile(batches, 0.9) < 1 else 'NOT below'} the trigger at p90)")
@@ -440,6 +447,8 @@ def main() -> None:
     p.add_argument("--members", type=int, default=3, help="live feed: members a group (the rate sets the groups)")
     p.add_argument("--live-seconds", type=int, default=60)
     p.add_argument("--only", default="throughput,live,expiry,memory")
+    p.add_argument("--state-key", default="both", choices=("group", "coordinator-partition", "both"),
+                   help="what the job keys its state by (both: the throughput and live figures once with each)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                    help="a Spark setting for the benchmark's session (repeatable), e.g. to compare JVM options")
     args = p.parse_args()
@@ -451,12 +460,20 @@ def main() -> None:
     values = recorded_feed(args.groups, args.minutes, args.feed) if "throughput" in only else []
     broker = start_bundled_broker()
     spark = build_spark_session("rebalance-tracker-bench", conf=parse_conf(args.conf))
+    state_keys = ("group", "coordinator-partition") if args.state_key == "both" else (args.state_key,)
     with tempfile.TemporaryDirectory() as tmp:
         if "throughput" in only:
-            for run in THROUGHPUT_RUNS:
-                throughput(spark, broker.bootstrap, values, Path(tmp), args.client, run)
+            for i, state_key in enumerate(state_keys):
+                for run in THROUGHPUT_RUNS:
+                    if run == "cold" and i > 0:
+                        print(f"-- cold run, state keyed by {state_key}: skipped, the session is warm now (run "
+                              f"with --state-key {state_key} alone for it)")
+                        continue
+                    throughput(spark, broker.bootstrap, values, Path(tmp), args.client, run, state_key)
         if "live" in only:
-            live_feed(spark, broker.bootstrap, args.rate, args.members, args.live_seconds, args.session_ms, Path(tmp))
+            for state_key in state_keys:
+                live_feed(spark, broker.bootstrap, args.rate, args.members, args.live_seconds, args.session_ms,
+                          Path(tmp), state_key)
         if "expiry" in only:
             expiry_latency(spark, broker.bootstrap, args.session_ms, Path(tmp))
     spark.stop()

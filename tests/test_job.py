@@ -6,6 +6,7 @@ the stateful stage alone; tests/test_tracker_kafka.py runs the whole path throug
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -99,10 +100,18 @@ def feed() -> list[dict]:
                      start_ms=start).run_until(start + 150_000)
 
 
-def test_job_matches_the_pure_model_resumes_exactly_and_keeps_bad_input(spark, tmp_path, feed):
+# Keyed by __consumer_offsets partition with ONE partition, every group shares one key and one state: the hardest case
+# for keeping groups apart (their events, timers, dead letters and outputs).
+STATE_KEYS = [pytest.param({}, id="group"),
+              pytest.param({"state_key": "coordinator-partition",
+                            "coordinator": {"offsets.topic.num.partitions": 1}}, id="coordinator-partition")]
+
+
+@pytest.mark.parametrize("keying", STATE_KEYS)
+def test_job_matches_the_pure_model_resumes_exactly_and_keeps_bad_input(spark, tmp_path, feed, keying):
     source, checkpoint = tmp_path / "in", tmp_path / "checkpoint"
     source.mkdir()
-    options = JobOptions(time_mode="event", watermark_delay="1 second")
+    options = JobOptions(time_mode="event", watermark_delay="1 second", **keying)
     half = len(feed) // 2
     write_events(source, "a", feed[:half], 0)
     bad = [b"{not json", json.dumps({"type": "explode", "group_id": "group-0"}).encode(),
@@ -141,7 +150,8 @@ def test_job_matches_the_pure_model_resumes_exactly_and_keeps_bad_input(spark, t
     assert any(o["type"] == "member_expired" for outputs in got.values() for o in outputs)
 
 
-def test_session_timeout_fires_with_no_further_events(spark, tmp_path):
+@pytest.mark.parametrize("keying", STATE_KEYS)
+def test_session_timeout_fires_with_no_further_events(spark, tmp_path, keying):
     source, checkpoint = tmp_path / "in", tmp_path / "checkpoint"
     source.mkdir()
     now = int(time.time() * 1000)
@@ -156,7 +166,8 @@ def test_session_timeout_fires_with_no_further_events(spark, tmp_path):
     events.append(dict(join, member_id=member_id))
     write_events(source, "a", events, 0)
     sink = Collector()
-    options = JobOptions(time_mode="processing", coordinator=settings)
+    options = JobOptions(time_mode="processing", **{"coordinator": {}, **keying})
+    options = dataclasses.replace(options, coordinator={**settings, **options.coordinator})
     query = start(spark, source, checkpoint, options, sink)
     try:
         deadline = time.time() + 180   # the first micro-batch alone can take a minute on a loaded machine

@@ -36,6 +36,7 @@ class TrackerConfig:
     time_mode: str = "processing"
     watermark_delay: str = "10 seconds"
     timeout_grace_ms: int = 500                  # processing mode: how far timers run behind the wall clock
+    state_key: str = "group"                     # "group" or "coordinator-partition" (streaming.spark.job.STATE_KEYS)
     max_event_ahead_ms: int = 3_600_000          # events stamped further ahead of their record are dead-lettered
     kafka_source: str = "python"                # "python", "kafka-python", "confluent", "builtin" or "auto"
     starting_offsets: str = "earliest"
@@ -164,7 +165,8 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
                             extra_options=kafka_conf.spark_options(config.kafka))
     options = JobOptions(time_mode=config.time_mode, watermark_delay=config.watermark_delay,
                          timeout_grace_ms=config.timeout_grace_ms, coordinator=config.coordinator,
-                         max_event_ahead_ms=config.max_event_ahead_ms, stage_times=config.stage_times)
+                         max_event_ahead_ms=config.max_event_ahead_ms, stage_times=config.stage_times,
+                         state_key=config.state_key)
     outputs = build_tracker_stream(raw, options, restore)
     writer = (outputs.writeStream
               .queryName("rebalance-tracker")
@@ -337,6 +339,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="python: the bundled Python source with its default client (kafka-python); kafka-python or "
                         "confluent: the bundled source reading with that client (confluent also writes the "
                         "outputs); builtin: Spark's kafka connector")
+    p.add_argument("--state-key", choices=("group", "coordinator-partition"), default="group",
+                   help="what the job keys its state by: each group id, or the group's __consumer_offsets partition "
+                        "as Kafka shards its coordinators (much faster for thousands of small busy groups; every "
+                        "micro-batch rewrites the state of each partition it touches). A checkpoint keeps the one "
+                        "it started with")
     p.add_argument("--starting-offsets", default="earliest")
     p.add_argument("--max-offsets-per-trigger", type=int, default=None)
     p.add_argument("--coordinator-conf", action="append", default=[], metavar="KEY=VALUE",
@@ -402,6 +409,7 @@ def _run(argv: list[str] | None) -> int:
             dlq_topic=args.dlq_topic, store=args.store or None, checkpoint=args.checkpoint,
             trigger=parse_trigger(args.trigger), time_mode=args.time_mode, watermark_delay=args.watermark_delay,
             timeout_grace_ms=args.timeout_grace_ms, max_event_ahead_ms=int(args.max_event_ahead * 1000),
+            state_key=args.state_key,
             kafka_source=args.kafka_source, starting_offsets=args.starting_offsets,
             max_offsets_per_trigger=args.max_offsets_per_trigger, coordinator=coordinator_conf,
             metrics_port=args.metrics_port, kafka=kafka)

@@ -15,25 +15,38 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from offsets_store.partitioning import partition_for
 from offsets_store.store import compact
 from streaming.coordinator.routing import Configs
 from streaming.coordinator.events import parse_event
 from streaming.gc_pause import gc_paused
-from streaming.spark.group_step import DEFAULT_OUTPUT_TYPES, step_group
+from streaming.spark.group_step import DEFAULT_OUTPUT_TYPES, StepResult, step_group
 from streaming.spark.restore import RESTORE_TOPIC, RESTORE_TYPE, decode_restore
 from streaming.spark.stage_times import timed
 
 # What the parse stage hands to the stateful stage: per group and Kafka partition, the run of validated events of one
-# Arrow batch, or one bad record, as a MessagePack ``[source partition, first offset, events, dead letter]`` (events
-# None for a bad record, dead letter None for a run). One row per run, not per event, and as few columns as can be:
+# Arrow batch, or one bad record, as a MessagePack ``[source partition, first offset, events, dead letter, group id]``
+# (events None for a bad record, dead letter None for a run). One row per run, not per event, and as few columns as can be:
 # Spark's per-row and per-column work (shuffle, Arrow conversions, the pandas frames applyInPandasWithState builds
 # for every group and column) was most of the job's cost. event_time is the run's latest event time, which moves the
 # watermark exactly as its events would; events behind the watermark are dropped in the stateful stage instead.
 PARSED_SCHEMA = "group_id string, run binary, event_time timestamp"
+# The same, keyed by the group's __consumer_offsets partition (STATE_KEYS); a run names its group inside.
+PARTITION_KEYED_SCHEMA = "coordinator_partition int, run binary, event_time timestamp"
 # One row per coordinator output (and per dead letter). payload is the output record as JSON.
 OUTPUT_SCHEMA = "group_id string, type string, ts long, seq int, payload string"
 STATE_SCHEMA = "version int, data binary"
-STATE_VERSION = 1
+STATE_VERSION = 1             # data: one group's coordinator state
+PARTITION_STATE_VERSION = 2   # data: a partition's groups, MessagePack {group id: [state, next deadline or None]}
+
+# What the stateful stage keys its state by.
+# - "group": one state per group id. A group's timeout is its own, and a quiet group costs nothing a micro-batch.
+# - "coordinator-partition": one state per __consumer_offsets partition of the group id (offsets.topic.num.partitions),
+#   the way Kafka shards its coordinators. Spark's applyInPandasWithState costs a fixed ~0.5-1 ms per key and
+#   micro-batch (an Arrow slice and pandas frames in, a state row out, the state store); thousands of small groups
+#   touched every second pay it thousands of times. Keyed by partition they pay it at most 50 times. The price:
+#   each micro-batch rewrites the whole state of every partition it touches.
+STATE_KEYS = ("group", "coordinator-partition")
 
 # Global topic metadata (no group id) is fanned out to every group by the driver; it travels under this key. Not "":
 # the empty group id is a group of its own (Kafka keeps offset commits working for it).
@@ -52,6 +65,7 @@ class JobOptions:
     max_event_ahead_ms: int = 3_600_000
     coordinator: dict = field(default_factory=dict)  # Kafka-named coordinator settings
     output_types: frozenset[str] | None = DEFAULT_OUTPUT_TYPES  # None keeps every output, responses included
+    state_key: str = "group"                # one of STATE_KEYS
     stage_times: Any = None                 # a streaming.spark.stage_times accumulator (benchmarks), or None
 
 
@@ -74,12 +88,26 @@ def _to_json(output: dict) -> bytes:
 
 
 def parse_rows(batches: Iterator[pd.DataFrame], max_ahead_ms: int = JobOptions.max_event_ahead_ms,
-               stage_times=None) -> Iterator[pd.DataFrame]:
-    """Validate raw Kafka rows. Bad rows are kept, with their reason, for the dead-letter sink."""
+               stage_times=None, coordinator_partitions: int | None = None) -> Iterator[pd.DataFrame]:
+    """Validate raw Kafka rows. Bad rows are kept, with their reason, for the dead-letter sink. With
+    ``coordinator_partitions``, rows are keyed by the group's __consumer_offsets partition (PARTITION_KEYED_SCHEMA)."""
     for pdf in batches:
         with timed(stage_times, "parse/validate", len(pdf)), gc_paused():
             frame = _parse_frame(pdf, max_ahead_ms)
+            if coordinator_partitions is not None:
+                frame = _keyed_by_partition(frame, coordinator_partitions)
         yield frame
+
+
+@functools.lru_cache(maxsize=65_536)
+def _coordinator_partition(group_id: str | None, partitions: int) -> int:
+    return -1 if group_id is BROADCAST_KEY else partition_for(group_id, partitions)
+
+
+def _keyed_by_partition(frame: pd.DataFrame, partitions: int) -> pd.DataFrame:
+    keys = np.fromiter((_coordinator_partition(g, partitions) for g in frame["group_id"].tolist()),
+                       dtype="int32", count=len(frame))
+    return pd.DataFrame({"coordinator_partition": keys, "run": frame["run"], "event_time": frame["event_time"]})
 
 
 def _parse_frame(pdf: pd.DataFrame, max_ahead_ms: int) -> pd.DataFrame:
@@ -111,7 +139,7 @@ def _parse_frame(pdf: pd.DataFrame, max_ahead_ms: int) -> pd.DataFrame:
                 # time, so it neither moves the watermark nor is dropped by it.
                 group_id = bytes(key).decode("utf-8", "replace") if key is not None else ""
                 dead = _dead_letter(group_id, record_ms, error, raw, topic, partition, offset)
-                rows.append((group_id, None, _pack([partition, offset, None, dead])))
+                rows.append((group_id, None, _pack([partition, offset, None, dead, group_id])))
                 continue
         run = runs.get((group_id, topic, partition))
         if run is None:
@@ -119,7 +147,7 @@ def _parse_frame(pdf: pd.DataFrame, max_ahead_ms: int) -> pd.DataFrame:
         else:
             run[1] = max(run[1], ts)
             run[2].append(event)
-    rows += [(group_id, ts, _pack([partition, first, events, None]))
+    rows += [(group_id, ts, _pack([partition, first, events, None, group_id]))
              for (group_id, topic, partition), (first, ts, events) in runs.items()]
     group_ids, stamps, packed = zip(*rows) if rows else ((), (), ())
     return pd.DataFrame({
@@ -137,13 +165,13 @@ def _feed_position(run: list) -> tuple[int, int]:
     return run[0], run[1]
 
 
-def _output_frame(outputs: list[dict], group_id) -> pd.DataFrame:
+def _output_frame(outputs: list[dict], group_ids: list) -> pd.DataFrame:
     # Typed arrays: pandas infers nothing, which makes a group's frame ~5x cheaper than from lists.
     n = len(outputs)
-    group_ids = np.empty(n, dtype=object)
-    group_ids[:] = [group_id] * n
+    ids = np.empty(n, dtype=object)
+    ids[:] = group_ids
     return pd.DataFrame({
-        "group_id": group_ids,
+        "group_id": ids,
         "type": np.array([o["type"] for o in outputs], dtype=object),
         "ts": np.fromiter((int(o.get("ts") or 0) for o in outputs), dtype="int64", count=n),
         "seq": np.arange(n, dtype="int32"),
@@ -151,70 +179,122 @@ def _output_frame(outputs: list[dict], group_id) -> pd.DataFrame:
     }, copy=False)
 
 
+@dataclass
+class _Clock:
+    """A micro-batch's time, as one key's call sees it."""
+    now: int | None      # what timers fire up to (None: event time with no watermark yet)
+    behind: int          # events stamped before this are late (event time) and dropped
+
+
 def make_state_function(options: JobOptions):
-    """Build the ``applyInPandasWithState`` function around :func:`step_group`."""
+    """Build the ``applyInPandasWithState`` function around :func:`step_group`, for ``options.state_key``."""
     config = Configs.from_properties(options.coordinator)   # group.consumer.* keys: the consumer protocol's
     event_time = options.time_mode == "event"
+    if options.state_key not in STATE_KEYS:
+        raise ValueError(f"state key must be one of {STATE_KEYS}, not {options.state_key!r}")
+    by_partition = options.state_key == "coordinator-partition"
 
-    def on_group(key, batches: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
+    def on_key(key, batches: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         with timed(options.stage_times, "stateful") as tally, gc_paused():
             # Feed order (Kafka partition, then offset) is the order the coordinator would have seen the requests in.
             runs = sorted((_unpack(run) for pdf in batches for run in pdf["run"].tolist()), key=_feed_position)
-            tally.rows = sum(len(events) if events is not None else 1 for _, _, events, _ in runs)
-            frame = step(key[0], runs, state)
+            tally.rows = sum(len(r[2]) if r[2] is not None else 1 for r in runs)
+            clock = clock_of(state)
+            frame = step_partition(runs, state, clock) if by_partition else step(key[0], runs, state, clock)
         if frame is not None:
             yield frame
 
-    def step(group_id, runs: list[list], state) -> pd.DataFrame | None:
+    def clock_of(state) -> _Clock:
+        if event_time:
+            watermark = state.getCurrentWatermarkMs()
+            return _Clock(watermark if watermark > 0 else None, watermark)   # no watermark yet: only events move time
+        return _Clock(state.getCurrentProcessingTimeMs() - options.timeout_grace_ms, 0)
+
+    def set_timeout(state, deadline: int) -> None:
+        if event_time:
+            state.setTimeoutTimestamp(max(int(deadline), state.getCurrentWatermarkMs() + 1))
+        else:
+            state.setTimeoutDuration(max(1, int(deadline) + options.timeout_grace_ms - state.getCurrentProcessingTimeMs()))
+
+    def step(group_id, runs: list[list], state, clock: _Clock) -> pd.DataFrame | None:
+        previous = state.get[1] if state.exists else None
+        outputs, stepped, result = step_one(group_id, runs, previous, state.hasTimedOut, clock)
+        if stepped:
+            if result.state is None:
+                if state.exists:
+                    state.remove()
+            else:
+                state.update((STATE_VERSION, result.state))
+                if result.next_deadline is not None:
+                    set_timeout(state, result.next_deadline)
+        return _output_frame(outputs, [group_id] * len(outputs)) if outputs else None
+
+    def step_partition(runs: list[list], state, clock: _Clock) -> pd.DataFrame | None:
+        """Every group of one __consumer_offsets partition: those with input, and those whose timers are due."""
+        groups: dict = {}   # group id -> its runs, in feed order
+        for run in runs:
+            groups.setdefault(run[4], []).append(run)
+        held: dict[str, list] = _unpack(state.get[1]) if state.exists else {}   # group id -> [state, deadline]
+        if clock.now is not None:
+            for group_id, (_, deadline) in held.items():
+                if deadline is not None and deadline <= clock.now and group_id not in groups:
+                    groups[group_id] = []
+        outputs: list[dict] = []
+        group_ids: list = []
+        for group_id, group_runs in groups.items():
+            previous, deadline = held.get(group_id, (None, None)) if group_id is not BROADCAST_KEY else (None, None)
+            due = deadline is not None and clock.now is not None and deadline <= clock.now
+            group_outputs, stepped, result = step_one(group_id, group_runs, previous, due, clock)
+            if stepped:
+                if result.state is None:
+                    held.pop(group_id, None)
+                else:
+                    held[group_id] = [result.state, result.next_deadline]
+            outputs += group_outputs
+            group_ids += [group_id] * len(group_outputs)
+        if held:
+            state.update((PARTITION_STATE_VERSION, _pack(held)))
+            deadlines = [d for _, d in held.values() if d is not None]
+            if deadlines:
+                set_timeout(state, min(deadlines))
+        elif state.exists:
+            state.remove()
+        return _output_frame(outputs, group_ids) if outputs else None
+
+    def step_one(group_id, runs: list[list], previous: bytes | None, timed_out: bool,
+                 clock: _Clock) -> tuple[list[dict], bool, StepResult | None]:
+        """One group's runs and timers: (its outputs, dead letters first; whether its state was stepped; the step)."""
         outputs: list[dict] = []
         events: list[dict] = []
         dead: list[dict] = []
         restored = None
         # Spark's own late-data filter sees a run's latest event time only; the rest is ours (processing time drops
         # nothing).
-        behind = state.getCurrentWatermarkMs() if event_time else 0
-        for _, _, run_events, dead_letter in runs:
+        for _, _, run_events, dead_letter, *_ in runs:
             if dead_letter is not None:   # bad input: a dead letter, next to its group's outputs
                 dead.append(dead_letter)
                 continue
             for event in run_events:
                 if event["type"] == RESTORE_TYPE:
                     restored = decode_restore(event)
-                elif event["ts"] < behind:
+                elif event["ts"] < clock.behind:
                     continue
                 elif group_id is BROADCAST_KEY:
                     outputs.append({"type": "broadcast_event", "group_id": group_id, "ts": event["ts"],
                                     "event": event})
                 else:
                     events.append(event)
+        result = None
         if group_id is not BROADCAST_KEY:
             # A fresh checkpoint's first batch brings the group's state rebuilt from the store.
-            previous = state.get[1] if state.exists else restored
-            if state.hasTimedOut or events or previous is not None:
-                now = state.getCurrentWatermarkMs() if event_time \
-                    else state.getCurrentProcessingTimeMs() - options.timeout_grace_ms
-                if event_time and now <= 0:
-                    now = None  # no watermark yet: only event timestamps move time
-                result = step_group(previous, events, now, config, options.output_types)
+            previous = previous if previous is not None else restored
+            if timed_out or events or previous is not None:
+                result = step_group(previous, events, clock.now, config, options.output_types)
                 # The store is compacted: of the batch's records of one key only the last would survive there.
                 outputs.extend(compact(result.outputs))
-                if result.state is None:
-                    if state.exists:
-                        state.remove()
-                else:
-                    state.update((STATE_VERSION, result.state))
-                    if result.next_deadline is not None:
-                        if event_time:
-                            watermark = state.getCurrentWatermarkMs()
-                            state.setTimeoutTimestamp(max(int(result.next_deadline), watermark + 1))
-                        else:
-                            wait = int(result.next_deadline) + options.timeout_grace_ms \
-                                - state.getCurrentProcessingTimeMs()
-                            state.setTimeoutDuration(max(1, wait))
-        outputs = dead + outputs
-        return _output_frame(outputs, group_id) if outputs else None
+        return dead + outputs, result is not None, result
 
-    return on_group
+    return on_key
 
 
 def build_tracker_stream(raw_stream, options: JobOptions, restore_stream=None):
@@ -231,17 +311,24 @@ def build_tracker_stream(raw_stream, options: JobOptions, restore_stream=None):
     # One branch: bad rows go through the stateful stage too, under their record's key, and come out as dead
     # letters there. Their event_time is null, so the watermark neither moves for them nor drops them. (A second
     # branch for them made Spark read and parse every record twice.)
+    if options.state_key not in STATE_KEYS:
+        raise ValueError(f"state key must be one of {STATE_KEYS}, not {options.state_key!r}")
+    by_partition = options.state_key == "coordinator-partition"
+    partitions = Configs.from_properties(options.coordinator).classic.offsets_topic_num_partitions
+    key = "coordinator_partition" if by_partition else "group_id"
     parsed = raw_stream \
         .mapInPandas(functools.partial(parse_rows, max_ahead_ms=options.max_event_ahead_ms,
-                                      stage_times=options.stage_times), PARSED_SCHEMA)
+                                      stage_times=options.stage_times,
+                                      coordinator_partitions=partitions if by_partition else None),
+                     PARTITION_KEYED_SCHEMA if by_partition else PARSED_SCHEMA)
     if options.time_mode == "event":
         parsed = parsed.withWatermark("event_time", options.watermark_delay)
         timeout = GroupStateTimeout.EventTimeTimeout
     elif options.time_mode == "processing":
         # No watermark, so no event time either: every column costs a pandas conversion per group and batch.
-        parsed = parsed.select("group_id", "run")
+        parsed = parsed.select(key, "run")
         timeout = GroupStateTimeout.ProcessingTimeTimeout
     else:
         raise ValueError(f"time mode must be 'processing' or 'event', not {options.time_mode!r}")
-    return parsed.groupBy("group_id").applyInPandasWithState(
+    return parsed.groupBy(key).applyInPandasWithState(
         make_state_function(options), OUTPUT_SCHEMA, STATE_SCHEMA, "append", timeout)
