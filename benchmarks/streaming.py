@@ -355,6 +355,11 @@ def live_feed(spark, bootstrap: str, rate: int, members: int, seconds: int, sess
     parts = sorted({k for p in progress for k in p["durationMs"]} - {"triggerExecution"})
     print("  a batch's parts, p50 (Spark's durationMs): " + ", ".join(
         f"{k} {percentile([p['durationMs'].get(k, 0) / 1000 for p in progress], 0.5):.2f} s" for k in parts))
+    operators = [p["stateOperators"][0] for p in progress if p.get("stateOperators")]
+    if operators:
+        print("  the state store, p50 a batch (Spark's stateOperators): " + ", ".join(
+            f"{k} {percentile([o.get(k, 0) for o in operators], 0.5):,.0f}"
+            for k in ("numRowsTotal", "numRowsUpdated", "allUpdatesTimeMs", "commitTimeMs", "memoryUsedBytes")))
     print_stage_times(times.value)
     if expired_at and silent_since is not None:
         latency = expired_at[0] - silent_since

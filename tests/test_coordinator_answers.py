@@ -375,3 +375,8 @@ def test_a_round_that_ends_with_nobody_left_never_selects_a_protocol():
     assert [(o["member_id"], o["reason"]) for o in of_type(h.outputs, "member_expired")][-1] == \
         (a, "rebalance timeout")
     assert of_type(h.outputs, "group_metadata")[-1]["members"] == []
+
+
+def test_job_refuses_an_unknown_state_key():
+    with pytest.raises(ValueError, match="state key must be one of"):
+        make_state_function(JobOptions(state_key="member"))

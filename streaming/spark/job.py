@@ -26,10 +26,11 @@ from streaming.spark.stage_times import timed
 
 # What the parse stage hands to the stateful stage: per group and Kafka partition, the run of validated events of one
 # Arrow batch, or one bad record, as a MessagePack ``[source partition, first offset, events, dead letter, group id]``
-# (events None for a bad record, dead letter None for a run). One row per run, not per event, and as few columns as can be:
-# Spark's per-row and per-column work (shuffle, Arrow conversions, the pandas frames applyInPandasWithState builds
-# for every group and column) was most of the job's cost. event_time is the run's latest event time, which moves the
-# watermark exactly as its events would; events behind the watermark are dropped in the stateful stage instead.
+# (events None for a bad record, dead letter None for a run). One row per run, not per event, and as few columns as
+# can be: Spark's per-row and per-column work (shuffle, Arrow conversions, the pandas frames applyInPandasWithState
+# builds for every group and column) was most of the job's cost. event_time is the run's latest event time, which
+# moves the watermark exactly as its events would; events behind the watermark are dropped in the stateful stage
+# instead.
 PARSED_SCHEMA = "group_id string, run binary, event_time timestamp"
 # The same, keyed by the group's __consumer_offsets partition (STATE_KEYS); a run names its group inside.
 PARTITION_KEYED_SCHEMA = "coordinator_partition int, run binary, event_time timestamp"
@@ -214,7 +215,8 @@ def make_state_function(options: JobOptions):
         if event_time:
             state.setTimeoutTimestamp(max(int(deadline), state.getCurrentWatermarkMs() + 1))
         else:
-            state.setTimeoutDuration(max(1, int(deadline) + options.timeout_grace_ms - state.getCurrentProcessingTimeMs()))
+            wait = int(deadline) + options.timeout_grace_ms - state.getCurrentProcessingTimeMs()
+            state.setTimeoutDuration(max(1, wait))
 
     def step(group_id, runs: list[list], state, clock: _Clock) -> pd.DataFrame | None:
         previous = state.get[1] if state.exists else None
@@ -311,8 +313,7 @@ def build_tracker_stream(raw_stream, options: JobOptions, restore_stream=None):
     # One branch: bad rows go through the stateful stage too, under their record's key, and come out as dead
     # letters there. Their event_time is null, so the watermark neither moves for them nor drops them. (A second
     # branch for them made Spark read and parse every record twice.)
-    if options.state_key not in STATE_KEYS:
-        raise ValueError(f"state key must be one of {STATE_KEYS}, not {options.state_key!r}")
+    function = make_state_function(options)   # refuses an unknown state key
     by_partition = options.state_key == "coordinator-partition"
     partitions = Configs.from_properties(options.coordinator).classic.offsets_topic_num_partitions
     key = "coordinator_partition" if by_partition else "group_id"
@@ -331,4 +332,4 @@ def build_tracker_stream(raw_stream, options: JobOptions, restore_stream=None):
     else:
         raise ValueError(f"time mode must be 'processing' or 'event', not {options.time_mode!r}")
     return parsed.groupBy(key).applyInPandasWithState(
-        make_state_function(options), OUTPUT_SCHEMA, STATE_SCHEMA, "append", timeout)
+        function, OUTPUT_SCHEMA, STATE_SCHEMA, "append", timeout)
