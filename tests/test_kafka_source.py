@@ -14,8 +14,8 @@ from kafka.errors import IncompatibleBrokerVersion
 
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
-from streaming.spark.kafka_source import (FORMAT, KafkaPythonDataSource, KafkaRange, KafkaStreamReader, _rate_limit,
-                                    read_kafka_stream)
+from streaming.spark.kafka_source import (FORMAT, KafkaPythonDataSource, KafkaRange, KafkaRanges, KafkaStreamReader,
+                                    _rate_limit, group_ranges, read_kafka_stream)
 from streaming.cli.run import ensure_topics
 
 pytestmark = [pytest.mark.kafka]
@@ -337,3 +337,27 @@ def test_confluent_client_through_a_streaming_query(spark, kafka_bootstrap, topi
     run(spark, kafka_bootstrap, topic_name, tmp_path / "cp", rows, source="confluent")
     assert rows.values == sorted(values)
     assert {r.timestampType for batch in rows.batches for r in batch} == {0}
+
+
+def test_max_partitions_groups_whole_kafka_partitions_into_fewer_read_tasks(kafka_bootstrap, topic_name):
+    ensure_topics(kafka_bootstrap, {topic_name: 3})
+    for partition, count in ((0, 5), (1, 2), (2, 3)):
+        produce(kafka_bootstrap, topic_name, [f"p{partition}-{i}" for i in range(count)], partition=partition)
+    reader = reader_for(kafka_bootstrap, subscribe=topic_name, startingOffsets="earliest", maxpartitions="2")
+    try:
+        start = reader.initialOffset()
+        end = reader.latestOffset(start, ReadAllAvailable())
+        tasks = reader.partitions(start, end)
+        # The largest partition alone, the two others together: 5 records a task each.
+        assert tasks == [KafkaRanges((KafkaRange(topic_name, 0, 0, 5),)),
+                         KafkaRanges((KafkaRange(topic_name, 1, 0, 2), KafkaRange(topic_name, 2, 0, 3)))]
+        read = [[(p, o) for batch in reader.read(task)
+                 for p, o in zip(batch.column("partition").to_pylist(), batch.column("offset").to_pylist())]
+                for task in tasks]
+        assert read == [[(0, o) for o in range(5)], [(1, 0), (1, 1), (2, 0), (2, 1), (2, 2)]]
+    finally:
+        reader.stop()
+    # No more ranges than tasks: one task a Kafka partition, as Spark's own source plans.
+    assert group_ranges([KafkaRange("t", 0, 0, 1)], 2) == [KafkaRange("t", 0, 0, 1)]
+    with pytest.raises(ValueError, match="maxPartitions"):
+        reader_for(kafka_bootstrap, subscribe=topic_name, maxpartitions="0")

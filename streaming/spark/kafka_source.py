@@ -5,7 +5,8 @@ It stands in for Spark's own ``kafka`` source where the connector jars are not o
 (``{"topic": {"0": 23}}``), and the options ``kafka.bootstrap.servers``, ``subscribe`` / ``subscribePattern``,
 ``startingOffsets`` (earliest | latest | JSON, -2 = earliest, -1 = latest), ``maxOffsetsPerTrigger``, plus
 ``Trigger.AvailableNow``, ``failOnDataLoss`` (records deleted before they were read: fail, or skip with
-``false``) and ``kafkaConsumer.pollTimeoutMs``; other ``kafka.*`` options go to kafka-python (``kafka.a.b`` ->
+``false``), ``kafkaConsumer.pollTimeoutMs`` and ``maxPartitions`` (ours: at most this many read tasks a micro-batch,
+each reading whole Kafka partitions one after the other; Spark's source has one task a Kafka partition); other ``kafka.*`` options go to kafka-python (``kafka.a.b`` ->
 ``a_b``). ``kafkaClient`` picks the library the executors read records with: ``kafka-python`` (the default) or
 ``confluent`` (confluent-kafka, librdkafka: ~5-10x kafka-python's records/s; see benchmarks/streaming.py). The
 driver plans offsets with kafka-python either way, so the offsets and columns are the same. Partitions that appear later are read from their earliest offset, as Spark does. Partitions missing from
@@ -103,6 +104,25 @@ def client_config(options: dict[str, str]) -> dict:
             | {"bootstrap_servers": options["kafka.bootstrap.servers"]})
 
 
+@dataclass(frozen=True)
+class KafkaRanges(InputPartition):
+    """Several topic-partitions' ranges, read one after the other by one Spark task (option ``maxPartitions``)."""
+    ranges: tuple[KafkaRange, ...]
+
+
+def group_ranges(ranges: list[KafkaRange], tasks: int) -> list[KafkaRange | KafkaRanges]:
+    """At most ``tasks`` read tasks, as even in records as a greedy fill makes them (largest range to the least
+    loaded task). With no more ranges than tasks, one task a range, as Spark's own source plans."""
+    if len(ranges) <= tasks:
+        return list(ranges)
+    loads = [(0, i, []) for i in range(tasks)]
+    for r in sorted(ranges, key=lambda r: (-(r.end - r.start), r.topic, r.partition)):
+        load, i, members = min(loads)
+        loads[i] = (load + r.end - r.start, i, members + [r])
+    return [KafkaRanges(tuple(sorted(members, key=lambda r: (r.topic, r.partition))))
+            for _, _, members in loads if members]
+
+
 class KafkaPythonDataSource(DataSource):
     @classmethod
     def name(cls) -> str:
@@ -132,6 +152,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise ValueError(f"kafkaClient must be one of {', '.join(CLIENTS)}, not {self.kafka_client!r}")
         limit = options.get("maxoffsetspertrigger")
         self.max_offsets_per_trigger = int(limit) if limit else None
+        tasks = options.get("maxpartitions")
+        self.max_partitions = int(tasks) if tasks else None
+        if self.max_partitions is not None and self.max_partitions < 1:
+            raise ValueError(f"maxPartitions must be at least 1, not {tasks}")
         self.available_now_target: dict | None = None
         self._reported_latest: dict | None = None
         self._consumer = None
@@ -257,7 +281,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     begin = self._earliest([TopicPartition(topic, int(p))])[TopicPartition(topic, int(p))]
                 if stop > begin:
                     ranges.append(KafkaRange(topic, int(p), int(begin), int(stop)))
-        return ranges
+        # Each read task costs Spark ~0.1 s of start and hand-over on top of its records: on a small machine, tasks
+        # beyond its cores wait for a second wave that costs as much again.
+        return group_ranges(ranges, self.max_partitions) if self.max_partitions else ranges
 
     def commit(self, end: dict) -> None:
         pass  # offsets live in Spark's checkpoint, as with Spark's own Kafka source
@@ -273,8 +299,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             os._exit(0)
 
     # ------------------------------------------------------------------ executor side: reading records
-    def read(self, partition: KafkaRange) -> Iterator:
+    def read(self, partition: KafkaRange | KafkaRanges) -> Iterator:
         """Yield Arrow record batches (one per poll): far cheaper than a Python tuple per record."""
+        if isinstance(partition, KafkaRanges):
+            for one in partition.ranges:
+                yield from self.read(one)
+            return
         if self.kafka_client == "confluent":
             yield from self._read_confluent(partition)
             return
@@ -510,6 +540,8 @@ def read_kafka_stream(spark, bootstrap: str, topics: list[str], starting_offsets
         reader = spark.readStream.format(FORMAT)
         if source in CLIENTS:
             reader = reader.option("kafkaClient", source)
+        # One wave of read tasks: no more of them than the cores Spark runs tasks on at once.
+        reader = reader.option("maxPartitions", str(max(1, spark.sparkContext.defaultParallelism)))
     reader = (reader.option("kafka.bootstrap.servers", bootstrap).option("subscribe", ",".join(topics))
               .option("startingOffsets", starting_offsets))
     if max_offsets_per_trigger:
