@@ -6,11 +6,12 @@ It stands in for Spark's own ``kafka`` source where the connector jars are not o
 ``startingOffsets`` (earliest | latest | JSON, -2 = earliest, -1 = latest), ``maxOffsetsPerTrigger``, plus
 ``Trigger.AvailableNow``, ``failOnDataLoss`` (records deleted before they were read: fail, or skip with
 ``false``), ``kafkaConsumer.pollTimeoutMs`` and ``maxPartitions`` (ours: at most this many read tasks a micro-batch,
-each reading whole Kafka partitions one after the other; Spark's source has one task a Kafka partition); other ``kafka.*`` options go to kafka-python (``kafka.a.b`` ->
-``a_b``). ``kafkaClient`` picks the library the executors read records with: ``kafka-python`` (the default) or
-``confluent`` (confluent-kafka, librdkafka: ~5-10x kafka-python's records/s; see benchmarks/streaming.py). The
-driver plans offsets with kafka-python either way, so the offsets and columns are the same. Partitions that appear later are read from their earliest offset, as Spark does. Partitions missing from
-a ``startingOffsets`` JSON start from earliest (Spark rejects such a JSON).
+each reading whole Kafka partitions one after the other; Spark's source has one task a Kafka partition); other
+``kafka.*`` options go to kafka-python (``kafka.a.b`` -> ``a_b``). ``kafkaClient`` picks the library the executors
+read records with: ``kafka-python`` (the default) or ``confluent`` (confluent-kafka, librdkafka: ~5-10x
+kafka-python's records/s; see benchmarks/streaming.py). The driver plans offsets with kafka-python either way, so the
+offsets and columns are the same. Partitions that appear later are read from their earliest offset, as Spark does.
+Partitions missing from a ``startingOffsets`` JSON start from earliest (Spark rejects such a JSON).
 
 Where a partition ends is taken as the larger of ListOffsets(latest) and the high-water mark of a fetch response:
 some brokers (e.g. the bundled Tansu) answer ListOffsets with the start of the last batch + 1, which would hide the
