@@ -220,8 +220,8 @@ def make_state_function(options: JobOptions):
 
     def step(group_id, runs: list[list], state, clock: _Clock) -> pd.DataFrame | None:
         previous = state.get[1] if state.exists else None
-        outputs, stepped, result = step_one(group_id, runs, previous, state.hasTimedOut, clock)
-        if stepped:
+        outputs, result = step_one(group_id, runs, previous, state.hasTimedOut, clock)
+        if result is not None:
             if result.state is None:
                 if state.exists:
                     state.remove()
@@ -246,8 +246,8 @@ def make_state_function(options: JobOptions):
         for group_id, group_runs in groups.items():
             previous, deadline = held.get(group_id, (None, None)) if group_id is not BROADCAST_KEY else (None, None)
             due = deadline is not None and clock.now is not None and deadline <= clock.now
-            group_outputs, stepped, result = step_one(group_id, group_runs, previous, due, clock)
-            if stepped:
+            group_outputs, result = step_one(group_id, group_runs, previous, due, clock)
+            if result is not None:
                 if result.state is None:
                     held.pop(group_id, None)
                 else:
@@ -264,8 +264,8 @@ def make_state_function(options: JobOptions):
         return _output_frame(outputs, group_ids) if outputs else None
 
     def step_one(group_id, runs: list[list], previous: bytes | None, timed_out: bool,
-                 clock: _Clock) -> tuple[list[dict], bool, StepResult | None]:
-        """One group's runs and timers: (its outputs, dead letters first; whether its state was stepped; the step)."""
+                 clock: _Clock) -> tuple[list[dict], StepResult | None]:
+        """One group's runs and timers: (its outputs, dead letters first; its step, None if it was not stepped)."""
         outputs: list[dict] = []
         events: list[dict] = []
         dead: list[dict] = []
@@ -294,7 +294,7 @@ def make_state_function(options: JobOptions):
                 result = step_group(previous, events, clock.now, config, options.output_types)
                 # The store is compacted: of the batch's records of one key only the last would survive there.
                 outputs.extend(compact(result.outputs))
-        return dead + outputs, result is not None, result
+        return dead + outputs, result
 
     return on_key
 
