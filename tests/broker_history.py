@@ -216,3 +216,38 @@ def read_feed(bootstrap: str, topic: str, client: dict) -> list[dict]:
         return [json.loads(r.value) for p in sorted(by_partition) for r in by_partition[p]]
     finally:
         consumer.close()
+
+
+
+def timeline(truth: Truth, feed: list[dict], outputs: list[dict]) -> str:
+    """One line per fact, feed event and tracker output (commits and heartbeats left out), in wall-clock order:
+    what a failed comparison needs, printed with it, as a CI machine's files are gone afterwards. ``feed`` and
+    ``outputs`` carry their Kafka record's timestamp as ``kafka_ts``: when a client's report reached the broker, when
+    the job's sink wrote an output."""
+    def who(member_id: str | None) -> str:
+        return (member_id or "").split("-")[0]
+
+    def output(o: dict) -> str:
+        if o["type"] == "rebalance":
+            return f"gen {o['generation']} {sorted(map(who, o['assignment']))} ({o['trigger']})"
+        if o["type"] == "state_change":
+            return f"{o['from']} -> {o['to']} gen {o['generation']} ({o['reason'][:70]})"
+        return f"{who(o.get('member_id'))} {o.get('reason', '')}"
+
+    lines = []
+    for f in truth.facts:
+        if f["fact"] == "assigned":
+            lines.append((f["ts"], f"truth  {f['client']} assigned in gen {f['generation']}"
+                                   f"{' as leader' if f['leader'] else ''}: {len(f['partitions'])} partitions"))
+        elif f["fact"] != "committed":
+            lines.append((f["ts"], f"truth  {f['client']} {f['fact']}"))
+    for e in feed:
+        if e["type"] not in ("heartbeat", "commit"):
+            named = f" naming {sorted(map(who, e['assignments']))}" if e.get("assignments") else ""
+            lines.append((e["kafka_ts"], f"feed   {who(e.get('member_id'))} {e['type']} gen {e.get('generation')}"
+                                         f"{named} (sent {e['kafka_ts'] - e['ts']} ms before)"))
+    for o in outputs:
+        if o["type"] in ("rebalance", "member_expired", "member_left", "member_joined", "state_change"):
+            lines.append((o["kafka_ts"], f"output {o['type']} {output(o)} (clock {o['ts'] - o['kafka_ts']} ms)"))
+    start = min((ts for ts, _ in lines), default=0)
+    return "\n".join(f"{(ts - start) / 1000:8.2f}s {text}" for ts, text in sorted(lines, key=lambda x: x[0]))

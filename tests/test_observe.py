@@ -161,3 +161,21 @@ def test_accepted_commits_are_facts_and_an_older_one_arriving_late_changes_nothi
     out = h.send(member_id=B, ts=T0 + 1_900, **{**commit, "offsets": [{"topic": "t", "partition": 0, "offset": 5}]})
     assert one(out, "commit_response")["error"] == "NONE" and not of_type(out, "offset_commit")
     assert {tp: o["offset"] for tp, o in h.coordinator.fetch_offsets("g").items()} == {("t", 0): 7, ("t", 1): 3}
+
+
+def test_a_round_the_model_opened_early_waits_for_the_member_still_heartbeating_the_old_generation():
+    """The CI failure of 2026-11-26: the model expires b from b's last report, but the broker heard b for longer
+    (b's last reports were lost with its process, or the broker's expiry ran late); a keeps heartbeating generation 1
+    until the broker's round starts, then rejoins. The broker's join timeout counts from its own start."""
+    h = observer()
+    stable_two(h)
+    out = []
+    for ts in range(T0 + 1_000, T0 + 23_000, 1_000):   # the model's own round opens at b's expiry, T0 + 10_006
+        out += h.send(type="heartbeat", member_id=A, generation=1, ts=ts)
+    assert h.state() == "PreparingRebalance"
+    assert [(o["member_id"], o["reason"]) for o in of_type(out, "member_expired")] == [(B, "session timeout")]
+    out += rejoin(h, A, T0 + 23_500)   # 13.5 s after the model's round opened: past the 10 s join timeout
+    out += synced(h, A, 2, T0 + 23_510, {A: [["t", 0], ["t", 1]]})
+    assert not of_type(out, "member_expired", A) and h.state() == "Stable" and h.generation() == 2
+    (line,) = [r for r in rebalances(out) if r["members"]]
+    assert line["generation"] == 2 and line["assignment"] == {A: [["t", 0], ["t", 1]]} and line["trigger"] == "expiry"

@@ -43,7 +43,7 @@ _GROUP_ID_REQUIRED = {"join": ("join_response", {"generation": -1}),
 
 
 class GroupCoordinator(BrokerObserver):
-    _SYNC = _SYNC   # for the observe-mode mixin, which arms the same timer
+    _JOIN, _SYNC = _JOIN, _SYNC   # for the observe-mode mixin, which arms the same timers
 
     def __init__(self, config: CoordinatorConfig | None = None) -> None:
         self.config = config or CoordinatorConfig()

@@ -54,7 +54,20 @@ class BrokerObserver:
             member = group.members.get(e["member_id"])
             if member is not None and not member.awaiting_join:
                 self._extend_session(group, member)   # alive, whatever generation it still reports
+                if group.is_(S.PREPARING_REBALANCE) and e["generation"] == group.generation:
+                    self._broker_round_not_before(group, _ts(e, group))
         return False
+
+    def _broker_round_not_before(self, group: Group, ts: int) -> None:
+        """A member still heartbeating in the generation before the round has not been told of the round: it
+        rejoins on the first answer that says REBALANCE_IN_PROGRESS. So the broker's round started no earlier than
+        about now, even when the model opened it sooner on its own (an expiry it inferred from reports that arrived
+        late or not at all, while the broker still heard the member). The broker's join timeout counts from its own
+        start: the model's waits as long, rather than remove members that are alive and about to rejoin."""
+        deadline = ts + group.max_rebalance_timeout_ms()
+        if group.join_deadline is not None and deadline > group.join_deadline:
+            group.join_deadline = deadline
+            self._arm(group, self._JOIN, "", deadline)
 
     def _belongs_to_next_round(self, group: Group, e: dict) -> bool:
         if not group.is_(S.COMPLETING_REBALANCE) or e["type"] not in ("join", "leave"):
