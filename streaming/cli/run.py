@@ -120,6 +120,8 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
     from streaming.spark.job import JobOptions, build_tracker_stream
     from streaming.spark.kafka_source import read_kafka_stream
 
+    check_checkpoint(config)   # first, before anything starts
+    query_checkpoint = os.path.join(config.checkpoint, "query")
     dlq_topic = config.dlq_topic or f"{config.events_topic}.dlq"
     client = kafka_conf.to_kwargs(config.kafka)   # the Python clients' view of the same settings
     ensure_topics(config.bootstrap, {config.events_topic: config.events_partitions,
@@ -157,7 +159,6 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
                        producer_client="confluent" if config.kafka_source == "confluent" else "kafka-python")
     if config.stage_times is not None:
         _time_sink(sink, config.stage_times)
-    query_checkpoint = os.path.join(config.checkpoint, "query")
     restore, starting_offsets = _prepare_restore(spark, config, store, query_checkpoint)
     raw = read_kafka_stream(spark, config.bootstrap, [config.events_topic],
                             starting_offsets=starting_offsets,
@@ -176,6 +177,18 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
     query = _start_query(writer)
     running.append(query)
     return RunningTracker(query, sink, view, store, watcher, metrics_server, metrics_url)
+
+
+def check_checkpoint(config: TrackerConfig) -> None:
+    """Refuse to restart a checkpoint under settings its state was not built with (another keying would lose every
+    group's state); record them on its first start. Raises ``CheckpointSettingsChanged``."""
+    from streaming.coordinator.routing import Configs
+    from streaming.spark.checkpoint_settings import check_and_record, job_settings
+    from streaming.spark.restore import is_fresh
+
+    partitions = Configs.from_properties(config.coordinator).classic.offsets_topic_num_partitions
+    check_and_record(config.checkpoint, is_fresh(os.path.join(config.checkpoint, "query")),
+                     job_settings(config.state_key, config.time_mode, partitions))
 
 
 STARTS = 3   # tries to get a query past its start (see _start_query)
@@ -342,8 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state-key", choices=("group", "coordinator-partition"), default="group",
                    help="what the job keys its state by: each group id, or the group's __consumer_offsets partition "
                         "as Kafka shards its coordinators (much faster for thousands of small busy groups; every "
-                        "micro-batch rewrites the state of each partition it touches). To change it, start on a new "
-                        "checkpoint")
+                        "micro-batch rewrites the state of each partition it touches). A checkpoint keeps the keying it "
+                        "started with: to change it, start on a new checkpoint")
     p.add_argument("--starting-offsets", default="earliest")
     p.add_argument("--max-offsets-per-trigger", type=int, default=None)
     p.add_argument("--coordinator-conf", action="append", default=[], metavar="KEY=VALUE",
@@ -402,8 +415,6 @@ def _run(argv: list[str] | None) -> int:
         if not bootstrap:
             bootstrap, _ = stack.enter_context(kafka_broker(prefer="bundled"))
             print(f"started the bundled broker at {bootstrap}", flush=True)
-        spark = build_spark_session("rebalance-tracker", master=args.master, conf=parse_conf(args.conf))
-        stop = stop_on_signals()   # now: PySpark's context has just replaced SIGINT's handler with its own
         config = TrackerConfig(
             bootstrap=bootstrap, events_topic=args.events_topic, outputs_topic=args.assignments_topic or None,
             dlq_topic=args.dlq_topic, store=args.store or None, checkpoint=args.checkpoint,
@@ -413,6 +424,13 @@ def _run(argv: list[str] | None) -> int:
             kafka_source=args.kafka_source, starting_offsets=args.starting_offsets,
             max_offsets_per_trigger=args.max_offsets_per_trigger, coordinator=coordinator_conf,
             metrics_port=args.metrics_port, kafka=kafka)
+        try:
+            check_checkpoint(config)   # before Spark's start-up, which takes a while
+        except ValueError as exc:
+            print(f"run: {exc}", file=sys.stderr)
+            return 2
+        spark = build_spark_session("rebalance-tracker", master=args.master, conf=parse_conf(args.conf))
+        stop = stop_on_signals()   # now: PySpark's context has just replaced SIGINT's handler with its own
         tracker = start_tracker(spark, config)
         stack.callback(tracker.stop)
         print(f"tracking {config.events_topic} on {bootstrap}; outputs -> {config.outputs_topic}, "
