@@ -2,6 +2,7 @@
 from __consumer_offsets (issue #13): generations, assignments and offsets carry on, with no spurious rebalance."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import shutil
@@ -46,8 +47,13 @@ def rounds(outputs: list[dict], after_ts: int | None = None) -> dict[str, list[t
     return out
 
 
-@pytest.mark.parametrize("store_kind", ["sqlite", "kafka"])
-def test_a_lost_checkpoint_is_rebuilt_from_the_store(spark, kafka_bootstrap, topic_name, tmp_path, store_kind):
+@pytest.mark.parametrize("store_kind, second_key", [
+    ("sqlite", "group"), ("kafka", "group"),
+    # The way README gives to change the keying: a new checkpoint, the groups rebuilt from the store.
+    ("sqlite", "coordinator-partition"),
+])
+def test_a_lost_checkpoint_is_rebuilt_from_the_store(spark, kafka_bootstrap, topic_name, tmp_path, store_kind,
+                                                     second_key):
     events, cut, model_outputs = feed_and_cut()
     events_topic, outputs_topic = topic_name, f"{topic_name}-out"
     ensure_topics(kafka_bootstrap, {events_topic: 2})
@@ -69,6 +75,7 @@ def test_a_lost_checkpoint_is_rebuilt_from_the_store(spark, kafka_bootstrap, top
     first = [json.loads(r.value) for r in read_all(kafka_bootstrap, outputs_topic)]
     shutil.rmtree(config.checkpoint)                      # the checkpoint is lost; the store and the topics stay
     produce(kafka_bootstrap, events_topic, [encode_event(e) for e in events[cut:]])
+    config = dataclasses.replace(config, state_key=second_key)
     run_all()
     second = [json.loads(r.value) for r in read_all(kafka_bootstrap, outputs_topic)][len(first):]
 
