@@ -323,3 +323,78 @@ def test_a_static_member_restarted_before_its_old_self_synced_rebalances_at_the_
     assert h.state() == "Stable"
     h.tick(1)
     assert h.state() == "PreparingRebalance"
+
+
+# ---------------------------------------------------------------- sessions of members waiting in a round
+def kafka_test_harness(**config) -> Harness:
+    """GroupMetadataManagerTest's defaults: initial delay 3 s, new-member join timeout 5 min, sessions 10 ms..10 min."""
+    return Harness(**{"group_initial_rebalance_delay_ms": 3_000, "new_member_join_timeout_ms": 300_000,
+                      "group_min_session_timeout_ms": 10, "group_max_session_timeout_ms": 600_000, **config})
+
+
+def test_a_restarted_static_member_keeps_the_old_session_timeout_until_its_first_heartbeat():
+    """updateStaticMemberThenRebalanceOrCompleteJoin reschedules the heartbeat of the replacing member (a copy of
+    the old one) before updateMember takes the join's timeouts: with the protocols unchanged (no rebalance) the
+    first session is the old member's."""
+    h = kafka_test_harness()
+    h.join(instance_id="gi", session=10_000, rebalance=10_000)
+    h.tick(3_000)
+    old = h.group().static_members["gi"]
+    h.sync(old, 1, instance_id="gi")
+    restarted = h.now
+    h.join(instance_id="gi", session=5_000, rebalance=10_000)   # the same consumer restarted, a shorter session
+    new = h.group().static_members["gi"]
+    assert new != old and h.state() == "Stable"
+    assert h.group().members[new].session_deadline == restarted + 10_000
+    h.tick(5_000)
+    assert new in h.group().members and not of_type(h.outputs, "member_expired")
+    assert h.heartbeat(new, 1, instance_id="gi") == "NONE"       # from here on its own session timeout
+    assert h.group().members[new].session_deadline == h.now + 5_000
+
+
+def test_a_new_members_heartbeat_while_its_join_waits_trades_the_join_timeout_for_a_session():
+    """classicGroupHeartbeatToClassicGroup reschedules any valid member's heartbeat in PreparingRebalance, and
+    ClassicGroupMember.hasSatisfiedHeartbeat is false for a new member: when that session ends it is removed, its
+    parked JoinGroup answered UNKNOWN_MEMBER_ID (testHeartbeatDuringPreparingRebalance's scenario, to its end)."""
+    h = kafka_test_harness()
+    member = h.new_member(session=500, rebalance=500)    # parked in the initial round, generation 0
+    assert h.heartbeat(member, 0) == "REBALANCE_IN_PROGRESS"
+    out = h.tick(500)
+    assert one(out, "join_response", member)["error"] == "UNKNOWN_MEMBER_ID"
+    assert member not in h.group().members and h.state() == "Empty" and h.generation() == 1
+
+
+def test_a_new_member_that_sends_its_join_again_keeps_its_join_timeout():
+    """The new-member join timeout is set once, when the member is added (addMemberThenRebalanceOrCompleteJoin:
+    for clients that retry a JoinGroup in a long rebalance); a second JoinGroup of the open round leaves it running
+    (testNewMemberJoinExpiration, with the retry)."""
+    h = kafka_test_harness()
+    h.new_member(session=305_000, rebalance=600_000)
+    h.tick(3_000)                                          # CompletingRebalance, generation 1
+    newcomer = h.new_member(session=5_000, rebalance=5_000)
+    joined = h.now
+    h.tick(1_000)
+    h.join(member_id=newcomer, session=5_000, rebalance=5_000)   # the retry, with its id
+    out = h.tick(299_000)
+    assert one(out, "join_response", newcomer)["error"] == "UNKNOWN_MEMBER_ID"
+    assert one(out, "member_expired", newcomer)["ts"] == joined + 300_000
+    assert newcomer not in h.group().members
+
+
+def test_a_member_waiting_in_sync_that_rejoins_is_not_expired_while_it_waits_to_join():
+    """prepareRebalance answers the members waiting in SyncGroup and reschedules their heartbeats
+    (resetAndPropagateAssignmentWithError); one that has itself rejoined satisfies its heartbeats while it waits to
+    join (hasSatisfiedHeartbeat), so that timer removes nobody."""
+    h = kafka_test_harness(group_initial_rebalance_delay_ms=0)
+    leader = h.new_member(client_id="leader", session=10_000, rebalance=60_000)
+    follower = h.new_member(client_id="follower", session=10_000, rebalance=60_000)
+    h.tick(0)
+    generation = h.generation()
+    h.sync(follower, generation)                           # parked until the leader's assignment
+    out = h.join(member_id=follower, client_id="follower", session=10_000, rebalance=60_000,
+                 protocols=[{"name": "range", "topics": ["t", "u"]}])   # and rejoins with new metadata
+    assert one(out, "sync_response", follower)["error"] == "REBALANCE_IN_PROGRESS"
+    for _ in range(4):
+        h.tick(3_000)
+        assert h.heartbeat(leader, generation) == "REBALANCE_IN_PROGRESS"
+    assert follower in h.group().members and not of_type(h.outputs, "member_expired")

@@ -460,7 +460,8 @@ class GroupCoordinator(BrokerObserver):
         # Kafka's updateMember: protocols and timeouts; the client id and host stay those of the member's first join.
         member.session_timeout_ms, member.rebalance_timeout_ms = e["session_timeout_ms"], e["rebalance_timeout_ms"]
         member.awaiting_join = True
-        member.session_deadline = None  # the join round's timeout governs a member waiting in it
+        if not member.is_new:   # a new member's join timeout runs on (a client retrying its first JoinGroup)
+            member.session_deadline = None  # the join round's timeout governs a member waiting in it
         reason = f"updating metadata for member {member.member_id}"
         if e.get("reason"):
             reason += f"; client reason: {e['reason']}"
@@ -477,9 +478,10 @@ class GroupCoordinator(BrokerObserver):
         old_protocol = group.protocol_name
         member = group.replace_static(old_id, new_id)
         group.set_protocols(member, [Protocol.from_event(p) for p in e["protocols"]])
-        # The restarted consumer keeps the old member's client id and host (replaceStaticMember copies them).
-        member.session_timeout_ms, member.rebalance_timeout_ms = e["session_timeout_ms"], e["rebalance_timeout_ms"]
+        # Kafka restarts the session before it takes the join's timeouts: the old member's session timeout runs
+        # until the first heartbeat. The restarted consumer keeps the old client id and host (replaceStaticMember).
         self._schedule_session(group, member)
+        member.session_timeout_ms, member.rebalance_timeout_ms = e["session_timeout_ms"], e["rebalance_timeout_ms"]
         self._emit(group.group_id, "member_replaced", group.clock, member_id=new_id, previous_member_id=old_id,
                    group_instance_id=member.group_instance_id)
         if group.is_(S.STABLE):
@@ -519,7 +521,8 @@ class GroupCoordinator(BrokerObserver):
                     self._emit(group.group_id, "sync_response", group.clock, member_id=m.member_id,
                                group_instance_id=m.group_instance_id, error="REBALANCE_IN_PROGRESS",
                                generation=group.generation, assignment=[])
-                    self._schedule_session(group, m)   # its wait is over: heartbeats are due again
+                    if not m.awaiting_join:   # its wait is over: heartbeats are due again (unless it rejoined)
+                        self._schedule_session(group, m)
         group.pending_sync = []
         group.sync_deadline = None
         if group.is_(S.EMPTY) and not self.config.adopt_unknown_members:
@@ -803,7 +806,11 @@ class GroupCoordinator(BrokerObserver):
         if error is not None:
             return self._respond(group, e, "heartbeat_response", error)
         member = group.members[e["member_id"]]
-        if not member.awaiting_join:
+        # Kafka restarts every valid member's session here. One waiting in a round is kept alive by the round anyway
+        # (its deadline is None), except a new member: its heartbeat trades its join timeout for a session timeout.
+        if member.awaiting_join and member.is_new:
+            self._schedule_session(group, member)
+        elif not member.awaiting_join:
             self._extend_session(group, member)
         error = "REBALANCE_IN_PROGRESS" if group.is_(S.PREPARING_REBALANCE) else "NONE"
         self._respond(group, e, "heartbeat_response", error)
