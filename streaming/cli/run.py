@@ -355,8 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state-key", choices=("group", "coordinator-partition"), default="group",
                    help="what the job keys its state by: each group id, or the group's __consumer_offsets partition "
                         "as Kafka shards its coordinators (much faster for thousands of small busy groups; every "
-                        "micro-batch rewrites the state of each partition it touches). A checkpoint keeps the keying it "
-                        "started with: to change it, start on a new checkpoint")
+                        "micro-batch rewrites the state of each partition it touches). A checkpoint keeps the keying "
+                        "it started with: to change it, start on a new checkpoint")
     p.add_argument("--starting-offsets", default="earliest")
     p.add_argument("--max-offsets-per-trigger", type=int, default=None)
     p.add_argument("--coordinator-conf", action="append", default=[], metavar="KEY=VALUE",
