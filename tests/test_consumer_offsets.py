@@ -134,6 +134,12 @@ def test_metadata_too_large():
     assert answer["error"] == "NONE"
     assert answer["partitions"] == [["bar", 0, "OFFSET_METADATA_TOO_LARGE"], ["bar", 1, "NONE"]]
     assert [(r["partition"], r["metadata"]) for r in offset_records(out)] == [(1, "small")]
+    # Each entry is judged on its own (OffsetMetadataManager.commitOffset): a partition named twice, once with
+    # metadata too large, is refused once and stored once.
+    out = commit(h, offsets=[{"topic": "bar", "partition": 0, "offset": 7, "leader_epoch": 10, "metadata": "ok"},
+                             {"topic": "bar", "partition": 0, "offset": 8, "leader_epoch": 10, "metadata": "toolarge"}])
+    assert one(out, "commit_response")["partitions"] == [["bar", 0, "NONE"], ["bar", 0, "OFFSET_METADATA_TOO_LARGE"]]
+    assert [(r["partition"], r["offset"]) for r in offset_records(out)] == [(0, 7)]
 
 
 # ---------------------------------------------------------------- testOffsetCommitWithUnknownGroup

@@ -398,3 +398,76 @@ def test_a_member_waiting_in_sync_that_rejoins_is_not_expired_while_it_waits_to_
         h.tick(3_000)
         assert h.heartbeat(leader, generation) == "REBALANCE_IN_PROGRESS"
     assert follower in h.group().members and not of_type(h.outputs, "member_expired")
+
+
+# ---------------------------------------------------------------- offsets, as OffsetMetadataManager keeps them
+def test_only_a_retention_of_minus_one_means_the_brokers_rule():
+    """expireTimestampMs: -1 (DEFAULT_RETENTION_TIME) leaves the expiry to the broker; any other retention is added
+    to the commit time as Java adds longs, negative ones and overflowing ones included
+    (testGenericGroupOffsetCommitWithRetentionTime)."""
+    from offsets_store.codec import decode_record, encode_record
+
+    h = Harness()
+    assert one(h.commit(retention_ms=-1), "offset_commit")["expire_timestamp"] == -1
+    def stored(out: list[dict]) -> dict:
+        (record,) = [o for o in of_type(out, "offset_commit") if not o["tombstone"]]
+        return record
+
+    assert stored(h.commit(offsets=[("t", 1, 5)], retention_ms=-2))["expire_timestamp"] == h.now - 2
+    wrapped = stored(h.commit(offsets=[("t", 2, 5)], retention_ms=2**63 - 1))
+    assert wrapped["expire_timestamp"] == h.now + 2**63 - 1 - 2**64     # Java's long arithmetic
+    assert decode_record(*encode_record(wrapped))["expire_timestamp"] == wrapped["expire_timestamp"]
+    h.tick(1)
+    assert set(h.coordinator.fetch_offsets("g")) == {("t", 0)}         # both expired at the first look
+    assert {(o["partition"], o["reason"]) for o in of_type(h.outputs, "offset_commit") if o["tombstone"]} == \
+        {(1, "retention"), (2, "retention")}
+
+
+def test_each_entry_of_a_commit_is_judged_on_its_own():
+    """commitOffset answers and stores entry by entry: a partition named twice, once with metadata over
+    offset.metadata.max.bytes, is refused once and stored once."""
+    h = Harness(offset_metadata_max_bytes=3)
+    out = h.send(type="commit", offsets=[{"topic": "t", "partition": 0, "offset": 5, "metadata": "ok"},
+                                         {"topic": "t", "partition": 0, "offset": 6, "metadata": "too-long"}])
+    assert one(out, "commit_response")["partitions"] == [["t", 0, "NONE"], ["t", 0, "OFFSET_METADATA_TOO_LARGE"]]
+    assert h.coordinator.fetch_offsets("g")[("t", 0)]["offset"] == 5
+
+
+def test_an_empty_group_whose_offsets_are_gone_is_deleted_with_its_pending_members():
+    """cleanupGroupMetadata deletes an Empty group once no offset is left (ClassicGroup.isEmpty looks at the state
+    only): a member waiting on MEMBER_ID_REQUIRED goes with it, and its JoinGroup finds no group."""
+    h = Harness(offsets_retention_minutes=1)
+    (a,) = h.stable_group(1)
+    h.commit(member_id=a, generation=1)
+    h.send(type="leave", member_id=a)
+    h.tick(59_990)
+    pending = one(h.join(session=30_000), "join_response")["member_id"]   # MEMBER_ID_REQUIRED
+    out = h.tick(20)
+    assert [(o["type"], o["tombstone"]) for o in out if o["type"] in ("offset_commit", "group_metadata")] == \
+        [("offset_commit", True), ("group_metadata", True)]
+    assert h.state() == "Dead"
+    assert one(h.join(member_id=pending, session=30_000), "join_response")["error"] == "UNKNOWN_MEMBER_ID"
+
+
+def test_a_group_a_join_created_waits_a_cleanup_interval_for_its_pending_member():
+    """A new group is Empty from its creation (ClassicGroup's constructor stamps the state): with nothing stored it
+    goes at a cleanup pass, not before its first member had the time to send its JoinGroup again."""
+    h = Harness()
+    pending = one(h.join(session=30_000), "join_response")["member_id"]
+    assert h.group().retention_deadline == h.now + 600_000      # offsets.retention.check.interval.ms
+    h.tick(1_000)
+    h.join(member_id=pending, session=30_000)
+    assert pending in h.group().members and h.state() == "PreparingRebalance"
+
+
+def test_a_commit_from_a_new_member_in_its_first_round_trades_its_join_timeout_for_a_session():
+    """commitOffset reschedules the member's heartbeat in Stable and PreparingRebalance; a new member does not
+    satisfy it while it waits to join (hasSatisfiedHeartbeat): one session later it is removed
+    (testGenericGroupOffsetCommitMaintainsSession's rule, for a member still joining)."""
+    h = Harness()
+    h.stable_group(1, session=10_000, rebalance=100_000)
+    newcomer = h.new_member(client_id="b", session=10_000, rebalance=100_000)   # PreparingRebalance
+    assert one(h.commit(member_id=newcomer, generation=1), "commit_response")["error"] == "NONE"
+    h.tick(10_000)
+    assert newcomer not in h.group().members
+    assert one(h.outputs, "member_expired", newcomer)["ts"] == h.now

@@ -179,7 +179,7 @@ class GroupCoordinator(BrokerObserver):
             if record is None and not group_offsets:
                 self.groups.pop(group_id, None)
                 continue
-            group = Group(group_id, clock=now_ms)
+            group = Group(group_id, state_timestamp=now_ms, clock=now_ms)
             if record is not None:
                 _restore_metadata(group, record, now_ms)
             group.offsets.update(group_offsets)
@@ -254,6 +254,15 @@ class GroupCoordinator(BrokerObserver):
             return
         member.session_deadline = group.clock + (timeout_ms if timeout_ms is not None else member.session_timeout_ms)
         self._arm(group, _SESSION, member.member_id, member.session_deadline)
+
+    def _heartbeat_timer_reset(self, group: Group, member: Member) -> None:
+        """A heartbeat or a commit: Kafka restarts the member's session (rescheduleClassicGroupMemberHeartbeat). One
+        waiting in a round is kept alive by the round anyway (its deadline is None here; hasSatisfiedHeartbeat in
+        Kafka), except a new member: this trades its join timeout for a session timeout."""
+        if member.awaiting_join and member.is_new:
+            self._schedule_session(group, member)
+        elif not member.awaiting_join:
+            self._extend_session(group, member)
 
     def _extend_session(self, group: Group, member: Member) -> None:
         """A heartbeat (or commit) from a live member. Extending needs no new timer: the armed one re-arms itself
@@ -342,7 +351,8 @@ class GroupCoordinator(BrokerObserver):
     def _new_group(self, e: dict) -> Group:
         """The group a request creates, with the topic sizes remembered for it; it exists once ``_keep`` says so."""
         topics = {**self.default_topics, **self.pending_topics.get(e["group_id"], {})}
-        return Group(e["group_id"], clock=e.get("ts") or 0, topics=topics)
+        now = e.get("ts") or 0
+        return Group(e["group_id"], state_timestamp=now, clock=now, topics=topics)   # Empty since its creation
 
     def _keep(self, group: Group) -> None:
         self.groups[group.group_id] = group
@@ -805,13 +815,7 @@ class GroupCoordinator(BrokerObserver):
             error = "UNKNOWN_MEMBER_ID"
         if error is not None:
             return self._respond(group, e, "heartbeat_response", error)
-        member = group.members[e["member_id"]]
-        # Kafka restarts every valid member's session here. One waiting in a round is kept alive by the round anyway
-        # (its deadline is None), except a new member: its heartbeat trades its join timeout for a session timeout.
-        if member.awaiting_join and member.is_new:
-            self._schedule_session(group, member)
-        elif not member.awaiting_join:
-            self._extend_session(group, member)
+        self._heartbeat_timer_reset(group, group.members[e["member_id"]])
         error = "REBALANCE_IN_PROGRESS" if group.is_(S.PREPARING_REBALANCE) else "NONE"
         self._respond(group, e, "heartbeat_response", error)
 
@@ -887,15 +891,13 @@ class GroupCoordinator(BrokerObserver):
             return self._commit_response(group, e, error)
         if group.state in (S.STABLE, S.PREPARING_REBALANCE):
             # A member's commit counts as a heartbeat (the checks above proved the member exists).
-            member = group.members[e["member_id"]]
-            if not member.awaiting_join:
-                self._extend_session(group, member)
-        too_large = set(O.too_large(e["offsets"], self.config.offset_metadata_max_bytes))
-        self._store_offsets(group, [o for o in e["offsets"] if (o["topic"], o["partition"]) not in too_large],
-                            e["retention_ms"], group.clock)
+            self._heartbeat_timer_reset(group, group.members[e["member_id"]])
+        refused = [O.too_large(o, self.config.offset_metadata_max_bytes) for o in e["offsets"]]
+        self._store_offsets(group, [o for o, no in zip(e["offsets"], refused) if not no], e["retention_ms"],
+                            group.clock)
         self._respond(group, e, "commit_response", "NONE", partitions=[
-            [o["topic"], o["partition"], "OFFSET_METADATA_TOO_LARGE" if (o["topic"], o["partition"]) in too_large
-             else "NONE"] for o in e["offsets"]])
+            [o["topic"], o["partition"], "OFFSET_METADATA_TOO_LARGE" if no else "NONE"]
+            for o, no in zip(e["offsets"], refused)])
 
     def _store_offsets(self, group: Group, offsets: list[dict], retention_ms: int, ts: int) -> None:
         for record in O.store(group.offsets, group.group_id, offsets, ts, retention_ms):
@@ -955,8 +957,9 @@ class GroupCoordinator(BrokerObserver):
             base, exempt = rule
             times = [self._expiry_time(group, o, base) for tp, o in group.offsets.items() if tp[0] not in exempt]
             deadline = min(times, default=None)
-            if deadline is None and group.is_(S.EMPTY) and not group.pending_members:
-                # An Empty group without offsets goes at the broker's next cleanup pass.
+            if deadline is None and group.is_(S.EMPTY):
+                # An Empty group without offsets goes at the broker's next cleanup pass, members pending or not
+                # (their next JoinGroup finds no group: UNKNOWN_MEMBER_ID).
                 deadline = max(group.state_timestamp, 0) + self.config.offsets_retention_check_interval_ms
         if deadline != group.retention_deadline:
             group.retention_deadline = deadline
@@ -973,7 +976,7 @@ class GroupCoordinator(BrokerObserver):
         for tp in expired:
             del group.offsets[tp]
             self._out.append(O.tombstone(group.group_id, group.clock, tp, "retention"))
-        if group.is_(S.EMPTY) and not group.offsets and not group.pending_members:
+        if group.is_(S.EMPTY) and not group.offsets:
             self._state_change(group, S.DEAD, "empty group without offsets")
             self._group_tombstone(group)
             del self.groups[group.group_id]

@@ -30,11 +30,12 @@ def java_length(text: str) -> int:
     return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
 
 
-def too_large(offsets: Iterable[Mapping], max_bytes: int) -> list[Partition]:
-    """The partitions whose metadata Kafka refuses with OFFSET_METADATA_TOO_LARGE. Kafka compares the metadata's
-    ``String.length()`` with ``offset.metadata.max.bytes`` (``OffsetMetadataManager.isMetadataInvalid``), so a
-    non-ASCII character counts once (twice outside the BMP), not by its UTF-8 bytes."""
-    return [(o["topic"], o["partition"]) for o in offsets if java_length(o["metadata"] or "") > max_bytes]
+def too_large(offset: Mapping, max_bytes: int) -> bool:
+    """Whether Kafka refuses this entry of a commit with OFFSET_METADATA_TOO_LARGE. Each entry is judged on its own
+    (a partition named twice may be refused once and stored once). Kafka compares the metadata's ``String.length()``
+    with ``offset.metadata.max.bytes`` (``OffsetMetadataManager.isMetadataInvalid``), so a non-ASCII character counts
+    once (twice outside the BMP), not by its UTF-8 bytes."""
+    return java_length(offset["metadata"] or "") > max_bytes
 
 
 def unknown_group_error(commit: Mapping) -> str:
@@ -47,8 +48,14 @@ def unknown_group_error(commit: Mapping) -> str:
 
 
 def expire_timestamp(retention_ms: int, commit_ts: int) -> int:
-    """The expiry a commit names (OffsetCommit v2-v4's retention time), or -1 for the broker's own rule."""
-    return commit_ts + retention_ms if retention_ms >= 0 else -1
+    """The expiry a commit names (OffsetCommit v2-v4's retention time), or -1 for the broker's own rule.
+
+    Only -1 means the broker's rule (``OffsetMetadataManager.expireTimestampMs``): any other retention, negative
+    ones too, is added to the commit time as Java adds longs, wrapping past the int64 range (an expiry in the past:
+    the offset goes at the next cleanup)."""
+    if retention_ms == -1:
+        return -1
+    return (commit_ts + retention_ms + 2**63) % 2**64 - 2**63
 
 
 def store(offsets: dict[Partition, CommittedOffset], group_id: str, requested: Iterable[Mapping], ts: int,

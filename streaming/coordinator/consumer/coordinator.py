@@ -824,13 +824,13 @@ class ConsumerGroupCoordinator:
         error = self._commit_error(group, e)
         if error is not None:
             return self._commit_answer(e, error)
-        too_large = set(O.too_large(e["offsets"], self.config.offset_metadata_max_bytes))
+        refused = [O.too_large(o, self.config.offset_metadata_max_bytes) for o in e["offsets"]]
         stored = self.offsets.setdefault(gid, {})
-        self._out += O.store(stored, gid, [o for o in e["offsets"] if (o["topic"], o["partition"]) not in too_large],
-                             self.now, e["retention_ms"])
+        self._out += O.store(stored, gid, [o for o, no in zip(e["offsets"], refused) if not no], self.now,
+                             e["retention_ms"])
         if not stored:
             del self.offsets[gid]
-        self._commit_answer(e, "NONE", too_large)
+        self._commit_answer(e, "NONE", refused)
         self._refresh_retention(gid)
 
     @staticmethod
@@ -853,14 +853,15 @@ class ConsumerGroupCoordinator:
             return "STALE_MEMBER_EPOCH"
         return None
 
-    def _commit_answer(self, e: dict, error: str, too_large: set = frozenset()) -> None:
+    def _commit_answer(self, e: dict, error: str, refused: list[bool] | None = None) -> None:
         """OffsetCommitResponse, shaped as the classic model's ``commit_response``: a request-level error is every
-        partition's error."""
+        partition's error; ``refused``: which entries' metadata was too large."""
+        refused = refused or [False] * len(e["offsets"])
         self._emit(e["group_id"], "commit_response", member_id=e["member_id"],
                    group_instance_id=e["group_instance_id"], error=error, partitions=[
                        [o["topic"], o["partition"], error if error != "NONE" else
-                        "OFFSET_METADATA_TOO_LARGE" if (o["topic"], o["partition"]) in too_large else "NONE"]
-                       for o in e["offsets"]])
+                        "OFFSET_METADATA_TOO_LARGE" if no else "NONE"]
+                       for o, no in zip(e["offsets"], refused)])
 
     @staticmethod
     def _retained(group: ConsumerGroup) -> set[str]:
