@@ -471,3 +471,24 @@ def test_a_commit_from_a_new_member_in_its_first_round_trades_its_join_timeout_f
     h.tick(10_000)
     assert newcomer not in h.group().members
     assert one(h.outputs, "member_expired", newcomer)["ts"] == h.now
+
+
+def test_a_stable_groups_offsets_expire_by_the_topics_subscribed_when_the_generation_began():
+    """ClassicGroup.offsetExpirationCondition spares, in a Stable consumer group, the topics of subscribedTopics --
+    computed in initNextGeneration (and at load) only. A static member restarted with other topics and the same
+    protocol changes no generation (updateStaticMemberThenRebalanceOrCompleteJoin), so the old topic is still the
+    subscribed one (testCleanupExpiredOffsets's isSubscribedToTopic rule). The state keeps it across a restart."""
+    h = Harness(offsets_retention_minutes=1)
+    h.join(instance_id="i1", protocols=[{"name": "range", "topics": ["t"]}], session=30_000)
+    h.tick(0)
+    member = h.leader()
+    h.sync(member, 1, instance_id="i1")
+    h.commit(member_id=member, generation=1, group_instance_id="i1", offsets=[("t", 0, 1), ("x", 0, 1)])
+    restarted = one(h.join(instance_id="i1", protocols=[{"name": "range", "topics": ["x"]}], session=30_000),
+                    "join_response")["member_id"]
+    assert h.state() == "Stable" and h.generation() == 1
+    h.coordinator = GroupCoordinator.from_bytes(h.coordinator.to_bytes(), h.config)
+    for _ in range(14):
+        h.tick(5_000)
+        h.heartbeat(restarted, 1, instance_id="i1")
+    assert set(h.coordinator.fetch_offsets("g")) == {("t", 0)}

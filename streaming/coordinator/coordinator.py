@@ -590,11 +590,13 @@ class GroupCoordinator(BrokerObserver):
         if not group.members:
             group.protocol_name = None
             group.leader_id = None
+            group.generation_topics = self._subscribed_now(group)
             self._state_change(group, S.EMPTY, "all members left")
             self._group_metadata_record(group)
             self._rebalance_record(group, {})
             return
         group.protocol_name = group.select_protocol()
+        group.generation_topics = self._subscribed_now(group)
         self._open_generation(group, "all members joined or the join timeout passed")
 
     def _open_generation(self, group: Group, reason: str) -> None:
@@ -936,6 +938,13 @@ class GroupCoordinator(BrokerObserver):
         self._respond(group, e, "commit_response", error,
                       partitions=[[o["topic"], o["partition"], error] for o in e["offsets"]])
 
+    @staticmethod
+    def _subscribed_now(group: Group) -> frozenset[str] | None:
+        """Kafka's computeSubscribedTopics: a consumer group's members' topics (none when it has no members)."""
+        if group.protocol_type != "consumer":
+            return None
+        return frozenset(group.subscribed_topics() or ()) if group.members else frozenset()
+
     def _retention_base(self, group: Group) -> tuple[str, set[str]] | None:
         """Kafka's KIP-211 rule: which timestamp an offset's retention counts from, and which topics are exempt."""
         if group.protocol_type is None:
@@ -943,7 +952,8 @@ class GroupCoordinator(BrokerObserver):
         if group.is_(S.EMPTY):
             return "state", set()                # consumers gone: from when the group became Empty
         if group.protocol_type == "consumer" and group.is_(S.STABLE):
-            return "commit", group.subscribed_topics() or set()  # only topics nobody subscribes to any more
+            # Only topics nobody subscribed to when the generation began.
+            return "commit", set(group.generation_topics or ())
         return None
 
     def _expiry_time(self, group: Group, o: CommittedOffset, base: str) -> int:
@@ -1053,6 +1063,7 @@ def _group_to_dict(g: Group) -> dict:
         "rebalance": None if rb is None else [rb.started_ts, rb.trigger, rb.detail, rb.join_completed_ts],
         "stable_owners": [[tp[0], tp[1], owner] for tp, owner in g.stable_owners.items()],
         "revoked_at": [[tp[0], tp[1], ts] for tp, ts in g.revoked_at.items()],
+        "generation_topics": None if g.generation_topics is None else sorted(g.generation_topics),
     }
 
 
@@ -1079,6 +1090,10 @@ def _group_from_dict(d: dict) -> Group:
     g.rebalance = None if d["rebalance"] is None else RebalanceInProgress(*d["rebalance"])
     g.stable_owners = {(t, p): owner for t, p, owner in d["stable_owners"]}
     g.revoked_at = {(t, p): ts for t, p, ts in d["revoked_at"]}
+    if "generation_topics" in d:
+        g.generation_topics = None if d["generation_topics"] is None else frozenset(d["generation_topics"])
+    else:   # a state from before they were kept: the members' topics now
+        g.generation_topics = GroupCoordinator._subscribed_now(g)
     return g
 
 
@@ -1111,6 +1126,7 @@ def _restore_metadata(group: Group, record: dict, now_ms: int) -> None:
     for m in group.members.values():
         for topic, partition in m.assignment:
             group.topics[topic] = max(group.topics.get(topic, 0), partition + 1)
+    group.generation_topics = GroupCoordinator._subscribed_now(group)   # as Kafka's loader computes them
     group.leader_id = record.get("leader") if group.members else None
     if group.members:
         group.state = S.STABLE

@@ -50,6 +50,10 @@ class Group:
     # took minutes to get through one round without it).
     membership_version: int = field(default=0, repr=False, compare=False)
     _subscribed: tuple | None = field(default=None, repr=False, compare=False)
+    # The topics the members subscribed to when the generation began (Kafka's subscribedTopics, computed in
+    # initNextGeneration and at load only): a Stable group's offsets of any other topic expire. A static member
+    # restarted with other topics and the same protocol changes the members, not this.
+    generation_topics: frozenset[str] | None = None
     # Timers (epoch ms, None = not armed).
     join_deadline: int | None = None
     initial_delay_remaining_ms: int | None = None                   # set while the initial delayed join runs
