@@ -9,7 +9,9 @@ Each consumer instantiates the returned class, so the per-member state Kafka kee
 generation, needed by the sticky assignors) lives in that instance.  Members advertise a
 ConsumerProtocolSubscription v3 (owned partitions, generation, rack), the same bytes a Java consumer sends, so
 Java and Python members can share a group.  For ``sticky`` the owned partitions also travel in Java's
-StickyAssignor user-data format, which is where Java's eager StickyAssignor looks for them.
+StickyAssignor user-data format, which is where Java's eager StickyAssignor looks for them (and the only place the
+leader reads them from, as Java's does); ``cooperative-sticky`` puts its generation in the user data as Java's does,
+for members whose subscription version carries none.
 
 Not covered: replica racks for KIP-881 (kafka-python's metadata has no rack per replica), so Range and the
 sticky assignors run without rack matching here; the consumer's own rack is still advertised.
@@ -26,6 +28,7 @@ from .base import COOPERATIVE, EAGER, Assignor, Subscription, TopicPartition
 from .registry import get_assignor
 
 _PROTOCOLS = {EAGER: RebalanceProtocol.EAGER, COOPERATIVE: RebalanceProtocol.COOPERATIVE}
+DEFAULT_GENERATION = -1   # what Kafka's sticky assignors take for a generation they cannot read
 
 
 # ---- Java StickyAssignor user data (STICKY_ASSIGNOR_USER_DATA_V1) ---------------------------------------------
@@ -95,6 +98,9 @@ class _Adapter(AbstractPartitionAssignor):
         user_data = self._user_data
         if self.name == "sticky" and user_data is None and self.generation is not None:
             user_data = encode_sticky_user_data(self.owned, self.generation)
+        elif self.name == "cooperative-sticky" and user_data is None:
+            # CooperativeStickyAssignor.subscriptionUserData: the generation, for leaders reading v0/v1 subscriptions
+            user_data = struct.pack(">i", -1 if self.generation is None else self.generation)
         return ConsumerProtocolSubscription(
             version=self.version,
             topics=sorted(topics),
@@ -134,11 +140,19 @@ class _Adapter(AbstractPartitionAssignor):
         ]
         generation = getattr(meta, "generation_id", -1)
         user_data = getattr(meta, "user_data", None)
-        if self.name == "sticky" and user_data:
-            # Java's eager StickyAssignor reads owned partitions and generation from its user data only
-            decoded = decode_sticky_user_data(bytes(user_data))
-            if decoded is not None:
-                owned, generation = decoded
+        if self.name == "sticky":
+            # Java's eager StickyAssignor.memberData reads owned partitions and generation from its user data only:
+            # none without it, none and generation -1 when it cannot be read.
+            owned, generation = [], None
+            if user_data:
+                owned, generation = decode_sticky_user_data(bytes(user_data)) or ([], DEFAULT_GENERATION)
+        elif self.name == "cooperative-sticky" and (generation is None or generation < 0):
+            # CooperativeStickyAssignor.memberData: a subscription without a generation (v0/v1) has it in the user
+            # data, an INT32; none without user data, -1 when it cannot be read.
+            generation = None
+            if user_data is not None:
+                data = bytes(user_data)
+                generation = struct.unpack_from(">i", data)[0] if len(data) >= 4 else DEFAULT_GENERATION
         return Subscription(
             list(meta.topics),
             owned,

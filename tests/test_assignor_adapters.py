@@ -41,6 +41,45 @@ def test_adapter_metadata_carries_owned_partitions_and_generation():
     decoded = ConsumerProtocolSubscription.decode(strategy.metadata({"t"}).encode())
     assert decoded.topics == ["t"] and decoded.generation_id == 4 and decoded.rack_id == "r1"
     assert [(tp.topic, tp.partitions) for tp in decoded.owned_partitions] == [("t", [0, 1])]
+    # CooperativeStickyAssignor.subscriptionUserData: the generation as an INT32 too, for leaders reading v0/v1.
+    assert decoded.user_data == b"\x00\x00\x00\x04"
+
+
+def _member(member_id: str, owned=(), generation=-1, user_data=None) -> object:
+    """A group member as kafka-python hands it to the leader's assign()."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, p in owned:
+        by_topic.setdefault(topic, []).append(p)
+    metadata = ConsumerProtocolSubscription(
+        version=1 if generation < 0 else 3, topics=["t"], user_data=user_data,
+        owned_partitions=[ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=ps)
+                          for t, ps in by_topic.items()], generation_id=generation, rack_id=None)
+    return type("Member", (), {"member_id": member_id, "group_instance_id": None, "metadata": metadata})()
+
+
+def _assign(name: str, members: list) -> dict[str, list]:
+    strategy = kafka_python_strategy(name)()
+    subscriptions = {m.member_id: strategy._subscription(m) for m in members}
+    return {m: sorted(map(tuple, tps)) for m, tps in strategy.assignor.assign({"t": 2}, subscriptions).items()}
+
+
+def test_eager_sticky_reads_what_a_member_owned_from_its_user_data_only():
+    """StickyAssignor.memberData (testMemberDataWillHonorUserData, testMemberDataWithInconsistentData): no user data
+    means nothing owned and no generation, whatever the subscription's own fields say; unreadable user data too."""
+    claims_t1 = dict(owned=[("t", 1)], generation=1)
+    for user_data in (None, b"", b"\x00\x01"):
+        assert _assign("sticky", [_member("c1", **claims_t1, user_data=user_data), _member("c2")]) == \
+            {"c1": [("t", 0)], "c2": [("t", 1)]}
+    sticky = encode_sticky_user_data([TopicPartition("t", 1)], 1)
+    assert _assign("sticky", [_member("c1", user_data=sticky), _member("c2")]) == {"c1": [("t", 1)], "c2": [("t", 0)]}
+
+
+def test_cooperative_sticky_takes_the_generation_from_user_data_when_the_subscription_has_none():
+    """CooperativeStickyAssignor.memberData (testMemberDataWithInconsistentData): a v0/v1 subscription carries its
+    generation in the user data; the higher one keeps a partition two members claim."""
+    members = [_member("consumer1", owned=[("t", 0)], user_data=b"\x00\x00\x00\x02"),
+               _member("consumer2", owned=[("t", 0), ("t", 1)], user_data=b"\x00\x00\x00\x01")]
+    assert _assign("cooperative-sticky", members) == {"consumer1": [("t", 0)], "consumer2": [("t", 1)]}
 
 
 # ---- live: real consumers in a group --------------------------------------------------------------------------
