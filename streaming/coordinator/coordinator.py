@@ -590,13 +590,11 @@ class GroupCoordinator(BrokerObserver):
         if not group.members:
             group.protocol_name = None
             group.leader_id = None
-            group.generation_topics = self._subscribed_now(group)
             self._state_change(group, S.EMPTY, "all members left")
             self._group_metadata_record(group)
             self._rebalance_record(group, {})
             return
         group.protocol_name = group.select_protocol()
-        group.generation_topics = self._subscribed_now(group)
         self._open_generation(group, "all members joined or the join timeout passed")
 
     def _open_generation(self, group: Group, reason: str) -> None:
@@ -694,6 +692,9 @@ class GroupCoordinator(BrokerObserver):
             m.assignment = sorted(set(assignment.get(m.member_id, [])))
             m.assignment_generation = group.generation
         self._group_metadata_record(group)
+        # Kafka fixes these when the generation begins; its members cannot change before it is Stable without a new
+        # round, so they are taken here, once for both modes (observed: the members the leader's assignment names).
+        group.generation_topics = self._subscribed_now(group)
         self._state_change(group, S.STABLE, f"leader {group.leader_id} sent the assignment")
         for m in group.members.values():
             old = set(previous[m.member_id])

@@ -186,7 +186,6 @@ class BrokerObserver:
             if member_id not in group.members:
                 self._stand_in(group, member_id, None).awaiting_sync = False
         group.leader_id = leader.member_id
-        group.generation_topics = self._subscribed_now(group)   # the generation's members, as the broker began it
         group.pending_sync, group.sync_deadline = [], None   # the leader's word settles the generation
         self._complete_sync(group, assignments)
         for m in on_the_way:
@@ -254,7 +253,6 @@ class BrokerObserver:
         group.initial_delay_remaining_ms = None
         group.generation, group.generation_ts = generation, ts
         group.protocol_name = protocol or self._observed_protocol(group)
-        group.generation_topics = self._subscribed_now(group)
         self._state_change(group, S.COMPLETING_REBALANCE, f"the broker completed the join of generation {generation}")
         if group.rebalance is not None:
             group.rebalance.join_completed_ts = group.clock
