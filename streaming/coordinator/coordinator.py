@@ -998,17 +998,19 @@ class GroupCoordinator(BrokerObserver):
             self._emit(group.group_id, "group_metadata", group.clock, tombstone=True)
 
     def _delete_group(self, group: Group | None, e: dict) -> None:
+        # DeleteGroups names no member: its answer has the consumer model's shape, whichever model holds the group.
+        ts = group.clock if group is not None else e.get("ts") or 0
         if group is None or group.is_(S.DEAD):
-            return self._respond(group, e, "delete_group_response", "GROUP_ID_NOT_FOUND")
+            return self._emit(e["group_id"], "delete_group_response", ts, error="GROUP_ID_NOT_FOUND")
         if not group.is_(S.EMPTY):
-            return self._respond(group, e, "delete_group_response", "NON_EMPTY_GROUP")
+            return self._emit(e["group_id"], "delete_group_response", ts, error="NON_EMPTY_GROUP")
         for tp in sorted(group.offsets):
             self._out.append(O.tombstone(group.group_id, group.clock, tp, "group deleted"))
         group.offsets.clear()
         self._state_change(group, S.DEAD, "group deleted")
         self._group_tombstone(group)
         del self.groups[group.group_id]
-        self._respond(group, e, "delete_group_response", "NONE")
+        self._emit(group.group_id, "delete_group_response", group.clock, error="NONE")
 
     # ================================================================ topic metadata
     def _topic_metadata(self, group: Group | None, e: dict) -> None:

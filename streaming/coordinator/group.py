@@ -177,12 +177,18 @@ class Group:
         if not self.members:
             raise IllegalGroupState(f"group {self.group_id}: cannot select a protocol for an empty group")
         candidates = self.candidate_protocols()
+        if not candidates:
+            # Kafka refuses a join whose protocols the group does not share, so it always has candidates. Observe
+            # mode admits the members a broker reported, whatever they sent: the protocols most members support.
+            most = max(self.protocol_counts.values(), default=0)
+            candidates = {name for name, count in self.protocol_counts.items() if count == most}
         votes = Counter()
         order: list[str] = []
         for m in self.members.values():
             name = m.vote(candidates)
-            votes[name] += 1
-            order.append(name)
+            if name is not None:
+                votes[name] += 1
+                order.append(name)
         best = None
         for name in hashmap_order(order):
             if best is None or votes[name] > votes[best]:

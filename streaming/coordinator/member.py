@@ -54,9 +54,10 @@ class Member:
     def protocol_names(self) -> list[str]:
         return [p.name for p in self.protocols]
 
-    def vote(self, candidates: set[str]) -> str:
-        """A member votes for the first protocol in its own preference order that every member supports."""
-        return next(p.name for p in self.protocols if p.name in candidates)
+    def vote(self, candidates: set[str]) -> str | None:
+        """A member votes for the first protocol in its own preference order that every member supports (None: it
+        supports none of them)."""
+        return next((p.name for p in self.protocols if p.name in candidates), None)
 
     def same_protocols(self, other: list[Protocol]) -> bool:
         """Kafka compares the whole (name, metadata) list byte for byte: a change in owned partitions, generation

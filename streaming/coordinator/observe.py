@@ -90,9 +90,11 @@ class BrokerObserver:
         member_id, generation = e["member_id"], e.get("generation")
         if not member_id:
             return False                      # asks for an id (KIP-394) or a static member's restart
+        if generation is not None and generation < 0:
+            generation = None                 # no broker answers a join with a negative generation: a request
         if generation is None:                # reported when sent: a request for the next round
-            if group is None:
-                return False
+            if group is None or _is_empty(group):
+                return False                  # a join to a group without members starts a round (Kafka's rules)
             member = group.members.get(member_id)
             if _ts(e, group) < group.generation_ts:   # sent for the round that has since completed
                 if member is None:
@@ -111,12 +113,8 @@ class BrokerObserver:
         if group is None:
             group = self._new_group(e)
             self._keep(group)
-        if generation < group.generation and group.is_(S.EMPTY) and not group.members \
-                and _ts(e, group) >= group.state_timestamp:
-            # Answered after the group emptied, in a lower generation: the broker dropped the group and numbers a new
-            # one from the start (Kafka 0.9 removes a group its last member left; its offsets stay).
-            group.generation = generation - 1
-        if generation < group.generation:
+        reopen = self._reopens(group, _ts(e, group))
+        if not reopen and (generation < group.generation or _is_empty(group)):
             if member_id in group.members:
                 self._refresh_member(group, group.members[member_id], e)
             return True                       # an answer from a round already past
@@ -127,7 +125,7 @@ class BrokerObserver:
             self._admit(group, member, f"adding new member {member_id}", _ts(e, group))
         else:
             self._refresh_member(group, member, e)
-        self._note_answer(group, generation, _ts(e, group), leader=e.get("leader"))
+        self._note_answer(group, generation, _ts(e, group), leader=e.get("leader"), reopen=reopen)
         if newcomer:   # the round its answer completed may have opened only now: a newcomer is its cause
             self._note_cause(group, "join", f"adding new member {member_id}", _ts(e, group))
         member.awaiting_join = member.is_new = False
@@ -136,17 +134,21 @@ class BrokerObserver:
 
     # --- SyncGroup ------------------------------------------------------------------------------------------
     def _observe_sync(self, group: Group | None, e: dict) -> bool:
-        if group is None or not e["member_id"]:
-            return False
-        if e["generation"] < group.generation:
+        if group is None or not e["member_id"] or e["generation"] < 0:
+            return False                      # not an answer a broker gives: Kafka's rules answer the request
+        reopen = self._reopens(group, _ts(e, group))
+        if not reopen and e["generation"] < group.generation:
             if e.get("assignments") is not None and e["generation"] > group.recorded_generation:
                 self._late_generation_record(group, e)
             return False                      # Kafka's answer to a stale request
+        if not reopen and _is_empty(group):
+            return False                      # sent before the group emptied: Kafka's answer (UNKNOWN_MEMBER_ID)
         member = group.members.get(e["member_id"])
         if member is None:
             member = self._stand_in(group, e["member_id"], e)
         leader = e["member_id"] if e.get("assignments") is not None else None
-        self._note_answer(group, e["generation"], _ts(e, group), leader=leader, protocol=e.get("protocol_name"))
+        self._note_answer(group, e["generation"], _ts(e, group), leader=leader, protocol=e.get("protocol_name"),
+                          reopen=reopen)
         if e["member_id"] in group.pending_sync:
             group.pending_sync.remove(e["member_id"])
         member.awaiting_join = member.is_new = False
@@ -166,7 +168,7 @@ class BrokerObserver:
         """The leader's SyncGroup: its assignment names the generation's members."""
         on_the_way = []
         for m in list(group.members.values()):
-            if m.member_id in assignments:
+            if m.member_id in assignments or m is leader:   # the leader is in its own generation, named or not
                 m.is_new = False
                 continue
             if m.is_new:                     # joined too late for this generation: it is in the next one
@@ -222,7 +224,9 @@ class BrokerObserver:
         if member is not None and not member.awaiting_join:
             self._extend_session(group, member)
         ts = _ts(e, group)
-        if e["member_id"] and e["generation"] >= 0:
+        if e["member_id"] and e["generation"] >= 0 and not _is_empty(group):
+            # (In a group without members a commit proves a generation the model cannot enter: nobody to put in it.
+            # The members' own reports will open it.)
             self._note_answer(group, e["generation"], ts)
         fresh = [o for o in e["offsets"] if (current := group.offsets.get((o["topic"], o["partition"]))) is None
                  or current.commit_timestamp <= ts]   # an older commit arriving late changes nothing
@@ -233,9 +237,10 @@ class BrokerObserver:
 
     # --- generations and members ----------------------------------------------------------------------------
     def _note_answer(self, group: Group, generation: int, ts: int, leader: str | None = None,
-                     protocol: str | None = None) -> None:
-        """The broker answered in ``generation``: move there if the model is behind."""
-        if generation > group.generation or (generation == group.generation and group.generation_ts < 0):
+                     protocol: str | None = None, reopen: bool = False) -> None:
+        """The broker answered in ``generation``: move there if the model is behind, or whatever the model's number
+        if the answer reopens a group the model saw empty."""
+        if reopen or generation > group.generation or (generation == group.generation and group.generation_ts < 0):
             self._enter_generation(group, generation, ts, protocol)   # (some brokers number the first 0)
         if generation == group.generation:
             group.generation_ts = min(group.generation_ts, ts) if group.generation_ts >= 0 else ts
@@ -244,9 +249,11 @@ class BrokerObserver:
 
     def _enter_generation(self, group: Group, generation: int, ts: int, protocol: str | None) -> None:
         """The broker completed a join round the model did not see complete: end it here, keeping every member
-        (the leader's SyncGroup will say who is in it)."""
+        (the leader's SyncGroup will say who is in it). Callers admit the answering member first."""
         if group.is_(S.COMPLETING_REBALANCE):
             self._release_deferred(group)     # the previous generation's leader was never heard from
+        if not group.members or group.group_id not in self.groups:
+            return                            # what waited emptied the group: nobody is left to be in it
         if not group.is_(S.PREPARING_REBALANCE):
             self._prepare_rebalance(group, REJOIN, f"the broker opened generation {generation}")
         group.join_deadline = None
@@ -272,6 +279,15 @@ class BrokerObserver:
         if group.protocol_name in candidates or not candidates:
             return group.protocol_name
         return group.select_protocol()
+
+    @staticmethod
+    def _reopens(group: Group, ts: int) -> bool:
+        """An answer at ``ts`` to a group the model saw empty, sent after it emptied: the broker went on with the
+        group (Kafka 0.9 drops a group its last member left and numbers a new one from the start; a later broker
+        may have kept members whose expiry the model inferred). The model follows the broker's generation, even a
+        lower one. An answer sent before the group emptied is from a round already past; a group that never had a
+        generation (made by a commit reported before its member's join) takes any."""
+        return _is_empty(group) and (ts >= group.state_timestamp or group.generation_ts < 0)
 
     def _admit(self, group: Group, member: Member, detail: str, ts: int) -> None:
         """A member the broker let in, whose round may already be over in the model."""
@@ -319,6 +335,10 @@ class BrokerObserver:
         rb = group.rebalance
         if rb is not None and rb.trigger == REJOIN and trigger != REJOIN:
             rb.trigger, rb.detail, rb.started_ts = trigger, detail, min(rb.started_ts, ts)
+
+
+def _is_empty(group: Group) -> bool:
+    return group.is_(S.EMPTY) and not group.members
 
 
 def _ts(e: dict, group: Group) -> int:
