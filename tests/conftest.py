@@ -84,6 +84,30 @@ def apache_kafka(request):
     kafka.stop()
 
 
+@pytest.fixture(scope="session")
+def apache_kafka4(request):
+    """Apache Kafka 4.x (``DEFAULT_VERSION`` of ``streaming/local/apache_kafka_kraft.py``): one KRaft node, jars from
+    Maven Central, with Kafka's current group coordinator (classic and consumer protocols) and ``__consumer_offsets``.
+    Clients negotiate their API versions (no ``api_version``). Group settings for quick tests: see the module."""
+    import shutil
+
+    from streaming.local.apache_kafka_kraft import kafka_jars, start_kraft_kafka
+    from streaming.local.broker import BrokerError
+
+    if shutil.which("java") is None:
+        pytest.skip("Apache Kafka needs Java and no 'java' is on PATH")
+    try:
+        kafka_jars()
+    except BrokerError as exc:   # mvn absent or Maven Central unreachable: nothing to run the broker from
+        pytest.skip(f"Apache Kafka 4 is not available here: {exc}")
+    kafka = start_kraft_kafka()
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"Apache Kafka {kafka.version} for this test run: {kafka.bootstrap}")
+    yield kafka
+    kafka.stop()
+
+
 @pytest.fixture
 def persistent_broker():
     """A broker whose log survives a restart on the same port (tests/persistent_broker.py): for broker outages."""
