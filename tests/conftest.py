@@ -108,6 +108,18 @@ def apache_kafka4(request):
     kafka.stop()
 
 
+@pytest.fixture(scope="session")
+def kafka_oracle_classpath(tmp_path_factory) -> str:
+    """Class path of the oracle programs (``tests/kafka_oracle/java``) compiled against Kafka's own jars -- the same
+    version and cache as ``apache_kafka4``'s; skipped, saying why, without a JDK or the jars."""
+    from tests.kafka_oracle.build import OracleUnavailable, build
+
+    try:
+        return build(tmp_path_factory.mktemp("kafka-oracle"))
+    except OracleUnavailable as exc:
+        pytest.skip(str(exc))
+
+
 @pytest.fixture
 def persistent_broker():
     """A broker whose log survives a restart on the same port (tests/persistent_broker.py): for broker outages."""

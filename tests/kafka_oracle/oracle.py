@@ -16,9 +16,14 @@ class KafkaError(Exception):
     """Kafka's assignor threw (its class and message)."""
 
 
+# Kafka's classes log (a sticky assignor's warnings about conflicting claims...) through log4j 2, whose default
+# configuration writes to stdout, where the answers go: no logging.
+JAVA = ["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Dlog4j2.level=OFF"]
+
+
 class _Jvm:
     def __init__(self, classpath: str, main: str):
-        self.process = subprocess.Popen(["java", "-cp", classpath, main], stdin=subprocess.PIPE,
+        self.process = subprocess.Popen([*JAVA, "-cp", classpath, main], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
 
     def ask(self, lines: list[str]) -> list[str]:
