@@ -1,4 +1,4 @@
-"""Kafka's assignors, compiled from Kafka's source by ``build.py``, answering the same inputs as ours.
+"""Kafka's assignors (compiled against Kafka's jars by ``build.py``) answering the same inputs as ours.
 
 One JVM per oracle, fed line by line (``java/ClientOracle.java``, ``java/ServerOracle.java``). Partition racks are
 given to Kafka as replicas on nodes with those racks (a partition on no rack: one replica without a rack).
