@@ -2,6 +2,11 @@
 ``__consumer_offsets`` holds what its group coordinator decided, in bytes our codec reads."""
 from __future__ import annotations
 
+import os
+import re
+import signal
+import subprocess
+import sys
 import time
 import uuid
 
@@ -9,6 +14,7 @@ from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 from kafka.coordinator.base import MemberState
 
 from offsets_store import decode_record, partition_for
+from streaming.local.broker import wait_until_ready
 
 
 def _consumers_until_stable(bootstrap: str, group: str, topic: str, count: int, timeout_s: float = 60.0):
@@ -69,3 +75,23 @@ def test_two_consumers_form_a_generation_the_broker_writes_to_consumer_offsets(a
     assert {m["client_id"] for m in last["members"]} == {"member-0", "member-1"}
     commits = [r for r in records if r["type"] == "offset_commit"]
     assert [(c["topic"], c["partition"], c["offset"], c["metadata"]) for c in commits] == [(topic, 0, 7, "m")]
+
+
+
+def test_the_broker_command_runs_kafka_4_until_interrupted(apache_kafka4):
+    """``rebalance-tracker broker --apache-kafka 4``: a broker that answers at the printed bootstrap, stopped by
+    Ctrl-C with its scratch directory. (``apache_kafka4``: only for its skip where Kafka 4 cannot run.)"""
+    proc = subprocess.Popen([sys.executable, "-m", "streaming", "broker", "--apache-kafka", "4"], text=True,
+                            stdout=subprocess.PIPE, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        out = "".join(proc.stdout.readline() for _ in range(3))
+        bootstrap = re.search(r"bootstrap=(127\.0\.0\.1:\d+)", out).group(1)
+        scratch = re.search(r"scratch dir (\S+?)\)", out).group(1)
+        assert f"Apache Kafka {apache_kafka4.version}" in out and os.path.isdir(scratch)
+        wait_until_ready(bootstrap, timeout_s=10)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+        assert not os.path.exists(scratch)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
