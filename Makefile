@@ -15,8 +15,11 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# BROKER=bundled (Tansu, or $$KAFKA_BOOTSTRAP) | apache-kafka-4 | apache-kafka-3.9 (KRaft, jars from Maven via mvn)
+BROKER ?= bundled
+
 demo: $(STAMP)
-	$(VENV)/bin/rebalance-tracker demo
+	$(VENV)/bin/rebalance-tracker demo --broker $(BROKER)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -84,6 +84,42 @@ def apache_kafka(request):
     kafka.stop()
 
 
+@pytest.fixture(scope="session")
+def apache_kafka4(request):
+    """Apache Kafka 4.x (``DEFAULT_VERSION`` of ``streaming/local/apache_kafka_kraft.py``): one KRaft node, jars from
+    Maven Central, with Kafka's current group coordinator (classic and consumer protocols) and ``__consumer_offsets``.
+    Clients negotiate their API versions (no ``api_version``). Group settings for quick tests: see the module."""
+    import shutil
+
+    from streaming.local.apache_kafka_kraft import kafka_jars, start_kraft_kafka
+    from streaming.local.broker import BrokerError
+
+    if shutil.which("java") is None:
+        pytest.skip("Apache Kafka needs Java and no 'java' is on PATH")
+    try:
+        kafka_jars()
+    except BrokerError as exc:   # mvn absent or Maven Central unreachable: nothing to run the broker from
+        pytest.skip(f"Apache Kafka 4 is not available here: {exc}")
+    kafka = start_kraft_kafka()
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"Apache Kafka {kafka.version} for this test run: {kafka.bootstrap}")
+    yield kafka
+    kafka.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_oracle_classpath(tmp_path_factory) -> str:
+    """Class path of the oracle programs (``tests/kafka_oracle/java``) compiled against Kafka's own jars -- the same
+    version and cache as ``apache_kafka4``'s; skipped, saying why, without a JDK or the jars."""
+    from tests.kafka_oracle.build import OracleUnavailable, build
+
+    try:
+        return build(tmp_path_factory.mktemp("kafka-oracle"))
+    except OracleUnavailable as exc:
+        pytest.skip(str(exc))
+
+
 @pytest.fixture
 def persistent_broker():
     """A broker whose log survives a restart on the same port (tests/persistent_broker.py): for broker outages."""

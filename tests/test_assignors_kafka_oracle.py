@@ -1,17 +1,14 @@
-"""Our assignors against Kafka's own, compiled from Kafka's source (``tests/kafka_oracle``), on random inputs.
+"""Our assignors against Kafka's own classes, on random inputs: the client assignors (``kafka-clients``) and the group
+coordinator's (``kafka-group-coordinator``), from the Maven jars of the broker the tests run (fixture
+``kafka_oracle_classpath``, ``tests/kafka_oracle``; skipped only without a JDK or the jars).
 
-Needs a Kafka source tree and the slf4j-api jar, which this repository does not ship and CI does not fetch:
-
-    KAFKA_SOURCE=/path/to/kafka SLF4J_API_JAR=/path/to/slf4j-api-1.7.36.jar pytest tests/test_assignors_kafka_oracle.py
-
-(``KAFKA_SOURCE`` may be a bare git repository.) Without them the tests skip. Last run 2026-11-25 against apache/kafka
-trunk of 2024-10-25 (1eb7644): Range and RoundRobin agree member by member and in order; CooperativeSticky agrees
-as sets (we return each member's partitions sorted); the group coordinator's Uniform and Range agree.
+Against Kafka 4.4.0: Range and RoundRobin agree member by member and in order; CooperativeSticky agrees as sets (we
+return each member's partitions sorted); the coordinator's Range agrees, and its Uniform on heterogeneous groups.
+Uniform on homogeneous groups agrees with Kafka 4.0 and not with 4.1+ (see the expected failure below).
 """
 from __future__ import annotations
 
 import base64
-import os
 import random
 
 import pytest
@@ -19,34 +16,25 @@ import pytest
 from assignors import Subscription, TopicPartition, get_assignor
 from assignors.server import GroupSpec, MemberSubscription, SubscribedTopicDescriber, TopicMetadata
 from assignors.server import get_server_assignor
+from assignors.server.types import HETEROGENEOUS, HOMOGENEOUS
 
 MEMBER_IDS = ["a", "b", "c", "x", "aa", "m1", "m2", "zz", "c0", "c1", "Aa", "BB"]
 
 
 @pytest.fixture(scope="module")
-def classpath(tmp_path_factory) -> str:
-    source, slf4j = os.environ.get("KAFKA_SOURCE"), os.environ.get("SLF4J_API_JAR")
-    if not source or not slf4j:
-        pytest.skip("set KAFKA_SOURCE (a Kafka source tree) and SLF4J_API_JAR to compare with Kafka's assignors")
-    from tests.kafka_oracle.build import build
-
-    return str(build(source, slf4j, tmp_path_factory.mktemp("kafka-oracle")))
-
-
-@pytest.fixture(scope="module")
-def client(classpath):
+def client(kafka_oracle_classpath):
     from tests.kafka_oracle.oracle import ClientOracle
 
-    oracle = ClientOracle(classpath)
+    oracle = ClientOracle(kafka_oracle_classpath)
     yield oracle
     oracle.close()
 
 
 @pytest.fixture(scope="module")
-def server(classpath):
+def server(kafka_oracle_classpath):
     from tests.kafka_oracle.oracle import ServerOracle
 
-    oracle = ServerOracle(classpath)
+    oracle = ServerOracle(kafka_oracle_classpath)
     yield oracle
     oracle.close()
 
@@ -148,15 +136,55 @@ def server_group(rng: random.Random):
     return topics, members
 
 
-@pytest.mark.parametrize("name", ["uniform", "range"])
-def test_server_assignors_give_kafkas_target_assignment(server, name):
+def _compare_server_assignor(oracle, name: str, subscription_types: set[str]) -> int:
+    """Ours against ``oracle``'s on the random groups of those subscription types; returns how many."""
     ours = get_server_assignor(name)
+    compared = 0
     for seed in range(400):
         topics, members = server_group(random.Random(seed))
         describer = SubscribedTopicDescriber([TopicMetadata(t, f"topic{i}", n)
                                               for i, (t, n) in enumerate(topics.items())])
         spec = GroupSpec(members, describer)
+        if spec.subscription_type not in subscription_types:
+            continue
         result = {m: {t: frozenset(ps) for t, ps in parts.items() if ps}
                   for m, parts in ours.assign(spec, describer).items()}
-        expected = server.assign(name, topics, spec.members, spec.subscription_type)
+        expected = oracle.assign(name, topics, spec.members, spec.subscription_type)
         assert {m: result.get(m, {}) for m in members} == expected, f"seed {seed}"
+        compared += 1
+    return compared
+
+
+@pytest.mark.parametrize("name", ["uniform", "range"])
+def test_server_assignors_give_kafkas_target_assignment(server, name):
+    """Range on every group; Uniform on heterogeneous subscriptions (homogeneous ones: the next two tests)."""
+    types = {HOMOGENEOUS, HETEROGENEOUS} if name == "range" else {HETEROGENEOUS}
+    assert _compare_server_assignor(server, name, types) >= 150
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "Kafka 4.1 changed UniformHomogeneousAssignmentBuilder: a member with nothing left to keep gives up its extra "
+    "partition unless it is among the last members that must take one; ours does as 4.0 did. Smallest case: one "
+    "topic of 1 partition, members d then a (GroupSpec order), no current assignment: Kafka 4.1-4.4 give the "
+    "partition to a, ours (and Kafka 4.0) to d. 123 of the 219 homogeneous groups here differ."))
+def test_server_uniform_on_homogeneous_groups_gives_the_brokers_target_assignment(server):
+    _compare_server_assignor(server, "uniform", {HOMOGENEOUS})
+
+
+@pytest.fixture(scope="module")
+def server_kafka_4_0(tmp_path_factory):
+    from tests.kafka_oracle.build import OracleUnavailable, build
+    from tests.kafka_oracle.oracle import ServerOracle
+
+    try:
+        classpath = build(tmp_path_factory.mktemp("kafka-4.0-oracle"), "4.0.0", ["ServerOracle"])
+    except OracleUnavailable as exc:
+        pytest.skip(str(exc))
+    oracle = ServerOracle(classpath)
+    yield oracle
+    oracle.close()
+
+
+def test_server_uniform_on_homogeneous_groups_gives_kafka_4_0s_target_assignment(server_kafka_4_0):
+    """What our Uniform models on homogeneous groups: Kafka 4.0's builder (every one of the random groups)."""
+    assert _compare_server_assignor(server_kafka_4_0, "uniform", {HOMOGENEOUS}) >= 150

@@ -8,6 +8,7 @@ import sys
 import textwrap
 import time
 
+import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from streaming.local.broker import kafka_broker, start_bundled_broker
@@ -70,6 +71,38 @@ def test_broker_dies_with_a_killed_owner(tmp_path):
     owner.send_signal(signal.SIGKILL)
     owner.wait()
     assert _wait_dead(broker_pid), "broker outlived its SIGKILLed owner"
+
+
+@pytest.mark.parametrize("signal_", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_a_scratch_dir_goes_with_its_processes_when_the_owner_is_killed(tmp_path, signal_):
+    """The Java services' scratch directory (streaming/local/jvm.py) is removed even when its owner cannot do it:
+    its process (here a stand-in, tied to the owner as a broker is) stops with the owner, then the directory goes."""
+    info = tmp_path / "info"
+    script = textwrap.dedent(f"""
+        import subprocess, time
+        from streaming.local.broker import _die_with_parent
+        from streaming.local.jvm import ScratchDir
+        scratch = ScratchDir("scratch-test-")
+        (scratch.path / "data").write_text("x")
+        child = subprocess.Popen(["sleep", "600"], preexec_fn=_die_with_parent)
+        scratch.watch(child.pid)
+        open({str(info)!r}, "w").write(f"{{scratch.path}} {{child.pid}}")
+        time.sleep(60)
+    """)
+    owner = subprocess.Popen([sys.executable, "-c", script], cwd=os.getcwd())
+    deadline = time.monotonic() + 30
+    while not info.exists() or not info.read_text():
+        assert time.monotonic() < deadline, "owner never made its scratch dir"
+        time.sleep(0.05)
+    path, pid = info.read_text().split()
+    assert os.path.isdir(path) and _alive(int(pid))
+    owner.send_signal(signal_)
+    owner.wait()
+    assert _wait_dead(int(pid)), "the owner's process outlived it"
+    deadline = time.monotonic() + 10
+    while os.path.exists(path):
+        assert time.monotonic() < deadline, "the scratch dir outlived its owner"
+        time.sleep(0.05)
 
 
 def test_kafka_broker_prefers_kafka_bootstrap(monkeypatch):

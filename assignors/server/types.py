@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..base import java_string_hash
+
+_URL_SAFE_BASE64 = re.compile(r"[A-Za-z0-9_-]*={0,2}")
 
 HOMOGENEOUS = "Homogeneous"
 HETEROGENEOUS = "Heterogeneous"
@@ -46,7 +49,10 @@ def parse_uuid(value: str) -> tuple[int, int] | None:
 
     Returns None for a string that is not a Kafka Uuid.
     """
-    if not isinstance(value, str) or len(value) > 24:
+    # Java's URL-safe decoder: no '+' or '/' (b64decode with altchars would take them too); padding optional,
+    # but when present it must complete the last group of four.
+    if not isinstance(value, str) or len(value) > 24 or not _URL_SAFE_BASE64.fullmatch(value) or \
+            ("=" in value and len(value) % 4):
         return None
     try:
         raw = base64.b64decode(value + "=" * (-len(value) % 4), altchars=b"-_", validate=True)

@@ -1,6 +1,7 @@
 """``rebalance-tracker demo``: broker + simulated consumer groups + the tracker + a live table, until Ctrl-C.
 
-Everything runs locally: the bundled broker (or ``$KAFKA_BOOTSTRAP``), a seeded simulation publishing protocol
+Everything runs locally: the bundled broker (or ``$KAFKA_BOOTSTRAP``; or, with ``--broker apache-kafka-4``, Apache
+Kafka 4 in KRaft mode from Maven jars), a seeded simulation publishing protocol
 events in real time, and the Structured Streaming tracker reading them back, with its offsets store and checkpoint
 in a fresh directory under ``data/demo-*``.
 """
@@ -17,8 +18,18 @@ import time
 from streaming.feeds.simulator import SimulationSettings, Simulator
 
 
+def _broker(value: str) -> str:
+    if value == "bundled" or (value.startswith("apache-kafka-") and value != "apache-kafka-0.9"):
+        return value
+    raise argparse.ArgumentTypeError("bundled, apache-kafka-4, apache-kafka-3.9 or apache-kafka-VERSION (3.9 on)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rebalance-tracker demo", description=__doc__.splitlines()[0])
+    p.add_argument("--broker", type=_broker, default="bundled", metavar="BROKER",
+                   help="bundled (the default: Tansu, or $KAFKA_BOOTSTRAP when set); apache-kafka-4 (4.4.0), "
+                        "apache-kafka-3.9 (3.9.2) or apache-kafka-VERSION: Apache Kafka in KRaft mode on loopback, "
+                        "its jars fetched from Maven Central with mvn on first use")
     p.add_argument("--groups", type=int, default=4)
     p.add_argument("--members", type=int, default=3)
     p.add_argument("--seed", type=int, default=7)
@@ -51,7 +62,14 @@ def _demo(argv: list[str] | None) -> int:
     events_topic = "rebalance-events"
     with contextlib.ExitStack() as stack:
         print("starting the broker…", flush=True)
-        bootstrap, source = stack.enter_context(kafka_broker(prefer="external"))  # $KAFKA_BOOTSTRAP or bundled
+        if args.broker == "bundled":
+            bootstrap, source = stack.enter_context(kafka_broker(prefer="external"))  # $KAFKA_BOOTSTRAP or bundled
+        else:
+            from streaming.local.apache_kafka_kraft import start_kraft_kafka
+
+            kafka = start_kraft_kafka(args.broker.removeprefix("apache-kafka-"))
+            stack.callback(kafka.stop)
+            bootstrap, source = kafka.bootstrap, f"Apache Kafka {kafka.version}"
         print(f"broker: {source} at {bootstrap}", flush=True)
         print("starting Spark (the first start takes a few seconds)…", flush=True)
         spark = build_spark_session("rebalance-tracker-demo", master=args.master, conf=parse_conf(args.conf))

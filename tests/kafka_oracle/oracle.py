@@ -1,4 +1,4 @@
-"""Kafka's assignors, compiled from Kafka's source by ``build.py``, answering the same inputs as ours.
+"""Kafka's assignors (compiled against Kafka's jars by ``build.py``) answering the same inputs as ours.
 
 One JVM per oracle, fed line by line (``java/ClientOracle.java``, ``java/ServerOracle.java``). Partition racks are
 given to Kafka as replicas on nodes with those racks (a partition on no rack: one replica without a rack).
@@ -16,9 +16,14 @@ class KafkaError(Exception):
     """Kafka's assignor threw (its class and message)."""
 
 
+# Kafka's classes log (a sticky assignor's warnings about conflicting claims...) through log4j 2, whose default
+# configuration writes to stdout, where the answers go: no logging.
+JAVA = ["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Dlog4j2.level=OFF"]
+
+
 class _Jvm:
     def __init__(self, classpath: str, main: str):
-        self.process = subprocess.Popen(["java", "-cp", classpath, main], stdin=subprocess.PIPE,
+        self.process = subprocess.Popen([*JAVA, "-cp", classpath, main], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
 
     def ask(self, lines: list[str]) -> list[str]:

@@ -48,6 +48,7 @@ public class ServerOracle {
                         public Collection<String> memberIds() { return ss.keySet(); }
                         public SubscriptionType subscriptionType() { return type; }
                         public boolean isPartitionAssigned(Uuid t, int p) { Map<Integer, String> m = inverted.get(t); return m != null && m.containsKey(p); }
+                        public boolean isPartitionAssignable(Uuid t, int p) { return true; }   // GroupSpecImpl, when no partition is withheld
                         public MemberSubscription memberSubscription(String id) { return ss.get(id); }
                         public MemberAssignment memberAssignment(String id) { return new MemberAssignmentImpl(Collections.unmodifiableMap(ow.getOrDefault(id, Collections.emptyMap()))); }
                     };

@@ -1,0 +1,107 @@
+"""Java's and Kafka's own classes answer what our code computes by hand (``tests/kafka_oracle/java/HashOracle.java``,
+one JVM for the module, Kafka's jars from Maven): ``String.hashCode`` (three copies of it here), the
+``__consumer_offsets`` partition of a group (``Utils.abs(groupId.hashCode()) % partitions``), Kafka's ``Uuid``
+(parsing, ``hashCode``, ``compareTo``) and ``TopicPartition.hashCode``, and the iteration order of ``HashSet``s of
+them, built from a collection or added to one by one. (``HashMap<String, ...>`` order: ``test_javahash_jvm.py``.)
+"""
+from __future__ import annotations
+
+import base64
+import random
+import subprocess
+
+import pytest
+
+from assignors.base import (TopicPartition, java_hash_order, java_hashset_capacity_from_collection,
+                            java_string_hash, java_topic_partition_hash)
+from assignors.server.types import parse_uuid, uuid_hash, uuid_sort_key
+from offsets_store import partition_for
+from offsets_store.partitioning import java_string_hash as partitioning_string_hash
+from streaming.coordinator.javahash import string_hash
+from tests.kafka_oracle.oracle import JAVA
+
+PARTITION_COUNTS = [1, 3, 7, 50, 64, 1000, 2**31 - 1]
+TEXT = "abcdefghijklmnopqrstuvwxyz0123456789-_.éß漢😀"
+
+
+def _text(rng: random.Random) -> str:
+    if rng.random() < 0.5:
+        return f"consumer-{rng.randrange(100)}-{rng.getrandbits(64):016x}"
+    return "".join(rng.choice(TEXT) for _ in range(rng.randrange(0, 16)))
+
+
+def _uuid_texts(rng: random.Random) -> list[str]:
+    """Kafka Uuids, and strings Uuid.fromString must refuse or read leniently: wrong lengths, padding, the
+    standard alphabet, spare low bits set in the last character."""
+    texts = [base64.urlsafe_b64encode(rng.randbytes(16)).decode().rstrip("=") for _ in range(300)]
+    texts += ["AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAQ", "AAAAAAAAAAAAAAAAAAAAAQ==", "AAAAAAAAAAAAAAAAAAAAAR",
+              "_____________________w", "_____________________-", "gAAAAAAAAAAAAAAAAAAAAA", "topic1", "",
+              "AAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAA+/",
+              "AAAAAAAAAAAAAAAAAAAAAQ=", "AAAAAAAAAAAAAAAAAAAA AQ", "AAAAAAAAAAAAAAAAAAAAAAAAA"]
+    return texts
+
+
+@pytest.fixture(scope="module")
+def kafka(kafka_oracle_classpath):
+    rng = random.Random(5)
+    groups = [_text(rng) for _ in range(600)] + ["", "polygenelubricants", "Aa", "BB", "😀"]
+    uuid_texts = _uuid_texts(rng)
+    valid = [t for t in uuid_texts[:300]]
+    uuid_sets = [rng.sample(valid, rng.choice([1, 2, 5, 12, 13, 25, 49, 97, 200])) for _ in range(60)]
+    topics = [_text(rng) or "t" for _ in range(40)]
+    tp_sets = [list(dict.fromkeys(TopicPartition(rng.choice(topics), rng.randrange(0, rng.choice([8, 100, 10_000])))
+                                  for _ in range(rng.choice([1, 3, 12, 13, 40, 97, 300]))))
+               for _ in range(60)]
+    lines = [f"group\t{g.encode().hex()}\t" + "\t".join(map(str, PARTITION_COUNTS)) for g in groups]
+    lines += [f"uuid\t{t}" for t in uuid_texts]
+    lines += [f"uuids\t{','.join(s)}" for s in uuid_sets]
+    lines += [f"partitions\t{','.join(f'{tp.topic.encode().hex()}:{tp.partition}' for tp in s)}" for s in tp_sets]
+    out = subprocess.run([*JAVA, "-cp", kafka_oracle_classpath, "HashOracle"], input="\n".join(lines) + "\n",
+                         capture_output=True, text=True, check=True, timeout=120).stdout.splitlines()
+    assert len(out) == len(lines) and not [a for a in out if a.startswith("error")], out[:3]
+    answers = iter(out)
+    return {"groups": [(g, next(answers).split("\t")) for g in groups],
+            "uuid": [(t, next(answers)) for t in uuid_texts],
+            "uuids": [(s, next(answers).split("\t")) for s in uuid_sets],
+            "partitions": [(s, next(answers).split("\t")) for s in tp_sets]}
+
+
+def test_string_hash_and_the_offsets_partition_of_a_group_are_kafkas(kafka):
+    for group, (hash_code, *partitions) in kafka["groups"]:
+        assert java_string_hash(group) == partitioning_string_hash(group) == string_hash(group) == int(hash_code), \
+            group
+        assert [partition_for(group, n) for n in PARTITION_COUNTS] == [int(p) for p in partitions], group
+
+
+def test_uuid_parsing_hash_and_bits_are_kafkas(kafka):
+    valid = 0
+    for text, answer in kafka["uuid"]:
+        if answer == "invalid":
+            assert parse_uuid(text) is None, text
+            continue
+        hash_code, most, least = map(int, answer.split("\t"))
+        assert parse_uuid(text) == (most, least), text
+        assert uuid_hash(text) == hash_code, text
+        valid += 1
+    assert valid >= 300
+
+
+def _hashset_orders(items: list, hash_fn) -> tuple[list, list]:
+    """``new HashSet<>(items)`` and a default ``HashSet`` added to in order."""
+    return (java_hash_order(items, hash_fn, java_hashset_capacity_from_collection(len(items))),
+            java_hash_order(items, hash_fn))
+
+
+def test_uuid_order_and_hashset_orders_are_javas(kafka):
+    for ids, (ordered, from_collection, added) in kafka["uuids"]:
+        assert sorted(ids, key=uuid_sort_key) == ordered.split(",")
+        assert _hashset_orders(ids, uuid_hash) == (from_collection.split(","), added.split(","))
+
+
+def test_topic_partition_hash_and_hashset_orders_are_kafkas(kafka):
+    def parse(text: str) -> list[TopicPartition]:
+        return [TopicPartition(bytes.fromhex(t).decode(), int(p)) for t, p in (x.split(":") for x in text.split(","))]
+
+    for tps, (hashes, from_collection, added) in kafka["partitions"]:
+        assert [java_topic_partition_hash(tp) for tp in tps] == [int(h) for h in hashes.split(",")]
+        assert _hashset_orders(tps, java_topic_partition_hash) == (parse(from_collection), parse(added))
