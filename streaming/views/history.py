@@ -76,7 +76,7 @@ class Generation:
     join_completed_ts: int | None
     completed_ts: int
     duration_ms: int | None
-    partitions_moved: int
+    partitions_moved: int | None
     max_partition_unavailable_ms: int | None
     members: list[str]                            # lanes, in the coordinator's member order
     owners: dict[str, list[Partition]]            # lane -> partitions after this rebalance
@@ -389,7 +389,7 @@ class HistoryBuilder:
             trigger_detail=o.get("trigger_detail") or "", protocol=o.get("assignor" if consumer else "protocol"),
             rebalance_protocol=o.get("rebalance_protocol") or "eager", leader=o.get("leader"),
             started_ts=o.get("started_ts", ts), join_completed_ts=o.get("join_completed_ts"), completed_ts=ts,
-            duration_ms=o.get("duration_ms"), partitions_moved=o.get("partitions_moved", 0),
+            duration_ms=o.get("duration_ms"), partitions_moved=o.get("partitions_moved"),
             max_partition_unavailable_ms=o.get("max_partition_unavailable_ms",
                                                max_known(u.unavailable_ms for u in spans)),
             members=lanes, owners=owners, changes=ownership_changes(previous, owners),

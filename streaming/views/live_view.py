@@ -194,7 +194,8 @@ class LiveView:
                 rows.append((g.group_id, g.state, f"e{g.generation}" if g.consumer else str(g.generation),
                              g.protocol or ("consumer" if g.consumer else "-"), members,
                              str(g.rebalances), when, g.last_trigger or "-", took,
-                             "-" if g.last_moved is None else str(g.last_moved), str(g.expired),
+                             "-" if not g.rebalances else "?" if g.last_moved is None else str(g.last_moved),
+                             str(g.expired),
                              str(len(g.committed))))
             more = f"... and {len(self.groups) - self.max_rows} more groups" \
                 if len(self.groups) > self.max_rows else None

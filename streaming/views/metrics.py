@@ -187,7 +187,8 @@ class Metrics:
         elif kind == "rebalance":
             self.rebalances.labels(group_id).inc()
             self.triggers.labels(group_id, o.get("trigger") or "unknown").inc()
-            self.moved.labels(group_id).inc(int(o.get("partitions_moved") or 0))
+            if o.get("partitions_moved") is not None:
+                self.moved.labels(group_id).inc(int(o["partitions_moved"]))
             if o.get("duration_ms") is not None:
                 self.rebalance_duration.labels(group_id).observe(int(o["duration_ms"]) / 1000)
             for span in spans_of(o):

@@ -138,8 +138,8 @@ def render_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
         el.append(f'<rect class="rebalance" data-generation="{g.generation}" x="{x_a}" y="{AXIS_H}" '
                   f'width="{max(x_b - x_a, 2)}" height="{bottom - AXIS_H}" fill="{fill}" fill-opacity="0.55">'
                   f'<title>{"group epoch" if h.is_consumer else "generation"} {g.generation}: '
-                  f'{escape(g.trigger)} — {shown(g.duration_ms, "unknown")} ms, {g.partitions_moved} partitions moved'
-                  f'</title></rect>')
+                  f'{escape(g.trigger)} — {shown(g.duration_ms, "unknown")} ms, '
+                  f'{shown(g.partitions_moved, "unknown")} partitions moved</title></rect>')
     open_since = h.rebalance_in_progress_since if not h.is_consumer else _consumer_open_since(h)
     if open_since is not None:
         el.append(f'<rect class="rebalance open" x="{x(open_since)}" y="{AXIS_H}" '
@@ -341,7 +341,7 @@ def figures_summary(h: GroupHistory) -> dict[str, object]:
         "rebalances": len(gens),
         "time rebalancing (ms)": shown(sum_known(g.duration_ms for g in gens), "unknown"),
         "longest rebalance (ms)": shown(max_known(g.duration_ms for g in gens), "unknown"),
-        "partitions moved": sum(g.partitions_moved for g in gens),
+        "partitions moved": shown(sum_known(g.partitions_moved for g in gens), "unknown"),
         "max partition unavailability (ms)": shown(max_known(u.unavailable_ms for u in spans), "unknown"),
         "partition unavailability (partition·s)": shown(None if unavailable is None else round(unavailable / 1000, 1),
                                                         "unknown"),
@@ -458,7 +458,7 @@ def render_html(h: GroupHistory, title: str | None = None) -> str:
     gens = h.generations
     gen_rows = [[g.generation, g.trigger, g.trigger_detail, g.protocol or "", g.rebalance_protocol,
                  _member_label(h, g.leader), len(g.members), iso(g.started_ts) or "unknown", shown(g.duration_ms),
-                 *_phase_ms(g), g.partitions_moved, shown(g.max_partition_unavailable_ms), g.partition_count,
+                 *_phase_ms(g), shown(g.partitions_moved), shown(g.max_partition_unavailable_ms), g.partition_count,
                  g.balance] for g in gens]
     move_rows = [[g.generation, iso(g.completed_ts), _label(h, src), _label(h, dst), len(parts), _partitions(parts)]
                  for g in gens for (src, dst), parts in _grouped_changes(g).items()]
@@ -473,7 +473,7 @@ def render_html(h: GroupHistory, title: str | None = None) -> str:
     consumer = h.is_consumer
     if consumer:
         gen_rows = [[g.generation, g.trigger, g.trigger_detail, g.protocol or "", len(g.members),
-                     iso(g.started_ts) or "unknown", shown(g.duration_ms), g.partitions_moved,
+                     iso(g.started_ts) or "unknown", shown(g.duration_ms), shown(g.partitions_moved),
                      shown(g.max_partition_unavailable_ms), g.partition_count, g.balance] for g in gens]
         gen_table = _table("Rebalances (group epoch bumped until Stable or Empty)", [
             "epoch", "trigger", "detail", "assignor", "members", "started", "duration ms", "partitions moved",

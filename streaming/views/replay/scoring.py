@@ -17,7 +17,7 @@ class Score:
     """The figures of docs/figures.md over every group of one replay; None: unknown."""
     assignor: str
     rebalances: int
-    partitions_moved: int
+    partitions_moved: int | None
     worst_balance: int            # max − min partitions per member, worst settled rebalance of any group
     final_balance: int            # the same, after each group's last settled rebalance
     total_rebalance_ms: int | None
@@ -50,7 +50,7 @@ def score(assignor: str, outputs: list[dict], group_id: str | None = None) -> Sc
     spans = [u for g in gens for u in g.spans]
     durations = [g.duration_ms for g in gens]
     return Score(
-        assignor=assignor, rebalances=len(gens), partitions_moved=sum(g.partitions_moved for g in gens),
+        assignor=assignor, rebalances=len(gens), partitions_moved=sum_known(g.partitions_moved for g in gens),
         worst_balance=max(settled, default=0), final_balance=max((b for b in finals if b is not None), default=0),
         total_rebalance_ms=sum_known(durations), max_rebalance_ms=max_known(durations),
         max_unavailable_ms=max_known(u.unavailable_ms for u in spans),
