@@ -146,8 +146,11 @@ class Ledger:
 
     # ------------------------------------------------------------------ serialisation (msgpack / JSON friendly)
     def to_dict(self) -> dict:
-        d: dict = {"owners": [[t, p, o] for (t, p), o in self.owners.items()],
-                   "holder": [[t, p, o] for (t, p), o in self.holder.items()],
+        # Between rebalances every partition is held by its settled owner: only the differences are kept (None: not
+        # held), so a big group's state does not carry its assignment twice.
+        changed = [[t, p, self.holder.get((t, p))] for (t, p) in sorted(self.owners.keys() | self.holder.keys())
+                   if self.holder.get((t, p)) != self.owners.get((t, p))]
+        d: dict = {"owners": [[t, p, o] for (t, p), o in self.owners.items()], "holder_changes": changed,
                    "released": [[t, p, ts, clock] for (t, p), (ts, clock) in self.released.items()],
                    "empty_ms": self.empty_ms}
         if self.empty_since is not None:
@@ -160,9 +163,15 @@ class Ledger:
     def from_dict(cls, d: dict) -> "Ledger":
         ledger = cls()
         ledger.owners = {(t, int(p)): o for t, p, o in d.get("owners", [])}
-        for t, p, o in d.get("holder", []):
-            ledger.holder[(t, int(p))] = o
-            ledger.held.setdefault(o, set()).add((t, int(p)))
+        holder = dict(ledger.owners)
+        for t, p, o in d.get("holder_changes", []):
+            if o is None:
+                holder.pop((t, int(p)), None)
+            else:
+                holder[(t, int(p))] = o
+        for tp, o in holder.items():
+            ledger.holder[tp] = o
+            ledger.held.setdefault(o, set()).add(tp)
         ledger.released = {(t, int(p)): (ts, clock) for t, p, ts, clock in d.get("released", [])}
         ledger.empty_ms = d.get("empty_ms", 0)
         ledger.empty_since = d.get("empty_since")
