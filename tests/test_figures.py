@@ -6,6 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
 from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
+from streaming.coordinator.consumer import records as R
 from streaming.coordinator.figures import spans_of
 from streaming.feeds.cluster_feed import OBSERVER_SETTINGS, ClusterFeed
 from streaming.views import replay
@@ -297,6 +298,23 @@ def test_empty_group_and_back_consumer():
     assert (back["trigger"], back["started_ts"], back["duration_ms"], back["partitions_moved"]) == \
         ("join", 70_000, 0, 0)
     assert spans(back) == [(0, 10_000, 70_000, 60_000, 0), (1, 10_000, 70_000, 60_000, 0)]
+
+
+def test_a_rebalance_in_progress_when_the_group_is_rebuilt_has_an_unknown_start():
+    g = Consumer(4, group_consumer_session_timeout_ms=10_000, group_consumer_heartbeat_interval_ms=3_000)
+    g.join(0.0, "a")
+    g.join(1.0, "b")                                        # a rebalance starts ... and the checkpoint is lost
+    rebuilt = ConsumerGroupCoordinator(g.coordinator.config)
+    rebuilt.load_records([o for o in g.outputs if R.is_record(o)], now_ms=1_500)
+    g.coordinator, g.outputs = rebuilt, []
+    g.heartbeat(2.0, "a", 1, [0, 1, 2, 3])
+    g.heartbeat(2.1, "a", 1, [0, 1])
+    g.heartbeat(3.0, "b", 2)
+    (done,) = rebalances(g.outputs)
+    assert (done["trigger"], done["started_ts"], done["completed_ts"], done["duration_ms"]) == \
+        ("unknown", None, 3_000, None)
+    # Who held what came back with the members' records: the spans are known.
+    assert spans(done) == [(2, 2_000, 3_000, 0, 1_000), (3, 2_000, 3_000, 0, 1_000)]
 
 
 def test_static_restarts_consumer():
