@@ -9,11 +9,12 @@ from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoo
 from streaming.coordinator.consumer import records as R
 from streaming.coordinator.figures import spans_of
 from streaming.feeds.cluster_feed import OBSERVER_SETTINGS, ClusterFeed
-from streaming.views import replay
+from streaming.views import replay, report
 from streaming.views.history import build_history
 from streaming.views.live_view import LiveView
 from streaming.views.replay.settings import REACTION_MS
 from tests.coordinator_harness import Harness, of_type, one
+from tests.test_report import _tables
 
 T = [("t", p) for p in range(6)]
 
@@ -212,6 +213,12 @@ def test_cluster_feed_figures_are_unknown():
     view.update(0, outputs)
     (row,) = view._picture(None)[1]
     assert row[LiveView.HEADER.index("TOOK")] == "?" and row[LiveView.HEADER.index("MOVED")] == "1"
+    tables = _tables(report.render_html(build_history(outputs, "g")))
+    summary = dict(tables["summary"])
+    assert summary["longest rebalance (ms)"] == "unknown" and summary["max partition unavailability (ms)"] == "unknown"
+    assert summary["partitions moved"] == "1"
+    row = tables["generations"][-1]            # generation, ..., started, duration, join ms, sync ms, moved, max
+    assert row[7:13] == ["unknown", "?", "?", "0", "1", "?"]
     score = replay.score("observed", outputs)
     assert score.max_rebalance_ms is None and score.max_unavailable_ms is None and score.partitions_moved == 1
     assert "?" in replay.format_table([score])
