@@ -110,10 +110,17 @@ def check_timeline(history, records: list[dict]) -> None:
         ("member-a", [["orders", 3], ["orders", 4], ["orders", 5]], 4_000, 3_000),
         ("member-b", [["orders", 5]], 14_000, 1_000), ("member-a", [["orders", 2]], 14_000, 3_000),
         ("member-c", [["orders", 5]], 24_000, 1_000)]
-    # Partitions of a member removed (crashed, left) stay unowned until the next member takes them.
-    assert [(e["partition"], e["member_id"], e["unowned_ms"]) for e in by["partition_unowned"]] == [
-        (["orders", 3], "member-c", 1_000), (["orders", 4], "member-s1", 1_000),
-        (["orders", 2], "member-a", 1_000), (["orders", 3], "member-s1", 1_000)]
+    # A partition has no owner from the record that asked its member to revoke it (the member stops fetching it
+    # then) or removed the member, to the one that gave it to the next (docs/figures.md): the revocations above
+    # (3 s for member-a, 1 s for the others), then the partitions of the members removed (crashed, left) until the
+    # next member's heartbeat; the group always had members.
+    assert [(e["partition"], e["member_id"], e["unowned_ms"], e["no_members_ms"])
+            for e in by["partition_unowned"]] == [
+        (["orders", 3], "member-b", 3_000, 0), (["orders", 4], "member-b", 3_000, 0),
+        (["orders", 5], "member-b", 3_000, 0), (["orders", 5], "member-c", 1_000, 0),
+        (["orders", 2], "member-c", 3_000, 0), (["orders", 5], "member-s1", 1_000, 0),
+        (["orders", 3], "member-c", 1_000, 0), (["orders", 4], "member-s1", 1_000, 0),
+        (["orders", 2], "member-a", 1_000, 0), (["orders", 3], "member-s1", 1_000, 0)]
     # Target vs current: when member-c joined, its target was set at once and its current followed in steps.
     c = [(e["ts"] - START, e["member_epoch"], e["state"], e["assigned"], e["target"])
          for e in by["member_epoch"] if e["member_id"] == "member-c"][:4]

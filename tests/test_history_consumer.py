@@ -65,15 +65,17 @@ def test_targets_epochs_and_returns_to_stable():
     assert [t.reconciliation_ms for t in h.targets] == [0, 2_000, 0]
     assert [t.balance for t in h.targets] == [0, 0, 0]
     assert [(e[0] - START, e[1]) for e in h.group_epochs] == [(0, 1), (1_000, 2), (12_100, 3)]
-    # A Generation per return to Stable, keyed by the group epoch.
+    # A Generation per rebalance (first epoch bump to Stable again), keyed by the group epoch.
     gens = h.generations
     assert [(g.generation, g.trigger, g.started_ts - START, g.completed_ts - START, g.duration_ms,
              g.partitions_moved, g.rebalance_protocol, g.protocol) for g in gens] == [
         (1, "join", 0, 0, 0, 0, "consumer", "uniform"),
         (2, "join", 1_000, 3_000, 2_000, 2, "consumer", "uniform"),
         (3, "expiry", 12_100, 13_000, 900, 2, "consumer", "uniform")]
+    # Unavailable from the answer that told the owner to stop (a at 2 s; a's fencing at 12.1 s) to the one that
+    # told b to start (3 s; 13 s): 1 s each for t-2, t-3, 0.9 s each for t-0, t-1.
     assert [(g.max_partition_unavailable_ms, g.unavailable_partition_ms) for g in gens] == \
-        [(0, 0), (900, 1_800), (900, 1_800)]
+        [(0, 0), (1_000, 2_000), (900, 1_800)]
     assert gens[2].owners == {B: [("t", 0), ("t", 1), ("t", 2), ("t", 3)]}
     assert [s.state for s in h.states] == ["Stable", "Reconciling", "Stable", "Assigning", "Stable"]
 
@@ -91,12 +93,13 @@ def test_member_epochs_reconciliation_revocation_and_unowned_partitions():
     # a was asked at its 2 s heartbeat and acknowledged 100 ms later.
     assert h.revocations == [Revocation(A, A, ("t", 2), 1, START + 2_000, START + 2_100),
                              Revocation(A, A, ("t", 3), 1, START + 2_000, START + 2_100)]
-    # Owner-less: t-2, t-3 from a's acknowledgement to b's next heartbeat; t-0, t-1 from a's fencing to b's next one.
-    assert h.unowned == [UnownedSpan(("t", 2), A, START + 2_100, B, START + 3_000),
-                         UnownedSpan(("t", 3), A, START + 2_100, B, START + 3_000),
+    # Owner-less: t-2, t-3 from the answer that asked a to revoke them (it stops fetching them then, before it
+    # acknowledges) to b's next heartbeat; t-0, t-1 from a's fencing to b's next one.
+    assert h.unowned == [UnownedSpan(("t", 2), A, START + 2_000, B, START + 3_000),
+                         UnownedSpan(("t", 3), A, START + 2_000, B, START + 3_000),
                          UnownedSpan(("t", 0), A, START + 12_100, B, START + 13_000),
                          UnownedSpan(("t", 1), A, START + 12_100, B, START + 13_000)]
-    assert h.moves == 4
+    assert sum(g.partitions_moved for g in h.generations) == 4
     (departure,) = h.departures
     assert (departure.lane, departure.kind, departure.reason, departure.ts - START,
             departure.last_heartbeat_ts - START) == (A, "expired", "session timeout", 12_100, 2_100)
@@ -157,7 +160,7 @@ def test_report_of_a_consumer_group_shows_epochs_targets_and_reconciliation(tmp_
     for kv in CONFIG:
         args += ["--coordinator-config", kv]
     assert report.main(args) == 0
-    assert "3 target assignments, 3 returns to Stable, 1 departures" in capsys.readouterr().out
+    assert "3 target assignments, 3 rebalances, 1 departures" in capsys.readouterr().out
     html = out.read_text(encoding="utf-8")
     tables = _tables(html)
     summary = dict(tables["summary"])
@@ -166,8 +169,11 @@ def test_report_of_a_consumer_group_shows_epochs_targets_and_reconciliation(tmp_
     assert summary["changed by trigger"] == "expiry 1, join 2"
     assert summary["reconciliation per member, median / max (ms)"] == "1100 / 2000"
     assert summary["revocation latency, median / max (ms)"] == "100 / 100"
-    assert summary["partitions moved"] == "4" and summary["longest without an owner (ms)"] == "900"
-    assert summary["partition unavailability (partition·s)"] == "3.6" and summary["members expired"] == "1"
+    assert summary["partitions moved"] == "4" and summary["max partition unavailability (ms)"] == "1000"
+    assert summary["partition unavailability (partition·s)"] == "3.8" and summary["members expired"] == "1"
+    assert summary["max without owner, incl. no members (ms)"] == "1000"
+    assert summary["rebalances (epoch bumps to Stable or Empty)"] == "3"
+    assert summary["time rebalancing (ms)"] == "2900" and summary["longest rebalance (ms)"] == "2000"
     assert [row[:3] + row[6:7] for row in tables["generations"]] == [
         ["1", "join", "member a-member joined", "0"], ["2", "join", "member b-member joined", "2000"],
         ["3", "expiry", "member a-member fenced: the member session expired", "900"]]
@@ -179,9 +185,11 @@ def test_report_of_a_consumer_group_shows_epochs_targets_and_reconciliation(tmp_
     assert epochs["b-b-member"][1:4] == ["2 → 3", "1", "2000 / 2000"]
     assert tables["revocations"] == [["a-a-member", "1", report.iso(START + 2_000), "t: 2,3",
                                       report.iso(START + 2_100), "100"]]
-    assert [(row[0], row[1], row[3], row[5]) for row in tables["unowned"]] == [
-        ("t-2", "a-a-member", "b-b-member", "900"), ("t-3", "a-a-member", "b-b-member", "900"),
-        ("t-0", "a-a-member", "b-b-member", "900"), ("t-1", "a-a-member", "b-b-member", "900")]
+    assert [(row[0], row[1], row[3], row[5], row[6]) for row in tables["unowned"]] == [
+        ("t-2", "a-a-member", "b-b-member", "1000", "0"), ("t-3", "a-a-member", "b-b-member", "1000", "0"),
+        ("t-0", "a-a-member", "b-b-member", "900", "0"), ("t-1", "a-a-member", "b-b-member", "900", "0")]
+    assert tables["per-partition"] == [["t-0", "1", "900", "900", "0"], ["t-1", "1", "900", "900", "0"],
+                                       ["t-2", "1", "1000", "1000", "0"], ["t-3", "1", "1000", "1000", "0"]]
     # The timeline: epochs for bands, member epochs on the lanes, a's reconciling time, owner-less spans, the expiry.
     assert ">epoch 2<" in html and ">gen " not in html
     assert html.count('<line class="unowned"') == 4 and html.count('class="expiry"') == 1
@@ -200,7 +208,7 @@ def test_report_of_a_simulated_consumer_group_agrees_with_the_coordinator():
     assert [t.epoch for t in h.targets] == [o["assignment_epoch"] for o in targets] and len(targets) > 10
     # Every owner-less span ends with the partition in the new owner's assignment, and no partition is ever held
     # by two lanes at once.
-    assert all(u.to_ts is None or u.to_ts >= u.from_ts for u in h.unowned)
+    assert all(u.to_ts is None or u.to_ts >= u.from_ts for u in h.unowned) and h.unowned
     expired = [o["member_id"] for o in outputs if o["type"] == "member_expired"]
     assert sorted(d.member_id for d in h.departures if d.kind == "expired") == sorted(expired) and expired
     # The revocations the simulated clients acknowledged took at most their processing delay.

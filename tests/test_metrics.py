@@ -7,13 +7,14 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from streaming.coordinator.figures import spans_of
 from streaming.views.metrics import serve
 from tests.test_history import _crash_scenario
 
 COUNTERS = ("group_rebalances", "group_rebalance_triggers", "group_expired_members", "group_partitions_moved",
             "dead_lettered_events", "batches", "input_rows")
 GAUGES = ("groups", "group_state", "group_members", "group_generation", "last_batch_id")
-HISTOGRAMS = ("group_rebalance_duration_seconds", "batch_duration_seconds")
+HISTOGRAMS = ("group_rebalance_duration_seconds", "group_partition_unavailability_seconds", "batch_duration_seconds")
 
 
 def scrape(url: str) -> dict:
@@ -82,6 +83,10 @@ def test_values_follow_the_crash_while_the_job_runs(endpoint):
         bound = float("inf") if le == "+Inf" else float(le)
         assert _get(s, "group_rebalance_duration_seconds_bucket", group="g", le=le) == \
             sum(d <= bound for d in durations)
+    # Each partition a rebalance gave a new owner: its time without one while the group had members.
+    unavailable = [span.unavailable_ms / 1000 for r in rebalances for span in spans_of(r)]
+    assert unavailable and _get(s, "group_partition_unavailability_seconds_count", group="g") == len(unavailable)
+    assert _get(s, "group_partition_unavailability_seconds_sum", group="g") == pytest.approx(sum(unavailable))
     assert _get(s, "dead_lettered_events_total") == 1
     assert _get(s, "batches_total") == 2 and _get(s, "last_batch_id") == 1
 

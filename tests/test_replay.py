@@ -67,14 +67,17 @@ def test_sticky_moves_fewer_partitions_than_range_and_roundrobin(seed):
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_cooperative_keeps_partitions_available(seed):
-    """Eager stops every partition for every round; cooperative only the ones it moves — at the price of extra
-    rounds and an unbalanced first round."""
+    """Eager stops every partition in every round (each from the moment its member learns of the round);
+    cooperative only the ones it moves -- at the price of extra rounds (the first of two leaves the moved partitions
+    awaiting their next owner, see below). The first round's lopsided assignment is no balance the group settles
+    on: the balance rows count settled rebalances only, so both end as even."""
     scores = _scores(seed)
     coop = scores["cooperative-sticky"]
     for eager in EAGER:
-        assert coop.unavailable_partition_s < 0.8 * scores[eager].unavailable_partition_s
+        assert coop.unavailable_partition_s < scores[eager].unavailable_partition_s
+        assert coop.ownerless_partition_s < scores[eager].ownerless_partition_s
     assert coop.rebalances > scores["sticky"].rebalances
-    assert coop.worst_balance > scores["sticky"].worst_balance
+    assert coop.worst_balance <= 1 and scores["sticky"].worst_balance <= 1
     assert coop.final_balance <= 1 and scores["roundrobin"].final_balance <= 1 and scores["sticky"].final_balance <= 1
 
 
@@ -92,7 +95,8 @@ def test_cooperative_replay_never_hands_a_partition_straight_to_another_member()
             direct = [c for c in g.changes if c.from_lane in g.members and c.to_lane is not None
                       and not h.lanes[c.from_lane].static]
             assert direct == [], (g.generation, direct)
-            revoked = set(before.revoked_unassigned)
+            revoked = {u.partition for u in before.awaiting_owner}
+            assert not revoked or not before.settled
             follow_ups += bool(revoked & {tp for parts in g.owners.values() for tp in parts})
     assert follow_ups > 0           # revoked partitions do get handed on in a later round
 

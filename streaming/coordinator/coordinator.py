@@ -21,6 +21,7 @@ import msgspec
 
 from streaming.coordinator import offsets as O
 from streaming.coordinator.config import CoordinatorConfig
+from streaming.coordinator.figures import Ledger, rebalance_fields
 from streaming.coordinator.group import Group, RebalanceInProgress
 from streaming.coordinator.offsets import CommittedOffset
 from streaming.coordinator.member import Member, Partition, Protocol
@@ -472,6 +473,7 @@ class GroupCoordinator(BrokerObserver):
         member.awaiting_join = True
         if not member.is_new:   # a new member's join timeout runs on (a client retrying its first JoinGroup)
             member.session_deadline = None  # the join round's timeout governs a member waiting in it
+        self._stops_consuming(group, member)
         reason = f"updating metadata for member {member.member_id}"
         if e.get("reason"):
             reason += f"; client reason: {e['reason']}"
@@ -546,7 +548,7 @@ class GroupCoordinator(BrokerObserver):
             group.join_deadline = group.clock + group.max_rebalance_timeout_ms()
         self._arm(group, _JOIN, "", group.join_deadline)
         if group.rebalance is None:
-            group.rebalance = RebalanceInProgress(group.clock, trigger, detail)
+            group.rebalance = RebalanceInProgress(group.clock, trigger, detail, start_seen=not self._records_only)
         self._state_change(group, S.PREPARING_REBALANCE, detail)
         self._try_complete_join(group)
 
@@ -592,7 +594,7 @@ class GroupCoordinator(BrokerObserver):
             group.leader_id = None
             self._state_change(group, S.EMPTY, "all members left")
             self._group_metadata_record(group)
-            self._rebalance_record(group, {})
+            self._rebalance_record(group)
             return
         group.protocol_name = group.select_protocol()
         self._open_generation(group, "all members joined or the join timeout passed")
@@ -707,7 +709,7 @@ class GroupCoordinator(BrokerObserver):
             if m.awaiting_sync:
                 self._sync_response(group, m)
                 self._schedule_session(group, m)
-        self._rebalance_record(group, previous, unknown_topics, assignor_missing)
+        self._rebalance_record(group, unknown_topics, assignor_missing)
 
     def _compute_assignment(self, group: Group) -> tuple[dict[str, list[Partition]], list[str], bool]:
         """Act for the leader: run the chosen protocol's assignor over what the members asked for."""
@@ -736,43 +738,51 @@ class GroupCoordinator(BrokerObserver):
         assignment = {mid: [(tp[0], int(tp[1])) for tp in parts] for mid, parts in result.items()}
         return assignment, sorted(wanted - set(counts)), False
 
-    def _rebalance_record(self, group: Group, previous: dict[str, list[Partition]],
-                          unknown_topics: list[str] | None = None, assignor_missing: bool = False) -> None:
-        """One line of rebalance history: what started the round, what it cost, what moved."""
-        rb = group.rebalance or RebalanceInProgress(group.clock, "unknown", "")
+    def _rebalance_record(self, group: Group, unknown_topics: list[str] | None = None,
+                          assignor_missing: bool = False) -> None:
+        """One line of rebalance history: what started the round, what it cost, what moved (figures.py)."""
+        rb = group.rebalance or RebalanceInProgress(group.clock, "unknown", "", start_seen=False)
         group.rebalance = None
         group.recorded_generation = group.generation
-        identity = {m.member_id: m.group_instance_id or m.member_id for m in group.members.values()}
-        new_owners = {tp: identity[m.member_id] for m in group.members.values() for tp in m.assignment}
-        old_owners = group.stable_owners
-        moved = sum(1 for tp, owner in old_owners.items() if new_owners.get(tp) != owner)
         cooperative = self._is_cooperative(group.protocol_name)
-        now = group.clock
-        unavailable = 0 if cooperative else now - rb.started_ts
-        if cooperative:
-            for tp in list(group.revoked_at):
-                if tp in new_owners:
-                    unavailable = max(unavailable, now - group.revoked_at.pop(tp))
-            for tp in old_owners:
-                if tp not in new_owners:
-                    group.revoked_at.setdefault(tp, now)
-        else:
-            group.revoked_at.clear()
-        group.stable_owners = new_owners
+        now, ledger = group.clock, group.figures
+        if not rb.start_seen and not cooperative:
+            # Eager owners gave everything up when told of the round, at times this feed does not show.
+            for owner in list(ledger.held):
+                ledger.release(owner, None)
+        topics = group.generation_topics or frozenset()
+        settled = ledger.settle(
+            {m.group_instance_id or m.member_id: m.assignment for m in group.members.values()}, now,
+            wanted=lambda tp: tp[0] in topics and tp[1] < group.topics.get(tp[0], tp[1] + 1),
+            known=not self._records_only)
         record = {
             "generation": group.generation, "protocol_type": group.protocol_type, "protocol": group.protocol_name,
             "rebalance_protocol": "cooperative" if cooperative else "eager", "leader": group.leader_id,
             "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
                          "client_id": m.client_id, "client_host": m.client_host} for m in group.members.values()],
             "assignment": {m.member_id: [list(tp) for tp in m.assignment] for m in group.members.values()},
-            "trigger": rb.trigger, "trigger_detail": rb.detail, "started_ts": rb.started_ts,
-            "join_completed_ts": rb.join_completed_ts, "completed_ts": now, "duration_ms": now - rb.started_ts,
-            "partitions_moved": moved, "max_partition_unavailable_ms": unavailable,
+            "trigger": rb.trigger, "trigger_detail": rb.detail, "join_completed_ts": rb.join_completed_ts,
+            **rebalance_fields(settled, rb.started_ts if rb.start_seen else None, now),
             "unknown_topics": unknown_topics or [],
         }
         if assignor_missing:
             record["assignor_missing"] = True
         self._emit(group.group_id, "rebalance", now, **record)
+
+    @property
+    def _records_only(self) -> bool:
+        """Following a cluster from its ``__consumer_offsets`` records (the cluster feed's settings): a round shows
+        only when it completes, so when it began and when owners were told to give partitions up are unknown."""
+        return self.config.adopt_unknown_members and not self.config.expire_members
+
+    def _release_time(self, group: Group) -> int | None:
+        return None if self._records_only else group.clock
+
+    def _stops_consuming(self, group: Group, member: Member) -> None:
+        """``member`` learns of the round (REBALANCE_IN_PROGRESS, or it rejoins on its own): an eager consumer gives
+        up all its partitions before it rejoins; a cooperative one keeps them until the assignment says otherwise."""
+        if not self._is_cooperative(group.protocol_name):
+            group.figures.release(member.group_instance_id or member.member_id, self._release_time(group))
 
     def _is_cooperative(self, protocol: str | None) -> bool:
         if protocol is None:
@@ -818,8 +828,11 @@ class GroupCoordinator(BrokerObserver):
             error = "UNKNOWN_MEMBER_ID"
         if error is not None:
             return self._respond(group, e, "heartbeat_response", error)
-        self._heartbeat_timer_reset(group, group.members[e["member_id"]])
+        member = group.members[e["member_id"]]
+        self._heartbeat_timer_reset(group, member)
         error = "REBALANCE_IN_PROGRESS" if group.is_(S.PREPARING_REBALANCE) else "NONE"
+        if error != "NONE":
+            self._stops_consuming(group, member)
         self._respond(group, e, "heartbeat_response", error)
 
     def _leave(self, group: Group | None, e: dict) -> None:
@@ -867,8 +880,7 @@ class GroupCoordinator(BrokerObserver):
             self._emit(group.group_id, "join_response", group.clock, member_id=member.member_id,
                        group_instance_id=member.group_instance_id, error="UNKNOWN_MEMBER_ID", generation=-1)
         group.remove(member.member_id)
-        for tp in member.assignment:
-            group.revoked_at.setdefault(tp, group.clock)
+        group.figures.release(member.group_instance_id or member.member_id, self._release_time(group))
         kind = "member_left" if reason == "leave" else "member_expired"
         self._emit(group.group_id, kind, group.clock, member_id=member.member_id,
                    group_instance_id=member.group_instance_id, client_id=member.client_id, reason=reason,
@@ -1063,9 +1075,9 @@ def _group_to_dict(g: Group) -> dict:
         "initial_delay_remaining_ms": g.initial_delay_remaining_ms, "new_member_added": g.new_member_added,
         "sync_deadline": g.sync_deadline, "retention_deadline": g.retention_deadline,
         "generation_ts": g.generation_ts, "deferred": g.deferred, "recorded_generation": g.recorded_generation,
-        "rebalance": None if rb is None else [rb.started_ts, rb.trigger, rb.detail, rb.join_completed_ts],
-        "stable_owners": [[tp[0], tp[1], owner] for tp, owner in g.stable_owners.items()],
-        "revoked_at": [[tp[0], tp[1], ts] for tp, ts in g.revoked_at.items()],
+        "rebalance": None if rb is None else [rb.started_ts, rb.trigger, rb.detail, rb.join_completed_ts,
+                                              rb.start_seen],
+        "figures": g.figures.to_dict(),
         "generation_topics": None if g.generation_topics is None else sorted(g.generation_topics),
     }
 
@@ -1091,8 +1103,12 @@ def _group_from_dict(d: dict) -> Group:
     g.deferred = list(d.get("deferred", []))
     g.recorded_generation = d.get("recorded_generation", g.generation)
     g.rebalance = None if d["rebalance"] is None else RebalanceInProgress(*d["rebalance"])
-    g.stable_owners = {(t, p): owner for t, p, owner in d["stable_owners"]}
-    g.revoked_at = {(t, p): ts for t, p, ts in d["revoked_at"]}
+    if "figures" in d:
+        g.figures = Ledger.from_dict(d["figures"])
+    else:   # a state from before the figures' ledger: owners at the last Stable, cooperative revocations
+        g.figures = _ledger_of_members(g)
+        g.figures.owners = {(t, p): owner for t, p, owner in d.get("stable_owners", [])}
+        g.figures.released = {(t, p): (ts, 0) for t, p, ts in d.get("revoked_at", [])}
     if "generation_topics" in d:
         g.generation_topics = None if d["generation_topics"] is None else frozenset(d["generation_topics"])
     else:   # a state from before they were kept: the members' topics now
@@ -1133,7 +1149,15 @@ def _restore_metadata(group: Group, record: dict, now_ms: int) -> None:
     group.leader_id = record.get("leader") if group.members else None
     if group.members:
         group.state = S.STABLE
-        identity = {m.member_id: m.group_instance_id or m.member_id for m in group.members.values()}
-        group.stable_owners = {tp: identity[m.member_id] for m in group.members.values() for tp in m.assignment}
+        group.figures = _ledger_of_members(group)
     else:
         group.state = S.EMPTY
+
+
+def _ledger_of_members(group: Group) -> Ledger:
+    """The figures' ledger of a group whose members hold their assignments (loaded or restored Stable)."""
+    ledger = Ledger()
+    for m in group.members.values():
+        ledger.take(m.group_instance_id or m.member_id, m.assignment, group.clock)
+    ledger.owners = dict(ledger.holder)
+    return ledger

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from streaming.coordinator.figures import Ledger
 from streaming.coordinator.javahash import hashmap_order
 from streaming.coordinator.member import Member, Partition
 from streaming.coordinator.offsets import CommittedOffset
@@ -20,6 +21,7 @@ class RebalanceInProgress:
     trigger: str                 # join / leave / expiry / metadata / static-replace / sync-timeout / ...
     detail: str
     join_completed_ts: int | None = None
+    start_seen: bool = True      # False: the feed shows rounds only when they complete (its start is unknown)
 
 
 @dataclass
@@ -61,8 +63,7 @@ class Group:
     sync_deadline: int | None = None
     retention_deadline: int | None = None
     rebalance: RebalanceInProgress | None = None
-    stable_owners: dict[Partition, str] = field(default_factory=dict)  # owner of each partition at the last Stable
-    revoked_at: dict[Partition, int] = field(default_factory=dict)     # cooperative: partition -> when it lost its owner
+    figures: Ledger = field(default_factory=Ledger, repr=False, compare=False)   # owners over time (figures.py)
 
     # --- state -----------------------------------------------------------------------------------------------
     def is_(self, state: GroupState) -> bool:
@@ -83,6 +84,7 @@ class Group:
         if not self.members:
             self.protocol_type = member.protocol_type
         self.members[member.member_id] = member
+        self.figures.presence(self.clock, True)
         self.protocol_counts.update(member.protocol_names())
         self.membership_version += 1
         if member.group_instance_id is not None:
@@ -94,6 +96,7 @@ class Group:
         member = self.members.pop(member_id, None)
         if member is None:
             return None
+        self.figures.presence(self.clock, bool(self.members))
         self.protocol_counts.subtract(member.protocol_names())
         self.protocol_counts += Counter()   # drop the zeros
         self.membership_version += 1

@@ -211,8 +211,8 @@ class BrokerObserver:
                              "client_id": m.client_id if m else _client_id(mid),
                              "client_host": m.client_host if m else ""} for mid, m in zip(assignment, members)],
                    assignment=assignment, trigger="unknown", trigger_detail="reported after a later generation",
-                   started_ts=ts, join_completed_ts=ts, completed_ts=ts, duration_ms=0, partitions_moved=0,
-                   max_partition_unavailable_ms=0, unknown_topics=[], late=True)
+                   started_ts=None, join_completed_ts=ts, completed_ts=ts, duration_ms=None, partitions_moved=None,
+                   max_partition_unavailable_ms=None, unknown_topics=[], late=True)   # figures: unknown
         group.recorded_generation = e["generation"]
 
     # --- OffsetCommit ---------------------------------------------------------------------------------------

@@ -59,6 +59,7 @@ from offsets_store.codec import CONSUMER_GROUP_TYPES
 from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
 from streaming.coordinator.consumer.group import IllegalGroupState
 from streaming.coordinator.events import parse_event
+from streaming.coordinator.figures import Ledger
 
 # The tracker's consumer model for this feed: no session expiry of its own (the feed sees no plain heartbeats).
 CONSUMER_OBSERVER_SETTINGS = {"group.consumer.session.timeout.ms": str(2**31 - 1)}
@@ -384,35 +385,38 @@ def consumer_group_timeline(records: Iterable[dict]) -> list[dict]:
     assignment: epoch, previous epoch, state, assigned, pending revocation, and its target then),
     ``revocation`` (a member's partitions pending revocation, from the record that asked for them to the one where
     they are gone: ``latency_ms``; ``completed`` False when the member was removed first), ``partition_unowned``
-    (a partition nobody held, from the record that freed it to the one that gave it to a member: ``unowned_ms``).
+    (a partition without an owner, as docs/figures.md defines it: from the record that took it from its member --
+    asked to revoke it, or removed -- to the one that gave it to a member: ``unowned_ms``, of which
+    ``no_members_ms`` with no member in the group; ``streaming.coordinator.figures`` counts it).
     """
     out: list[dict] = []
     names: dict[str, str] = {}
     members: dict[tuple, dict] = {}    # (group, member) -> {"assigned", "pending", "target"}
     targets: dict[tuple, dict] = {}
     revoking: dict[tuple, tuple] = {}  # (group, member) -> (ts, pending pairs)
-    unowned: dict[tuple, int] = {}     # (group, topic id, partition) -> since
-    owners: dict[tuple, str] = {}      # (group, topic id, partition) -> member holding it (assigned or pending)
+    ledgers: dict[str, Ledger] = {}    # group -> who may consume what (figures.py)
+    present: collections.Counter = collections.Counter()   # group -> members
     instances: dict[tuple, str] = {}   # (group, member) -> its instance id
     gone: dict[tuple, tuple] = {}      # (group, instance id) -> (member that left, when)
 
     def named(parts: tuple) -> list[list]:
         return sorted([names.get(t, t), p] for t, ps in parts for p in ps)
 
-    def keys(group_id: str, parts: tuple) -> set:
-        return {(group_id, t, p) for t, ps in parts for p in ps}
-
-    def hold(group_id: str, member_id: str, held: set, ts: int) -> None:
-        before = {k for k, owner in owners.items() if owner == member_id and k[0] == group_id}
-        for k in before - held:
-            del owners[k]
-            unowned[k] = ts
-        for k in held - before:
-            owners[k] = member_id
-            since = unowned.pop(k, None)
-            if since is not None and ts > since:
+    def hold(group_id: str, member_id: str, assigned: tuple, ts: int) -> None:
+        """``member_id`` may consume exactly ``assigned`` now (partitions pending revocation it was told to stop)."""
+        ledger = ledgers.setdefault(group_id, Ledger())
+        ledger.assign({member_id: {(t, p) for t, ps in assigned for p in ps}}, ts)
+        for span in ledger.spans:
+            if span.ownerless_ms:
                 out.append({"type": "partition_unowned", "group_id": group_id, "ts": ts, "member_id": member_id,
-                            "partition": [names.get(k[1], k[1]), k[2]], "since_ts": since, "unowned_ms": ts - since})
+                            "partition": [names.get(span.partition[0], span.partition[0]), span.partition[1]],
+                            "since_ts": span.released_ts, "unowned_ms": span.ownerless_ms,
+                            "no_members_ms": span.no_members_ms})
+        ledger.spans.clear()
+
+    def members_now(group_id: str, ts: int, change: int) -> None:
+        present[group_id] += change
+        ledgers.setdefault(group_id, Ledger()).presence(ts, present[group_id] > 0)
 
     for r in records:
         kind, group_id, ts = r["type"], r["group_id"], r.get("ts")
@@ -423,11 +427,13 @@ def consumer_group_timeline(records: Iterable[dict]) -> list[dict]:
         elif kind == "consumer_group_member_metadata":
             if r.get("tombstone"):
                 if members.pop(mkey, None) is not None:
+                    members_now(group_id, ts, -1)
                     out.append({"type": "member_left", "group_id": group_id, "ts": ts, "member_id": member_id})
                     if mkey in instances:
                         gone[(group_id, instances.pop(mkey))] = (member_id, ts)
             elif mkey not in members:
                 members[mkey] = {}
+                members_now(group_id, ts, +1)
                 joined = {"type": "member_joined", "group_id": group_id, "ts": ts, "member_id": member_id,
                           "instance_id": r.get("instanceId"),
                           "subscribed_topic_names": sorted(r.get("subscribedTopicNames") or [])}
@@ -450,7 +456,7 @@ def consumer_group_timeline(records: Iterable[dict]) -> list[dict]:
                         "assignment": {m: named(a) for (g, m), a in sorted(targets.items()) if g == group_id}})
         elif kind == "consumer_group_current_member_assignment":
             if r.get("tombstone"):
-                hold(group_id, member_id, set(), ts)
+                hold(group_id, member_id, (), ts)
                 started = revoking.pop(mkey, None)
                 if started is not None:
                     out.append({"type": "revocation", "group_id": group_id, "ts": ts, "member_id": member_id,
@@ -470,5 +476,5 @@ def consumer_group_timeline(records: Iterable[dict]) -> list[dict]:
                             "completed": True})
             elif started is None and pending:
                 revoking[mkey] = (ts, named(pending))
-            hold(group_id, member_id, keys(group_id, assigned) | keys(group_id, pending), ts)
+            hold(group_id, member_id, assigned, ts)
     return out

@@ -115,7 +115,12 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     start = args.start_ms if args.start_ms is not None else int(time.time() * 1000)
-    simulator = Simulator(settings_from_args(args), start_ms=start)
+    settings = settings_from_args(args)
+    simulator = Simulator(settings, start_ms=start)
+    if settings.group_protocol != "classic":   # the feed does not carry the broker's settings: say them
+        assumed = " ".join(f"{k}={v}" for k, v in settings.broker_settings().items())
+        print(f"simulate: the consumer-protocol groups assume a broker with {assumed}; replay them with the same "
+              "(--coordinator-config KEY=VALUE)", file=sys.stderr)
     producer = None
     if args.out:
         out = sys.stdout if args.out == "-" else open(args.out, "w", encoding="utf-8")

@@ -36,6 +36,11 @@ from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_eve
 from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
 
 EAGER_PROTOCOLS = ("range", "roundrobin", "sticky")
+# What a Kafka 4.x broker accepts with its defaults (group.consumer.min/max.session.timeout.ms and
+# group.consumer.min/max.heartbeat.interval.ms): a consumer-protocol group's session and heartbeat interval must lie
+# within these bounds, or the broker must be configured to allow them.
+KAFKA_CONSUMER_SESSION_BOUNDS_MS = (45_000, 60_000)
+KAFKA_CONSUMER_HEARTBEAT_BOUNDS_MS = (5_000, 15_000)
 GROUP_PROTOCOLS = ("classic", "consumer", "mixed")
 # Errors a consumer-protocol client rejoins after (with epoch 0, giving up its partitions), as the Java consumer does.
 FENCED_ERRORS = ("FENCED_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID")
@@ -62,7 +67,8 @@ class SimulationSettings:
     group_protocol: str = "classic"
     # Consumer-protocol groups: the server-side assignor each group's members ask for (group.remote.assignor), one
     # per consumer group in turn, and the coordinator's group.consumer.* settings (Kafka's defaults): the session
-    # and the heartbeat interval are the broker's, not the client's, in this protocol.
+    # and the heartbeat interval are the broker's, not the client's, in this protocol (broker_settings() says which
+    # ones the feed assumes).
     server_assignors: tuple[str, ...] = ("uniform", "range")
     consumer_session_timeout_ms: int = 45_000
     consumer_heartbeat_interval_ms: int = 5_000
@@ -74,6 +80,24 @@ class SimulationSettings:
 
     def is_consumer_group(self, index: int) -> bool:
         return self.group_protocol == "consumer" or (self.group_protocol == "mixed" and index % 2 == 1)
+
+    def broker_settings(self) -> dict[str, int]:
+        """The broker settings the consumer-protocol groups of this feed assume: a tracker replaying the feed, or a
+        Kafka 4.x broker serving the same clients, needs them. Kafka's defaults (a 45 s session, a 5 s heartbeat)
+        need nothing else; other values also name the min/max bounds a default broker would refuse them by."""
+        settings = {"group.consumer.session.timeout.ms": self.consumer_session_timeout_ms,
+                    "group.consumer.heartbeat.interval.ms": self.consumer_heartbeat_interval_ms}
+        low, high = KAFKA_CONSUMER_SESSION_BOUNDS_MS
+        if self.consumer_session_timeout_ms < low:
+            settings["group.consumer.min.session.timeout.ms"] = self.consumer_session_timeout_ms
+        if self.consumer_session_timeout_ms > high:
+            settings["group.consumer.max.session.timeout.ms"] = self.consumer_session_timeout_ms
+        low, high = KAFKA_CONSUMER_HEARTBEAT_BOUNDS_MS
+        if self.consumer_heartbeat_interval_ms < low:
+            settings["group.consumer.min.heartbeat.interval.ms"] = self.consumer_heartbeat_interval_ms
+        if self.consumer_heartbeat_interval_ms > high:
+            settings["group.consumer.max.heartbeat.interval.ms"] = self.consumer_heartbeat_interval_ms
+        return settings
 
     def consumer_config(self) -> ConsumerGroupConfig:
         """The coordinator settings of the consumer-protocol groups (a tracker replaying the feed needs the same)."""

@@ -8,17 +8,23 @@ lane, so a static restart that keeps the assignment is not counted as a move —
 ``partitions_moved``.
 
 Consumer-protocol (KIP-848) groups, from :class:`ConsumerGroupCoordinator`'s outputs, have the same history with
-group epochs in place of generations -- a :class:`Generation` is then one return to Stable (``generation`` holds the
-group epoch, ``rebalance_protocol`` is ``consumer``) -- plus what only that protocol has: every target assignment
-(:class:`TargetEpoch`: its epoch, what bumped the group epoch, the target per lane, when every member had reached
-it), each member's epoch over time, per member and target the reconciliation time (from the new target assignment
-to the member being Stable on it), every revocation and how long the member took to give the partitions up, and
-every span in which a partition had no owner (revoked or left behind, not yet taken by its next owner).
+group epochs in place of generations -- a :class:`Generation` is then one rebalance, from the first epoch bump to the
+group settled again (``generation`` holds the group epoch, ``rebalance_protocol`` is ``consumer``) -- plus what only
+that protocol has: every target assignment (:class:`TargetEpoch`: its epoch, what bumped the group epoch, the target
+per lane, when every member had reached it), each member's epoch over time, per member and target the
+reconciliation time (from the new target assignment to the member being Stable on it), and every revocation and how
+long the member took to give the partitions up.
+
+The figures of each rebalance -- its time, partitions moved, every span in which a partition had no owner -- are the
+coordinator's, read from its ``rebalance`` records (``streaming/coordinator/figures.py``; docs/figures.md defines
+them); the history only names the lanes involved and adds them up. Unknown figures stay ``None``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import Iterable
+
+from streaming.coordinator.figures import max_known, spans_of, sum_known
 
 Partition = tuple[str, int]
 
@@ -34,6 +40,30 @@ class OwnershipChange:
 
 
 @dataclass
+class UnownedSpan:
+    """A partition without an owner: released by ``from_lane`` (its owner told to stop consuming it, or gone) at
+    ``from_ts`` (None: unknown), taken by ``to_lane`` at ``to_ts`` (None: still awaiting an owner when the history
+    ends); ``no_members_ms``: how much of it the group had no member at all."""
+    partition: Partition
+    from_lane: str | None
+    from_ts: int | None
+    to_lane: str | None = None
+    to_ts: int | None = None
+    no_members_ms: int | None = 0
+
+    @property
+    def duration_ms(self) -> int | None:
+        """Without an owner, the time the group had no member included (None: open, or its start unknown)."""
+        return None if self.to_ts is None or self.from_ts is None else self.to_ts - self.from_ts
+
+    @property
+    def unavailable_ms(self) -> int | None:
+        """Without an owner while the group had members: what the rebalance cost this partition."""
+        d = self.duration_ms
+        return None if d is None or self.no_members_ms is None else d - self.no_members_ms
+
+
+@dataclass
 class Generation:
     """One completed rebalance (one ``rebalance`` record) and what it changed."""
     generation: int
@@ -42,19 +72,33 @@ class Generation:
     protocol: str | None
     rebalance_protocol: str
     leader: str | None
-    started_ts: int
+    started_ts: int | None                        # None: unknown (the feed shows only the round's completion)
     join_completed_ts: int | None
     completed_ts: int
-    duration_ms: int
-    partitions_moved: int
-    max_partition_unavailable_ms: int
+    duration_ms: int | None
+    partitions_moved: int | None
+    max_partition_unavailable_ms: int | None
     members: list[str]                            # lanes, in the coordinator's member order
     owners: dict[str, list[Partition]]            # lane -> partitions after this rebalance
     changes: list[OwnershipChange] = field(default_factory=list)
     unknown_topics: list[str] = field(default_factory=list)
-    # Sum over the partitions handed out by this rebalance of how long each had no owner: eager revokes everything
-    # when the round starts, cooperative only what it moves (and a departed member's partitions since it left).
-    unavailable_partition_ms: int = 0
+    spans: list[UnownedSpan] = field(default_factory=list)      # partitions it gave an owner after a time without
+    awaiting_owner: list[UnownedSpan] = field(default_factory=list)   # partitions it left without one
+
+    @property
+    def shown_start_ts(self) -> int:
+        """Where a timeline draws the rebalance's start: its completion when the start is unknown."""
+        return self.completed_ts if self.started_ts is None else self.started_ts
+
+    @property
+    def unavailable_partition_ms(self) -> int | None:
+        """Partition·ms without an owner while the group had members, over the partitions this rebalance gave out."""
+        return sum_known(s.unavailable_ms for s in self.spans)
+
+    @property
+    def max_partition_ownerless_ms(self) -> int | None:
+        """The longest a partition it gave out had been without an owner, the time with no member included."""
+        return max_known(s.duration_ms for s in self.spans)
 
     @property
     def partition_count(self) -> int:
@@ -67,9 +111,10 @@ class Generation:
         return max(counts) - min(counts) if counts else 0
 
     @property
-    def revoked_unassigned(self) -> list[Partition]:
-        """Partitions taken away and not yet given out (cooperative's first round)."""
-        return [c.partition for c in self.changes if c.from_lane is not None and c.to_lane is None]
+    def settled(self) -> bool:
+        """An assignment the group settles on: it has members, and no partition awaits its next owner (a cooperative
+        first round leaves the revoked ones for the next round)."""
+        return bool(self.owners) and not self.awaiting_owner
 
 
 @dataclass
@@ -163,21 +208,6 @@ class Revocation:
 
 
 @dataclass
-class UnownedSpan:
-    """A partition without an owner: released by ``from_lane`` (revoked, or its member left or expired) at
-    ``from_ts``, taken by ``to_lane`` at ``to_ts`` (None: still unowned when the history ends)."""
-    partition: Partition
-    from_lane: str
-    from_ts: int
-    to_lane: str | None = None
-    to_ts: int | None = None
-
-    @property
-    def duration_ms(self) -> int | None:
-        return None if self.to_ts is None else self.to_ts - self.from_ts
-
-
-@dataclass
 class GroupHistory:
     group_id: str
     generations: list[Generation] = field(default_factory=list)
@@ -193,7 +223,6 @@ class GroupHistory:
     member_epochs: dict[str, list[tuple[int, int, str]]] = field(default_factory=dict)  # lane -> (ts, epoch, state)
     reconciliations: list[Reconciliation] = field(default_factory=list)
     revocations: list[Revocation] = field(default_factory=list)
-    unowned: list[UnownedSpan] = field(default_factory=list)
     group_epochs: list[tuple[int, int]] = field(default_factory=list)        # (ts, group epoch) at each bump
     current: dict[str, list[Partition]] = field(default_factory=dict)        # lane -> assigned now (no pending)
     pending_revocation: dict[str, list[Partition]] = field(default_factory=dict)   # lane -> still to give up
@@ -203,10 +232,10 @@ class GroupHistory:
         return self.protocol == "consumer"
 
     @property
-    def moves(self) -> int:
-        """Consumer groups: partitions that ended up with another member (one per closed owner-less span whose
-        new owner is another lane)."""
-        return sum(1 for u in self.unowned if u.to_lane is not None and u.to_lane != u.from_lane)
+    def unowned(self) -> list[UnownedSpan]:
+        """Every span without an owner the rebalances closed, then those still awaiting an owner at the end."""
+        closed = [u for g in self.generations for u in g.spans]
+        return closed + (list(self.generations[-1].awaiting_owner) if self.generations else [])
 
     @property
     def state(self) -> str | None:
@@ -247,7 +276,6 @@ class GroupHistory:
                            if any(p[0] >= ts for p in v)},
             reconciliations=[r for r in self.reconciliations if r.completed_ts is None or r.completed_ts >= ts],
             revocations=[r for r in self.revocations if r.acked_ts is None or r.acked_ts >= ts],
-            unowned=[u for u in self.unowned if u.to_ts is None or u.to_ts >= ts],
             group_epochs=[e for e in self.group_epochs if e[0] >= ts],
             current={k: list(v) for k, v in self.current.items()},
             pending_revocation={k: list(v) for k, v in self.pending_revocation.items()})
@@ -259,7 +287,7 @@ class HistoryBuilder:
     def __init__(self) -> None:
         self.groups: dict[str, GroupHistory] = {}
         self._lane_of: dict[tuple[str, str], str] = {}     # (group, member id) -> lane key
-        self._unowned: dict[str, dict[Partition, int]] = {}  # group -> partition -> owner-less since
+        self._last_owner: dict[str, dict[Partition, str]] = {}   # group -> partition -> the lane that last had it
         self._consumer: dict[str, _ConsumerFold] = {}       # consumer-protocol groups: what the fold remembers
 
     def add_all(self, outputs: Iterable[dict]) -> "HistoryBuilder":
@@ -311,10 +339,6 @@ class HistoryBuilder:
             return self._consumer_member_gone(h, o, ts)
         lane = self._lane(h, o["member_id"], o.get("group_instance_id"), o.get("client_id"))
         self._close(lane, ts)
-        if h.generations:
-            unowned = self._unowned.setdefault(h.group_id, {})
-            for tp in h.generations[-1].owners.get(lane.key, []):
-                unowned.setdefault(tp, ts)
         h.departures.append(Departure(lane.key, o["member_id"], ts,
                                       "left" if o["type"] == "member_left" else "expired",
                                       o.get("reason") or "", o.get("last_heartbeat_ts"), o.get("generation")))
@@ -337,42 +361,39 @@ class HistoryBuilder:
             self._consumer_state(h, o, ts)
 
     def _rebalance(self, h: GroupHistory, o: dict, ts: int) -> None:
-        if o.get("rebalance_protocol") == "consumer":
-            return self._consumer_rebalance(h, o, ts)
-        lanes = [self._lane(h, m["member_id"], m.get("group_instance_id"), m.get("client_id")).key
-                 for m in o.get("members", [])]
-        for key in lanes:
-            self._open(h.lanes[key], o.get("started_ts", ts))
+        consumer = o.get("rebalance_protocol") == "consumer"
+        if consumer:
+            self._consumer_fold(h)
+            lanes = [self._consumer_lane(h, m["member_id"], m.get("instance_id"), m.get("client_id")).key
+                     for m in o.get("members", [])]
+        else:
+            lanes = [self._lane(h, m["member_id"], m.get("group_instance_id"), m.get("client_id")).key
+                     for m in o.get("members", [])]
+            for key in lanes:
+                self._open(h.lanes[key], o.get("started_ts") or ts)
         owners: dict[str, list[Partition]] = {key: [] for key in lanes}
         for member_id, parts in (o.get("assignment") or {}).items():
             key = self._lane_of.get((h.group_id, member_id), member_id)
             owners.setdefault(key, []).extend((t, int(p)) for t, p in parts)
         owners = {k: sorted(v) for k, v in owners.items()}
         previous = h.generations[-1].owners if h.generations else {}
-        changes = ownership_changes(previous, owners)
-        started = o.get("started_ts", ts)
-        unowned = self._unowned.setdefault(h.group_id, {})
-        if (o.get("rebalance_protocol") or "eager") == "eager":
-            for parts in previous.values():
-                for tp in parts:
-                    unowned.setdefault(tp, started)
-        cost = 0
-        for parts in owners.values():
-            for tp in parts:
-                since = unowned.pop(tp, None)
-                if since is not None:
-                    cost += ts - since
-        for c in changes:
-            if c.to_lane is None and c.from_lane is not None:
-                unowned.setdefault(c.partition, ts)
+        last_owner = self._last_owner.setdefault(h.group_id, {})
+        new_owner = {tp: lane for lane, parts in owners.items() for tp in parts}
+        spans = [UnownedSpan(s.partition, last_owner.get(s.partition), s.released_ts, new_owner.get(s.partition),
+                             s.taken_ts, s.no_members_ms) for s in spans_of(o)]
+        awaiting = [UnownedSpan((t, int(p)), last_owner.get((t, int(p))), since)
+                    for t, p, since in o.get("awaiting_owner") or []]
+        last_owner.update(new_owner)
         h.generations.append(Generation(
-            generation=o["generation"], trigger=o.get("trigger", "unknown"),
-            trigger_detail=o.get("trigger_detail") or "", protocol=o.get("protocol"),
+            generation=int(o["group_epoch"] if consumer else o["generation"]), trigger=o.get("trigger", "unknown"),
+            trigger_detail=o.get("trigger_detail") or "", protocol=o.get("assignor" if consumer else "protocol"),
             rebalance_protocol=o.get("rebalance_protocol") or "eager", leader=o.get("leader"),
             started_ts=o.get("started_ts", ts), join_completed_ts=o.get("join_completed_ts"), completed_ts=ts,
-            duration_ms=o.get("duration_ms", 0), partitions_moved=o.get("partitions_moved", 0),
-            max_partition_unavailable_ms=o.get("max_partition_unavailable_ms", 0), members=lanes, owners=owners,
-            changes=changes, unknown_topics=list(o.get("unknown_topics") or []), unavailable_partition_ms=cost))
+            duration_ms=o.get("duration_ms"), partitions_moved=o.get("partitions_moved"),
+            max_partition_unavailable_ms=o.get("max_partition_unavailable_ms",
+                                               max_known(u.unavailable_ms for u in spans)),
+            members=lanes, owners=owners, changes=ownership_changes(previous, owners),
+            unknown_topics=list(o.get("unknown_topics") or []), spans=spans, awaiting_owner=awaiting))
 
     def _group_metadata(self, h: GroupHistory, o: dict, ts: int) -> None:
         if o.get("tombstone"):   # group deleted or expired: nobody is in it any more
@@ -411,7 +432,7 @@ class HistoryBuilder:
         if temporary:
             return          # a static member away (-2) keeps its partitions until it is back or its session ends
         fold.cause(ts, "leave" if kind == "left" else "expiry")
-        self._consumer_owned(h, fold, lane.key, o["member_id"], set(), ts, gone=True)
+        fold.gone(h, lane.key)
 
     def _consumer_record(self, h: GroupHistory, o: dict, ts: int) -> None:
         """A KIP-848 record the consumer model wrote (the store's record dicts): epoch bumps and their causes."""
@@ -489,7 +510,6 @@ class HistoryBuilder:
             index = open_revocations.pop(tp)
             if tp not in owned:
                 h.revocations[index].acked_ts = ts
-        self._consumer_owned(h, fold, key, o["member_id"], owned, ts)
         if state == "STABLE" and epoch > 0:
             for index in fold.reconciling.pop(key, []):
                 r = h.reconciliations[index]
@@ -497,53 +517,6 @@ class HistoryBuilder:
                     r.completed_ts = ts
                 else:
                     fold.reconciling.setdefault(key, []).append(index)
-
-    def _consumer_owned(self, h: GroupHistory, fold: "_ConsumerFold", lane: str, member_id: str,
-                        owned: set[Partition], ts: int, gone: bool = False) -> None:
-        """The partitions ``lane`` holds now: released ones start an owner-less span, taken ones end theirs."""
-        before = fold.owned.get(lane, set())
-        for tp in sorted(before - owned):
-            if fold.owner.get(tp) == lane:
-                del fold.owner[tp]
-                h.unowned.append(UnownedSpan(tp, lane, ts))
-                fold.open_unowned[tp] = len(h.unowned) - 1
-        for tp in sorted(owned - before):
-            fold.owner[tp] = lane
-            index = fold.open_unowned.pop(tp, None)
-            if index is not None:
-                h.unowned[index].to_lane, h.unowned[index].to_ts = lane, ts
-        if gone:
-            h.current.pop(lane, None)
-            h.pending_revocation.pop(lane, None)
-            fold.owned.pop(lane, None)
-            fold.member_epoch.pop(lane, None)
-            fold.reconciling.pop(lane, None)
-            fold.revoking.pop(lane, None)      # never acknowledged: the member is gone
-        else:
-            fold.owned[lane] = owned
-
-    def _consumer_rebalance(self, h: GroupHistory, o: dict, ts: int) -> None:
-        """A consumer group Stable again: a Generation whose ``generation`` is the group epoch."""
-        fold = self._consumer_fold(h)
-        lanes = [self._consumer_lane(h, m["member_id"], m.get("instance_id"), m.get("client_id")).key
-                 for m in o.get("members", [])]
-        owners: dict[str, list[Partition]] = {key: [] for key in lanes}
-        for member_id, parts in (o.get("assignment") or {}).items():
-            key = self._lane_of.get((h.group_id, member_id), member_id)
-            owners.setdefault(key, []).extend((t, int(p)) for t, p in parts)
-        owners = {k: sorted(v) for k, v in owners.items()}
-        previous = h.generations[-1] if h.generations else None
-        since = previous.completed_ts if previous is not None else None
-        closed = [u.duration_ms for u in h.unowned
-                  if u.to_ts is not None and u.to_ts <= ts and (since is None or u.to_ts > since)]
-        h.generations.append(Generation(
-            generation=int(o["group_epoch"]), trigger=o.get("trigger", "unknown"),
-            trigger_detail=o.get("trigger_detail") or "", protocol=o.get("assignor"), rebalance_protocol="consumer",
-            leader=None, started_ts=o.get("started_ts", ts), join_completed_ts=None, completed_ts=ts,
-            duration_ms=o.get("duration_ms", 0), partitions_moved=o.get("partitions_moved", 0),
-            max_partition_unavailable_ms=max(closed, default=0), members=lanes, owners=owners,
-            changes=ownership_changes(previous.owners if previous is not None else {}, owners),
-            unavailable_partition_ms=sum(closed)))
 
 
 @dataclass
@@ -553,9 +526,6 @@ class _ConsumerFold:
     bumped_ts: int | None = None                                   # first epoch bump since the last target
     trigger: str | None = None                                     # what caused that bump
     causes: list[tuple[int, str, bool]] = field(default_factory=list)   # (ts, trigger, strong) at the latest ts
-    owned: dict[str, set] = field(default_factory=dict)            # lane -> partitions held (incl. pending)
-    owner: dict[Partition, str] = field(default_factory=dict)
-    open_unowned: dict[Partition, int] = field(default_factory=dict)
     member_epoch: dict[str, tuple[int, str]] = field(default_factory=dict)
     member_of: dict[str, str] = field(default_factory=dict)        # lane -> current member id
     reconciling: dict[str, list[int]] = field(default_factory=dict)
@@ -568,6 +538,14 @@ class _ConsumerFold:
         if self.causes and self.causes[0][0] != ts:
             self.causes = []
         self.causes.append((ts, trigger, not weak))
+
+    def gone(self, h: GroupHistory, lane: str) -> None:
+        """A member left for good: nothing it held or owed is followed any more."""
+        h.current.pop(lane, None)
+        h.pending_revocation.pop(lane, None)
+        self.member_epoch.pop(lane, None)
+        self.reconciling.pop(lane, None)
+        self.revoking.pop(lane, None)      # never acknowledged: the member is gone
 
     def bumped(self, ts: int) -> None:
         here = [c for c in self.causes if c[0] == ts]

@@ -158,8 +158,9 @@ class LiveView:
             g.last_trigger = o.get("trigger") or ""
             g.last_duration_ms = o.get("duration_ms")
             g.last_moved = o.get("partitions_moved")
-            self._note(f"{o['group_id']}: epoch {g.generation} stable ({g.last_trigger}), "
-                       f"{len(o.get('members') or [])} members")
+            members = len(o.get("members") or [])
+            self._note(f"{o['group_id']}: epoch {g.generation} {'stable' if members else 'empty'} "
+                       f"({g.last_trigger}), {members} members")
         g.members = len(g.member_states)
 
     def set_waiting(self, text: str | None, resolved: str | None = None) -> None:
@@ -185,13 +186,16 @@ class LiveView:
             for g in sorted(self.groups.values(), key=lambda v: v.group_id)[: self.max_rows]:
                 when = time.strftime("%H:%M:%S", time.gmtime(g.last_rebalance_ts / 1000)) \
                     if g.last_rebalance_ts else "-"
-                took = f"{g.last_duration_ms / 1000:.1f}s" if g.last_duration_ms is not None else "-"
+                # "-": no rebalance yet; "?": the outputs could not know how long it took (docs/figures.md).
+                took = "-" if not g.rebalances else "?" if g.last_duration_ms is None \
+                    else f"{g.last_duration_ms / 1000:.1f}s"
                 members = f"{g.members} ({g.reconciling} reconciling)" if g.consumer and g.reconciling \
                     else str(g.members)
                 rows.append((g.group_id, g.state, f"e{g.generation}" if g.consumer else str(g.generation),
                              g.protocol or ("consumer" if g.consumer else "-"), members,
                              str(g.rebalances), when, g.last_trigger or "-", took,
-                             "-" if g.last_moved is None else str(g.last_moved), str(g.expired),
+                             "-" if not g.rebalances else "?" if g.last_moved is None else str(g.last_moved),
+                             str(g.expired),
                              str(len(g.committed))))
             more = f"... and {len(self.groups) - self.max_rows} more groups" \
                 if len(self.groups) > self.max_rows else None

@@ -10,7 +10,13 @@ served alongside.
 Consumer-protocol (KIP-848) groups are counted in ``groups{state}`` under their own states (Empty, Assigning,
 Reconciling, Stable, Dead) and have, instead of a generation, ``group_epoch``, ``group_assignment_epoch`` and
 ``group_reconciling_members`` (members not yet Stable on the current target assignment, Kafka's
-``ConsumerGroupDescribe`` member states); a completed rebalance is a return to Stable.
+``ConsumerGroupDescribe`` member states); a completed rebalance is a return to Stable (or to Empty).
+
+The rebalance figures are the coordinator's, as its ``rebalance`` records carry them (docs/figures.md):
+``group_rebalance_duration_seconds`` and ``group_partition_unavailability_seconds`` (each partition a rebalance
+gave a new owner: how long it had none while the group had members). A figure the records leave unknown (a cluster
+followed from its ``__consumer_offsets`` records) is not observed, so a histogram's ``_count`` may stay below
+``group_rebalances_total``.
 
 This module is the one place that knows ``prometheus_client``: the rest of the tracker calls
 :meth:`Metrics.update` once per micro-batch and :func:`serve` once.
@@ -24,6 +30,8 @@ from typing import Iterable
 from prometheus_client import (CollectorRegistry, Counter, GCCollector, Gauge, Histogram, PlatformCollector,
                                ProcessCollector, generate_latest, start_http_server)
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+
+from streaming.coordinator.figures import spans_of
 
 PREFIX = "rebalance_tracker"
 STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
@@ -85,8 +93,13 @@ class Metrics:
         self.triggers = Counter(name("group_rebalance_triggers"), "Completed rebalances by what started them.",
                                 ["group", "trigger"], registry=None)
         self.rebalance_duration = Histogram(name("group_rebalance_duration_seconds"),
-                                            "Time from PreparingRebalance to Stable.", ["group"],
+                                            "Time from a rebalance's start to the group settled again (Stable or "
+                                            "Empty); unknown durations are not observed.", ["group"],
                                             buckets=REBALANCE_BUCKETS, registry=None)
+        self.unavailability = Histogram(name("group_partition_unavailability_seconds"),
+                                        "Per partition a rebalance gave a new owner: how long it had none while its "
+                                        "group had members (docs/figures.md); unknown ones are not observed.",
+                                        ["group"], buckets=REBALANCE_BUCKETS, registry=None)
         self.expired = Counter(name("group_expired_members"), "Members removed because their session or join expired.",
                                ["group"], registry=None)
         self.moved = Counter(name("group_partitions_moved"), "Partitions that changed owner in a rebalance.",
@@ -127,7 +140,7 @@ class Metrics:
         g = self._groups.get(group_id)
         if g is None:
             g = self._groups[group_id] = _Group()
-            for counter in (self.rebalances, self.expired, self.moved, self.rebalance_duration):
+            for counter in (self.rebalances, self.expired, self.moved, self.rebalance_duration, self.unavailability):
                 counter.labels(group_id)   # every group shows every per-group series, at 0 until it happens
         return g
 
@@ -174,8 +187,13 @@ class Metrics:
         elif kind == "rebalance":
             self.rebalances.labels(group_id).inc()
             self.triggers.labels(group_id, o.get("trigger") or "unknown").inc()
-            self.moved.labels(group_id).inc(int(o.get("partitions_moved") or 0))
-            self.rebalance_duration.labels(group_id).observe(int(o.get("duration_ms") or 0) / 1000)
+            if o.get("partitions_moved") is not None:
+                self.moved.labels(group_id).inc(int(o["partitions_moved"]))
+            if o.get("duration_ms") is not None:
+                self.rebalance_duration.labels(group_id).observe(int(o["duration_ms"]) / 1000)
+            for span in spans_of(o):
+                if span.unavailable_ms is not None:
+                    self.unavailability.labels(group_id).observe(span.unavailable_ms / 1000)
             g.generation = o.get("generation", o.get("group_epoch", g.generation))
             if g.consumer:      # Stable again: the record names every member
                 g.members = {m["member_id"] for m in o.get("members", [])}
@@ -198,7 +216,8 @@ class Metrics:
         with self._lock:
             instruments = [self.groups, self.group_state, self.group_members, self.group_generation,
                            self.group_epoch, self.group_assignment_epoch, self.group_reconciling,
-                           self.rebalances, self.triggers, self.rebalance_duration, self.expired, self.moved,
+                           self.rebalances, self.triggers, self.rebalance_duration, self.unavailability,
+                           self.expired, self.moved,
                            self.dead_letters, self.batches, self.input_rows, self.batch_duration]
             if self._last_batch_id is not None:
                 instruments.append(self.last_batch_id)

@@ -24,8 +24,9 @@ from html import escape
 from pathlib import Path
 from typing import Iterable
 
+from streaming.coordinator.figures import max_known, shown, sum_known
 from streaming.views import terminal
-from streaming.views.history import Generation, GroupHistory, build_history, coordinator_outputs
+from streaming.views.history import Generation, GroupHistory, UnownedSpan, build_history, coordinator_outputs
 
 CHROMIUM = "/usr/bin/chromium"
 PAGE_WIDTH = 1280
@@ -123,7 +124,7 @@ def render_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
     gens = h.generations
     word = "epoch" if h.is_consumer else "gen"
     for i, g in enumerate(gens):
-        end = gens[i + 1].started_ts if i + 1 < len(gens) else t1
+        end = gens[i + 1].shown_start_ts if i + 1 < len(gens) else t1
         x_a, x_b = x(g.completed_ts), x(end)
         el.append(f'<rect class="generation" data-generation="{g.generation}" x="{x_a}" y="{AXIS_H - 14}" '
                   f'width="{max(x_b - x_a, 0.5)}" height="{bottom - AXIS_H + 14}" fill="{BAND_FILLS[i % 2]}"/>')
@@ -132,12 +133,13 @@ def render_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
                       f'{word} {g.generation}</text>')
     # Rebalances: PreparingRebalance..Stable, coloured by protocol.
     for g in gens:
-        x_a, x_b = x(g.started_ts), x(g.completed_ts)
+        x_a, x_b = x(g.shown_start_ts), x(g.completed_ts)
         fill = REBALANCE_FILL.get(g.rebalance_protocol, REBALANCE_FILL["eager"])
         el.append(f'<rect class="rebalance" data-generation="{g.generation}" x="{x_a}" y="{AXIS_H}" '
                   f'width="{max(x_b - x_a, 2)}" height="{bottom - AXIS_H}" fill="{fill}" fill-opacity="0.55">'
                   f'<title>{"group epoch" if h.is_consumer else "generation"} {g.generation}: '
-                  f'{escape(g.trigger)} — {g.duration_ms} ms, {g.partitions_moved} partitions moved</title></rect>')
+                  f'{escape(g.trigger)} — {shown(g.duration_ms, "unknown")} ms, '
+                  f'{shown(g.partitions_moved, "unknown")} partitions moved</title></rect>')
     open_since = h.rebalance_in_progress_since if not h.is_consumer else _consumer_open_since(h)
     if open_since is not None:
         el.append(f'<rect class="rebalance open" x="{x(open_since)}" y="{AXIS_H}" '
@@ -184,7 +186,7 @@ def render_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
                 continue          # the epoch marks say it better than the partition counts
             if lane.key not in g.owners:
                 continue
-            end = gens[i + 1].started_ts if i + 1 < len(gens) else t1
+            end = gens[i + 1].shown_start_ts if i + 1 < len(gens) else t1
             x_a, x_b = x(g.completed_ts), x(end)
             if x_b - x_a > 18:
                 el.append(f'<text x="{x_a + 4}" y="{y + LANE_H / 2 + 4}" fill="#123">{len(g.owners[lane.key])}p'
@@ -192,14 +194,14 @@ def render_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
 
     # Consumer groups: a partition without an owner is a dotted line on the lane that released it, up to the moment
     # another member took it.
-    for u in h.unowned:
-        if u.from_lane in lane_y:
+    for u in h.unowned if h.is_consumer else []:
+        if u.from_lane in lane_y and u.from_ts is not None:
             yu = lane_y[u.from_lane] + LANE_H - 4
             end = u.to_ts if u.to_ts is not None else t1
             el.append(f'<line class="unowned" x1="{x(u.from_ts)}" y1="{yu}" x2="{max(x(end), x(u.from_ts) + 1)}" '
                       f'y2="{yu}" stroke="#b36b00" stroke-width="2" stroke-dasharray="2 2"><title>'
                       f'{escape(u.partition[0])}-{u.partition[1]} without an owner for '
-                      f'{"" if u.to_ts is None else (u.to_ts - u.from_ts)} ms</title></line>')
+                      f'{"" if u.duration_ms is None else u.duration_ms} ms</title></line>')
     # Ownership changes: one arrow per (from, to) pair at the generation's completion; gains without a previous
     # owner (new partitions, cooperative second round) and revocations without a new owner get a tick mark.
     for g in gens:
@@ -303,6 +305,18 @@ def _partitions(parts: list[tuple[str, int]]) -> str:
     return "; ".join(f"{t}: {','.join(map(str, ps))}" for t, ps in by_topic.items())
 
 
+def _per_partition_rows(h: GroupHistory) -> list[list[object]]:
+    """Per partition, over the spans the rebalances closed: how often it had no owner, for how long in all and at
+    most while the group had members, and how long on top the group had no member at all."""
+    by: dict[tuple[str, int], list[UnownedSpan]] = {}
+    for g in h.generations:
+        for u in g.spans:
+            by.setdefault(u.partition, []).append(u)
+    return [[f"{tp[0]}-{tp[1]}", len(us), shown(sum_known(u.unavailable_ms for u in us)),
+             shown(max_known(u.unavailable_ms for u in us)), shown(sum_known(u.no_members_ms for u in us))]
+            for tp, us in sorted(by.items())]
+
+
 def _member_label(h: GroupHistory, member_id: str | None) -> str:
     """The lane label of a member id (the leader is named by member id)."""
     if member_id is None:
@@ -313,7 +327,28 @@ def _member_label(h: GroupHistory, member_id: str | None) -> str:
 def _phase_ms(g: Generation) -> tuple[object, object]:
     if g.join_completed_ts is None:
         return "", ""
-    return g.join_completed_ts - g.started_ts, g.completed_ts - g.join_completed_ts
+    return shown(None if g.started_ts is None else g.join_completed_ts - g.started_ts), \
+        g.completed_ts - g.join_completed_ts
+
+
+def figures_summary(h: GroupHistory) -> dict[str, object]:
+    """The figures of docs/figures.md over a group's rebalances, the same for both protocols ("unknown": the
+    outputs could not know it)."""
+    gens, spans = h.generations, [u for g in h.generations for u in g.spans]
+    unavailable = sum_known(u.unavailable_ms for u in spans)
+    ownerless = sum_known(u.duration_ms for u in spans)
+    return {
+        "rebalances": len(gens),
+        "time rebalancing (ms)": shown(sum_known(g.duration_ms for g in gens), "unknown"),
+        "longest rebalance (ms)": shown(max_known(g.duration_ms for g in gens), "unknown"),
+        "partitions moved": shown(sum_known(g.partitions_moved for g in gens), "unknown"),
+        "max partition unavailability (ms)": shown(max_known(u.unavailable_ms for u in spans), "unknown"),
+        "partition unavailability (partition·s)": shown(None if unavailable is None else round(unavailable / 1000, 1),
+                                                        "unknown"),
+        "max without owner, incl. no members (ms)": shown(max_known(u.duration_ms for u in spans), "unknown"),
+        "without owner, incl. no members (partition·s)": shown(None if ownerless is None
+                                                               else round(ownerless / 1000, 1), "unknown"),
+    }
 
 
 def summary(h: GroupHistory) -> dict[str, object]:
@@ -323,14 +358,12 @@ def summary(h: GroupHistory) -> dict[str, object]:
     triggers: dict[str, int] = {}
     for g in gens:
         triggers[g.trigger] = triggers.get(g.trigger, 0) + 1
+    figures = figures_summary(h)
     return {
         "group": h.group_id, "from": iso(h.first_ts), "to": iso(h.last_ts), "state at end": h.state or "unknown",
-        "rebalances": len(gens),
+        "rebalances": figures.pop("rebalances"),
         "by trigger": ", ".join(f"{k} {v}" for k, v in sorted(triggers.items())) or "—",
-        "time rebalancing (ms)": sum(g.duration_ms for g in gens),
-        "longest rebalance (ms)": max((g.duration_ms for g in gens), default=0),
-        "partitions moved": sum(g.partitions_moved for g in gens),
-        "max partition unavailability (ms)": max((g.max_partition_unavailable_ms for g in gens), default=0),
+        **figures,
         "members expired": sum(1 for d in h.departures if d.kind == "expired"),
         "members left": sum(1 for d in h.departures if d.kind == "left"),
         "static member restarts": len(h.replacements),
@@ -352,7 +385,7 @@ def consumer_summary(h: GroupHistory) -> dict[str, object]:
     for t in h.targets:
         if t.changed:
             triggers[t.trigger] = triggers.get(t.trigger, 0) + 1
-    closed = [u.duration_ms for u in h.unowned if u.duration_ms is not None]
+    figures = figures_summary(h)
     return {
         "group": h.group_id, "protocol": "consumer (KIP-848)", "from": iso(h.first_ts), "to": iso(h.last_ts),
         "state at end": h.state or "unknown",
@@ -360,16 +393,12 @@ def consumer_summary(h: GroupHistory) -> dict[str, object]:
         "target assignments": len(h.targets),
         "target assignments that changed it": sum(1 for t in h.targets if t.changed),
         "changed by trigger": ", ".join(f"{k} {v}" for k, v in sorted(triggers.items())) or "—",
-        "returns to Stable": len(gens),
-        "time to Stable, longest (ms)": max((g.duration_ms for g in gens), default=0),
+        "rebalances (epoch bumps to Stable or Empty)": figures.pop("rebalances"),
+        **figures,
         "reconciliation per member, median / max (ms)": _ms_stats(
             [r.duration_ms for r in h.reconciliations if r.duration_ms is not None]),
         "revocation latency, median / max (ms)": _ms_stats(
             [r.latency_ms for r in h.revocations if r.latency_ms is not None]),
-        "partitions moved": h.moves,
-        "partitions without an owner (times)": len(h.unowned),
-        "longest without an owner (ms)": max(closed, default=0),
-        "partition unavailability (partition·s)": round(sum(closed) / 1000, 1),
         "members expired": sum(1 for d in h.departures if d.kind == "expired"),
         "members left": sum(1 for d in h.departures if d.kind == "left"),
         "static member restarts": len(h.replacements),
@@ -395,8 +424,8 @@ def _consumer_tables(h: GroupHistory) -> str:
         recs = [r.duration_ms for r in h.reconciliations if r.lane == key and r.duration_ms is not None]
         revs = [r.latency_ms for r in h.revocations if r.lane == key and r.latency_ms is not None]
         epochs = [str(e) for _, e, _ in points]
-        shown = " → ".join(dict.fromkeys(epochs))
-        member_rows.append([label(key), shown, len(recs), _ms_stats(recs), len(revs), _ms_stats(revs)])
+        epoch_path = " → ".join(dict.fromkeys(epochs))
+        member_rows.append([label(key), epoch_path, len(recs), _ms_stats(recs), len(revs), _ms_stats(revs)])
     revocations: dict[tuple[str, int], list] = {}
     for r in h.revocations:
         revocations.setdefault((r.lane, r.started_ts), []).append(r)
@@ -404,8 +433,10 @@ def _consumer_tables(h: GroupHistory) -> str:
                         iso(rs[0].acked_ts) if rs[0].acked_ts is not None else "never (gone)",
                         "" if rs[0].latency_ms is None else rs[0].latency_ms]
                        for (lane, ts), rs in revocations.items()]
-    unowned_rows = [[f"{u.partition[0]}-{u.partition[1]}", label(u.from_lane), iso(u.from_ts), label(u.to_lane),
-                     iso(u.to_ts), "" if u.duration_ms is None else u.duration_ms] for u in h.unowned]
+    unowned_rows = [[f"{u.partition[0]}-{u.partition[1]}", label(u.from_lane), iso(u.from_ts) or "unknown",
+                     label(u.to_lane) if u.to_ts is not None else "(awaiting)", iso(u.to_ts),
+                     "" if u.to_ts is None else shown(u.unavailable_ms), "" if u.to_ts is None
+                     else shown(u.no_members_ms)] for u in h.unowned]
     return "\n".join([
         _table("Target assignments", ["epoch", "computed", "trigger", "assignor", "members", "partitions changed",
                                       "reconciled after ms", "balance (max−min)", "partitions per member"],
@@ -417,8 +448,8 @@ def _consumer_tables(h: GroupHistory) -> str:
                member_rows, "member-epochs"),
         _table("Revocations", ["member", "member epoch", "asked", "partitions", "acknowledged", "latency ms"],
                revocation_rows, "revocations"),
-        _table("Partitions without an owner", ["partition", "released by", "at", "taken by", "at", "ms"],
-               unowned_rows, "unowned"),
+        _table("Partitions without an owner", ["partition", "released by", "at", "taken by", "at",
+                                               "unavailable ms", "+ no members ms"], unowned_rows, "unowned"),
     ])
 
 
@@ -426,8 +457,9 @@ def render_html(h: GroupHistory, title: str | None = None) -> str:
     title = title or f"Rebalance history of {h.group_id}"
     gens = h.generations
     gen_rows = [[g.generation, g.trigger, g.trigger_detail, g.protocol or "", g.rebalance_protocol,
-                 _member_label(h, g.leader), len(g.members), iso(g.started_ts), g.duration_ms, *_phase_ms(g),
-                 g.partitions_moved, g.max_partition_unavailable_ms, g.partition_count, g.balance] for g in gens]
+                 _member_label(h, g.leader), len(g.members), iso(g.started_ts) or "unknown", shown(g.duration_ms),
+                 *_phase_ms(g), shown(g.partitions_moved), shown(g.max_partition_unavailable_ms), g.partition_count,
+                 g.balance] for g in gens]
     move_rows = [[g.generation, iso(g.completed_ts), _label(h, src), _label(h, dst), len(parts), _partitions(parts)]
                  for g in gens for (src, dst), parts in _grouped_changes(g).items()]
     departure_rows = [[iso(d.ts), _label(h, d.lane), d.member_id, d.kind, d.reason, iso(d.last_heartbeat_ts),
@@ -440,10 +472,10 @@ def render_html(h: GroupHistory, title: str | None = None) -> str:
     facts = "".join(f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in summary(h).items())
     consumer = h.is_consumer
     if consumer:
-        gen_rows = [[g.generation, g.trigger, g.trigger_detail, g.protocol or "", len(g.members), iso(g.started_ts),
-                     g.duration_ms, g.partitions_moved, g.max_partition_unavailable_ms, g.partition_count, g.balance]
-                    for g in gens]
-        gen_table = _table("Group epochs (returns to Stable)", [
+        gen_rows = [[g.generation, g.trigger, g.trigger_detail, g.protocol or "", len(g.members),
+                     iso(g.started_ts) or "unknown", shown(g.duration_ms), shown(g.partitions_moved),
+                     shown(g.max_partition_unavailable_ms), g.partition_count, g.balance] for g in gens]
+        gen_table = _table("Rebalances (group epoch bumped until Stable or Empty)", [
             "epoch", "trigger", "detail", "assignor", "members", "started", "duration ms", "partitions moved",
             "max unavailable ms", "partitions", "balance (max−min)"], gen_rows, "generations")
     else:
@@ -479,6 +511,9 @@ table.summary th {{ background: #f5f7fa; font-weight: normal; }} .legend {{ font
 {legend}
 <div class="timeline">{render_svg(h)}</div>
 {gen_table}
+{_table("Unavailability per partition", ["partition", "times without an owner", "unavailable ms, total",
+                                         "unavailable ms, max", "+ no members ms, total"], _per_partition_rows(h),
+         "per-partition")}
 {_consumer_tables(h) if consumer else ""}
 {_table("Partition ownership changes", ["epoch" if consumer else "generation", "at", "from", "to", "count",
                                         "partitions"], move_rows, "moves")}
@@ -494,12 +529,12 @@ def page_height(h: GroupHistory) -> int:
     """Height (px) that shows the whole page in a screenshot, estimated from the row counts."""
     svg = AXIS_H + max(len(h.lanes), 1) * LANE_H + BOTTOM_PAD
     rows = (len(h.generations) + sum(len(_grouped_changes(g)) for g in h.generations) + len(h.departures)
-            + len(h.lanes))
+            + len(h.lanes) + len({u.partition for g in h.generations for u in g.spans}))
     if h.is_consumer:
         revocations = len({(r.lane, r.started_ts) for r in h.revocations})
         rows += len(h.targets) + len(h.current) + len(h.member_epochs) + revocations + len(h.unowned) + 8
-        return 160 + 18 * 24 + svg + 9 * 70 + rows * 22
-    return 160 + 12 * 24 + svg + 4 * 70 + rows * 22
+        return 160 + 20 * 24 + svg + 10 * 70 + rows * 22
+    return 160 + 15 * 24 + svg + 5 * 70 + rows * 22
 
 
 # ==================================================================== PNG via headless Chromium
@@ -610,8 +645,8 @@ def main(argv: list[str] | None = None) -> int:
         history = history.since(since)
     Path(args.out).write_text(render_html(history), encoding="utf-8")
     if history.is_consumer:
-        print(f"wrote {args.out}: {len(history.targets)} target assignments, {len(history.generations)} returns "
-              f"to Stable, {len(history.departures)} departures")
+        print(f"wrote {args.out}: {len(history.targets)} target assignments, {len(history.generations)} "
+              f"rebalances, {len(history.departures)} departures")
     else:
         print(f"wrote {args.out}: {len(history.generations)} generations, {len(history.departures)} departures")
     if args.png:

@@ -37,6 +37,7 @@ from streaming.coordinator.consumer.reconcile import reconcile
 from streaming.coordinator.consumer.regex import regex_error, resolve
 from streaming.coordinator.consumer.target import build_target_assignment
 from streaming.coordinator.consumer.topics import TopicImage
+from streaming.coordinator.figures import Ledger, rebalance_fields
 from streaming.coordinator.timers import Timers
 from streaming.coordinator.offsets import CommittedOffset, Partition
 
@@ -63,16 +64,17 @@ class _Soft:
     rebalance: dict[str, list[int]] = field(default_factory=dict)      # member -> [deadline, member epoch]
     last_heartbeat: dict[str, int] = field(default_factory=dict)
     refresh_metadata: bool = True          # Kafka: metadataRefreshDeadline expired (new or loaded group, topic change)
-    rebalance_started: list | None = None  # [ts, trigger, detail] of the first epoch bump not yet Stable
+    # [ts (None: unknown), trigger, detail] of the first epoch bump since the group last settled (Stable or Empty)
+    rebalance_started: list | None = None
     assignor: str | None = None            # the assignor of the last target assignment
-    stable_owners: dict[str, str] = field(default_factory=dict)        # "topic_id:p" -> owner, at the last Stable
+    figures: Ledger = field(default_factory=Ledger)   # owners over time, by (topic id, partition) (figures.py)
     retention: int | None = None           # the offsets cleanup's next work: an offset expiring, an Empty group going
     empty_since: int | None = None         # when the group last became Empty (or was loaded Empty)
 
     def to_dict(self) -> dict:
         d = {"sessions": self.sessions, "rebalance": self.rebalance, "last_heartbeat": self.last_heartbeat,
              "refresh_metadata": self.refresh_metadata, "rebalance_started": self.rebalance_started,
-             "assignor": self.assignor, "stable_owners": self.stable_owners}
+             "assignor": self.assignor, "figures": self.figures.to_dict()}
         if self.retention is not None:
             d["retention"] = self.retention
         if self.empty_since is not None:
@@ -81,8 +83,14 @@ class _Soft:
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "_Soft":
+        if "figures" in d:
+            figures = Ledger.from_dict(d["figures"])
+        else:   # a state from before the figures' ledger: only the owners at the last Stable ("topic_id:p" keys)
+            figures = Ledger()
+            figures.owners = {(key.rsplit(":", 1)[0], int(key.rsplit(":", 1)[1])): owner
+                              for key, owner in d.get("stable_owners", {}).items()}
         return cls(dict(d["sessions"]), {k: list(v) for k, v in d["rebalance"].items()}, dict(d["last_heartbeat"]),
-                   d["refresh_metadata"], d["rebalance_started"], d["assignor"], dict(d["stable_owners"]),
+                   d["refresh_metadata"], d["rebalance_started"], d["assignor"], figures,
                    d.get("retention"), d.get("empty_since"))
 
 
@@ -193,7 +201,11 @@ class ConsumerGroupCoordinator:
         for entry in d["groups"]:
             group = ConsumerGroup.from_dict(entry["group"])
             c.groups[group.group_id] = group
-            c.soft[group.group_id] = _Soft.from_dict(entry["soft"])
+            c.soft[group.group_id] = soft = _Soft.from_dict(entry["soft"])
+            if "figures" not in entry["soft"]:
+                owners = soft.figures.owners
+                soft.figures = _ledger_of_members(group, c.now)
+                soft.figures.owners = owners
             if entry.get("offsets"):
                 c.offsets[group.group_id] = O.from_rows(entry["offsets"])
             c._arm_all(group.group_id)
@@ -256,9 +268,9 @@ class ConsumerGroupCoordinator:
                 if m.state is MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_rebalance(group_id, m)
             soft.refresh_metadata = True
-            if group.state() == STABLE:
-                soft.stable_owners = {f"{t}:{p}": m.instance_id or m.member_id for m in group.members.values()
-                                      for t, ps in m.assigned_partitions.items() for p in ps}
+            soft.figures = _ledger_of_members(group, now_ms)
+            if group.state() not in (STABLE, "Empty"):
+                soft.rebalance_started = [None, "unknown", "in progress when the group was loaded"]
             soft.empty_since = now_ms if not group.members else None
             self._refresh_retention(group_id)
 
@@ -372,6 +384,8 @@ class ConsumerGroupCoordinator:
                            added=self._named(new_parts - old_parts), revoked=self._named(old_parts - new_parts))
         if group.group_epoch > before_epoch and soft.rebalance_started is None and trigger is not None:
             soft.rebalance_started = [self.now, trigger, detail]
+        if not group.deleted:
+            self._follow_owners(group, before, records)
         if group.assignment_epoch != before_target and group.assignment_epoch >= 0:
             self._emit(gid, "target_assignment", assignment_epoch=group.assignment_epoch, assignor=soft.assignor,
                        assignment={mid: self._pairs(a) for mid, a in sorted(group.target.items())})
@@ -384,10 +398,12 @@ class ConsumerGroupCoordinator:
             self._emit(gid, "state_change", **{"from": before_state}, to=after_state,
                        group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
                        **({"reason": reason} if reason is not None else {}))
-            if after_state == STABLE:
-                self._rebalance_record(group)
-            elif after_state == "Empty":
+            if after_state == "Empty":
                 soft.empty_since = self.now
+        # A rebalance ends when the group is settled again: Stable (every member on the target), or Empty. An epoch
+        # bump that leaves the group Stable (new partitions straight to their one member) starts and ends one here.
+        if soft.rebalance_started is not None and after_state in (STABLE, "Empty") and not group.deleted:
+            self._rebalance_record(group)
         if not group.deleted and any(r["type"] in (R.MEMBER_METADATA, R.REGULAR_EXPRESSION) for r in records):
             self._refresh_retention(gid)    # the members or their subscriptions changed
 
@@ -398,19 +414,40 @@ class ConsumerGroupCoordinator:
     def _named(self, keys: Iterable[tuple[str, int]]) -> list[list]:
         return sorted([self.image.name_for(t) or t, p] for t, p in keys)
 
+    def _follow_owners(self, group: ConsumerGroup, before: dict[str, ConsumerGroupMember],
+                       records: list[dict]) -> None:
+        """The figures' ledger after ``records``: a member whose assignment lost partitions was told to stop
+        consuming them (those pending revocation included: the client pauses them at once), one that gained some
+        was told to start; a removed member gives up everything."""
+        figures = self.soft[group.group_id].figures
+        now_holding: dict[str, set] = {}
+        for r in records:
+            if r["type"] != R.CURRENT_MEMBER_ASSIGNMENT:
+                continue
+            member = group.members.get(r["member_id"]) or before.get(r["member_id"])
+            if member is None:
+                continue
+            parts = now_holding.setdefault(member.instance_id or member.member_id, set())
+            if member.member_id in group.members:
+                parts.update(self._keys(member.assigned_partitions))
+        if now_holding:
+            figures.assign(now_holding, self.now)
+        figures.presence(self.now, bool(group.members))
+
     def _rebalance_record(self, group: ConsumerGroup) -> None:
-        """One line of rebalance history when the group is Stable again: every member reconciled to its target."""
+        """One line of rebalance history when the group is settled again: Stable (every member reconciled to its
+        target) or Empty."""
         soft = self.soft[group.group_id]
-        started = soft.rebalance_started or [self.now, "unknown", ""]
+        started = soft.rebalance_started or [None, "unknown", ""]
         soft.rebalance_started = None
-        owners = {f"{t}:{p}": m.instance_id or m.member_id
-                  for m in group.members.values() for t, ps in m.assigned_partitions.items() for p in ps}
-        moved = sum(1 for key, owner in soft.stable_owners.items() if owners.get(key) != owner)
-        soft.stable_owners = owners
+        target = {key for m in group.members.values() for key in self._keys(m.assigned_partitions)}
+        settled = soft.figures.settle(
+            {m.instance_id or m.member_id: self._keys(m.assigned_partitions) for m in group.members.values()},
+            self.now, wanted=target.__contains__)
         self._emit(group.group_id, "rebalance", rebalance_protocol="consumer", group_epoch=group.group_epoch,
                    assignment_epoch=group.assignment_epoch, assignor=soft.assignor, trigger=started[1],
-                   trigger_detail=started[2], started_ts=started[0], completed_ts=self.now,
-                   duration_ms=self.now - started[0], partitions_moved=moved,
+                   trigger_detail=started[2],
+                   **rebalance_fields(settled, started[0], self.now, lambda t: self.image.name_for(t) or t),
                    members=[{"member_id": m.member_id, "instance_id": m.instance_id, "client_id": m.client_id,
                              "client_host": m.client_host} for m in group.members.values()],
                    assignment={m.member_id: self._pairs(m.assigned_partitions) for m in group.members.values()})
@@ -940,3 +977,14 @@ class ConsumerGroupCoordinator:
         for name, partitions in sorted(sizes.items()):
             if partitions > 0 and self.image.get(name) is None:
                 self.image.apply(name, partitions)
+
+
+def _ledger_of_members(group: ConsumerGroup, now: int) -> Ledger:
+    """The figures' ledger of a loaded group: its members hold their assigned partitions, and those are where the
+    next rebalance counts moved partitions from."""
+    ledger = Ledger()
+    for m in group.members.values():
+        ledger.take(m.instance_id or m.member_id, [(t, p) for t, ps in m.assigned_partitions.items() for p in ps], now)
+    ledger.owners = dict(ledger.holder)
+    ledger.presence(now, bool(group.members))
+    return ledger

@@ -6,6 +6,7 @@ from typing import Iterable
 
 from streaming.coordinator import CoordinatorConfig
 from streaming.coordinator.consumer import ConsumerGroupConfig
+from streaming.coordinator.figures import max_known, shown, sum_known
 from streaming.views import terminal
 from streaming.views.history import build_histories
 from streaming.views.replay.dispatch import replay_outputs
@@ -13,15 +14,18 @@ from streaming.views.replay.dispatch import replay_outputs
 
 @dataclass
 class Score:
+    """The figures of docs/figures.md over every group of one replay; None: unknown."""
     assignor: str
     rebalances: int
-    partitions_moved: int
-    worst_balance: int            # max − min partitions per member, worst generation of any group
-    final_balance: int            # the same, after each group's last settled generation (nothing left revoked)
-    total_rebalance_ms: int
-    max_rebalance_ms: int
-    max_unavailable_ms: int       # the coordinator's max partition unavailability over all rebalances
-    unavailable_partition_s: float  # summed owner-less time of all partitions (eager: stop-the-world)
+    partitions_moved: int | None
+    worst_balance: int            # max − min partitions per member, worst settled rebalance of any group
+    final_balance: int            # the same, after each group's last settled rebalance
+    total_rebalance_ms: int | None
+    max_rebalance_ms: int | None
+    max_unavailable_ms: int | None        # the longest a partition had no owner while its group had members
+    unavailable_partition_s: float | None  # those times summed over every partition
+    max_ownerless_ms: int | None          # the same two with the time its group had no member at all included
+    ownerless_partition_s: float | None
     members_expired: int
 
     ROWS = (("rebalances", "rebalances"), ("partitions moved", "partitions_moved"),
@@ -29,38 +33,35 @@ class Score:
             ("rebalance time total (ms)", "total_rebalance_ms"), ("rebalance time max (ms)", "max_rebalance_ms"),
             ("max partition unavailability (ms)", "max_unavailable_ms"),
             ("partition unavailability (partition·s)", "unavailable_partition_s"),
+            ("max without owner, incl. no members (ms)", "max_ownerless_ms"),
+            ("without owner, incl. no members (partition·s)", "ownerless_partition_s"),
             ("members expired", "members_expired"))
 
 
 def score(assignor: str, outputs: list[dict], group_id: str | None = None) -> Score:
-    """The columns, from the groups' histories. Classic groups: a rebalance is a completed generation, moves and
-    unavailability are the coordinator's per generation. Consumer-protocol groups: a rebalance is a group-epoch bump
-    whose target assignment changed the previous one; balance is the target's; a move is a partition that ended up
-    with another member; unavailability is the time partitions spent with no owner (from their release -- revocation
-    acknowledged, or the member gone -- to their next owner taking them); rebalance time runs from a bump to Stable."""
+    """The columns, from the groups' histories, the same way for both protocols (docs/figures.md): a rebalance is
+    one ``rebalance`` record (classic: a generation, the empty one included; consumer protocol: from the first epoch
+    bump to the group settled again); moves, rebalance times and the spans without an owner are the coordinator's;
+    balance is that of the rebalances the group settles on (a cooperative first round is not one)."""
     histories = build_histories(o for o in outputs if group_id is None or o.get("group_id") == group_id)
-    classic = [h for h in histories.values() if not h.is_consumer]
-    consumer = [h for h in histories.values() if h.is_consumer]
-    gens = [g for h in classic for g in h.generations]
-    staffed = [g.balance for g in gens if g.owners]
-    # A cooperative round that revoked partitions is half a rebalance: a feed that ends before its follow-up round
-    # says nothing of where the assignor settles, so the final balance is the last settled generation's.
-    finals = [next((g.balance for g in reversed(h.generations) if g.owners and not g.revoked_unassigned),
-                   next((g.balance for g in reversed(h.generations) if g.owners), None)) for h in classic]
-    targets = [t for h in consumer for t in h.targets]
-    staffed += [t.balance for t in targets if t.target]
-    finals += [next((t.balance for t in reversed(h.targets) if t.target), None) for h in consumer]
-    spans = [u.duration_ms for h in consumer for u in h.unowned if u.duration_ms is not None]
-    durations = [g.duration_ms for h in histories.values() for g in h.generations]
+    gens = [g for h in histories.values() for g in h.generations]
+    settled = [g.balance for g in gens if g.settled]
+    finals = [next((g.balance for g in reversed(h.generations) if g.settled), None) for h in histories.values()]
+    spans = [u for g in gens for u in g.spans]
+    durations = [g.duration_ms for g in gens]
     return Score(
-        assignor=assignor, rebalances=len(gens) + sum(1 for t in targets if t.changed),
-        partitions_moved=sum(g.partitions_moved for g in gens) + sum(h.moves for h in consumer),
-        worst_balance=max(staffed, default=0),
-        final_balance=max((b for b in finals if b is not None), default=0),
-        total_rebalance_ms=sum(durations), max_rebalance_ms=max(durations, default=0),
-        max_unavailable_ms=max([g.max_partition_unavailable_ms for g in gens] + spans, default=0),
-        unavailable_partition_s=round((sum(g.unavailable_partition_ms for g in gens) + sum(spans)) / 1000, 1),
+        assignor=assignor, rebalances=len(gens), partitions_moved=sum_known(g.partitions_moved for g in gens),
+        worst_balance=max(settled, default=0), final_balance=max((b for b in finals if b is not None), default=0),
+        total_rebalance_ms=sum_known(durations), max_rebalance_ms=max_known(durations),
+        max_unavailable_ms=max_known(u.unavailable_ms for u in spans),
+        unavailable_partition_s=_seconds(sum_known(u.unavailable_ms for u in spans)),
+        max_ownerless_ms=max_known(u.duration_ms for u in spans),
+        ownerless_partition_s=_seconds(sum_known(u.duration_ms for u in spans)),
         members_expired=sum(1 for h in histories.values() for d in h.departures if d.kind == "expired"))
+
+
+def _seconds(ms: int | None) -> float | None:
+    return None if ms is None else round(ms / 1000, 1)
 
 
 def compare(events: list[dict], assignors: Iterable[str], config: CoordinatorConfig | None = None,
@@ -83,7 +84,7 @@ def compare(events: list[dict], assignors: Iterable[str], config: CoordinatorCon
 
 def _table(scores: list[Score]) -> tuple[list[str], list[list[str]]]:
     """Metrics as rows, assignors as columns: the side-by-side answer."""
-    return ["", *(s.assignor for s in scores)], [[label, *(str(getattr(s, attr)) for s in scores)]
+    return ["", *(s.assignor for s in scores)], [[label, *(shown(getattr(s, attr)) for s in scores)]
                                                   for label, attr in Score.ROWS]
 
 
