@@ -11,8 +11,8 @@ import time
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
 from kafka.coordinator.assignors.range import RangePartitionAssignor
-from kafka.protocol.consumer.group import (LeaveGroupRequest, OffsetCommitRequest, OffsetCommitResponse,
-                                           SyncGroupRequest, SyncGroupResponse)
+from kafka.protocol.consumer.group import (LeaveGroupRequest, LeaveGroupResponse, OffsetCommitRequest,
+                                           OffsetCommitResponse, SyncGroupRequest, SyncGroupResponse)
 
 from offsets_store.codec import encode_assignment
 
@@ -68,12 +68,20 @@ def test_sync_event_decodes_leader_assignments_and_the_delivered_partitions():
     assert "assignments" not in event and event["assigned"] == []
 
 
-def test_leave_events_for_old_and_batched_requests():
-    assert [e["member_id"] for e in leave_events(LeaveGroupRequest(group_id="g", member_id="m0"), 1)] == ["m0"]
+def test_leave_events_only_for_the_members_the_broker_removed():
+    ok = LeaveGroupResponse(error_code=0, members=[])
+    assert [e["member_id"] for e in leave_events(LeaveGroupRequest(group_id="g", member_id="m0"), ok, 1)] == ["m0"]
+    # Refused: a consumer back from a long pause leaves a group that dropped it (25: UNKNOWN_MEMBER_ID).
+    assert leave_events(LeaveGroupRequest(group_id="g", member_id="m0"), LeaveGroupResponse(error_code=25), 1) == []
     batched = LeaveGroupRequest(group_id="g", members=[
         LeaveGroupRequest.MemberIdentity(member_id="a", group_instance_id="i-a", reason="bye"),
-        LeaveGroupRequest.MemberIdentity(member_id="b", group_instance_id="i-b", reason=None)])
-    events = leave_events(batched, 1)
+        LeaveGroupRequest.MemberIdentity(member_id="b", group_instance_id="i-b", reason=None),
+        LeaveGroupRequest.MemberIdentity(member_id="c", group_instance_id=None, reason=None)])
+    answer = LeaveGroupResponse(error_code=0, members=[
+        LeaveGroupResponse.MemberResponse(member_id="a", group_instance_id="i-a", error_code=0),
+        LeaveGroupResponse.MemberResponse(member_id="b", group_instance_id="i-b", error_code=0),
+        LeaveGroupResponse.MemberResponse(member_id="c", group_instance_id=None, error_code=25)])
+    events = leave_events(batched, answer, 1)
     assert [(e["member_id"], e["group_instance_id"], e["reason"]) for e in events] == \
         [("a", "i-a", "bye"), ("b", "i-b", "")]
 

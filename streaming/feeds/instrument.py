@@ -16,7 +16,8 @@ Each event reports what the broker really did, taken from the request and, where
 * ``commit``: published on the OffsetCommit answer (``commit`` and ``commit_async`` alike, auto-commit too), with only
   the partitions the broker accepted; nothing when it accepted none.
 * ``heartbeat``: at most one per member every ``heartbeat_every_ms`` (0 = every heartbeat).
-* ``leave``: published when the LeaveGroup request is sent (``close()`` does not wait for the answer).
+* ``leave``: published on the LeaveGroup answer, for the members the broker removed (none when it no longer knew
+  them: a consumer back from a long pause leaves a group that already dropped it).
 
 Run the tracker with ``tracker.adopt.unknown.members=true``: member ids and generations come from the broker.
 This relies on kafka-python 3 internals (``consumer._coordinator._manager.send``); it never changes what is sent.
@@ -109,12 +110,18 @@ def heartbeat_event(request: Any, now_ms: int) -> dict:
             "group_instance_id": _field(request, "group_instance_id"), "generation": request.generation_id}
 
 
-def leave_events(request: Any, now_ms: int) -> list[dict]:
+def leave_events(request: Any, response: Any, now_ms: int) -> list[dict]:
+    """The members the answer says left (LeaveGroup v3+ answers per member; v0-2 for its one member, top level)."""
+    if _field(response, "error_code", NO_ERROR) != NO_ERROR:
+        return []
     members = _field(request, "members") or []
     identities = [(m.member_id, _field(m, "group_instance_id"), _field(m, "reason")) for m in members] or \
-        [(_field(request, "member_id"), None, None)]   # LeaveGroup v0-2: one member, top level
+        [(_field(request, "member_id"), None, None)]
+    refused = {(m.member_id, _field(m, "group_instance_id")) for m in _field(response, "members", None) or []
+               if m.error_code != NO_ERROR}
     return [{"type": "leave", "group_id": request.group_id, "ts": now_ms, "member_id": member_id or "",
-             "group_instance_id": instance_id, "reason": reason or ""} for member_id, instance_id, reason in identities]
+             "group_instance_id": instance_id, "reason": reason or ""} for member_id, instance_id, reason in identities
+            if (member_id, instance_id) not in refused]
 
 
 def commit_event(request: Any, response: Any, now_ms: int) -> dict | None:
@@ -191,9 +198,6 @@ class GroupEventMirror:
             self.publish(join_event(request, request.member_id, client_id, host, now))
         elif kind == "HeartbeatRequest" and self._heartbeat_due(request, now):
             self.publish(heartbeat_event(request, now))
-        elif kind == "LeaveGroupRequest":
-            for event in leave_events(request, now):
-                self.publish(event)
 
     def _after(self, request: Any, response: Any, client_id: str, host: str) -> None:
         kind, now = type(request).__name__, self._now()
@@ -208,6 +212,9 @@ class GroupEventMirror:
         elif kind == "OffsetCommitRequest":
             event = commit_event(request, response, now)
             if event is not None:
+                self.publish(event)
+        elif kind == "LeaveGroupRequest":
+            for event in leave_events(request, response, now):
                 self.publish(event)
 
     def _heartbeat_due(self, request: Any, now: int) -> bool:
