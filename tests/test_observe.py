@@ -70,16 +70,31 @@ def test_a_newcomers_join_reported_after_the_leaders_sync_starts_no_new_round():
 def test_a_followers_rejoin_as_the_first_event_of_a_round_keeps_the_follower():
     h = observer()
     stable_two(h)
-    out = rejoin(h, B, T0 + 1_000)           # Kafka's rule alone would answer and stay Stable
+    out = rejoin(h, B, T0 + 1_000)           # Kafka's rule: a follower's unchanged rejoin alone opens no round
+    assert h.state() == "Stable" and one(out, "join_response", B)["generation"] == 1
+    out += rejoin(h, A, T0 + 1_002)          # the leader's does: the round b had heard of, begun by b's rejoin
     assert h.state() == "PreparingRebalance"
-    out += rejoin(h, A, T0 + 1_002)
     out += synced(h, A, 2, T0 + 1_010, {A: [["t", 1]], B: [["t", 0]]})
     out += synced(h, B, 2, T0 + 1_011)
     for second in range(1, 30):                  # both keep heartbeating generation 2 for 3 session timeouts
         for member in (A, B):
             out += h.send(type="heartbeat", member_id=member, generation=2, ts=T0 + 1_011 + second * 1_000)
     assert h.state() == "Stable" and h.generation() == 2 and not of_type(out, "member_expired")
-    assert rebalances(out)[0]["trigger"] == "rejoin"   # nobody reported why the broker rebalanced
+    (line,) = rebalances(out)
+    assert line["trigger"] == "rejoin" and line["started_ts"] == T0 + 1_000   # nobody reported why
+
+
+def test_a_followers_rejoin_answered_in_its_own_generation_is_no_round():
+    """A follower whose commit the broker refused (a stale generation) rejoins with its member id and the same
+    protocols: Kafka 4 answers with the current generation, and nothing rebalances (seen on Apache Kafka 4.4)."""
+    h = observer()
+    stable_two(h)
+    out = rejoin(h, B, T0 + 1_000) + synced(h, B, 1, T0 + 1_010)
+    assert h.state() == "Stable" and h.generation() == 1 and not of_type(out, "state_change")
+    assert one(out, "sync_response", B)["assignment"] == [["t", 1]]
+    out = h.send(type="leave", member_id=A, ts=T0 + 5_000)   # a later round does not count b's old rejoin
+    assert one(out, "state_change")["to"] == "PreparingRebalance" and h.group().rebalance.started_ts == T0 + 5_000
+    assert not h.group().members[B].awaiting_join
 
 
 def test_a_rejoin_sent_before_the_generation_was_answered_belongs_to_it():
@@ -89,8 +104,9 @@ def test_a_rejoin_sent_before_the_generation_was_answered_belongs_to_it():
     synced(h, A, 2, T0 + 1_010, {A: [["t", 0]], B: [["t", 1]]})
     out = rejoin(h, B, T0 + 1_001)           # b's request for round 2, published after the leader's answer
     assert h.state() == "Stable" and h.generation() == 2 and not of_type(out, "state_change")
-    out = rejoin(h, B, T0 + 2_000)           # sent after generation 2 was answered: a new round
-    assert h.state() == "PreparingRebalance"
+    rejoin(h, B, T0 + 2_000)                 # sent after generation 2 was answered: for a new round, if any
+    rejoin(h, A, T0 + 2_100)                 # (there is one: the leader rejoins too)
+    assert h.state() == "PreparingRebalance" and h.group().rebalance.started_ts == T0 + 2_000
 
 
 def test_a_leave_reported_while_the_leaders_sync_is_on_its_way_waits_for_it():
@@ -126,16 +142,30 @@ def test_who_is_missing_from_a_generation_died_or_failed_to_rejoin():
     h = observer()
     stable_two(h)
     answered_join(h, C, 2, A, T0 + 500)   # c joins: round 2
-    synced(h, A, 2, T0 + 510, {A: [["t", 0]], B: [["t", 1]], C: [["t", 2]]})
+    out = synced(h, A, 2, T0 + 510, {A: [["t", 0]], B: [["t", 1]], C: [["t", 2]]})
     for ts in range(T0 + 1_510, T0 + 4_600, 1_000):
-        h.send(type="heartbeat", member_id=A, generation=2, ts=ts)
-        h.send(type="heartbeat", member_id=C, generation=2, ts=ts)
-    # b went silent after its generation-1 answer (5 s: half its session); c is alive but never rejoins round 3.
-    rejoin(h, A, T0 + 5_000)
-    out = synced(h, A, 3, T0 + 5_010, {A: [["t", 0], ["t", 1], ["t", 2]]})
+        out += h.send(type="heartbeat", member_id=A, generation=2, ts=ts)
+        out += h.send(type="heartbeat", member_id=C, generation=2, ts=ts)
+    # b went silent after its generation-1 answer; c is alive but never rejoins round 3, which ends at its join
+    # timeout (10 s: the members' rebalance timeout).
+    out += rejoin(h, A, T0 + 5_000)
+    for ts in range(T0 + 5_510, T0 + 14_600, 1_000):
+        out += h.send(type="heartbeat", member_id=C, generation=2, ts=ts)
+    out += synced(h, A, 3, T0 + 15_010, {A: [["t", 0], ["t", 1], ["t", 2]]})
     expired = {o["member_id"]: o["reason"] for o in of_type(out, "member_expired")}
     assert expired == {B: "session timeout", C: "rebalance timeout"}
-    assert rebalances(out)[0]["trigger"] == "expiry"
+    assert rebalances(out)[-1]["trigger"] == "expiry"
+
+
+def test_a_member_gone_from_a_round_too_short_for_any_timeout_left():
+    """Neither its session nor the round's join timeout can have removed b: it left, though no leave was reported
+    (the cluster feed never sees one; an instrumented client's may come later)."""
+    h = observer()
+    stable_two(h)
+    rejoin(h, A, T0 + 1_000)
+    out = synced(h, A, 2, T0 + 1_010, {A: [["t", 0], ["t", 1]]})
+    assert one(out, "member_left", B)["reason"] == "leave" and not of_type(out, "member_expired")
+    assert not of_type(h.send(type="leave", member_id=B, ts=T0 + 1_005), "member_left")
 
 
 def test_a_generation_reported_after_a_later_one_gets_a_late_history_line():
@@ -179,3 +209,62 @@ def test_a_round_the_model_opened_early_waits_for_the_member_still_heartbeating_
     assert not of_type(out, "member_expired", A) and h.state() == "Stable" and h.generation() == 2
     (line,) = [r for r in rebalances(out) if r["members"]]
     assert line["generation"] == 2 and line["assignment"] == {A: [["t", 0], ["t", 1]]} and line["trigger"] == "expiry"
+
+
+# ---------------------------------------------------------------- rules found on Apache Kafka 4.4 (issue #29)
+S1, S2 = (f"s0-6f1a7c9e-3d2b-4e8a-9c41-5b0d2e7f8a2{i}" for i in range(2))
+
+
+def test_a_static_member_restarted_in_its_session_takes_its_old_place_without_a_round():
+    """KIP-345: the restarted consumer's JoinGroup (no member id, its group.instance.id) is answered at once with a
+    new member id in the current generation; Kafka writes the group with the new id. The instrumentation reports
+    the join from that answer."""
+    h = observer()
+    answered_join(h, A, 1, A, T0)
+    # s0's own join arrives after the leader's SyncGroup named it: admitted as a stand-in, then told it is static.
+    synced(h, A, 1, T0 + 5, {A: [["t", 0]], S1: [["t", 1]]})
+    h.join(member_id=S1, instance_id="s0", client_id="s0", generation=1, leader=A, ts=T0 + 3)
+    synced(h, S1, 1, T0 + 6)
+    assert h.group().static_members == {"s0": S1}
+    out = h.join(member_id=S2, instance_id="s0", client_id="s0", generation=1, leader=A, ts=T0 + 2_000)
+    out += synced(h, S2, 1, T0 + 2_010)
+    assert one(out, "member_replaced")["previous_member_id"] == S1 and h.group().static_members == {"s0": S2}
+    assert h.state() == "Stable" and h.generation() == 1 and not rebalances(out) and not of_type(out, "state_change")
+    (stored,) = of_type(out, "group_metadata")
+    assert sorted(m["member_id"] for m in stored["members"]) == sorted([A, S2]) and stored["generation"] == 1
+    assert one(out, "sync_response", S2)["assignment"] == [["t", 1]]   # its old place
+    for ts in range(T0 + 3_000, T0 + 30_000, 1_000):                     # the old id is gone, not expired later
+        out += h.send(type="heartbeat", member_id=A, generation=1, ts=ts)
+        out += h.send(type="heartbeat", member_id=S2, group_instance_id="s0", generation=1, ts=ts)
+    assert not of_type(out, "member_expired") and set(h.group().members) == {A, S2}
+
+
+def test_the_leaders_own_leave_does_not_wait_for_its_sync():
+    """The model completed a round on its own -- the join timeout, keeping a silent static member, as Kafka does --
+    and waits for the leader's SyncGroup; the leader leaves instead. Its SyncGroup would have reached the feed before
+    its leave, so the leave is not held for it (seen on Apache Kafka 4.4: the group's last members closing)."""
+    h = observer()
+    h.join(member_id=A, client_id="a", generation=1, leader=A, rebalance=5_000, ts=T0)
+    h.join(member_id=S1, instance_id="s0", client_id="s0", generation=1, leader=A, rebalance=5_000, ts=T0 + 1)
+    synced(h, A, 1, T0 + 5, {A: [["t", 0]], S1: [["t", 1]]})
+    synced(h, S1, 1, T0 + 6)
+    h.join(member_id=A, client_id="a", rebalance=5_000, ts=T0 + 1_000)   # the leader's rejoin; s0 is silent
+    h.now = T0 + 6_001
+    h.tick(0)                                # the join timeout: s0 keeps its place, a leads generation 2
+    assert h.state() == "CompletingRebalance" and h.generation() == 2 and set(h.group().members) == {A, S1}
+    out = h.send(type="leave", member_id=A, ts=T0 + 6_500)
+    assert one(out, "member_left", A) and h.state() == "PreparingRebalance" and not h.group().deferred
+
+
+def test_a_newcomers_join_that_missed_the_round_it_was_sent_in_waits_for_the_next():
+    """A new member's JoinGroup (reported when sent) before the round's first answer, which the leader's assignment
+    leaves out: it reached the broker after the join completed. It is on its way, not expired."""
+    h = observer()
+    h.join(member_id=A, client_id="a", ts=T0)
+    h.join(member_id=B, client_id="b", ts=T0 + 100)
+    out = synced(h, A, 1, T0 + 130, {A: [["t", 0], ["t", 1]]})
+    assert not of_type(out, "member_expired") and not of_type(out, "member_left")
+    assert B in h.group().members and h.state() == "PreparingRebalance"
+    out = rejoin(h, A, T0 + 1_100) + synced(h, B, 2, T0 + 1_190)
+    out += synced(h, A, 2, T0 + 1_188, {A: [["t", 0]], B: [["t", 1]]})
+    assert [(r["generation"], sorted(r["assignment"])) for r in rebalances(out)] == [(2, sorted([A, B]))]

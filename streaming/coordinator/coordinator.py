@@ -77,7 +77,8 @@ class GroupCoordinator(BrokerObserver):
         group = self.groups.get(event["group_id"])
         if group is not None:
             self._tick(group, event.get("ts"))
-        if self.config.adopt_unknown_members and group is not None and kind != "leave":
+        if self.config.adopt_unknown_members and group is not None and kind != "leave" and \
+                not (kind == "join" and event.get("generation") is not None):   # an answered join: observe.py
             self._adopt_static_member_id(group, event)
         if not (self.config.adopt_unknown_members and self._observe(group, event)):
             getattr(self, f"_{kind}")(group, event)
@@ -548,7 +549,10 @@ class GroupCoordinator(BrokerObserver):
             group.join_deadline = group.clock + group.max_rebalance_timeout_ms()
         self._arm(group, _JOIN, "", group.join_deadline)
         if group.rebalance is None:
-            group.rebalance = RebalanceInProgress(group.clock, trigger, detail, start_seen=not self._records_only)
+            group.rebalance = RebalanceInProgress(group.clock, trigger, detail, start_seen=not self._records_only,
+                                                  not_before=group.generation_ts)
+        if self.config.adopt_unknown_members:
+            self._noted_rejoins_join(group)
         self._state_change(group, S.PREPARING_REBALANCE, detail)
         self._try_complete_join(group)
 
@@ -1076,7 +1080,7 @@ def _group_to_dict(g: Group) -> dict:
         "sync_deadline": g.sync_deadline, "retention_deadline": g.retention_deadline,
         "generation_ts": g.generation_ts, "deferred": g.deferred, "recorded_generation": g.recorded_generation,
         "rebalance": None if rb is None else [rb.started_ts, rb.trigger, rb.detail, rb.join_completed_ts,
-                                              rb.start_seen],
+                                              rb.start_seen, rb.not_before],
         "figures": g.figures.to_dict(),
         "generation_topics": None if g.generation_topics is None else sorted(g.generation_topics),
     }

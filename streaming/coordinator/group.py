@@ -22,6 +22,7 @@ class RebalanceInProgress:
     detail: str
     join_completed_ts: int | None = None
     start_seen: bool = True      # False: the feed shows rounds only when they complete (its start is unknown)
+    not_before: int | None = None   # it began after this: the previous generation's join (-1/None: unknown)
 
 
 @dataclass

@@ -43,6 +43,9 @@ class Member:
     session_deadline: int | None = None
     last_heartbeat_ts: int = 0
     stand_in: bool = False   # observe mode: named by the broker before its own join arrived
+    # Observe mode: when a follower's unchanged rejoin was answered without a round (Kafka's rule); a round that opens
+    # before its answer shows was under way by then.
+    rejoin_ts: int | None = None
 
     @property
     def is_static(self) -> bool:

@@ -50,6 +50,8 @@ class BrokerObserver:
             return self._observe_sync(group, e)
         if kind == "commit":
             return self._observe_commit(group, e)
+        if kind == "leave" and self._records_only and group is not None:
+            return self._observe_gone(group, e)
         if kind == "heartbeat" and group is not None:
             member = group.members.get(e["member_id"])
             if member is not None and not member.awaiting_join:
@@ -57,6 +59,20 @@ class BrokerObserver:
                 if group.is_(S.PREPARING_REBALANCE) and e["generation"] == group.generation:
                     self._broker_round_not_before(group, _ts(e, group))
         return False
+
+    def _noted_rejoins_join(self, group: Group) -> None:
+        """A round opens: followers whose unchanged rejoins were answered without one since this generation's
+        answers (``_observe_join``) were rejoining for it -- their heartbeats had heard of it. It began no later,
+        and they are in it (an eager one gave up its partitions then)."""
+        rb = group.rebalance
+        for m in group.members.values():
+            ts, m.rejoin_ts = m.rejoin_ts, None
+            if ts is None or ts < group.generation_ts or m.awaiting_join:
+                continue
+            m.awaiting_join, m.session_deadline = True, None   # the round's timeout governs it now
+            rb.started_ts = min(rb.started_ts, ts)
+            if not self._is_cooperative(group.protocol_name):
+                group.figures.release(m.group_instance_id or m.member_id, None if self._records_only else ts)
 
     def _broker_round_not_before(self, group: Group, ts: int) -> None:
         """A member still heartbeating in the generation before the round has not been told of the round: it
@@ -73,7 +89,8 @@ class BrokerObserver:
         if not group.is_(S.COMPLETING_REBALANCE) or e["type"] not in ("join", "leave"):
             return False
         if e["type"] == "leave":
-            return True
+            # The leader's own leave cannot wait for its SyncGroup: that would have reached the feed first.
+            return e["member_id"] != group.leader_id
         return bool(e["member_id"]) and e.get("generation") is None and _ts(e, group) >= group.generation_ts
 
     def _release_deferred(self, group: Group) -> None:
@@ -107,6 +124,12 @@ class BrokerObserver:
             if member is None or group.is_(S.PREPARING_REBALANCE):
                 return False                  # a newcomer starts a round; a round under way takes the rejoin
             protocols = [Protocol.from_event(p) for p in e["protocols"]]
+            if group.is_(S.STABLE) and member_id != group.leader_id and member.same_protocols(protocols):
+                # Kafka answers a follower's unchanged rejoin with the current generation (a consumer whose commit
+                # was refused rejoins so): no round by itself. If a round is under way, its cause or its answers
+                # will say so; it began no later than this.
+                member.rejoin_ts = _ts(e, group)
+                return False
             self._update_member_and_rebalance(group, member, e, protocols, trigger=REJOIN)
             return True
         # Reported from the broker's answer: this member is in that generation.
@@ -119,8 +142,11 @@ class BrokerObserver:
                 self._refresh_member(group, group.members[member_id], e)
             return True                       # an answer from a round already past
         member = group.members.get(member_id)
-        newcomer = member is None
-        if newcomer:
+        replaced = group.static_members.get(e.get("group_instance_id")) if member is None else None
+        newcomer = member is None and replaced is None
+        if replaced is not None:
+            member = self._static_restart(group, replaced, e)
+        elif newcomer:
             member = self._member_from_event(member_id, e)
             self._admit(group, member, f"adding new member {member_id}", _ts(e, group))
         else:
@@ -131,6 +157,18 @@ class BrokerObserver:
         member.awaiting_join = member.is_new = False
         self._schedule_session(group, member)
         return True
+
+    def _static_restart(self, group: Group, old_id: str, e: dict) -> Member:
+        """A known group.instance.id answered under a new member id: the consumer restarted and the broker gave it
+        its old place (KIP-345), in the generation the answer names -- without a rebalance when that is the current
+        one (Kafka stores the group with the new id)."""
+        member = group.replace_static(old_id, e["member_id"])
+        self._refresh_member(group, member, e)
+        self._emit(group.group_id, "member_replaced", group.clock, member_id=member.member_id,
+                   previous_member_id=old_id, group_instance_id=member.group_instance_id)
+        if e["generation"] == group.generation and group.is_(S.STABLE):
+            self._group_metadata_record(group)
+        return member
 
     # --- SyncGroup ------------------------------------------------------------------------------------------
     def _observe_sync(self, group: Group | None, e: dict) -> bool:
@@ -151,6 +189,7 @@ class BrokerObserver:
                           reopen=reopen)
         if e["member_id"] in group.pending_sync:
             group.pending_sync.remove(e["member_id"])
+        member.rejoin_ts = None   # its rejoin, if any, was answered in this generation
         member.awaiting_join = member.is_new = False
         self._schedule_session(group, member)
         if group.is_(S.COMPLETING_REBALANCE):
@@ -180,6 +219,11 @@ class BrokerObserver:
             # a little ahead of ours, as 0.9 counts only heartbeats and later brokers commits too). Otherwise it
             # was alive but did not rejoin in time.
             dead = group.clock - m.last_heartbeat_ts >= m.session_timeout_ms // 2
+            if not dead and self._round_shorter_than_its_timeout(group):
+                # Neither timeout can have removed it: it left (its LeaveGroup unreported, or this feed shows none).
+                self._remove_member(group, m, "leave", f"removing member {m.member_id}: it left before generation "
+                                    f"{group.generation}, too soon for a timeout", update_group=False, reason="leave")
+                continue
             detail = (f"removing member {m.member_id} on heartbeat expiration" if dead else
                       f"member {m.member_id} did not rejoin generation {group.generation} in time")
             self._remove_member(group, m, "expiry", detail, update_group=False,
@@ -195,6 +239,14 @@ class BrokerObserver:
             self._prepare_rebalance(group, "join", f"adding new member {m.member_id}")
             m.awaiting_join = True
         self._release_deferred(group)
+
+    @staticmethod
+    def _round_shorter_than_its_timeout(group: Group) -> bool:
+        """The round that ends now began after the previous generation's join (``not_before``): if less than the
+        members' rebalance timeout has passed since, its join timeout cannot have fired."""
+        rb = group.rebalance
+        since = rb.not_before if rb is not None else None
+        return since is not None and since >= 0 and group.clock - since < group.max_rebalance_timeout_ms()
 
     def _late_generation_record(self, group: Group, e: dict) -> None:
         """The leader's SyncGroup of a generation the model went past before hearing of it (another client's
@@ -214,6 +266,17 @@ class BrokerObserver:
                    started_ts=None, join_completed_ts=ts, completed_ts=ts, duration_ms=None, partitions_moved=None,
                    max_partition_unavailable_ms=None, unknown_topics=[], late=True)   # figures: unknown
         group.recorded_generation = e["generation"]
+
+    # --- LeaveGroup ----------------------------------------------------------------------------------------
+    def _observe_gone(self, group: Group, e: dict) -> bool:
+        """Following ``__consumer_offsets`` (records only), a leave is the feed saying a member is gone, not a
+        request: one silent for its whole session when it went was expired, as far as anyone can tell."""
+        member = group.members.get(e["member_id"])
+        if member is None or _ts(e, group) - member.last_heartbeat_ts < member.session_timeout_ms:
+            return False                      # Kafka's rules for a LeaveGroup
+        self._remove_member(group, member, "expiry", f"removing member {member.member_id} on heartbeat expiration",
+                            reason="session timeout")
+        return True
 
     # --- OffsetCommit ---------------------------------------------------------------------------------------
     def _observe_commit(self, group: Group | None, e: dict) -> bool:
@@ -267,7 +330,8 @@ class BrokerObserver:
         group.sync_deadline = group.clock + group.max_rebalance_timeout_ms()
         self._arm(group, self._SYNC, "", group.sync_deadline)
         for m in group.members.values():
-            m.is_new = False
+            # A newcomer stays new until the leader's assignment names it: its JoinGroup may have reached the
+            # broker after this join completed (_complete_observed_round).
             if m.awaiting_join:   # known to be in the round: the broker restarted its session on completing it
                 m.awaiting_join = False
                 self._join_response(group, m)
@@ -316,6 +380,10 @@ class BrokerObserver:
         """A join reported late: take the metadata it carries; the stored group record follows."""
         was_stand_in = member.stand_in
         member.stand_in = False
+        instance_id = e.get("group_instance_id")
+        if instance_id is not None and member.group_instance_id is None:   # a stand-in learns it is static
+            member.group_instance_id = instance_id
+            group.static_members[instance_id] = member.member_id
         protocols = [Protocol.from_event(p) for p in e["protocols"]]
         changed = (member.protocols, member.client_id, member.client_host, member.session_timeout_ms,
                    member.rebalance_timeout_ms) != (protocols, e["client_id"], e["client_host"],
