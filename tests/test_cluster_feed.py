@@ -155,11 +155,12 @@ def test_old_snapshots_take_their_time_from_the_groups_nearest_commits():
                v1_commit(1, 9, START + 3_000), tombstone()]
     events, feed = feed_events(records)
     by_kind = [(e["type"], e.get("ts"), e.get("ts_inferred")) for e in events if e["type"] != "commit"]
-    # The first snapshot has no commit before it: the first after it; later ones: the last before them.
+    # The first snapshot has no commit before it: the first after it; later ones: the last before them. The
+    # tombstone's leaves: when each member was last seen (a: its generation's record; b: its commit).
     assert by_kind == [("join", START + 1_000, "later commit"), ("sync", START + 1_000, "later commit"),
                        ("join", START + 2_000, "earlier commit"), ("join", START + 2_000, "earlier commit"),
                        ("sync", START + 2_000, "earlier commit"), ("sync", START + 2_000, "earlier commit"),
-                       ("leave", START + 3_000, "earlier commit"), ("leave", START + 3_000, "earlier commit")]
+                       ("leave", START + 2_000, "earlier commit"), ("leave", START + 3_000, "earlier commit")]
     assert feed.counts["time from later commit"] == 1 and feed.counts["time from earlier commit"] == 1
     assert any("time inferred for 2 group records" in line for line in summary(feed, len(events), "events"))
 
@@ -207,3 +208,77 @@ def test_a_group_that_never_committed_has_no_time():
     events, feed = feed_events([v0_snapshot(1, {A: [["t", 0]]}, A)])
     assert events and all("ts" not in e and e["ts_inferred"] == "none" for e in events)
     assert feed.counts["time from none"] == 1
+
+
+# ---------------------------------------------------------------- records as Kafka 4 writes them (issue #29)
+def v3_snapshot(generation: int, members: dict[str, list], leader: str | None, at: int, session: int = 6_000,
+                rebalance: int = 4_000, static: dict[str, str] | None = None, group: str = "g") -> dict:
+    """GroupMetadataValue v3: with the state timestamp, rebalance timeouts and group instance ids."""
+    return {"type": "group_metadata", "group_id": group, "tombstone": False, "protocol_type": "consumer",
+            "generation": generation, "protocol": "range" if members else None, "leader": leader,
+            "current_state_timestamp": at, "value_version": 3,
+            "members": [{"member_id": m, "group_instance_id": (static or {}).get(m), "client_id": m.split("-")[0],
+                         "client_host": "/127.0.0.1", "session_timeout": session, "rebalance_timeout": rebalance,
+                         "subscription": {"topics": ["t"], "user_data": "", "version": 0},
+                         "assignment": {"partitions": parts, "user_data": "", "version": 0}}
+                        for m, parts in members.items()]}
+
+
+def v3_commit(partition: int, offset: int, ts: int, group: str = "g") -> dict:
+    return {"type": "offset_commit", "group_id": group, "topic": "t", "partition": partition, "offset": offset,
+            "metadata": "", "commit_timestamp": ts, "expire_timestamp": -1, "value_version": 3}
+
+
+def departures(seen: list[dict]) -> tuple[list, list]:
+    return (sorted(o["member_id"] for o in seen if o["type"] == "member_left"),
+            sorted((o["member_id"], o["reason"]) for o in seen if o["type"] == "member_expired"))
+
+
+def test_who_is_gone_from_the_next_generation_left_or_missed_a_timeout():
+    """b committed until just before the round and the round was shorter than the rebalance timeout: it left. In
+    the next round b's successor c is missing after 4.5 s, longer than the 4 s rebalance timeout, while it had
+    committed a second before: the round's join timeout removed it. a was silent for its whole session: expired."""
+    C = "c-77aa"
+    records = [v3_snapshot(1, {A: [["t", 0]], B: [["t", 1]]}, A, START), v3_commit(1, 3, START + 900),
+               v3_snapshot(2, {A: [["t", 0], ["t", 1]]}, A, START + 1_200),
+               v3_snapshot(3, {A: [["t", 0]], C: [["t", 1]]}, A, START + 2_000), v3_commit(1, 4, START + 5_500),
+               v3_snapshot(4, {A: [["t", 0], ["t", 1]]}, A, START + 6_500)]
+    seen, _ = observe([encode_record(r) for r in records], from_bytes=True)
+    assert departures(seen) == ([B], [(C, "rebalance timeout")])
+    records = [v3_snapshot(1, {A: [["t", 0]], B: [["t", 1]]}, A, START), v3_commit(1, 3, START + 100),
+               v3_snapshot(2, {B: [["t", 0], ["t", 1]]}, B, START + 7_000)]
+    seen, _ = observe([encode_record(r) for r in records], from_bytes=True)
+    assert departures(seen) == ([], [(A, "session timeout")])
+
+
+def test_a_static_member_restarted_in_its_session_replaces_its_old_id():
+    S1, S2 = "s0-01", "s0-02"
+    static = {S1: "s0", S2: "s0"}
+    records = [v3_snapshot(1, {A: [["t", 0]], S1: [["t", 1]]}, A, START, static=static), v3_commit(1, 3, START + 50),
+               v3_snapshot(1, {A: [["t", 0]], S2: [["t", 1]]}, A, START, static=static),
+               v3_commit(1, 4, START + 2_000)]
+    events, _ = feed_events(records)
+    (join,) = [e for e in events if e["type"] == "join" and e["member_id"] == S2]
+    assert join["generation"] == 1 and join["group_instance_id"] == "s0"   # the broker's answer, with its id
+    seen, tracker = observe([encode_record(r) for r in records], from_bytes=True)
+    assert [(o["previous_member_id"], o["member_id"]) for o in seen if o["type"] == "member_replaced"] == [(S1, S2)]
+    assert len(rebalances(seen)) == 1 and set(tracker.groups["g"].members) == {A, S2}
+
+
+def test_when_the_group_empties_the_static_member_went_last_and_the_others_left():
+    """Kafka writes the Empty record only when the last member goes. A static member sends no LeaveGroup and holds
+    its place until its session ends: it went last, expired; the dynamic ones, silent as long, had left. Without a
+    static member, the one heard from last went last: silent for its session, expired."""
+    S1 = "s0-01"
+    records = [v3_snapshot(3, {A: [["t", 0]], B: [["t", 1]], S1: [["t", 2]]}, A, START, static={S1: "s0"}),
+               v3_commit(0, 3, START + 500), v3_commit(1, 3, START + 600), v3_commit(2, 3, START + 700),
+               v3_snapshot(4, {}, None, START + 14_000)]
+    seen, tracker = observe([encode_record(r) for r in records], from_bytes=True)
+    assert departures(seen) == ([A, B], [(S1, "session timeout")]) and tracker.describe_group("g")["state"] == "Empty"
+    records = [v3_snapshot(3, {A: [["t", 0]], B: [["t", 1]]}, A, START), v3_commit(0, 3, START + 500),
+               v3_commit(1, 3, START + 2_500), v3_snapshot(4, {}, None, START + 9_000)]
+    seen, _ = observe([encode_record(r) for r in records], from_bytes=True)
+    assert departures(seen) == ([A], [(B, "session timeout")])
+    records[-1] = v3_snapshot(4, {}, None, START + 3_000)   # b's leave emptied the group
+    seen, _ = observe([encode_record(r) for r in records], from_bytes=True)
+    assert departures(seen) == ([A, B], [])

@@ -546,7 +546,9 @@ class GroupCoordinator(BrokerObserver):
             group.join_deadline = group.clock + delay
         else:
             group.initial_delay_remaining_ms = None
-            group.join_deadline = group.clock + group.max_rebalance_timeout_ms()
+            # Following __consumer_offsets, the records say how a round ended: the model keeps no join timeout (it
+            # sees no rejoins, so it would remove everyone).
+            group.join_deadline = None if self._records_only else group.clock + group.max_rebalance_timeout_ms()
         self._arm(group, _JOIN, "", group.join_deadline)
         if group.rebalance is None:
             group.rebalance = RebalanceInProgress(group.clock, trigger, detail, start_seen=not self._records_only,

@@ -6,9 +6,10 @@ OffsetCommit on every commit it accepts. A GroupMetadata snapshot is the broker'
 becomes what observe mode (``streaming/coordinator/observe.py``) takes as proof: a ``join`` for every member carrying
 that ``generation`` and its ``leader`` (members already known first, then newcomers), the followers' ``sync``s, and
 the leader's ``sync`` whose assignment names every member, so anyone it leaves out is gone. A snapshot with an
-unchanged generation is a static member taking its old place (KIP-345). Commits are attributed to the member owning
-the partition. A group tombstone after a snapshot with members means they all left (Kafka 0.9 writes no Empty record
-first, and keeps the group's offsets until they expire); after an Empty snapshot it means the group was deleted.
+unchanged generation is a static member taking its old place (KIP-345): its join under the new id, in that
+generation. Commits are attributed to the member owning the partition. An Empty snapshot, or a group tombstone after
+a snapshot with members (Kafka 0.9 writes no Empty record first, and keeps the group's offsets until they expire),
+means they are all gone; a tombstone after an Empty snapshot, that the group was deleted.
 
 Time: a snapshot's time is its ``currentStateTimestamp`` (GroupMetadataValue v2+). Older versions have none, so the
 time is inferred from the group's nearest commits in the log (a partition's records are in the order the broker
@@ -18,8 +19,11 @@ following reader gives up waiting for a group's first commit each time it has ca
 
 What cannot be seen: rounds that never reached Stable leave no record; membership changes only at snapshots. A
 member missing from the next generation left or was expired: if it was committing less than half a session before
-that generation's record, no session timeout can have removed it, so the feed reports a leave; otherwise the tracker
-finds it silent and reports a session-timeout expiry.
+that generation's record, in a round shorter than the members' rebalance timeout, no timeout can have removed it,
+so the feed reports a leave; otherwise the tracker decides from how long it was silent (a session-timeout or a
+rebalance-timeout expiry). When the group empties, the record comes only when the last member went: a static
+member (it sends no LeaveGroup) went last, expired, and the others left; without one, the member heard from last went
+last, expired if silent for its session by then (``_all_gone``).
 
 Run the tracker with ``tracker.adopt.unknown.members=true`` (ids and generations come from the broker) and
 ``tracker.expire.members=false`` (this feed sees no heartbeats; the broker's next snapshot says who is gone).
@@ -54,6 +58,7 @@ class ClusterFeed:
         self.snapshots: dict[str, dict] = {}
         self.last_commit_ts: dict[str, int] = {}
         self.member_commit_ts: dict[tuple[str, str], int] = {}   # (group, member id) -> its latest commit
+        self.snapshot_ts: dict[str, int | None] = {}   # group -> the time of its current snapshot
         self.held: dict[str, list[dict]] = {}   # a group's records waiting for a time (its first commit)
         self.undecodable = 0
         self.counts: collections.Counter = collections.Counter()
@@ -119,7 +124,7 @@ class ClusterFeed:
         events = self._snapshot(record, ts)
         for e in events:
             if ts is not None:
-                e["ts"] = ts
+                e.setdefault("ts", ts)   # a departure may carry when its member was last seen
             if source is not None:
                 e["ts_inferred"] = source
         return events
@@ -129,20 +134,22 @@ class ClusterFeed:
         group_id = record["group_id"]
         previous = self.snapshots.pop(group_id, None)
         before = (previous or {}).get("members") or []
+        seen_ts = self.snapshot_ts.pop(group_id, None)
         if record.get("tombstone"):
             if before:   # Kafka 0.9 removes a group its last members left, with no Empty record first
-                return [_leave(group_id, m, "the group's record was deleted") for m in before]
+                return self._all_gone(group_id, before, seen_ts, ts, "the group's record was deleted")
             return [{"type": "delete_group", "group_id": group_id}] if previous is not None else []
         self.snapshots[group_id] = record
+        self.snapshot_ts[group_id] = ts
         members = record["members"]
         if not members:   # Empty: whoever was there is gone
-            return [_leave(group_id, m, f"generation {record['generation']} is empty") for m in before]
+            return self._all_gone(group_id, before, seen_ts, ts, f"generation {record['generation']} is empty")
         if previous is not None and previous["generation"] == record["generation"]:
             return self._static_replacements(previous, record)
         known = {m["member_id"] for m in before}
         ordered = [m for m in members if m["member_id"] in known] + [m for m in members if m["member_id"] not in known]
         leaves = [_leave(group_id, m, "left: it was committing until this generation's round")
-                  for m in self._left(group_id, before, members, ts)]
+                  for m in self._left(group_id, before, members, ts, seen_ts)]
         joins = [self._join(record, m, answered=True) for m in ordered]
         # Departures first, as they reached the broker during the round -- unless they would leave nobody: then a
         # newcomer joined while the last member left (a rolling restart), so the group was never Empty, and the
@@ -154,28 +161,49 @@ class ClusterFeed:
             m["member_id"]: (m.get("assignment") or {}).get("partitions", []) for m in members}))
         return events
 
-    def _left(self, group_id: str, before: list[dict], members: list[dict], ts: int | None) -> list[dict]:
-        """Members gone from the new generation that were active too recently to have been expired."""
+    def _all_gone(self, group_id: str, before: list[dict], seen_ts: int | None, ts: int | None,
+                  why: str) -> list[dict]:
+        """Everyone of the last snapshot is gone, and the broker wrote only when the last one went. A static member
+        keeps its place until its session ends (it sends no LeaveGroup), so with one among them it went last and
+        the dynamic ones left before; without, the one heard from last went last: silent for its whole session by
+        then, it was expired. Each leave carries when its member was last seen, a bound on when it went (the
+        tracker reads a member silent for its session at its leave as expired); the last to go, the record's time."""
+        def last_seen(m: dict) -> int | None:
+            times = [t for t in (seen_ts, self.member_commit_ts.get((group_id, m["member_id"]))) if t is not None]
+            return max(times, default=None)
+
+        static = [m for m in before if m.get("group_instance_id") is not None]
+        expired = static
+        if before and not static and ts is not None:
+            latest = max(before, key=lambda m: last_seen(m) or 0)
+            seen = last_seen(latest)
+            expired = [latest] if seen is not None and ts - seen >= latest["session_timeout"] else []
+        events = []
+        for m in before:
+            event = _leave(group_id, m, why)
+            if m not in expired and last_seen(m) is not None:
+                event["ts"] = last_seen(m)
+            events.append(event)
+        return events
+
+    def _left(self, group_id: str, before: list[dict], members: list[dict], ts: int | None,
+              seen_ts: int | None) -> list[dict]:
+        """Members gone from the new generation that were active too recently to have been expired, in a round too
+        short for its join timeout (the members' longest rebalance timeout) to have removed them."""
         current = {m["member_id"] for m in members}
         instances = {m.get("group_instance_id") for m in members} - {None}
         gone = [m for m in before if m["member_id"] not in current and m.get("group_instance_id") not in instances]
-        if ts is None:
+        if not gone or ts is None or seen_ts is None or ts - seen_ts >= max(m["rebalance_timeout"] for m in before):
             return []
         return [m for m in gone if (last := self.member_commit_ts.get((group_id, m["member_id"]))) is not None
                 and ts - last < m["session_timeout"] // 2]
 
     def _static_replacements(self, previous: dict, record: dict) -> list[dict]:
         """Same generation, new snapshot: static members restarted and took their old places without a rebalance
-        (KIP-345). Replay that: a JoinGroup with the instance id and no member id, then the new id's SyncGroup."""
+        (KIP-345). Replay the broker's answers: the instance's join under its new id in this generation, its sync."""
         before = {m["member_id"] for m in previous["members"]}
-        events = []
-        for m in record["members"]:
-            if m["member_id"] in before or m.get("group_instance_id") is None:
-                continue
-            join = self._join(record, m, answered=False)
-            join["member_id"] = ""
-            events += [join, _sync(record, m)]
-        return events
+        return [e for m in record["members"] if m["member_id"] not in before and m.get("group_instance_id") is not None
+                for e in (self._join(record, m, answered=True), _sync(record, m))]
 
     @staticmethod
     def _join(record: dict, m: dict, answered: bool) -> dict:
