@@ -8,6 +8,7 @@ consumer recorded; the tests hold the tracker's story against it.
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import signal
@@ -52,20 +53,48 @@ class Truth:
             return cls([])
         return cls([json.loads(line) for line in path.read_text().splitlines() if line.strip()])
 
-    def generations(self) -> dict[int, Generation]:
+    def generations(self, current: bool = False) -> dict[int, Generation]:
+        """Each generation as the broker formed it: who was given what. A static member restarted within its
+        session takes its old place in the same generation under a new member id (KIP-345, no rebalance): the
+        generation as formed keeps the old id, ``current`` shows the new one."""
         out: dict[int, Generation] = {}
         for f in self.facts:
             if f["fact"] != "assigned":
                 continue
             g = out.setdefault(f["generation"], Generation(f["generation"], None, {}, {}))
+            before = next((m for m, c in g.clients.items() if c == f["client"] and m != f["member_id"]), None)
+            if before is not None:
+                if not current:
+                    continue
+                del g.members[before], g.clients[before]
+                if g.leader == before:
+                    g.leader = f["member_id"]
             g.members[f["member_id"]] = f["partitions"]
             g.clients[f["member_id"]] = f["client"]
             if f["leader"]:
                 g.leader = f["member_id"]
         return dict(sorted(out.items()))
 
+    def replacements(self) -> list[tuple[int, str, str, str]]:
+        """(generation, client, old member id, new member id): static members that took their old place."""
+        seen: dict[tuple[int, str], str] = {}
+        out = []
+        for f in self.facts:
+            if f["fact"] != "assigned":
+                continue
+            old = seen.setdefault((f["generation"], f["client"]), f["member_id"])
+            if old != f["member_id"] and (f["generation"], f["client"], old, f["member_id"]) not in out:
+                out.append((f["generation"], f["client"], old, f["member_id"]))
+                seen[(f["generation"], f["client"])] = f["member_id"]
+        return out
+
     def member_ids(self, client: str) -> set[str]:
         return {f["member_id"] for f in self.facts if f["fact"] == "assigned" and f["client"] == client}
+
+    def incarnations(self, client: str) -> list[str]:
+        """The member ids ``client`` was given, in order (a restarted or re-joining consumer gets a new one)."""
+        return list(dict.fromkeys(f["member_id"] for f in self.facts
+                                  if f["fact"] == "assigned" and f["client"] == client))
 
     def committed(self) -> dict[tuple[str, int], int]:
         """The last offset each partition's commits reached, in the order the broker accepted them."""
@@ -88,6 +117,7 @@ class GroupHistory:
     client: dict = field(default_factory=dict)      # kafka-python settings, e.g. {"api_version": [0, 9]}
     session_timeout_ms: int = 10_000   # 0.9 also bounds a join round by it: generous for a loaded machine
     heartbeat_interval_ms: int = 1_000
+    consumer: dict = field(default_factory=dict)    # more real_consumer settings for every member (e.g. assignors)
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     steps: list[tuple[str, int]] = field(default_factory=list)   # (what happened, generation it led to)
 
@@ -98,12 +128,14 @@ class GroupHistory:
     def truth(self) -> Truth:
         return Truth.read(self.truth_path)
 
-    def start(self, name: str) -> None:
+    def start(self, name: str, **settings) -> None:
+        """Start consumer ``name``; ``settings`` override the group's (e.g. ``group_instance_id``)."""
         config = {"bootstrap": self.bootstrap, "topic": self.topic, "group": self.group, "name": name,
                   "truth": str(self.truth_path), "client": self.client, "feed_topic": self.feed_topic,
                   "feed_bootstrap": self.feed_bootstrap,
-                  "session_timeout_ms": self.session_timeout_ms, "heartbeat_interval_ms": self.heartbeat_interval_ms}
-        log = open(self.workdir / f"{name}.log", "wb")
+                  "session_timeout_ms": self.session_timeout_ms, "heartbeat_interval_ms": self.heartbeat_interval_ms,
+                  **self.consumer, **settings}
+        log = open(self.workdir / f"{name}.log", "ab")   # a restarted consumer appends to its log
         self.processes[name] = subprocess.Popen([sys.executable, "-m", "tests.real_consumer", json.dumps(config)],
                                                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -121,36 +153,70 @@ class GroupHistory:
         proc.kill()
         proc.wait(10)
 
+    def freeze(self, name: str) -> None:
+        """A process that stops dead and comes back (SIGSTOP; a long GC pause): no heartbeats, no LeaveGroup."""
+        self.processes[name].send_signal(signal.SIGSTOP)
+
+    def thaw(self, name: str) -> None:
+        self.processes[name].send_signal(signal.SIGCONT)
+
+    def zombie_commit(self, name: str) -> None:
+        """Make ``name`` commit under the generation before its own (tests/real_consumer.py, SIGUSR1)."""
+        self.processes[name].send_signal(signal.SIGUSR1)
+
+    def wait_for(self, what: str, predicate, timeout_s: float = 60):
+        """Wait until ``predicate(truth)`` holds; the step is recorded with the newest generation then."""
+        with self._explained():
+            value = wait_until(lambda: predicate(self.truth()), timeout_s, what, every_s=0.2)
+        self.steps.append((what, max(self.truth().generations())))
+        return value
+
     def stop_all(self) -> None:
         for name in list(self.processes):
-            self.close(name)
+            self.thaw(name)   # a frozen process hears no SIGTERM
+            try:
+                self.close(name)
+            except subprocess.TimeoutExpired:
+                self.kill(name)
 
-    def settled(self, step: str, timeout_s: float = 90) -> Generation:
-        """Wait until the running consumers all hold the same newest generation and share every partition."""
+    def settled(self, step: str, timeout_s: float = 90, absent: tuple[str, ...] = ()) -> Generation:
+        """Wait until the running consumers (but those ``absent``, e.g. frozen) all hold the same newest generation
+        and share every partition."""
         def done():
-            gens = self.truth().generations()
+            gens = self.truth().generations(current=True)
             if not gens:
                 return None
             g = gens[max(gens)]
             clients = set(g.clients.values())
             parts = [tp for p in g.members.values() for tp in p]
-            if clients == set(self.processes) and len(parts) == len(set(map(tuple, parts))) == self.partitions:
+            if clients == set(self.processes) - set(absent) and \
+                    len(parts) == len(set(map(tuple, parts))) == self.partitions:
                 return g
             return None
 
-        try:
+        with self._explained():
             g = wait_until(done, timeout_s, f"the group to settle after: {step} (running: {sorted(self.processes)})",
                            every_s=0.2)
-        except AssertionError as exc:   # say what the broker did meanwhile: the last generations and client logs
-            gens = self.truth().generations()
+        self.steps.append((step, g.generation))
+        return g
+
+    @contextlib.contextmanager
+    def _explained(self):
+        """A wait that times out says what the broker did meanwhile: the last generations and the client logs."""
+        try:
+            yield
+        except AssertionError as exc:
+            for proc in self.processes.values():   # each consumer writes its threads' stacks into its log
+                with contextlib.suppress(OSError):
+                    proc.send_signal(signal.SIGUSR2)
+            time.sleep(0.5)
+            gens = self.truth().generations(current=True)
             seen = [(n, sorted(gens[n].clients.values()), sum(map(len, gens[n].members.values())))
                     for n in sorted(gens)[-5:]]
-            logs = {name: (self.workdir / f"{name}.log").read_text(errors="replace")[-1500:]
+            logs = {name: (self.workdir / f"{name}.log").read_text(errors="replace")[-4000:]
                     for name in self.processes}
             raise AssertionError(f"{exc}\nlast generations (number, clients, partitions): {seen}\n"
                                  + "\n".join(f"--- {name}.log\n{text}" for name, text in logs.items())) from None
-        self.steps.append((step, g.generation))
-        return g
 
 
 class Producing(threading.Thread):
@@ -180,23 +246,43 @@ def run_issue_history(history: GroupHistory) -> Truth:
     producing = Producing(history.bootstrap, history.topic, history.client)
     producing.start()
     try:
-        history.start("c0")
-        history.start("c1")
-        history.settled("c0 and c1 started")
-        history.start("c2")
-        history.settled("c2 added")
-        history.close("c1")
-        history.settled("c1 closed")
-        history.kill("c0")
-        history.settled("c0 killed")
-        history.start("c3")
-        history.settled("c3 added")
+        issue_steps(history)
         time.sleep(1.5)   # a few commits in the last generation
     finally:
         history.stop_all()
         producing.halt.set()
         producing.join(15)
     return history.truth()
+
+
+def issue_steps(history: GroupHistory) -> None:
+    history.start("c0")
+    history.start("c1")
+    history.settled("c0 and c1 started")
+    history.start("c2")
+    history.settled("c2 added")
+    history.close("c1")
+    history.settled("c1 closed")
+    history.kill("c0")
+    history.settled("c0 killed")
+    history.start("c3")
+    history.settled("c3 added")
+
+
+def story(outputs: list[dict], group: str | None = None) -> dict:
+    """What the tracker says happened (to ``group``, else to the outputs' only group): each generation that reached
+    Stable (leader and who got what), who left, who expired and why, which static members were replaced, and any
+    commit the tracker refused."""
+    outputs = [o for o in outputs if group is None or o["group_id"] == group]
+    generations = {}
+    for o in outputs:
+        if o["type"] == "rebalance" and o["members"]:
+            generations[o["generation"]] = (o["leader"], {m: sorted(map(list, p)) for m, p in o["assignment"].items()})
+    return {"generations": generations,
+            "left": sorted(o["member_id"] for o in outputs if o["type"] == "member_left"),
+            "expired": sorted((o["member_id"], o["reason"]) for o in outputs if o["type"] == "member_expired"),
+            "replaced": [(o["previous_member_id"], o["member_id"]) for o in outputs if o["type"] == "member_replaced"],
+            "refused_commits": [o for o in outputs if o["type"] == "commit_response" and o["error"] != "NONE"]}
 
 
 def read_feed(bootstrap: str, topic: str, client: dict) -> list[dict]:

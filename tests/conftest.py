@@ -109,6 +109,23 @@ def apache_kafka4(request):
 
 
 @pytest.fixture(scope="session")
+def kafka4_histories(apache_kafka4, tmp_path_factory):
+    """Issue #29's classic-group histories on ``apache_kafka4`` (``tests/kafka4_history.py``): ``kafka4_histories(name)``
+    runs them the first time a name is asked for (~50 s) and keeps the run for the session, so the instrumentation's
+    tests and the cluster feed's read the same runs."""
+    from tests.kafka4_history import run_kafka4
+
+    runs = {}
+
+    def run(name: str):
+        if name not in runs:
+            runs[name] = run_kafka4(apache_kafka4, tmp_path_factory.mktemp(f"kafka4-{name}"))
+        return runs[name]
+
+    return run
+
+
+@pytest.fixture(scope="session")
 def kafka_oracle_classpath(tmp_path_factory) -> str:
     """Class path of the oracle programs (``tests/kafka_oracle/java``) compiled against Kafka's own jars -- the same
     version and cache as ``apache_kafka4``'s; skipped, saying why, without a JDK or the jars."""

@@ -2,11 +2,21 @@
 
 ``python -m tests.real_consumer CONFIG_JSON`` joins the group, consumes and commits after every poll, and writes one
 JSON line per fact to ``truth`` (a file): what the broker gave it (``assigned``: generation, member id, partitions,
-whether it was the leader) and each commit the broker accepted (``committed``). SIGTERM closes it cleanly (a
-LeaveGroup); SIGKILL is a crash. The tests compare the tracker's story with these lines.
+whether it was the leader), each JoinGroup answer (``join_answered``: error code, member id, generation), each
+commit the broker accepted (``committed``) and each it refused (``commit_failed``).
+SIGTERM closes it cleanly (a LeaveGroup, unless it is a static member: those never send one); SIGKILL is a crash;
+SIGSTOP/SIGCONT freeze it (a long GC pause). SIGUSR1 makes it commit once more what it last committed, but under
+the generation before its own -- a zombie's commit, which the broker refuses -- and carry on. SIGUSR2 writes every
+thread's stack to its log (a client that stopped moving). The tests compare the tracker's story with these lines.
+
+Optional settings: ``group_instance_id`` (a static member), ``assignors`` (kafka-python's names, e.g.
+``["cooperative-sticky"]``), ``max_poll_interval_ms`` (its rebalance timeout), ``metadata_max_age_ms`` (how soon the
+leader notices new partitions), ``poll_timeout_ms`` (how long one poll waits: longer than a rebalance's JoinGroup,
+see tests/kafka4_history.py), ``debug`` (kafka-python's DEBUG lines in the log).
 """
 from __future__ import annotations
 
+import faulthandler
 import json
 import signal
 import sys
@@ -15,6 +25,15 @@ import time
 
 from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+from kafka.coordinator.assignors.range import RangePartitionAssignor
+from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+from kafka.coordinator.base import Generation
+
+ASSIGNORS = {a.name: a for a in (RangePartitionAssignor, RoundRobinPartitionAssignor, StickyPartitionAssignor,
+                                 CooperativeStickyAssignor)}
+OPTIONAL = ("group_instance_id", "max_poll_interval_ms", "metadata_max_age_ms")
 
 
 class Truth:
@@ -33,9 +52,15 @@ def main(config: dict) -> int:
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("kafka.coordinator").setLevel(logging.INFO)   # joins, syncs, generations: the story
+    if config.get("debug"):   # kafka-python's every request and answer
+        logging.getLogger("kafka").setLevel(logging.DEBUG)
+    faulthandler.register(signal.SIGUSR2, all_threads=True)   # every thread's stack, into the log (a stuck client)
     client = {"bootstrap_servers": config["bootstrap"], **config.get("client", {})}
     if "api_version" in client:
         client["api_version"] = tuple(client["api_version"])
+    client.update({k: config[k] for k in OPTIONAL if config.get(k) is not None})
+    if config.get("assignors"):
+        client["partition_assignment_strategy"] = [ASSIGNORS[name] for name in config["assignors"]]
     truth = Truth(config["truth"], config["name"])
     consumer = KafkaConsumer(group_id=config["group"], client_id=config["name"], enable_auto_commit=False,
                              auto_offset_reset="earliest", session_timeout_ms=config["session_timeout_ms"],
@@ -49,6 +74,14 @@ def main(config: dict) -> int:
         return assign(leader_id, protocol, members)
 
     coordinator._perform_assignment = perform_assignment
+    answer_join = coordinator._process_join_group_response
+
+    def join_answered(response, send_time):   # each JoinGroup answer: MEMBER_ID_REQUIRED (79) shows here
+        truth.write(fact="join_answered", error=response.error_code, member_id=response.member_id,
+                    generation=response.generation_id)
+        return answer_join(response, send_time)
+
+    coordinator._process_join_group_response = join_answered
 
     def record_assigned(assigned) -> None:
         generation = coordinator._generation
@@ -91,13 +124,19 @@ def main(config: dict) -> int:
                                  **{k: v for k, v in client.items() if k == "api_version" and same_cluster})
         instrument(consumer, producer, config["feed_topic"], heartbeat_every_ms=config.get("heartbeat_every_ms", 1000))
     consumer.subscribe([config["topic"]], listener=Listener())
-    stop = threading.Event()
+    stop, zombie = threading.Event(), threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGUSR1, lambda *_: zombie.set())
+    last: dict = {}
     while not stop.is_set():
-        batches = consumer.poll(timeout_ms=200)
+        if zombie.is_set() and last:
+            zombie.clear()
+            commit_as_zombie(consumer, coordinator, last, truth)
+        batches = consumer.poll(timeout_ms=config.get("poll_timeout_ms", 200))
         if not batches:
             continue
         offsets = {tp: OffsetAndMetadata(records[-1].offset + 1, "", -1) for tp, records in batches.items()}
+        last = offsets
         generation = coordinator._generation
         try:
             consumer.commit(offsets)
@@ -112,6 +151,26 @@ def main(config: dict) -> int:
         producer.flush(10)
         producer.close()
     return 0
+
+
+def commit_as_zombie(consumer, coordinator, offsets: dict, truth: Truth) -> None:
+    """Commit ``offsets`` under the generation before the current one, as a consumer that slept through a rebalance
+    would; the broker refuses it (ILLEGAL_GENERATION) and kafka-python rejoins with its member id."""
+    with coordinator._lock:
+        current = coordinator._generation
+        stale = coordinator._generation = Generation(current.generation_id - 1, current.member_id, current.protocol)
+    try:
+        consumer.commit(offsets)
+    except Exception as exc:
+        truth.write(fact="commit_failed", member_id=current.member_id, generation=current.generation_id - 1,
+                    error=type(exc).__name__, detail=str(exc)[:200], zombie=True)
+    else:   # the broker took it: the test says so
+        truth.write(fact="committed", member_id=current.member_id, generation=current.generation_id - 1,
+                    offsets=sorted([tp.topic, tp.partition, o.offset] for tp, o in offsets.items()), zombie=True)
+    finally:
+        with coordinator._lock:
+            if coordinator._generation is stale:   # not reset by a refusal: back to its own generation
+                coordinator._generation = current
 
 
 if __name__ == "__main__":

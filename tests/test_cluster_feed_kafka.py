@@ -1,7 +1,9 @@
 """The cluster feed against a real broker: Apache Kafka 0.9.0.1 runs a consumer group through issue #11's history
 (two start, one is added, one closes, one is killed, one is added, the rest close) and writes its own
 ``__consumer_offsets`` (GroupMetadataValue v0, OffsetCommitValue v1). Reading that topic with the client settings a
-0.9 broker needs and feeding the events to the tracker must give what the consumers were given.
+0.9 broker needs and feeding the events to the tracker must give what the consumers were given. Apache Kafka 4.x does
+the same with issue #29's longer histories (``tests/kafka4_history.py``; GroupMetadataValue v3, OffsetCommitValue
+v3+), the very runs the instrumentation's tests read.
 
 The history runs twice on the same group, as a redeploy would: 0.9 drops a group its last member left (a tombstone,
 no Empty record; the offsets stay), so the second run numbers its generations from 1 again, and the log holds both.
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from types import SimpleNamespace
 
 import pytest
 
@@ -18,6 +21,7 @@ from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_eve
 from streaming.cli import main as cli
 from streaming.feeds.cluster_feed import OBSERVER_SETTINGS, ClusterFeed, events_from, read_offsets_topic
 from tests.broker_history import GroupHistory, Truth, read_feed, run_issue_history, wait_until
+from tests.broker_history import story as told
 
 pytestmark = pytest.mark.kafka
 
@@ -167,3 +171,56 @@ def test_the_cluster_feed_command_reads_a_0_9_broker(story, apache_kafka, capsys
     published = [e for e in read_feed(apache_kafka.bootstrap, events_topic, {"api_version": [0, 9]})
                  if e["group_id"] == GROUP]
     assert published == story["events"]
+
+
+# ---------------------------------------------------------------- Apache Kafka 4.x (issue #29)
+@pytest.fixture(scope="module", params=["first", "second"])
+def kafka4_story(request, kafka4_histories):
+    """Issue #29's histories on Apache Kafka 4 (the same runs the instrumentation's tests read), then the broker's
+    __consumer_offsets (GroupMetadataValue v3, OffsetCommitValue v3+) through the cluster feed and the tracker."""
+    run = kafka4_histories(request.param)
+    feed = ClusterFeed()
+    events = list(events_from(run.pairs, feed))
+    tracker = GroupCoordinator(CoordinatorConfig.from_properties(OBSERVER_SETTINGS))
+    outputs = []
+    for raw in events:
+        event, error = parse_event(raw)
+        assert error is None, error
+        outputs += tracker.handle(event)
+    return SimpleNamespace(run=run, events=events, outputs=outputs, tracker=tracker, feed=feed)
+
+
+def test_kafka4_generations_leaves_and_expiries_are_what_the_broker_did(kafka4_story):
+    """Every generation the broker recorded, with its members, leader and partitions per member, is one the consumers
+    were given (the history closes its members one at a time, so none is formed unseen); c1-c4 left; c0 (killed)
+    and s0's later incarnations ran out of session; z0, frozen, missed the rebalance timeout; s0's restart within
+    its session replaced its first id; the cooperative group's members left."""
+    run = kafka4_story.run
+    for group in (run.eager, run.cooperative):
+        assert told(kafka4_story.outputs, group) == run.story(group), group
+        # A v3 record carries its own time: nothing is inferred from commits.
+        assert all("ts_inferred" not in e for e in kafka4_story.events if e["group_id"] == group)
+
+
+def test_kafka4_final_offsets_are_what_the_consumers_committed(kafka4_story):
+    run, tracker = kafka4_story.run, kafka4_story.tracker
+    for group in (run.eager, run.cooperative):
+        tracked = {tp: o["offset"] for tp, o in tracker.fetch_offsets(group).items()}
+        assert tracked == run.truths[group].committed() == run.committed[group]
+        assert tracker.describe_group(group)["state"] == "Empty"
+
+
+def test_kafka4_records_round_trip_byte_exact(kafka4_story):
+    versions = set()
+    for key, value, _ in kafka4_story.run.pairs:
+        record = decode_record(key, value)
+        assert encode_record(record) == (key, value)
+        versions.add((record["type"], record.get("value_version")))
+    kinds = {kind for kind, _ in versions}
+    assert {"group_metadata", "offset_commit"} <= kinds
+    assert all(v >= 3 for kind, v in versions if kind in ("group_metadata", "offset_commit") and v is not None)
+    # Kafka 4 writes a record when a classic group is created: generation 0, no protocol type, no members.
+    created = [decode_record(k, v) for k, v, _ in kafka4_story.run.pairs
+               if decode_record(k, v).get("group_id") == kafka4_story.run.eager]
+    assert (created[0]["type"], created[0]["generation"], created[0]["protocol_type"], created[0]["members"]) == \
+        ("group_metadata", 0, "", [])

@@ -2,8 +2,11 @@
 
 Real kafka-python consumers, each in its own process with its own instrumentation producer, go through the history
 of issue #11 on Apache Kafka 0.9.0.1: two start, one is added, one closes cleanly, one is killed without leaving,
-one more is added, the rest close. Each consumer records what the broker gave it; the tracker, fed only the
-instrumentation feed, must tell the same story generation by generation — in the order the feed arrived, in any
+one more is added, the rest close. On Apache Kafka 4.x the same history goes on with what 0.9 cannot show (issue #29,
+``tests/kafka4_history.py``): MEMBER_ID_REQUIRED round trips, a static member restarted within its session and after
+it, a topic that grows, a commit under a stale generation, a member frozen past its rebalance timeout; and a
+cooperative-sticky group's two-round rebalances. Each consumer records what the broker gave it; the tracker, fed only
+the instrumentation feed, must tell the same story generation by generation -- in the order the feed arrived, in any
 other order the clients' publishing could have produced, and through the Spark job.
 """
 from __future__ import annotations
@@ -16,10 +19,10 @@ import uuid
 from types import SimpleNamespace
 
 import pytest
-from kafka import KafkaConsumer, TopicPartition
 
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
-from tests.broker_history import GroupHistory, read_feed, run_issue_history, timeline, wait_until
+from tests.broker_history import GroupHistory, Truth, read_feed, run_issue_history, story, timeline, wait_until
+from tests.kafka4_history import committed_on
 
 pytestmark = [pytest.mark.kafka]
 
@@ -27,28 +30,33 @@ CLIENT = {"api_version": [0, 9]}
 OBSERVE = {"tracker.adopt.unknown.members": "true"}
 
 
-@pytest.fixture(scope="module", params=["first", "second"])
-def history(request, apache_kafka, tmp_path_factory):
-    """The history, run twice on the broker (each run its own topics and group)."""
+@pytest.fixture(scope="module", params=["0.9 first", "0.9 second", "4 first", "4 second"])
+def history(request, tmp_path_factory):
+    """The history, run twice on each broker (each run its own topics and groups). ``groups``: per group id, what the
+    consumers were given (``truth``), the story the tracker must tell (``want``) and the offsets the broker holds."""
+    broker, name = request.param.split()
+    if broker == "4":
+        run = request.getfixturevalue("kafka4_histories")(name)
+        groups = {g: SimpleNamespace(truth=run.truths[g], want=run.story(g), committed=run.committed[g])
+                  for g in (run.eager, run.cooperative)}
+        return SimpleNamespace(broker=run.version, name=name, groups=groups, events=run.events, run=run)
+    apache_kafka = request.getfixturevalue("apache_kafka")
     suffix = uuid.uuid4().hex[:8]
     topic, feed_topic, group = f"data-{suffix}", f"feed-{suffix}", f"group-{suffix}"
     apache_kafka.create_topics({topic: 6, feed_topic: 3})
-    run = GroupHistory(apache_kafka.bootstrap, topic, group, tmp_path_factory.mktemp(f"history-{request.param}"),
+    run = GroupHistory(apache_kafka.bootstrap, topic, group, tmp_path_factory.mktemp(f"history-{name}"),
                        feed_topic=feed_topic, client=CLIENT)
     truth = run_issue_history(run)
-    consumer = KafkaConsumer(bootstrap_servers=apache_kafka.bootstrap, group_id=group, api_version=(0, 9),
-                             enable_auto_commit=False)
-    try:
-        broker_committed = {(topic, p): consumer.committed(TopicPartition(topic, p)) for p in range(6)}
-    finally:
-        consumer.close()
+    committed = committed_on(apache_kafka.bootstrap, group, topic, 6, {"api_version": (0, 9)})
     events = read_feed(apache_kafka.bootstrap, feed_topic, CLIENT)
     (run.workdir / "feed.json").write_text(json.dumps(events))   # beside truth.jsonl, for a look after a failure
-    return SimpleNamespace(group=group, topic=topic, truth=truth, steps=run.steps, events=events,
-                           broker_committed=broker_committed)
+    groups = {group: SimpleNamespace(truth=truth, want=broker_story(truth), committed=committed)}
+    return SimpleNamespace(broker="0.9", name=name, groups=groups, events=events, steps=run.steps)
 
 
-def track(events: list[dict]) -> tuple[list[dict], GroupCoordinator]:
+def track(events: list[dict], until_ms: int | None = None) -> tuple[list[dict], GroupCoordinator]:
+    """The events through the tracker in observe mode, then its clock moved to ``until_ms`` (what is left to
+    expire, such as a static member closed last, is)."""
     tracker = GroupCoordinator(CoordinatorConfig.from_properties(OBSERVE))
     outputs = []
     for raw in events:
@@ -58,29 +66,27 @@ def track(events: list[dict]) -> tuple[list[dict], GroupCoordinator]:
         for group in tracker.groups.values():   # bookkeeping stays true to the members, whatever the order
             recount = collections.Counter(n for m in group.members.values() for n in m.protocol_names())
             assert group.supported_protocols() == recount
+    if until_ms is not None:
+        outputs += tracker.advance(until_ms)
     return outputs, tracker
 
 
-def story(outputs: list[dict]) -> dict:
-    """What the tracker says happened: each generation that reached Stable (leader and who got what), who left,
-    who expired and why."""
-    generations = {}
-    for o in outputs:
-        if o["type"] == "rebalance" and o["members"]:
-            generations[o["generation"]] = (o["leader"], {m: sorted(map(list, p)) for m, p in o["assignment"].items()})
-    return {"generations": generations,
-            "left": sorted(o["member_id"] for o in outputs if o["type"] == "member_left"),
-            "expired": sorted((o["member_id"], o["reason"]) for o in outputs if o["type"] == "member_expired"),
-            "refused_commits": [o for o in outputs if o["type"] == "commit_response" and o["error"] != "NONE"]}
+def of_group(events: list[dict], group: str) -> list[dict]:
+    return [e for e in events if e["group_id"] == group]
 
 
-def broker_story(h) -> dict:
-    truth = h.truth
+def the_end(events: list[dict]) -> int:
+    """A minute after the feed's last event: every session has run out by then."""
+    return max(e["ts"] for e in events) + 60_000
+
+
+def broker_story(truth: Truth) -> dict:
     ids = {client: truth.member_ids(client) for client in ("c0", "c1", "c2", "c3")}
     assert all(len(v) == 1 for v in ids.values()), ids   # no consumer lost its member id in this history
     (c0,), (c1,), (c2,), (c3,) = (ids[c] for c in ("c0", "c1", "c2", "c3"))
     return {"generations": {g.generation: (g.leader, g.members) for g in truth.generations().values()},
-            "left": sorted([c1, c2, c3]), "expired": [(c0, "session timeout")], "refused_commits": []}
+            "left": sorted([c1, c2, c3]), "expired": [(c0, "session timeout")], "replaced": [],
+            "refused_commits": []}
 
 
 def test_topics_the_tracker_needs_on_a_broker_that_cannot_create_them(apache_kafka):
@@ -95,21 +101,77 @@ def test_topics_the_tracker_needs_on_a_broker_that_cannot_create_them(apache_kaf
 
 
 def test_the_history_ran_as_planned(history):
+    if history.broker != "0.9":
+        return kafka4_ran_as_planned(history.run)
+    ((group, g),) = history.groups.items()
     # Every step of the history gave a new generation, with the members the step implies.
-    generations = [g for _, g in history.steps]
+    generations = [n for _, n in history.steps]
     assert generations == sorted(set(generations)) and len(generations) == 5
-    clients = {g.generation: sorted(g.clients.values()) for g in history.truth.generations().values()}
-    assert [clients[g] for g in generations] == [["c0", "c1"], ["c0", "c1", "c2"], ["c0", "c2"], ["c2"], ["c2", "c3"]]
+    clients = {n.generation: sorted(n.clients.values()) for n in g.truth.generations().values()}
+    assert [clients[n] for n in generations] == [["c0", "c1"], ["c0", "c1", "c2"], ["c0", "c2"], ["c2"], ["c2", "c3"]]
     # The consumers' own commits are what the broker holds.
-    assert history.truth.committed() == history.broker_committed
+    assert g.truth.committed() == g.committed
+
+
+def kafka4_ran_as_planned(run) -> None:
+    eager, cooperative = run.truths[run.eager], run.truths[run.cooperative]
+    for truth in (eager, cooperative):
+        # KIP-394: every dynamic member's first JoinGroup is answered MEMBER_ID_REQUIRED (79) with its member id,
+        # and the member joins with it; a static member is let in at once. (Answers without a member id, such as
+        # NOT_COORDINATOR while the broker loads __consumer_offsets, name nobody.)
+        answers = collections.defaultdict(list)
+        for f in truth.facts:
+            if f["fact"] == "join_answered" and f["member_id"]:
+                answers[f["member_id"]].append(f["error"])
+        assert answers and all(errors[0] == (0 if m.startswith("s0-") else 79) and 0 in errors
+                               for m, errors in answers.items()), dict(answers)
+        assert truth.committed() == run.committed[run.eager if truth is eager else run.cooperative]
+    step = dict(run.steps[run.eager])
+    generations = eager.generations(current=True)
+    s0 = eager.incarnations("s0")
+    assert len(s0) == 3   # added; restarted within its session; back after it
+    # Restarted within its session: its old place under its second id, in the same generation, no rebalance.
+    assert step["s0 restarted"] == step["s0 added (static)"]
+    assert eager.replacements() == [(step["s0 added (static)"], "s0", s0[0], s0[1])]
+    assert "s0" not in generations[step["s0 stopped past its session"]].clients.values()
+    assert s0[2] in generations[step["s0 back after its session"]].members
+    # The topic grew: the leader rejoined, and every partition has an owner from then on.
+    grown = step["the topic grew to 8 partitions"]
+    assert sum(map(len, generations[grown - 1].members.values())) == 6
+    assert sum(map(len, generations[grown].members.values())) == 8
+    # The stale commit was refused and cost no rebalance: its consumer synced again in the same generation.
+    (zombie,) = [f for f in eager.facts if f.get("zombie")]
+    assert zombie["fact"] == "commit_failed" and "IllegalGeneration" in zombie["detail"]
+    assert step[next(s for s in step if "under the previous generation" in s)] == grown
+    # Frozen past its rebalance timeout (its session is longer): the round went on without z0, which came back
+    # under a new id when it woke.
+    missed = generations[step["c4 added while z0 is frozen: z0 misses the rebalance timeout"]]
+    assert "z0" not in missed.clients.values() and "c4" in missed.clients.values()
+    z0 = eager.incarnations("z0")
+    assert len(z0) == 2 and z0[1] in generations[step["z0 thawed: it joins again"]].members
+    # Cooperative: adding k2 took two rounds. The first took partitions from their owners and gave k2 none of them;
+    # the second gave them to k2.
+    step = dict(run.steps[run.cooperative])
+    added = step["k2 added"]
+    assert added == step["k0 and k1 started"] + 2
+    rounds = cooperative.generations()
+    first_round, second_round = rounds[added - 1], rounds[added]
+    k2 = cooperative.incarnations("k2")[0]
+    assert first_round.members[k2] == [] and sum(map(len, first_round.members.values())) < 6
+    assert second_round.members[k2] and sum(map(len, second_round.members.values())) == 6
 
 
 def test_the_instrumented_feed_tells_the_brokers_story(history):
-    outputs, tracker = track(history.events)
-    assert story(outputs) == broker_story(history)
-    committed = {tp: o["offset"] for tp, o in tracker.fetch_offsets(history.group).items()}
-    assert committed == history.broker_committed
-    assert tracker.describe_group(history.group)["state"] == "Empty"   # everyone closed
+    for group, g in history.groups.items():
+        events = of_group(history.events, group)
+        outputs, tracker = track(events, until_ms=the_end(events))
+        assert story(outputs) == g.want, group
+        committed = {tp: o["offset"] for tp, o in tracker.fetch_offsets(group).items()}
+        assert committed == g.committed
+        # Every offset the tracker stored is one a consumer committed and the broker accepted.
+        accepted = {(t, p, o) for f in g.truth.facts if f["fact"] == "committed" for t, p, o in f["offsets"]}
+        assert {(o["topic"], o["partition"], o["offset"]) for o in outputs if o["type"] == "offset_commit"} <= accepted
+        assert tracker.describe_group(group)["state"] == "Empty"   # everyone closed
 
 
 def per_client_shuffles(events: list[dict], seed: int, skew_ms: int = 300) -> list[dict]:
@@ -131,13 +193,13 @@ def arrivals(events: list[dict], rng: random.Random, skew_ms: int) -> list[tuple
 
 
 def test_any_arrival_order_of_the_clients_feeds_tells_the_same_story(history):
-    want = broker_story(history)
-    orders = [sorted(history.events, key=lambda e: e["ts"])]
-    orders += [per_client_shuffles(history.events, seed) for seed in range(12)]
-    for order in orders:
-        outputs, tracker = track(order)
-        assert story(outputs) == want
-        assert {tp: o["offset"] for tp, o in tracker.fetch_offsets(history.group).items()} == history.broker_committed
+    for group, g in history.groups.items():
+        events = of_group(history.events, group)
+        orders = [sorted(events, key=lambda e: e["ts"])] + [per_client_shuffles(events, seed) for seed in range(12)]
+        for order in orders:
+            outputs, tracker = track(order, until_ms=the_end(events))
+            assert story(outputs) == g.want
+            assert {tp: o["offset"] for tp, o in tracker.fetch_offsets(group).items()} == g.committed
 
 
 def processing_time_job(events: list[dict], seed: int, grace_ms: int = 500) -> list[dict]:
@@ -174,17 +236,21 @@ def test_a_live_job_that_lags_its_feed_tells_the_same_story(history):
     """The live test failed once in CI with a generation missing: the model expired the crashed member from its last
     report, the broker later; the model's own join timeout then removed the survivor it was still hearing. Here the
     micro-batches are cut and delayed as a loaded machine would, and the broker's expiry runs up to 20 s late."""
-    want = broker_story(history)
-    (crashed,) = history.truth.member_ids("c0")
+    group, g = next(iter(history.groups.items()))   # the group whose c0 was killed
+    events = of_group(history.events, group)
+    (crashed,) = g.truth.member_ids("c0")
     for seed in range(8):
         for late_ms in (0, 4_000, 12_000, 20_000):
-            got = story(processing_time_job(broker_expires_late(history.events, crashed, late_ms), seed))
-            assert got == want, (seed, late_ms)
+            got = story(processing_time_job(broker_expires_late(events, crashed, late_ms), seed))
+            assert got == g.want, (seed, late_ms)
 
 
 @pytest.mark.spark
 def test_the_streaming_job_tells_the_brokers_story(history, spark, kafka_bootstrap, tmp_path):
-    """The same feed through the Spark job (events topic -> source -> stateful stage -> outputs and store)."""
+    """The same feed through the Spark job (events topic -> source -> stateful stage -> outputs and store). Kafka 4's
+    history (both groups) goes through it once: Spark is slow here."""
+    if history.broker != "0.9" and history.name != "first":
+        pytest.skip("the Kafka 4 history goes through the Spark job once (its first run)")
     from kafka import KafkaProducer
 
     from streaming.feeds.publish import encode_event
@@ -195,7 +261,11 @@ def test_the_streaming_job_tells_the_brokers_story(history, spark, kafka_bootstr
     events_topic, outputs_topic = f"rt-{uuid.uuid4().hex[:8]}", f"rt-out-{uuid.uuid4().hex[:8]}"
     ensure_topics(kafka_bootstrap, {events_topic: 2})
     producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all", linger_ms=20)
-    for event in history.events:
+    # Event time moves only with the feed: a last report from elsewhere, a minute on, lets every session run out (a
+    # static member closed last is expired by the broker after everyone else left).
+    the_feed_goes_on = {"type": "heartbeat", "group_id": "elsewhere", "member_id": "nobody", "generation": 1,
+                        "ts": the_end(history.events)}
+    for event in history.events + [the_feed_goes_on]:
         key, value = encode_event(event)
         producer.send(events_topic, key=key, value=value)
     producer.flush()
@@ -210,12 +280,6 @@ def test_the_streaming_job_tells_the_brokers_story(history, spark, kafka_bootstr
     finally:
         tracker.stop()
     outputs = [json.loads(r.value) for r in read_all(kafka_bootstrap, outputs_topic)]
-    got = story(outputs)
-    want = broker_story(history)
-    # Event time only moves with the feed: the last members' leaves are in it, so is everything else.
-    assert got["generations"] == want["generations"]
-    assert got["left"] == want["left"] and got["expired"] == want["expired"]
-
     from offsets_store import open_store
 
     store = open_store(config.store)
@@ -223,9 +287,13 @@ def test_the_streaming_job_tells_the_brokers_story(history, spark, kafka_bootstr
         records = store.load_records()
     finally:
         store.close()
-    stored = {(r["topic"], r["partition"]): r["offset"] for r in records
-              if r["type"] == "offset_commit" and not r.get("tombstone") and r["group_id"] == history.group}
-    assert stored == history.broker_committed
+    for group, g in history.groups.items():
+        got = story(outputs, group)
+        assert {k: got[k] for k in ("generations", "left", "expired", "replaced")} == \
+            {k: g.want[k] for k in ("generations", "left", "expired", "replaced")}, group
+        stored = {(r["topic"], r["partition"]): r["offset"] for r in records
+                  if r["type"] == "offset_commit" and not r.get("tombstone") and r["group_id"] == group}
+        assert stored == g.committed
 
 
 @pytest.mark.spark
@@ -252,7 +320,7 @@ def test_the_tracker_running_live_beside_the_group_tells_the_brokers_story(apach
                            feed_bootstrap=kafka_bootstrap, client=CLIENT)
         run.workdir.mkdir()
         truth = run_issue_history(run)
-        want = broker_story(SimpleNamespace(truth=truth))
+        want = broker_story(truth)
 
         def told() -> dict | None:   # until the last member's leave is out
             got = story([json.loads(r.value) for r in read_all(kafka_bootstrap, outputs_topic)])
