@@ -10,7 +10,7 @@ import os
 import sys
 
 from offsets_store import kafka_conf, log_end
-from offsets_store.factory import open_store
+from offsets_store.factory import open_store, store_bootstrap
 
 HEADER = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
           "CLIENT-ID")
@@ -92,10 +92,7 @@ def log_end_offsets(bootstrap: str, partitions: list[tuple[str, int]], timeout_m
 
 def default_bootstrap(store_url: str) -> str | None:
     """$KAFKA_BOOTSTRAP, else the broker of a ``kafka:`` store: the data topics usually live on the same cluster."""
-    if os.environ.get("KAFKA_BOOTSTRAP"):
-        return os.environ["KAFKA_BOOTSTRAP"]
-    scheme, _, rest = store_url.partition(":")
-    return rest.partition("?")[0].rpartition("/")[0] or None if scheme == "kafka" else None
+    return os.environ.get("KAFKA_BOOTSTRAP") or store_bootstrap(store_url)
 
 
 def format_table(rows: list[tuple], header: tuple = HEADER) -> str:
@@ -121,6 +118,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.bootstrap is None:
         args.bootstrap = default_bootstrap(args.store)
+    refused = kafka_conf.refusal([store_bootstrap(args.store), args.bootstrap], client)
+    if refused:
+        print(f"offsets: {refused}", file=sys.stderr)
+        return 2
     store = open_store(args.store, client)
     if args.members:
         try:

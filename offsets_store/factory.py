@@ -19,3 +19,9 @@ def open_store(url: str, client: dict | None = None) -> Store:
         params = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
         return KafkaStore(bootstrap, topic, partitions=int(params.get("partitions", 50)), client=client)
     raise ValueError(f"store must be sqlite:PATH or kafka:BOOTSTRAP/TOPIC, not {url!r}")
+
+
+def store_bootstrap(url: str | None) -> str | None:
+    """The broker a ``kafka:`` store lives on (None for any other store)."""
+    scheme, _, rest = (url or "").partition(":")
+    return rest.partition("?")[0].rpartition("/")[0] or None if scheme == "kafka" else None

@@ -6,13 +6,19 @@ properties file, as Kafka's own tools take; ``--kafka-conf`` wins over it): ``ap
 ``client.id=...``. A name is kafka-python's with dots for underscores (``request.timeout.ms`` ->
 ``request_timeout_ms``); a value is typed as kafka-python's default for that name is (``api.version=0.9`` ->
 ``(0, 9)``, numbers, booleans). From a Java client's file, ``sasl.jaas.config`` (PLAIN / SCRAM) gives the username and
-password and ``ssl.endpoint.identification.algorithm`` the host-name check. Secrets are never printed:
-``describe`` shows them as ``****``, and errors name only the setting.
+password, ``ssl.endpoint.identification.algorithm`` the host-name check, and PEM stores (``ssl.truststore.type=PEM``
+with ``ssl.truststore.location``: the CA certificates; ``ssl.keystore.type=PEM``: the client's certificate chain and
+key, ``ssl.key.password``) the files kafka-python reads -- so one file serves this tool's Python clients and Java
+clients (Spark's own Kafka connector) alike. Secrets are never printed: ``describe`` shows them as ``****``, and
+errors name only the setting. ``access_error`` tells, in one line, why a secured broker refuses these settings.
 """
 from __future__ import annotations
 
 import argparse
+import logging
 import re
+import threading
+import uuid
 from typing import Any
 
 SECRET = re.compile(r"password|secret|token|jaas|credential|key", re.IGNORECASE)
@@ -20,7 +26,8 @@ SECRET = re.compile(r"password|secret|token|jaas|credential|key", re.IGNORECASE)
 _NOT_TEXT = {"kafka_client", "selector", "partitioner", "key_serializer", "value_serializer", "key_deserializer",
              "value_deserializer", "default_offset_commit_callback", "socket_options", "metric_reporters",
              "ssl_context", "sasl_oauth_token_provider", "partition_assignment_strategy"}
-_JAVA_STORES = ("ssl.truststore.", "ssl.keystore.")
+# Java's PEM stores and what kafka-python takes for them (other store types are Java key stores it cannot read).
+_PEM_STORES = {"ssl.truststore.": "ssl_cafile", "ssl.keystore.": "ssl_certfile"}
 
 
 def _defaults() -> dict[str, Any]:
@@ -98,9 +105,13 @@ def to_kwargs(props: dict[str, Any]) -> dict[str, Any]:
         if key == "ssl.endpoint.identification.algorithm":
             out["ssl_check_hostname"] = bool(str(value).strip())   # "" turns the check off, "https" on
             continue
-        if key.startswith(_JAVA_STORES):
-            raise ValueError(f"{key}: kafka-python reads PEM files, not Java key stores; give ssl.cafile, "
-                             f"ssl.certfile and ssl.keyfile instead")
+        if key == "ssl.key.password":
+            out["ssl_password"] = str(value)
+            continue
+        store = next((prefix for prefix in _PEM_STORES if key.startswith(prefix)), None)
+        if store is not None:
+            out.update(_pem_store(store, props))
+            continue
         name = key.replace(".", "_").replace("-", "_")
         if name not in defaults or name in _NOT_TEXT:
             raise ValueError(f"unknown Kafka client setting {key!r} (kafka-python has no {name} to set from text)")
@@ -136,6 +147,19 @@ def _typed(key: str, name: str, value: Any, default: Any) -> Any:
     return text
 
 
+def _pem_store(prefix: str, props: dict[str, Any]) -> dict[str, str]:
+    """A Java client's PEM store as the file kafka-python reads (a PEM trust store is a CA bundle; a PEM key store
+    the certificate chain with its key). Its password, if any, is not needed: Kafka's PEM stores take none."""
+    kind = str(props.get(f"{prefix}type", "JKS")).strip().upper()
+    location = props.get(f"{prefix}location")
+    if kind != "PEM":
+        raise ValueError(f"{prefix}type {kind}: kafka-python reads PEM files, not Java key stores; give "
+                         f"{prefix}type=PEM with a PEM file, or ssl.cafile / ssl.certfile / ssl.keyfile")
+    if not location:
+        raise ValueError(f"{prefix}type=PEM needs {prefix}location (the PEM file)")
+    return {_PEM_STORES[prefix]: str(location).strip()}
+
+
 def _jaas(config: str) -> dict[str, str]:
     """username / password of a PlainLoginModule or ScramLoginModule line."""
     if not re.search(r"\b(PlainLoginModule|ScramLoginModule)\b", config):
@@ -160,6 +184,101 @@ def for_client(cls, client: dict | None, **ours) -> dict:
 def spark_options(props: dict[str, str]) -> dict[str, str]:
     """Settings as options of a Spark Kafka source (``kafka.``-prefixed; the bootstrap is given separately)."""
     return {f"kafka.{k}": str(v) for k, v in props.items() if k != "bootstrap.servers"}
+
+
+# ------------------------------------------------------------------ will the broker take them?
+def access_error(bootstrap: str, client: dict | None, timeout_s: float = 10.0) -> str | None:
+    """Why the broker at ``bootstrap`` refuses a client with these (kafka-python) settings, as one line naming no
+    secret: its SASL credentials or mechanism, or the TLS handshake. None when it takes them -- or when it cannot be
+    reached at all, which each command handles its own way. Plaintext clients are not probed.
+
+    kafka-python retries a refused connection until its bootstrap times out and then only says it timed out; the
+    reason is in what it logs meanwhile (the exception it hands its logger), which this reads, quietly."""
+    client = client or {}
+    protocol = str(client.get("security_protocol") or "PLAINTEXT").upper()
+    if protocol == "PLAINTEXT":
+        return None
+    from kafka import KafkaConsumer
+    from kafka import errors as kafka_errors
+
+    refused = threading.Event()
+    found: list[str] = []
+
+    def reason(exc: BaseException) -> str | None:
+        text = str(exc)
+        if isinstance(exc, kafka_errors.SaslAuthenticationFailedError):
+            detail = text.rsplit(": ", 1)[-1]
+            user = client.get("sasl_plain_username")
+            return (f"{bootstrap} refused the credentials{f' of user {user!r}' if user else ''} ({protocol}, "
+                    f"{client.get('sasl_mechanism') or 'no SASL mechanism'}): {detail}")
+        if isinstance(exc, kafka_errors.UnsupportedSaslMechanismError) or "UnsupportedSaslMechanism" in text:
+            return f"{bootstrap} does not take SASL mechanism {client.get('sasl_mechanism')!r} ({protocol})"
+        if "Handshake failed" in text or "SSL" in text and "certificate" in text.lower():
+            detail = re.sub(r"^.*Handshake failed: (\[SSL[^\]]*\] )?", "", text).split(" (_ssl.c")[0]
+            return (f"the TLS handshake with {bootstrap} failed ({protocol}): {detail}; is ssl.cafile (or "
+                    f"ssl.truststore.location) the CA that signed the broker's certificate?")
+        return None
+
+    client_id = f"rebalance-tracker-check-{uuid.uuid4().hex[:8]}"   # its IO thread's name says whose lines
+
+    class Refusals(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.threadName != f"kafka-io-{client_id}":
+                return
+            for arg in record.args if isinstance(record.args, tuple) else ():
+                if isinstance(arg, BaseException) and (why := reason(arg)) is not None:
+                    found.append(why)
+                    refused.set()
+
+    handler = Refusals(logging.WARNING)
+
+    def probe() -> None:
+        try:
+            KafkaConsumer(**for_client(KafkaConsumer, client, bootstrap_servers=bootstrap)
+                          | {"client_id": client_id, "bootstrap_timeout_ms": int(timeout_s * 1000)}).close()
+        except Exception:
+            pass
+        finally:   # kafka-python's own lines stay quiet until its last retry is over
+            _quiet_kafka(handler, False)
+            refused.set()   # done either way: taken, or unreachable (no refusal found)
+
+    _quiet_kafka(handler, True)
+    threading.Thread(target=probe, name="kafka-access-check", daemon=True).start()
+    refused.wait(timeout_s + 5)
+    return found[0] if found else None
+
+
+def refusal(bootstraps: list[str | None], client: dict | None) -> str | None:
+    """``access_error`` for each broker a command talks to (each once; None entries skipped): the first refusal."""
+    for bootstrap in dict.fromkeys(b for b in bootstraps if b):
+        error = access_error(bootstrap, client)
+        if error is not None:
+            return error
+    return None
+
+
+_quiet = {"probes": 0, "saved": (True, logging.NOTSET)}
+_quiet_lock = threading.Lock()
+
+
+def _quiet_kafka(handler: logging.Handler, on: bool) -> None:
+    """While any probe runs, kafka-python's logger goes to the probes' handlers only (it would print a line for each
+    retry of a refused connection); the last one done puts it back as it was."""
+    logger = logging.getLogger("kafka")
+    with _quiet_lock:
+        if on:
+            if _quiet["probes"] == 0:
+                _quiet["saved"] = logger.propagate, logger.level
+            logger.propagate = False
+            if logger.getEffectiveLevel() > logging.WARNING:   # (a command may have silenced it meanwhile)
+                logger.setLevel(logging.WARNING)
+            _quiet["probes"] += 1
+            logger.addHandler(handler)
+        else:
+            logger.removeHandler(handler)
+            _quiet["probes"] -= 1
+            if _quiet["probes"] == 0:
+                logger.propagate, logger.level = _quiet["saved"]
 
 
 # ------------------------------------------------------------------ printing them

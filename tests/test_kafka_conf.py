@@ -32,6 +32,13 @@ def test_java_client_settings_are_read_where_kafka_python_has_them():
         "sasl_plain_username": "bob", "sasl_plain_password": f'{SECRET}"x', "ssl_check_hostname": False}
     with pytest.raises(ValueError, match="PEM"):
         to_kwargs({"ssl.truststore.location": "/x.jks"})
+    with pytest.raises(ValueError, match="PEM"):
+        to_kwargs({"ssl.keystore.type": "PKCS12", "ssl.keystore.location": "/me.p12"})
+    # Java's PEM stores are the files kafka-python reads: one file serves both (Spark's own connector included).
+    assert to_kwargs({"ssl.truststore.type": "PEM", "ssl.truststore.location": "/ca.pem", "ssl.truststore.password": "",
+                      "ssl.keystore.type": "pem", "ssl.keystore.location": "/me.pem", "ssl.key.password": SECRET}) == {
+        "ssl_cafile": "/ca.pem", "ssl_certfile": "/me.pem", "ssl_password": SECRET}
+    assert "****" in describe({"ssl.key.password": SECRET}) and SECRET not in describe({"ssl.key.password": SECRET})
 
 
 @pytest.mark.parametrize("props,match", [

@@ -415,6 +415,12 @@ def _run(argv: list[str] | None) -> int:
         if not bootstrap:
             bootstrap, _ = stack.enter_context(kafka_broker(prefer="bundled"))
             print(f"started the bundled broker at {bootstrap}", flush=True)
+        from offsets_store.factory import store_bootstrap
+
+        refused = kafka_conf.refusal([bootstrap, store_bootstrap(args.store)], kafka_conf.to_kwargs(kafka))
+        if refused:   # before Spark's start-up: a secured broker that will not take these settings says why
+            print(f"run: {refused}", file=sys.stderr)
+            return 2
         config = TrackerConfig(
             bootstrap=bootstrap, events_topic=args.events_topic, outputs_topic=args.assignments_topic or None,
             dlq_topic=args.dlq_topic, store=args.store or None, checkpoint=args.checkpoint,

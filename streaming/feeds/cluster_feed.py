@@ -366,6 +366,11 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"cluster-feed: {exc}", file=sys.stderr)
         return 2
+    refused = kafka_conf.access_error(args.bootstrap, client) or \
+        (kafka_conf.access_error(args.feed_bootstrap, feed_client) if args.feed_bootstrap else None)
+    if refused:
+        print(f"cluster-feed: {refused}", file=sys.stderr)
+        return 2
     from kafka import KafkaProducer
 
     if props:

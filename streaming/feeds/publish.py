@@ -137,6 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as exc:
             print(f"simulate: {exc}", file=sys.stderr)
             return 2
+        refused = kafka_conf.access_error(bootstrap, client)
+        if refused:
+            print(f"simulate: {refused}", file=sys.stderr)
+            return 2
         send, producer = kafka_sender(bootstrap, args.topic, client)
         out = None
 
