@@ -219,11 +219,13 @@ def access_error(bootstrap: str, client: dict | None, timeout_s: float = 10.0) -
                     f"ssl.truststore.location) the CA that signed the broker's certificate?")
         return None
 
-    client_id = f"rebalance-tracker-check-{uuid.uuid4().hex[:8]}"   # its IO thread's name says whose lines
+    # Whose lines: kafka-python's IO thread is named after the client id; before it runs, the probe's own thread logs.
+    client_id = f"rebalance-tracker-check-{uuid.uuid4().hex[:8]}"
+    threads = {f"kafka-io-{client_id}", f"kafka-access-check-{client_id}"}
 
     class Refusals(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
-            if record.threadName != f"kafka-io-{client_id}":
+            if record.threadName not in threads:
                 return
             for arg in record.args if isinstance(record.args, tuple) else ():
                 if isinstance(arg, BaseException) and (why := reason(arg)) is not None:
@@ -234,8 +236,10 @@ def access_error(bootstrap: str, client: dict | None, timeout_s: float = 10.0) -
 
     def probe() -> None:
         try:
+            # Retried often: a refused SASL attempt can end as a bare disconnect before its answer is read.
             KafkaConsumer(**for_client(KafkaConsumer, client, bootstrap_servers=bootstrap)
-                          | {"client_id": client_id, "bootstrap_timeout_ms": int(timeout_s * 1000)}).close()
+                          | {"client_id": client_id, "bootstrap_timeout_ms": int(timeout_s * 1000),
+                             "reconnect_backoff_ms": 50, "reconnect_backoff_max_ms": 500}).close()
         except Exception:
             pass
         finally:   # kafka-python's own lines stay quiet until its last retry is over
@@ -243,7 +247,7 @@ def access_error(bootstrap: str, client: dict | None, timeout_s: float = 10.0) -
             refused.set()   # done either way: taken, or unreachable (no refusal found)
 
     _quiet_kafka(handler, True)
-    threading.Thread(target=probe, name="kafka-access-check", daemon=True).start()
+    threading.Thread(target=probe, name=f"kafka-access-check-{client_id}", daemon=True).start()
     refused.wait(timeout_s + 5)
     return found[0] if found else None
 
