@@ -146,13 +146,17 @@ class KraftKafka(JavaServices):
 
 
 def start_kraft_kafka(version: str | None = None, broker_settings: dict | None = None,
-                      timeout_s: float = 60.0) -> KraftKafka:
+                      timeout_s: float = 60.0, format_args: list[str] | None = None,
+                      ports: tuple[int, int] | None = None) -> KraftKafka:
     """Start Apache Kafka ``version`` (default ``DEFAULT_VERSION``; ``"4"``, ``"3.9"`` or an exact Maven version) as
     one KRaft node on free loopback ports; returns once it answers. ``broker_settings`` override server.properties
-    (e.g. ``{"group.consumer.session.timeout.ms": 6000}``)."""
+    (e.g. ``{"group.consumer.session.timeout.ms": 6000}``); ``format_args`` go to ``StorageTool format`` (e.g.
+    ``["--add-scram", "SCRAM-SHA-512=[name=alice,password=...]"]``: SCRAM users exist from the start); ``ports``:
+    (PLAINTEXT, controller) instead of free ones, for settings that name them (another listener beside them)."""
     version = resolve_version(version)
     classpath = str(kafka_jars(version) / "*")
-    kafka = KraftKafka(version, free_port(), free_port(), ScratchDir(f"apache-kafka-{version}-"))
+    port, controller_port = ports or (free_port(), free_port())
+    kafka = KraftKafka(version, port, controller_port, ScratchDir(f"apache-kafka-{version}-"))
     atexit.register(kafka.stop)
     workdir = kafka.workdir
     settings = {**default_settings(version, kafka.port, kafka.controller_port, str(workdir / "data")),
@@ -163,7 +167,7 @@ def start_kraft_kafka(version: str | None = None, broker_settings: dict | None =
         # --standalone: this node is the whole controller quorum (its host:port goes into the storage).
         done = subprocess.run([java(), "-Xmx256m", *JVM_FLAGS, *(f"-D{k}={v}" for k, v in logging.items()),
                                "-cp", classpath, "kafka.tools.StorageTool", "format", "--standalone",
-                               "-t", cluster_id(), "-c", str(server_props)],
+                               "-t", cluster_id(), "-c", str(server_props), *(format_args or [])],
                               capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
         if done.returncode != 0:
             raise BrokerError(f"formatting its storage failed: {(done.stdout + done.stderr).strip()[-2000:]}")
