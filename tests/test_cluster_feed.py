@@ -251,6 +251,17 @@ def test_who_is_gone_from_the_next_generation_left_or_missed_a_timeout():
     assert departures(seen) == ([], [(A, "session timeout")])
 
 
+def test_a_member_gone_within_a_session_of_the_last_join_left():
+    """b was silent for half its session (no records of its partitions), but the previous generation's join, 3.1 s
+    before, restarted every session: no session timeout yet, and the round was too short for its join timeout. It
+    left (seen on Apache Kafka 3.9)."""
+    records = [v3_snapshot(1, {A: [["t", 0]], B: [["t", 1]]}, A, START), v3_commit(1, 3, START + 100),
+               v3_snapshot(2, {A: [["t", 0]], B: [["t", 1]]}, A, START + 5_000), v3_commit(0, 4, START + 7_900),
+               v3_snapshot(3, {A: [["t", 0], ["t", 1]]}, A, START + 8_100)]
+    seen, _ = observe([encode_record(r) for r in records], from_bytes=True)
+    assert departures(seen) == ([B], [])
+
+
 def test_a_static_member_restarted_in_its_session_replaces_its_old_id():
     S1, S2 = "s0-01", "s0-02"
     static = {S1: "s0", S2: "s0"}

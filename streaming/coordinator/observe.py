@@ -216,9 +216,11 @@ class BrokerObserver:
                 continue
             # Silent for half a session or more: it died and the broker expired it (a live member reports at least
             # every heartbeat interval, a third of the session by convention; the broker's session clock may run
-            # a little ahead of ours, as 0.9 counts only heartbeats and later brokers commits too). Otherwise it
-            # was alive but did not rejoin in time.
-            dead = group.clock - m.last_heartbeat_ts >= m.session_timeout_ms // 2
+            # a little ahead of ours, as 0.9 counts only heartbeats and later brokers commits too) -- unless less
+            # than a session has passed since the previous generation's join, which restarted every member's
+            # session. Otherwise it was alive but did not rejoin in time, or it left.
+            dead = group.clock - m.last_heartbeat_ts >= m.session_timeout_ms // 2 and \
+                not self._within_a_session_of_the_last_join(group, m)
             if not dead and self._round_shorter_than_its_timeout(group):
                 # Neither timeout can have removed it: it left (its LeaveGroup unreported, or this feed shows none).
                 self._remove_member(group, m, "leave", f"removing member {m.member_id}: it left before generation "
@@ -239,6 +241,14 @@ class BrokerObserver:
             self._prepare_rebalance(group, "join", f"adding new member {m.member_id}")
             m.awaiting_join = True
         self._release_deferred(group)
+
+    @staticmethod
+    def _within_a_session_of_the_last_join(group: Group, member: Member) -> bool:
+        """Kafka restarts every member's session when a join completes: none can expire within a session of the
+        previous generation's join (``not_before``)."""
+        rb = group.rebalance
+        since = rb.not_before if rb is not None else None
+        return since is not None and since >= 0 and group.clock - since < member.session_timeout_ms
 
     @staticmethod
     def _round_shorter_than_its_timeout(group: Group) -> bool:
