@@ -88,19 +88,22 @@ def apache_kafka(request):
 def apache_kafka4(request):
     """Apache Kafka 4.x (``DEFAULT_VERSION`` of ``streaming/local/apache_kafka_kraft.py``): one KRaft node, jars from
     Maven Central, with Kafka's current group coordinator (classic and consumer protocols) and ``__consumer_offsets``.
-    Clients negotiate their API versions (no ``api_version``). Group settings for quick tests: see the module."""
+    Clients negotiate their API versions (no ``api_version``). Group settings for quick tests: see the module.
+    ``APACHE_KAFKA_VERSION=3.9`` (or any version from 3.9 on) runs these tests on that broker instead, by hand."""
+    import os
     import shutil
 
     from streaming.local.apache_kafka_kraft import kafka_jars, start_kraft_kafka
     from streaming.local.broker import BrokerError
 
+    version = os.environ.get("APACHE_KAFKA_VERSION") or None
     if shutil.which("java") is None:
         pytest.skip("Apache Kafka needs Java and no 'java' is on PATH")
     try:
-        kafka_jars()
+        kafka_jars(version)
     except BrokerError as exc:   # mvn absent or Maven Central unreachable: nothing to run the broker from
-        pytest.skip(f"Apache Kafka 4 is not available here: {exc}")
-    kafka = start_kraft_kafka()
+        pytest.skip(f"Apache Kafka {version or 4} is not available here: {exc}")
+    kafka = start_kraft_kafka(version)
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(f"Apache Kafka {kafka.version} for this test run: {kafka.bootstrap}")

@@ -219,8 +219,12 @@ def test_kafka4_records_round_trip_byte_exact(kafka4_story):
     kinds = {kind for kind, _ in versions}
     assert {"group_metadata", "offset_commit"} <= kinds
     assert all(v >= 3 for kind, v in versions if kind in ("group_metadata", "offset_commit") and v is not None)
-    # Kafka 4 writes a record when a classic group is created: generation 0, no protocol type, no members.
-    created = [decode_record(k, v) for k, v, _ in kafka4_story.run.pairs
-               if decode_record(k, v).get("group_id") == kafka4_story.run.eager]
-    assert (created[0]["type"], created[0]["generation"], created[0]["protocol_type"], created[0]["members"]) == \
-        ("group_metadata", 0, "", [])
+    # Kafka 4 writes a record when a classic group is created: generation 0, no protocol type, no members (3.9's
+    # coordinator, run with APACHE_KAFKA_VERSION=3.9, writes its first at generation 1 or later).
+    first = next(decode_record(k, v) for k, v, _ in kafka4_story.run.pairs
+                 if decode_record(k, v).get("group_id") == kafka4_story.run.eager)
+    created = (first["type"], first["generation"], first["protocol_type"], first["members"])
+    if int(kafka4_story.run.version.split(".")[0]) >= 4:
+        assert created == ("group_metadata", 0, "", [])
+    else:
+        assert created[0] == "group_metadata" and created[1] >= 1 and created[3]
