@@ -16,6 +16,7 @@ first), then reads the feed and ``__consumer_offsets``.
 """
 from __future__ import annotations
 
+import base64
 import json
 import time
 import uuid
@@ -201,7 +202,10 @@ def run_kafka4(kafka, workdir: Path) -> Kafka4Run:
 
     pairs = wait_until(both_empty, 60, "both groups' Empty records", every_s=1)
     events = read_feed(kafka.bootstrap, feed_topic, {})
-    (workdir / "feed.json").write_text(json.dumps(events))   # beside the truth files, for a look after a failure
+    # Beside the truth files, for a look after a failure: the feed, and __consumer_offsets (key, value: base64).
+    (workdir / "feed.json").write_text(json.dumps(events))
+    (workdir / "consumer_offsets.json").write_text(json.dumps(
+        [[base64.b64encode(k).decode(), None if v is None else base64.b64encode(v).decode(), ts] for k, v, ts in pairs]))
     return Kafka4Run(kafka.version, eager, cooperative, topics, truths,
                      {g: h.steps for g, h in histories.items()}, events, pairs,
                      {g: committed_on(kafka.bootstrap, g, topics[g], GROWN_TO if g == eager else PARTITIONS)

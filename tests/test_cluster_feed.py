@@ -236,19 +236,30 @@ def departures(seen: list[dict]) -> tuple[list, list]:
 
 def test_who_is_gone_from_the_next_generation_left_or_missed_a_timeout():
     """b committed until just before the round and the round was shorter than the rebalance timeout: it left. In
-    the next round b's successor c is missing after 4.5 s, longer than the 4 s rebalance timeout, while it had
-    committed a second before: the round's join timeout removed it. a was silent for its whole session: expired."""
+    the next round c (frozen after its last commit) is missing 4.5 s after the previous join, longer than the 4 s
+    rebalance timeout, while a committed until it heard of the round: the round's join timeout removed c. Then a was
+    silent for its whole session: expired."""
     C = "c-77aa"
     records = [v3_snapshot(1, {A: [["t", 0]], B: [["t", 1]]}, A, START), v3_commit(1, 3, START + 900),
                v3_snapshot(2, {A: [["t", 0], ["t", 1]]}, A, START + 1_200),
-               v3_snapshot(3, {A: [["t", 0]], C: [["t", 1]]}, A, START + 2_000), v3_commit(1, 4, START + 5_500),
-               v3_snapshot(4, {A: [["t", 0], ["t", 1]]}, A, START + 6_500)]
+               v3_snapshot(3, {A: [["t", 0]], C: [["t", 1]]}, A, START + 2_000), v3_commit(1, 4, START + 2_100),
+               v3_commit(0, 4, START + 2_400), v3_snapshot(4, {A: [["t", 0], ["t", 1]]}, A, START + 6_500)]
     seen, _ = observe([encode_record(r) for r in records], from_bytes=True)
     assert departures(seen) == ([B], [(C, "rebalance timeout")])
     records = [v3_snapshot(1, {A: [["t", 0]], B: [["t", 1]]}, A, START), v3_commit(1, 3, START + 100),
                v3_snapshot(2, {B: [["t", 0], ["t", 1]]}, B, START + 7_000)]
     seen, _ = observe([encode_record(r) for r in records], from_bytes=True)
     assert departures(seen) == ([], [(A, "session timeout")])
+
+
+def test_an_idle_member_gone_while_the_others_committed_left():
+    """b has had nothing to commit since the last join; the next record comes 5.1 s later, more than the rebalance
+    timeout -- but a committed until 0.2 s before it, so the round began at most a heartbeat (a third of a session)
+    before that: too short for the join timeout. b left (seen on Apache Kafka 4.4, a member with no partitions)."""
+    records = [v3_snapshot(1, {A: [["t", 0]], B: []}, A, START), v3_commit(0, 3, START + 4_900),
+               v3_snapshot(2, {A: [["t", 0]]}, A, START + 5_100)]
+    seen, _ = observe([encode_record(r) for r in records], from_bytes=True)
+    assert departures(seen) == ([B], [])
 
 
 def test_a_member_gone_within_a_session_of_the_last_join_left():

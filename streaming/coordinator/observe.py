@@ -250,13 +250,21 @@ class BrokerObserver:
         since = rb.not_before if rb is not None else None
         return since is not None and since >= 0 and group.clock - since < member.session_timeout_ms
 
-    @staticmethod
-    def _round_shorter_than_its_timeout(group: Group) -> bool:
+    def _round_shorter_than_its_timeout(self, group: Group) -> bool:
         """The round that ends now began after the previous generation's join (``not_before``): if less than the
-        members' rebalance timeout has passed since, its join timeout cannot have fired."""
+        members' rebalance timeout has passed since, its join timeout cannot have fired. Following the records only,
+        the group's commits say more: its members committed until they heard of the round, at their next heartbeat
+        (Kafka advises one at most every third of a session), so it began no earlier than that before the last."""
         rb = group.rebalance
         since = rb.not_before if rb is not None else None
-        return since is not None and since >= 0 and group.clock - since < group.max_rebalance_timeout_ms()
+        if since is None or since < 0:
+            return False
+        if self._records_only and group.members:
+            last = max((o.commit_timestamp for o in group.offsets.values() if o.commit_timestamp <= group.clock),
+                       default=None)
+            if last is not None:
+                since = max(since, last - min(m.session_timeout_ms for m in group.members.values()) // 3)
+        return group.clock - since < group.max_rebalance_timeout_ms()
 
     def _late_generation_record(self, group: Group, e: dict) -> None:
         """The leader's SyncGroup of a generation the model went past before hearing of it (another client's
