@@ -223,12 +223,25 @@ def access_error(bootstrap: str, client: dict | None, timeout_s: float = 10.0) -
     client_id = f"rebalance-tracker-check-{uuid.uuid4().hex[:8]}"
     threads = {f"kafka-io-{client_id}", f"kafka-access-check-{client_id}"}
 
+    sasl = protocol.startswith("SASL")
+    disconnects = []   # a refused SASL attempt may end as a bare disconnect, its answer unread
+
     class Refusals(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             if record.threadName not in threads:
                 return
             for arg in record.args if isinstance(record.args, tuple) else ():
-                if isinstance(arg, BaseException) and (why := reason(arg)) is not None:
+                if not isinstance(arg, BaseException):
+                    continue
+                why = reason(arg)
+                if why is None and sasl and record.name == "kafka.net.manager" and "socket disconnected" in str(arg):
+                    disconnects.append(arg)
+                    if len(disconnects) >= 5:
+                        user = client.get("sasl_plain_username")
+                        why = (f"{bootstrap} closed the connection while authenticating"
+                               f"{f' user {user!r}' if user else ''} ({protocol}, {client.get('sasl_mechanism')}), "
+                               f"again and again: wrong credentials, or a mechanism it does not take?")
+                if why is not None:
                     found.append(why)
                     refused.set()
 

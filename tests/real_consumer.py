@@ -75,18 +75,27 @@ def main(config: dict) -> int:
 
     coordinator._perform_assignment = perform_assignment
     answer_join = coordinator._process_join_group_response
+    joined: dict = {}   # the last JoinGroup answer that let it in: the generation its SyncGroup belongs to
 
     def join_answered(response, send_time):   # each JoinGroup answer: MEMBER_ID_REQUIRED (79) shows here
         truth.write(fact="join_answered", error=response.error_code, member_id=response.member_id,
                     generation=response.generation_id)
+        if response.error_code == 0:
+            joined.update(member_id=response.member_id, generation=response.generation_id,
+                          leader=response.leader == response.member_id)
         return answer_join(response, send_time)
 
     coordinator._process_join_group_response = join_answered
 
-    def record_assigned(assigned) -> None:
-        generation = coordinator._generation
-        truth.write(fact="assigned", member_id=generation.member_id, generation=generation.generation_id,
-                    leader=generation.generation_id in led,
+    def record_assigned(assigned, answered: bool = False) -> None:
+        """What the broker gave: from the SyncGroup answer (``answered``), in the generation of the JoinGroup answer
+        it followed -- not the consumer's current one, which its heartbeat thread may have reset meanwhile."""
+        if answered:
+            member_id, generation, leader = joined["member_id"], joined["generation"], joined["leader"]
+        else:
+            member_id, generation = coordinator._generation.member_id, coordinator._generation.generation_id
+            leader = generation in led
+        truth.write(fact="assigned", member_id=member_id, generation=generation, leader=leader,
                     partitions=sorted([tp.topic, tp.partition] for tp in assigned))
 
     class Listener(ConsumerRebalanceListener):
@@ -109,7 +118,7 @@ def main(config: dict) -> int:
 
         async def join_and_sync_recorded():
             answer = await join_and_sync()
-            record_assigned(ConsumerProtocolAssignment.decode(answer).partitions())
+            record_assigned(ConsumerProtocolAssignment.decode(answer).partitions(), answered=True)
             return answer
 
         coordinator._do_join_and_sync_async = join_and_sync_recorded
