@@ -417,7 +417,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             keys.append(m.key())
             values.append(m.value())
             offsets.append(offset)
-            stamps.append(ts * 1000 if kind else -1000)
+            stamps.append(_micros(ts) if kind else -1000)
             types.append(kind - 1)
         if not offsets:
             return None, position, len(messages)
@@ -456,6 +456,15 @@ def confluent_config(kwargs: dict) -> dict:
     return out
 
 
+_MAX_MICROS_MS = (2**63 - 1) // 1000
+
+
+def _micros(ms: int) -> int | None:
+    """A record timestamp (epoch ms, any int64 Kafka allows) as Spark's microseconds; null where those overflow
+    (the parse stage reads a null as "no timestamp")."""
+    return ms * 1000 if -_MAX_MICROS_MS <= ms <= _MAX_MICROS_MS else None
+
+
 def _to_arrow(records: list, pa):
     return pa.RecordBatch.from_arrays([
         pa.array([r.key for r in records], pa.binary()),
@@ -464,7 +473,7 @@ def _to_arrow(records: list, pa):
         pa.array([r.partition for r in records], pa.int32()),
         pa.array([r.offset for r in records], pa.int64()),
         # Kafka: ms since epoch; brokers before 0.10 keep none (-1 and type -1, as Kafka's Java client reports).
-        pa.array([(-1 if r.timestamp is None else r.timestamp) * 1000 for r in records],
+        pa.array([-1000 if r.timestamp is None else _micros(r.timestamp) for r in records],
                  pa.timestamp("us", tz="UTC")),
         pa.array([-1 if r.timestamp_type is None else r.timestamp_type for r in records], pa.int32()),
     ], schema=ARROW_SCHEMA)

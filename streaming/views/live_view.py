@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from streaming.dead_letters import is_step_failure
 from streaming.views import terminal
 
 
@@ -59,6 +60,7 @@ class LiveView:
         self.batches = 0
         self.last_batch_id: int | None = None
         self.dead_letters = 0
+        self.step_failures = 0   # steps of a group that raised (its events dead-lettered; the rest went on)
         self.recent: list[str] = []
         self.waiting: str | None = None   # why the job is not moving (its broker gone), shown above the table
         self._lock = threading.Lock()
@@ -70,6 +72,10 @@ class LiveView:
             self.last_batch_id = batch_id
             for o in outputs:
                 self._apply(o)
+            failed = {o.get("group_id") or "": o["exception"]["type"] for o in outputs if is_step_failure(o)}
+            for gid, error in sorted(failed.items()):
+                self.step_failures += 1
+                self._note(f"{gid}: its step failed ({error}); its events were dead-lettered, it kept its state")
 
     def _group(self, group_id: str) -> GroupView:
         view = self.groups.get(group_id)
@@ -81,7 +87,8 @@ class LiveView:
         kind, gid = o.get("type"), o.get("group_id") or ""
         if kind == "dead_letter":
             self.dead_letters += 1
-            self._note(f"dead letter ({o.get('reason')})")
+            if not is_step_failure(o):
+                self._note(f"dead letter ({o.get('reason')})")
             return
         if not gid:
             return
@@ -200,6 +207,8 @@ class LiveView:
             more = f"... and {len(self.groups) - self.max_rows} more groups" \
                 if len(self.groups) > self.max_rows else None
             status = f"batch {self.last_batch_id}  groups {len(self.groups)}  dead letters {self.dead_letters}"
+            if self.step_failures:
+                status += f"  GROUP STEP FAILURES {self.step_failures}"
             if progress:
                 status += (f"  input {progress.get('inputRowsPerSecond', 0):.0f} ev/s"
                            f"  processed {progress.get('processedRowsPerSecond', 0):.0f} ev/s"

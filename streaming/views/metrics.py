@@ -32,6 +32,7 @@ from prometheus_client import (CollectorRegistry, Counter, GCCollector, Gauge, H
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 from streaming.coordinator.figures import spans_of
+from streaming.dead_letters import is_step_failure
 
 PREFIX = "rebalance_tracker"
 STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
@@ -105,6 +106,10 @@ class Metrics:
         self.moved = Counter(name("group_partitions_moved"), "Partitions that changed owner in a rebalance.",
                              ["group"], registry=None)
         self.dead_letters = Counter(name("dead_lettered_events"), "Input events rejected as invalid.", registry=None)
+        self.step_failures = Counter(name("group_step_failures"),
+                                     "Micro-batch steps of a group that raised: its events were dead-lettered with "
+                                     "the exception and the group kept its state (every other group went on).",
+                                     ["group"], registry=None)
         self.batches = Counter(name("batches"), "Micro-batches processed.", registry=None)
         self.input_rows = Counter(name("input_rows"), "Input rows read, as reported by the streaming query.",
                                   registry=None)
@@ -127,8 +132,11 @@ class Metrics:
             self.batches.inc()
             self._last_batch_id = batch_id
             self.last_batch_id.set(batch_id)
+            outputs = list(outputs)
             for o in outputs:
                 self._fold(o)
+            for group_id in sorted({o.get("group_id") or "" for o in outputs if is_step_failure(o)}):
+                self.step_failures.labels(group_id).inc()   # one a group and batch, however many events it had
             if progress:
                 duration = (progress.get("durationMs") or {}).get("triggerExecution")
                 if duration is not None:
@@ -218,7 +226,8 @@ class Metrics:
                            self.group_epoch, self.group_assignment_epoch, self.group_reconciling,
                            self.rebalances, self.triggers, self.rebalance_duration, self.unavailability,
                            self.expired, self.moved,
-                           self.dead_letters, self.batches, self.input_rows, self.batch_duration]
+                           self.dead_letters, self.step_failures, self.batches, self.input_rows,
+                           self.batch_duration]
             if self._last_batch_id is not None:
                 instruments.append(self.last_batch_id)
             families = [family for instrument in instruments for family in instrument.collect()]
