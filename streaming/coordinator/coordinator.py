@@ -734,6 +734,13 @@ class GroupCoordinator(BrokerObserver):
                 group_instance_id=m.group_instance_id, rack=p.rack if p else None,
                 user_data=base64.b64decode(p.user_data) if p and p.user_data else None)
         counts = {t: group.topics[t] for t in sorted(wanted) if t in group.topics}
+        # A partition a member owns exists. The leader Kafka relies on has the cluster's current metadata; the
+        # tracker's topic sizes can lag behind (a group rebuilt from the store knows only the partitions its stored
+        # assignment names), and a sticky assignor handed fewer partitions than are owned fails.
+        for sub in subscriptions.values():
+            for tp in sub.owned_partitions:
+                if tp.topic in counts and tp.partition >= counts[tp.topic]:
+                    counts[tp.topic] = group.topics[tp.topic] = tp.partition + 1
         result = assignor.assign(counts, subscriptions)
         assignment = {mid: [(tp[0], int(tp[1])) for tp in parts] for mid, parts in result.items()}
         return assignment, sorted(wanted - set(counts)), False
