@@ -28,3 +28,177 @@ def test_a_partition_a_member_owns_is_assigned_even_beyond_the_size_the_tracker_
     assert sorted(map(tuple, rebalance["assignment"][a])) == [("t", 0), ("t", 3)]   # sticky: each keeps its own
     assert sorted(map(tuple, rebalance["assignment"][b])) == [("t", 1), ("t", 2)]
     assert not of_type(h.outputs, "dead_letter")
+
+
+# ---------------------------------------------------------------- rebuilding and saying so
+from offsets_store.store import STORE_TYPES   # noqa: E402
+from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event   # noqa: E402
+from streaming.coordinator.routing import Configs, GroupModel   # noqa: E402
+from streaming.spark.group_step import step_group   # noqa: E402
+from streaming.spark.restore import group_states   # noqa: E402
+
+OBSERVE = {"tracker.adopt.unknown.members": "true"}
+
+
+def restored(h: Harness, now_ms: int, props: dict | None = None) -> GroupModel:
+    """The group as a job without its checkpoint gets it: rebuilt from the store's records at ``now_ms``."""
+    configs = Configs.from_properties(props or {})
+    states = group_states([o for o in h.outputs if o["type"] in STORE_TYPES], now_ms, configs)
+    return GroupModel.from_bytes(states[h.group_id], configs)
+
+
+def feed(model: GroupModel, **fields) -> list[dict]:
+    event, error = parse_event({"group_id": "g", **fields})
+    assert error is None, error
+    return model.handle(event)
+
+
+def test_a_restored_group_says_so_in_its_first_step_and_only_then():
+    h = Harness(assignment_mode="tracker")
+    h.send(type="topic_metadata", topic="t", partitions=4)
+    a, b = h.stable_group(2)
+    h.commit(member_id=a, generation=1, offsets=[("t", 0, 5), ("t", 1, 6)])
+    configs = Configs()
+    state = group_states([o for o in h.outputs if o["type"] in STORE_TYPES], h.now + 500, configs)["g"]
+    first = step_group(state, [], None, configs)      # event time, no watermark yet: no event, no timer
+    (said,) = of_type(first.outputs, "group_restored")
+    assert said == {"type": "group_restored", "group_id": "g", "ts": h.now + 500, "generation": 1, "state": "Stable",
+                    "protocol_type": "consumer", "protocol": "range", "leader": h.leader(),
+                    "members": [m["member_id"] for m in h.coordinator.describe_group("g")["members"]],
+                    "committed_partitions": 2, "topics": {"t": 4}}
+    again = step_group(first.state, [], h.now + 600, configs)
+    assert not of_type(again.outputs, "group_restored")
+
+
+def test_normal_mode_a_request_from_a_generation_the_store_never_held_is_a_gap():
+    """The lost checkpoint had gone on to generation 2; the store holds 1. Kafka's next coordinator answers the
+    generation-2 heartbeat ILLEGAL_GENERATION (the client would rejoin); a recorded feed's client never does, so the
+    tracker says that from here the group's story is its own."""
+    h = Harness(assignment_mode="tracker")
+    h.send(type="topic_metadata", topic="t", partitions=4)
+    a, b = h.stable_group(2)
+    model = restored(h, h.now)
+    assert not of_type(feed(model, type="heartbeat", member_id=a, generation=1, ts=h.now + 100), "restore_gap")
+    out = feed(model, type="heartbeat", member_id=b, generation=2, ts=h.now + 200)
+    gap = one(out, "restore_gap")
+    assert (gap["restored_generation"], gap["request"], gap["member_id"], gap["follows"]) == (1, "heartbeat", b, False)
+    assert one(out, "heartbeat_response")["error"] == "ILLEGAL_GENERATION"   # Kafka's answer all the same
+    out = feed(model, type="heartbeat", member_id=a, generation=2, ts=h.now + 300)
+    assert not of_type(out, "restore_gap")                                   # once per group
+
+
+def test_normal_mode_a_member_the_store_does_not_know_is_a_gap():
+    h = Harness(assignment_mode="tracker")
+    h.send(type="topic_metadata", topic="t", partitions=4)
+    h.stable_group(2)
+    model = restored(h, h.now)
+    out = feed(model, type="join", member_id="late-1234", client_id="late", session_timeout_ms=10_000,
+               rebalance_timeout_ms=10_000, protocols=[{"name": "range", "topics": ["t"]}], ts=h.now + 100)
+    assert "late-1234 is not in the group the store held" in one(out, "restore_gap")["reason"]
+    assert one(out, "join_response")["error"] == "UNKNOWN_MEMBER_ID"
+
+
+def test_nothing_is_reported_after_the_window():
+    """What the lost checkpoint held shows within the members' longest session plus rebalance timeout."""
+    h = Harness(assignment_mode="tracker")
+    h.send(type="topic_metadata", topic="t", partitions=4)
+    a, b = h.stable_group(2)                           # sessions and rebalance timeouts of 10 s
+    model = restored(h, h.now)
+    for t in range(3_000, 21_000, 3_000):              # both stay alive
+        feed(model, type="heartbeat", member_id=a, generation=1, ts=h.now + t)
+        feed(model, type="heartbeat", member_id=b, generation=1, ts=h.now + t)
+    assert not of_type(feed(model, type="heartbeat", member_id=a, generation=2, ts=h.now + 21_000), "restore_gap")
+
+
+def test_a_restored_member_that_went_quiet_before_the_restore_expires_and_says_so():
+    """A member that had crashed before the checkpoint was lost: its session restarts at the load, as Kafka's does,
+    so its expiry may come up to a session late -- and the tracker says so."""
+    h = Harness(assignment_mode="tracker")
+    h.send(type="topic_metadata", topic="t", partitions=4)
+    a, b = h.stable_group(2)
+    model = restored(h, h.now)
+    out = []
+    for t in range(3_000, 12_000, 3_000):              # only a is heard from
+        out += feed(model, type="heartbeat", member_id=a, generation=1, ts=h.now + t)
+    out += model.advance(h.now + 12_000)
+    expired = one(out, "member_expired", b)
+    gap = one(out, "restore_gap")
+    assert (gap["member_id"], gap["request"], expired["ts"]) == (b, "expiry", h.now + 10_000)
+
+
+# ---------------------------------------------------------------- observe mode: the broker's word wins
+def observed_stable_group(h: Harness, members: list[str], generation: int = 1) -> None:
+    """The instrumentation's reports of a round on the broker: joins with the broker's ids, the syncs, the leader's
+    naming everyone."""
+    for m in members:
+        h.join(member_id=m, client_id=m.split("-")[0], generation=generation, leader=members[0])
+    h.sync(members[0], generation, assignments={m: [["t", i]] for i, m in enumerate(members)})
+    for m in members[1:]:
+        h.sync(m, generation)
+    assert h.state() == "Stable"
+
+
+def test_observe_a_member_that_rejoined_before_the_restore_answers_in_the_next_generation():
+    h = Harness(adopt_unknown_members=True)
+    a, b = "a-1", "b-1"
+    observed_stable_group(h, [a, b])
+    model = restored(h, h.now, OBSERVE)
+    # Both had rejoined before the checkpoint was lost; the broker's generation 2 is in the feed only from here.
+    out = feed(model, type="sync", member_id=a, generation=2, ts=h.now + 100, assignments={a: [["t", 0]], b: [["t", 1]]})
+    out += feed(model, type="sync", member_id=b, generation=2, ts=h.now + 101)
+    gap = one(out, "restore_gap")
+    assert (gap["member_id"], gap["follows"]) == (a, True)
+    rebalance = one(out, "rebalance")
+    assert rebalance["generation"] == 2                                        # the broker's word
+    assert (rebalance["started_ts"], rebalance["duration_ms"]) == (None, None)  # begun before the restore: unknown
+
+
+def test_observe_a_member_gone_before_the_restore_is_removed_for_an_unknown_reason():
+    h = Harness(adopt_unknown_members=True)
+    a, b = "a-1", "b-1"
+    observed_stable_group(h, [a, b])
+    model = restored(h, h.now, OBSERVE)
+    # b left (or crashed) before the checkpoint was lost; the broker's next generation has a alone.
+    out = feed(model, type="join", member_id=a, client_id="a", session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
+               protocols=[{"name": "range", "topics": ["t"]}], ts=h.now + 100)
+    out += feed(model, type="sync", member_id=a, generation=2, ts=h.now + 150, assignments={a: [["t", 0], ["t", 1]]})
+    assert one(out, "member_expired", b)["reason"] == "unknown"
+    assert one(out, "restore_gap")["member_id"] == b
+    assert one(out, "rebalance")["generation"] == 2
+
+
+def test_observe_the_leaders_word_brings_a_group_the_tracker_never_saw():
+    """The checkpoint was lost mid-way through a new group's first round, before any record: the leader's SyncGroup
+    names the generation's members."""
+    h = Harness(adopt_unknown_members=True)
+    h.send(type="sync", member_id="a-1", generation=1, protocol_type="consumer", protocol_name="range",
+           assignments={"a-1": [["t", 0]], "b-1": [["t", 1]]})
+    rebalance = one(h.outputs, "rebalance")
+    assert (rebalance["generation"], rebalance["leader"], rebalance["started_ts"]) == (1, "a-1", None)
+    assert rebalance["assignment"] == {"a-1": [["t", 0]], "b-1": [["t", 1]]}
+
+
+# ---------------------------------------------------------------- consumer protocol (KIP-848)
+def test_consumer_group_a_member_epoch_ahead_of_the_store_is_a_gap():
+    """Every record is in the store, so only timers differ: a member whose session ran out before the restore expires
+    later in the rebuilt group, and the lost checkpoint's new epoch shows in the others' heartbeats."""
+    from streaming.coordinator.routing import run_feed
+    from streaming.feeds.simulator import SimulationSettings, Simulator
+
+    events = Simulator(SimulationSettings(groups=1, seed=4, group_protocol="consumer", churn_interval_ms=600_000),
+                       start_ms=1_000_000).run_until(1_060_000)
+    outputs, _ = run_feed(events)
+    now = events[-1]["ts"]
+    configs = Configs()
+    model = GroupModel.from_bytes(group_states([o for o in outputs if o["type"] in STORE_TYPES], now, configs)["group-0"],
+                                  configs)
+    (said,) = model.announcements()
+    assert said["type"] == "group_restored" and said["group_epoch"] >= 1 and said["members"]
+    member = model.model.groups["group-0"].members[said["members"][0]]
+    steady = dict(type="consumer_heartbeat", group_id="group-0", member_id=member.member_id, topic_partitions=None)
+    out = model.handle(parse_event({**steady, "member_epoch": member.member_epoch, "ts": now + 10})[0])
+    assert not of_type(out, "restore_gap")
+    out = model.handle(parse_event({**steady, "member_epoch": member.member_epoch + 1, "ts": now + 20})[0])
+    gap = one(out, "restore_gap")
+    assert (gap["restored_group_epoch"], gap["member_id"]) == (said["group_epoch"], member.member_id)
+    assert one(out, "consumer_heartbeat_response")["error"] == "FENCED_MEMBER_EPOCH"   # Kafka's answer
