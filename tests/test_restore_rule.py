@@ -202,3 +202,19 @@ def test_consumer_group_a_member_epoch_ahead_of_the_store_is_a_gap():
     gap = one(out, "restore_gap")
     assert (gap["restored_group_epoch"], gap["member_id"]) == (said["group_epoch"], member.member_id)
     assert one(out, "consumer_heartbeat_response")["error"] == "FENCED_MEMBER_EPOCH"   # Kafka's answer
+
+
+def restore_story() -> list[dict]:
+    """The outputs of two groups rebuilt from the store, one of whose feed then shows a generation it never held."""
+    outputs = []
+    for group_id in ("g", "quiet"):
+        h = Harness(group_id, assignment_mode="tracker")
+        h.send(type="topic_metadata", topic="t", partitions=4)
+        a, b = h.stable_group(2)
+        h.commit(member_id=a, generation=1, offsets=[("t", 0, 5)])
+        model = restored(h, h.now)
+        outputs += model.announcements()
+        if group_id == "g":
+            outputs += model.handle(parse_event({"type": "heartbeat", "group_id": "g", "member_id": b,
+                                                 "generation": 2, "ts": h.now + 100})[0])
+    return outputs
