@@ -123,7 +123,7 @@ def test_a_restored_member_that_went_quiet_before_the_restore_expires_and_says_s
     out += model.advance(h.now + 12_000)
     expired = one(out, "member_expired", b)
     gap = one(out, "restore_gap")
-    assert (gap["member_id"], gap["request"], expired["ts"]) == (b, "expiry", h.now + 10_000)
+    assert (gap["member_id"], gap["request"], expired["ts"], expired["reason"]) == (b, "expiry", h.now + 10_000, "unknown")
 
 
 # ---------------------------------------------------------------- observe mode: the broker's word wins

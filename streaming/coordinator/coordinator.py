@@ -963,10 +963,13 @@ class GroupCoordinator(BrokerObserver):
     def _on_session_expired(self, group: Group, member: Member) -> None:
         why = "new member join timeout" if member.is_new else "session timeout"
         if group.restored is not None and member.member_id in group.restored.unheard:
+            # Silent since the restore, on the session the load restarted: it left, or its session ran out, before.
             self._restore_gap(group, {"type": "expiry", "member_id": member.member_id},
                               f"member {member.member_id}, not heard from since the restore, expired on the session "
-                              f"the load restarted: it went quiet before, so its real expiry came up to a session "
-                              f"sooner", follows=True)
+                              f"the load restarted: it left, or went quiet, before the restore (up to a session "
+                              f"sooner)", follows=True)
+            return self._remove_member(group, member, "unknown", f"member {member.member_id} left, or its session "
+                                       f"ran out, before the group was restored from the store", reason="unknown")
         self._remove_member(group, member, "expiry",
                             f"removing member {member.member_id} on heartbeat expiration", reason=why)
 
