@@ -1,10 +1,10 @@
-"""A lost checkpoint in observe mode, against what Apache Kafka 4 really did.
+"""A lost checkpoint in observe mode, against what Apache Kafka really did.
 
-Real kafka-python consumers go through issue #11's history on Apache Kafka 4 (two start, one is added, one closes,
-one is killed, one is added, the rest close), reporting to the instrumentation feed; the broker writes its own
-``__consumer_offsets``, which the cluster feed reads. Each feed goes through the tracker in observe mode with the
+Real kafka-python consumers go through issue #11's history on Apache Kafka 4 and on 0.9.0.1 (two start, one is
+added, one closes, one is killed, one is added, the rest close), reporting to the instrumentation feed; the broker
+writes its own ``__consumer_offsets``, which the cluster feed reads. Each feed goes through the tracker in observe mode with the
 checkpoint lost after every one of its events (the pure model, as the job runs it: ``tests/lost_checkpoint.py``),
-and once through the Spark job with the checkpoint lost in the middle of a rebalance. The groups are rebuilt from
+and once through the Spark job (Kafka 4's feed) with the checkpoint lost in the middle of a rebalance. The groups are rebuilt from
 the store, as Kafka's next coordinator loads them; after that the broker's word wins: the generations the tracker
 reports are the ones the consumers were given and the committed offsets are the broker's. What it cannot know (a
 round begun before the restore, why a member that went quiet before it is gone) it says: ``restore_gap``, reason
@@ -32,34 +32,58 @@ pytestmark = [pytest.mark.kafka]
 OBSERVE = {"tracker.adopt.unknown.members": "true"}
 
 
-@pytest.fixture(scope="module")
-def history(apache_kafka4, tmp_path_factory):
-    """The history, run once on Kafka 4: the instrumentation feed, what each consumer was given, the broker's
-    committed offsets and its ``__consumer_offsets``."""
+BROKERS = {"4": ("apache_kafka4", {}), "0.9": ("apache_kafka", {"api_version": [0, 9]})}
+_recorded: dict[str, SimpleNamespace] = {}
+
+
+def record(kafka, client: dict, workdir) -> SimpleNamespace:
+    """The history, run on ``kafka``: the instrumentation feed, what each consumer was given, the broker's committed
+    offsets and its ``__consumer_offsets`` through the cluster feed."""
     suffix = uuid.uuid4().hex[:8]
     topic, feed_topic, group = f"data-{suffix}", f"feed-{suffix}", f"group-{suffix}"
-    apache_kafka4.create_topics({topic: 6, feed_topic: 3})
-    run = GroupHistory(apache_kafka4.bootstrap, topic, group, tmp_path_factory.mktemp("history"),
-                       feed_topic=feed_topic, client={})
+    kafka.create_topics({topic: 6, feed_topic: 3})
+    run = GroupHistory(kafka.bootstrap, topic, group, workdir, feed_topic=feed_topic, client=client)
     truth = run_issue_history(run)
-    consumer = KafkaConsumer(bootstrap_servers=apache_kafka4.bootstrap, group_id=group, enable_auto_commit=False)
+    settings = {"api_version": tuple(client["api_version"])} if client else {}
+    consumer = KafkaConsumer(bootstrap_servers=kafka.bootstrap, group_id=group, enable_auto_commit=False, **settings)
     try:
         committed = {(topic, p): consumer.committed(TopicPartition(topic, p)) for p in range(6)}
     finally:
         consumer.close()
-    events = read_feed(apache_kafka4.bootstrap, feed_topic, {})
+    events = read_feed(kafka.bootstrap, feed_topic, client)
     last = max(truth.generations())
 
-    def emptied():   # the group's last record: Empty, after the last generation the consumers were given
-        pairs = list(read_offsets_topic(apache_kafka4.bootstrap))
+    def emptied():   # the group's last record: Empty (Kafka 4) or its tombstone (0.9), after its last generation
+        pairs = list(read_offsets_topic(kafka.bootstrap, client=settings or None))
         records = [decode_record(k, v) for k, v in pairs]
-        return pairs if any(r.get("group_id") == group and r["type"] == "group_metadata" and not r["tombstone"]
-                            and not r["members"] and r["generation"] > last for r in records) else None
+        mine = [r for r in records if r.get("group_id") == group and r["type"] == "group_metadata"]
+        done = any(r["tombstone"] for r in mine) if client else \
+            any(not r["tombstone"] and not r["members"] and r["generation"] > last for r in mine)
+        return pairs if done else None
 
-    pairs = wait_until(emptied, 60, "the group's Empty record")
-    (run.workdir / "feed.json").write_text(json.dumps(events))   # beside truth.jsonl, for a look after a failure
+    pairs = wait_until(emptied, 120, "the group's last record")
+    (workdir / "feed.json").write_text(json.dumps(events))   # beside truth.jsonl, for a look after a failure
     return SimpleNamespace(group=group, topic=topic, truth=truth, events=events, committed=committed,
                            cluster_events=[e for e in events_from(pairs, ClusterFeed()) if e["group_id"] == group])
+
+
+def recorded(request, broker: str) -> SimpleNamespace:
+    if broker not in _recorded:
+        fixture, client = BROKERS[broker]
+        _recorded[broker] = record(request.getfixturevalue(fixture), client,
+                                   request.getfixturevalue("tmp_path_factory").mktemp(f"history-{broker}"))
+    return _recorded[broker]
+
+
+@pytest.fixture(scope="module", params=list(BROKERS))
+def history(request):
+    """The history on Apache Kafka 4 and on 0.9.0.1 (joins answered at once, no Empty record), each run once."""
+    return recorded(request, request.param)
+
+
+@pytest.fixture(scope="module")
+def history4(request):
+    return recorded(request, "4")
 
 
 def told(outputs: list[dict]) -> dict[int, tuple]:
@@ -135,7 +159,7 @@ def test_the_cluster_feed_converges_wherever_the_checkpoint_is_lost(history):
 
 
 @pytest.mark.spark
-def test_the_job_that_loses_its_checkpoint_mid_rebalance_ends_as_the_broker(history, spark, kafka_bootstrap,
+def test_the_job_that_loses_its_checkpoint_mid_rebalance_ends_as_the_broker(history4, spark, kafka_bootstrap,
                                                                           tmp_path):
     """Through the Spark job: the first part of the feed, the checkpoint deleted half-way through the round that
     added the third consumer, the rest. The restarted job rebuilds the group from the store, says so, reports the
@@ -148,6 +172,7 @@ def test_the_job_that_loses_its_checkpoint_mid_rebalance_ends_as_the_broker(hist
     from streaming.views.live_view import LiveView
     from tests.test_tracker_kafka import read_all
 
+    history = history4
     events = history.events
     cuts = mid_round_cuts(events)[3]                    # the round that added c2
     cut = cuts[len(cuts) // 2]
