@@ -214,6 +214,8 @@ class GroupCoordinator(BrokerObserver):
     def announcements(self) -> list[dict]:
         """``group_restored`` for each group rebuilt from the store not yet announced (``handle`` and ``advance``
         start with them)."""
+        if not self._unannounced:
+            return []
         out = []
         for group_id in sorted(self._unannounced):
             group = self.groups.get(group_id)
@@ -635,6 +637,8 @@ class GroupCoordinator(BrokerObserver):
         if group.rebalance is None:
             group.rebalance = RebalanceInProgress(group.clock, trigger, detail, start_seen=not self._records_only
                                                   and self._unseen_start != group.group_id)
+            if self._unseen_start == group.group_id:
+                self._unseen_start = None
         self._state_change(group, S.PREPARING_REBALANCE, detail)
         self._try_complete_join(group)
 

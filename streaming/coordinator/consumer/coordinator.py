@@ -298,6 +298,8 @@ class ConsumerGroupCoordinator:
     def announcements(self) -> list[dict]:
         """``group_restored`` for each group rebuilt from the store not yet announced (``handle`` and ``advance``
         start with them)."""
+        if not self._unannounced:
+            return []
         out = []
         for group_id in sorted(self._unannounced):
             r = self.soft[group_id].restored if group_id in self.soft else None
