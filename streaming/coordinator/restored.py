@@ -19,13 +19,17 @@ is watched for it, and the first sign is a ``restore_gap`` output:
   coordinator would, but a recorded feed's clients never hear those answers and never rejoin: the group's story
   from there is the tracker's own, not the lost one's (``follows: false``).
 * classic, observe mode (the broker is the coordinator): a restored member whose first report since the load is
-  already stamped with a later generation (it had rejoined before the restore), or that the broker's next generation
-  leaves out without the tracker having heard from it since the load (it left or expired before the restore). The
-  broker's word wins: the model follows it (``follows: true``); what it cannot know is marked unknown -- the round's
-  start and figures, why such a member went (``reason: unknown``).
+  already stamped with a later generation (it had rejoined before the restore), a member reporting one whose join
+  the tracker never saw (it joined before), or a restored member the broker's next generation leaves out unheard
+  since the load (it left or went quiet before the restore). The broker's word wins: the model follows it
+  (``follows: true``); what it cannot know is marked unknown -- the round's start and figures, why such a member
+  went (``reason: unknown``, unless it has been silent for half a session since the load: a session timeout).
+* both modes: a restored member that expires on the session the load restarted, never heard from since (it left
+  or went quiet before the restore, up to a session sooner: ``reason: unknown``).
 * consumer protocol (both modes): a member's heartbeat or commit stamped with an epoch the member does not have
   yet, or from a member the group does not know with an epoch above 0. The records are all in the store, so only
-  timers can differ: a member whose session ran out before the restore expires later in the rebuilt group.
+  timers can differ: a member whose session ran out before the restore expires later in the rebuilt group, and the
+  others' heartbeats show the lost checkpoint's new epoch.
 
 Committed offsets are records: what the store holds is every offset the lost checkpoint's batches committed.
 """
@@ -36,7 +40,7 @@ from dataclasses import dataclass, field
 
 @dataclass
 class Restored:
-    """A group's restore, kept in its state until the window ends or a gap shows."""
+    """A group's restore, kept in its state until the window ends."""
     generation: int                 # the classic generation, or the consumer group epoch, the store held
     loaded_ts: int
     until: int                      # the end of the window
