@@ -122,3 +122,17 @@ def test_groups_of_both_protocols_and_a_switch_between_them():
     # COMMITTED: the partitions each group has offsets for, consumer-protocol groups included.
     for gid, model in models.models.items():
         assert len(view.groups[gid].committed) == len(model.model.fetch_offsets(gid)) > 0, gid
+
+
+def test_groups_rebuilt_from_the_store_and_their_gaps_are_counted():
+    from tests.test_restore_rule import restore_story
+
+    view = LiveView(out=io.StringIO(), redraw=False)
+    view.update(0, restore_story())
+    assert (view.restored, view.restore_gaps) == (2, 1)
+    g = view.groups["quiet"]
+    assert (g.state, g.generation, g.members, g.protocol) == ("Stable", 1, 2, "range")
+    text = view.render()
+    assert "restored 2 (gaps 1)" in text and "2 groups rebuilt from the store" in text
+    assert "g: the store did not hold all (restore gap): generation 2 is newer" in text
+    assert next(line for line in text.splitlines() if line.startswith("quiet")).split()[-1] == "1"   # committed

@@ -35,6 +35,7 @@ class GroupView:
     consumer: bool = False
     assignment_epoch: int = 0
     member_states: dict = field(default_factory=dict)   # member id -> (member epoch, state)
+    restored_committed: int = 0    # partitions committed when the group was rebuilt from the store
 
     @property
     def reconciling(self) -> int:
@@ -61,6 +62,8 @@ class LiveView:
         self.last_batch_id: int | None = None
         self.dead_letters = 0
         self.step_failures = 0   # steps of a group that raised (its events dead-lettered; the rest went on)
+        self.restored = 0         # groups rebuilt from the store after a lost checkpoint
+        self.restore_gaps = 0     # of those, the ones whose feed showed what the store did not hold
         self.recent: list[str] = []
         self.waiting: str | None = None   # why the job is not moving (its broker gone), shown above the table
         self._lock = threading.Lock()
@@ -70,12 +73,15 @@ class LiveView:
         with self._lock:
             self.batches += 1
             self.last_batch_id = batch_id
+            restored = self.restored
             for o in outputs:
                 self._apply(o)
             failed = {o.get("group_id") or "": o["exception"]["type"] for o in outputs if is_step_failure(o)}
             for gid, error in sorted(failed.items()):
                 self.step_failures += 1
                 self._note(f"{gid}: its step failed ({error}); its events were dead-lettered, it kept its state")
+            if self.restored > restored:
+                self._note(f"{self.restored - restored} groups rebuilt from the store (the checkpoint was lost)")
 
     def _group(self, group_id: str) -> GroupView:
         view = self.groups.get(group_id)
@@ -93,6 +99,21 @@ class LiveView:
         if not gid:
             return
         g = self._group(gid)
+        if kind == "group_restored":
+            self.restored += 1
+            g.consumer = "group_epoch" in o
+            g.state, g.generation = o["state"], int(o.get("group_epoch", o.get("generation", 0)))
+            g.assignment_epoch = int(o.get("assignment_epoch") or 0)
+            g.protocol = o.get("protocol") or ""
+            g.members = len(o.get("members") or [])
+            if g.consumer:
+                g.member_states = {m: (g.generation, "STABLE") for m in o.get("members") or []}
+            g.restored_committed = int(o.get("committed_partitions") or 0)
+            return
+        if kind == "restore_gap":
+            self.restore_gaps += 1
+            self._note(f"{gid}: the store did not hold all (restore gap): {o.get('reason')}")
+            return
         if kind == "protocol_switch":   # an Empty group replaced by one of the other protocol: start afresh
             # ... but with its committed offsets, which Kafka keeps for the new group (and so does the tracker).
             self.groups[gid] = GroupView(gid, consumer=o.get("to") == "consumer", committed=g.committed)
@@ -203,12 +224,14 @@ class LiveView:
                              str(g.rebalances), when, g.last_trigger or "-", took,
                              "-" if not g.rebalances else "?" if g.last_moved is None else str(g.last_moved),
                              str(g.expired),
-                             str(len(g.committed))))
+                             str(len(g.committed) or g.restored_committed)))
             more = f"... and {len(self.groups) - self.max_rows} more groups" \
                 if len(self.groups) > self.max_rows else None
             status = f"batch {self.last_batch_id}  groups {len(self.groups)}  dead letters {self.dead_letters}"
             if self.step_failures:
                 status += f"  GROUP STEP FAILURES {self.step_failures}"
+            if self.restored:
+                status += f"  restored {self.restored} (gaps {self.restore_gaps})"
             if progress:
                 status += (f"  input {progress.get('inputRowsPerSecond', 0):.0f} ev/s"
                            f"  processed {progress.get('processedRowsPerSecond', 0):.0f} ev/s"

@@ -18,6 +18,9 @@ gave a new owner: how long it had none while the group had members). A figure th
 followed from its ``__consumer_offsets`` records) is not observed, so a histogram's ``_count`` may stay below
 ``group_rebalances_total``.
 
+After a lost checkpoint, ``groups_restored_total`` counts the groups rebuilt from the store and
+``restore_gaps_total`` those whose feed then showed what the store did not hold (``streaming/coordinator/restored.py``).
+
 This module is the one place that knows ``prometheus_client``: the rest of the tracker calls
 :meth:`Metrics.update` once per micro-batch and :func:`serve` once.
 """
@@ -110,6 +113,10 @@ class Metrics:
                                      "Micro-batch steps of a group that raised: its events were dead-lettered with "
                                      "the exception and the group kept its state (every other group went on).",
                                      ["group"], registry=None)
+        self.restored = Counter(name("groups_restored"), "Groups rebuilt from the store after a lost checkpoint.",
+                                registry=None)
+        self.restore_gaps = Counter(name("restore_gaps"), "Restored groups whose feed showed what the store did not "
+                                    "hold (restore_gap outputs).", registry=None)
         self.batches = Counter(name("batches"), "Micro-batches processed.", registry=None)
         self.input_rows = Counter(name("input_rows"), "Input rows read, as reported by the streaming query.",
                                   registry=None)
@@ -163,7 +170,16 @@ class Metrics:
         g = self._group(group_id)
         if "group_epoch" in o or "instance_id" in o or kind == "target_assignment":
             g.consumer = True
-        if kind == "state_change":
+        if kind == "group_restored":
+            self.restored.inc()
+            g.state, g.generation = o["state"], o.get("generation", o.get("group_epoch", g.generation))
+            g.assignment_epoch = o.get("assignment_epoch", g.assignment_epoch)
+            g.members = set(o.get("members") or [])
+            if g.consumer:
+                g.member_states = {m: (g.generation, "STABLE") for m in g.members}
+        elif kind == "restore_gap":
+            self.restore_gaps.inc()
+        elif kind == "state_change":
             g.state = o["to"]
             g.generation = o.get("generation", o.get("group_epoch", g.generation))
             g.assignment_epoch = o.get("assignment_epoch", g.assignment_epoch)
@@ -226,7 +242,8 @@ class Metrics:
                            self.group_epoch, self.group_assignment_epoch, self.group_reconciling,
                            self.rebalances, self.triggers, self.rebalance_duration, self.unavailability,
                            self.expired, self.moved,
-                           self.dead_letters, self.step_failures, self.batches, self.input_rows,
+                           self.dead_letters, self.step_failures, self.restored, self.restore_gaps, self.batches,
+                           self.input_rows,
                            self.batch_duration]
             if self._last_batch_id is not None:
                 instruments.append(self.last_batch_id)
