@@ -27,6 +27,37 @@ def test_rebalances_expiries_and_commits_show_in_the_table():
     assert "Stable" in row and "member_join" in row and "3.0s" in row
 
 
+def test_recent_lines_are_dated_like_last_rebalance_and_unknown_figures_show_as_unknown():
+    """Issue #34: in event time the recent lines said the wall clock while LAST REBALANCE said the event's time; a
+    cluster feed's rebalance (its start unknown) showed 0.0s; one member read '1 members'."""
+    from streaming.views.live_view import clock
+
+    view = LiveView(out=io.StringIO(), redraw=False)
+    completed = 1_600_000_123_000   # long ago: a wall-clock date cannot pass for it
+    view.update(0, [{"type": "rebalance", "group_id": "g", "generation": 5, "protocol": "range", "leader": "c-1",
+                     "members": ["c-1"], "trigger": "expiry", "completed_ts": completed, "duration_ms": None,
+                     "partitions_moved": None, "ts": completed},
+                    {"type": "member_expired", "group_id": "g", "member_id": "c-2", "ts": completed - 1}])
+    text = view.render()
+    row = next(line for line in text.splitlines() if line.startswith("g "))
+    assert clock(completed) in row and " ? " in row and "0.0s" not in row
+    assert f"  {clock(completed)} g: generation 5 (expiry), 1 member" in text.splitlines()
+    assert f"  {clock(completed - 1)} g: member c-2 expired" in text.splitlines()
+
+
+def test_groups_rebuilt_from_the_store_are_shown_until_they_speak():
+    view = LiveView(out=io.StringIO(), redraw=False)
+    member = {"member_id": "c-1", "assignment": {"partitions": [["t", 0]]}}
+    view.restored([{"type": "group_metadata", "group_id": "g", "generation": 3, "protocol": "range",
+                    "leader": "c-1", "members": [member]},
+                   {"type": "group_metadata", "group_id": "gone", "generation": 2, "members": []},
+                   {"type": "offset_commit", "group_id": "rebalance-tracker", "topic": "events", "partition": 0,
+                    "offset": 9}])
+    assert {g: (v.state, v.generation, v.members) for g, v in view.groups.items()} == {
+        "g": ("Stable", 3, 1), "gone": ("Empty", 2, 0)}
+    assert "groups 2" in view.render() and "2 groups rebuilt from the store" in view.render()
+
+
 def test_offset_tombstone_removes_commit():
     view = LiveView(out=io.StringIO(), redraw=False)
     view.update(0, [{"type": "offset_commit", "group_id": "g", "topic": "t", "partition": 1, "offset": 7}])

@@ -15,6 +15,15 @@ from typing import TextIO
 from streaming.dead_letters import is_step_failure
 from streaming.views import terminal
 
+def clock(ts_ms: int | None = None) -> str:
+    """HH:MM:SS of an epoch-ms time (None: now), on the local clock like the rest of the job's lines."""
+    return time.strftime("%H:%M:%S", time.localtime(None if ts_ms is None else ts_ms / 1000))
+
+
+def _members(n: int) -> str:
+    return f"{n} member" if n == 1 else f"{n} members"
+
+
 MEMBER_STATES = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS"}   # the records' member states
 
 
@@ -96,7 +105,7 @@ class LiveView:
         if kind == "dead_letter":
             self.dead_letters += 1
             if not is_step_failure(o):
-                self._note(f"dead letter ({o.get('reason')})")
+                self._note(f"dead letter ({o.get('reason')})", o.get("ts"))
             return
         if not gid:
             return
@@ -119,7 +128,7 @@ class LiveView:
         if kind == "protocol_switch":   # an Empty group replaced by one of the other protocol: start afresh
             # ... but with its committed offsets, which Kafka keeps for the new group (and so does the tracker).
             self.groups[gid] = GroupView(gid, consumer=o.get("to") == "consumer", committed=g.committed)
-            self._note(f"{gid}: now a {o.get('to')}-protocol group")
+            self._note(f"{gid}: now a {o.get('to')}-protocol group", o.get("ts"))
             return
         # Which protocol the group speaks, from the output itself (a group may switch when Empty).
         if "group_epoch" in o or "member_epoch" in o or "instance_id" in o or kind == "target_assignment":
@@ -148,13 +157,14 @@ class LiveView:
             g.last_duration_ms = o.get("duration_ms")
             moved = o.get("partitions_moved")
             g.last_moved = len(moved) if isinstance(moved, list) else moved
-            self._note(f"{gid}: generation {g.generation} ({g.last_trigger}), {g.members} members")
+            self._note(f"{gid}: generation {g.generation} ({g.last_trigger}), {_members(g.members)}",
+                       g.last_rebalance_ts)
         elif kind == "member_expired":
             g.expired += 1
             g.member_states.pop(o.get("member_id"), None)
             if g.consumer:
                 g.members = len(g.member_states)
-            self._note(f"{gid}: member {o.get('member_id')} expired")
+            self._note(f"{gid}: member {o.get('member_id')} expired", o.get("ts"))
         elif kind == "offset_commit":
             key = (o.get("topic"), o.get("partition"))
             if o.get("tombstone"):
@@ -190,7 +200,7 @@ class LiveView:
             g.last_moved = o.get("partitions_moved")
             members = len(o.get("members") or [])
             self._note(f"{o['group_id']}: epoch {g.generation} {'stable' if members else 'empty'} "
-                       f"({g.last_trigger}), {members} members")
+                       f"({g.last_trigger}), {_members(members)}", g.last_rebalance_ts)
         g.members = len(g.member_states)
 
     def restored(self, records: list[dict]) -> None:
@@ -229,8 +239,10 @@ class LiveView:
                 self._note(resolved)
             self.waiting = text
 
-    def _note(self, text: str) -> None:
-        self.recent.append(f"{time.strftime('%H:%M:%S')} {text}")
+    def _note(self, text: str, ts: int | None = None) -> None:
+        """A line of the recent events, dated by the output's own time (``ts``, as LAST REBALANCE is: in event
+        time the wall clock says nothing of when it happened), else now (what the job itself noticed)."""
+        self.recent.append(f"{clock(ts)} {text}")
         del self.recent[:-8]
 
     # -- drawing -------------------------------------------------------------------------------------------------
@@ -243,8 +255,7 @@ class LiveView:
         with self._lock:
             rows = []
             for g in sorted(self.groups.values(), key=lambda v: v.group_id)[: self.max_rows]:
-                when = time.strftime("%H:%M:%S", time.gmtime(g.last_rebalance_ts / 1000)) \
-                    if g.last_rebalance_ts else "-"
+                when = clock(g.last_rebalance_ts) if g.last_rebalance_ts else "-"
                 # "-": no rebalance yet; "?": the outputs could not know how long it took (docs/figures.md).
                 took = "-" if not g.rebalances else "?" if g.last_duration_ms is None \
                     else f"{g.last_duration_ms / 1000:.1f}s"
