@@ -335,6 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--offsets-topic", default="__consumer_offsets")
     p.add_argument("--feed-bootstrap", default=None, help="where the tracker's events topic lives (default: same)")
     p.add_argument("--events-topic", default="rebalance-events")
+    p.add_argument("--out", default=None,
+                   help="write the events as JSON lines to this file instead ('-': stdout), for replay and report")
     p.add_argument("--follow", action="store_true", help="keep reading new records until Ctrl-C")
     kafka_conf.add_arguments(p)
     kafka_conf.add_arguments(p, prefix="feed-")
@@ -360,17 +362,23 @@ def main(argv: list[str] | None = None) -> int:
 
     if props:
         print(f"client settings: {kafka_conf.describe(props)}", file=sys.stderr)
-    if not same_cluster:
+    if not same_cluster and not args.out:
         print(f"events topic on {feed_bootstrap}, with "
               + (f"its own settings: {kafka_conf.describe(feed_props)}" if feed_props else
                  "no client settings (--feed-kafka-conf gives some; the observed cluster's are not used there)"),
               file=sys.stderr)
-    try:
-        producer = KafkaProducer(**kafka_conf.for_client(KafkaProducer, feed_client, bootstrap_servers=feed_bootstrap,
-                                                         acks="all", client_id="rebalance-tracker-cluster-feed"))
-    except KafkaError as exc:
-        print(f"cluster-feed: cannot write to {feed_bootstrap}: {exc}", file=sys.stderr)
-        return 1
+    if args.out:
+        producer = FileProducer(sys.stdout if args.out == "-" else open(args.out, "w", encoding="utf-8"))
+        target = "stdout" if args.out == "-" else args.out
+    else:
+        try:
+            producer = KafkaProducer(**kafka_conf.for_client(KafkaProducer, feed_client,
+                                                             bootstrap_servers=feed_bootstrap, acks="all",
+                                                             client_id="rebalance-tracker-cluster-feed"))
+        except KafkaError as exc:
+            print(f"cluster-feed: cannot write to {feed_bootstrap}: {exc}", file=sys.stderr)
+            return 1
+        target = args.events_topic
     feed, publisher = ClusterFeed(), Publisher(producer, args.events_topic)
     try:
         with terminal.progress(f"reading {args.offsets_topic}", unit="records") as task:
@@ -385,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
             pairs = read_offsets_topic(args.bootstrap, args.offsets_topic, args.follow, client=client, timestamps=True)
             for event in events_from(counted(pairs), feed):
                 publisher.send(event)
-                task.note = f"{publisher.sent:,} events published to {args.events_topic}"
+                task.note = f"{publisher.sent:,} events published to {target}"
         publisher.settle()
     except KeyboardInterrupt:
         try:
@@ -397,13 +405,38 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         producer.close(timeout=5)
     sent = publisher.delivered
-    for line in summary(feed, sent, args.events_topic):
+    for line in summary(feed, sent, target):
         print(line, file=sys.stderr)
     if publisher.failed:
         print(f"cluster-feed: {publisher.failed} of {publisher.sent} events were not delivered to {args.events_topic} "
               f"on {feed_bootstrap}: {publisher.error}", file=sys.stderr)
         return 1
     return 0
+
+
+class FileProducer:
+    """``--out``: JSON lines to a file, with the producer calls ``Publisher`` makes (every line is delivered)."""
+
+    class Written:
+        is_done = True
+
+        @staticmethod
+        def succeeded() -> bool:
+            return True
+
+    def __init__(self, out) -> None:
+        self.out = out
+
+    def send(self, topic: str, key: bytes, value: bytes) -> "FileProducer.Written":
+        self.out.write(value.decode("utf-8") + "\n")
+        return self.Written()
+
+    def flush(self, timeout: float | None = None) -> None:
+        self.out.flush()
+
+    def close(self, timeout: float | None = None) -> None:
+        if self.out is not sys.stdout:
+            self.out.close()
 
 
 class Undelivered(RuntimeError):
