@@ -25,7 +25,14 @@ class _Client:
 
 
 class _Replayer:
-    def __init__(self, assignor: str, cooperative: bool, config: CoordinatorConfig | None) -> None:
+    def __init__(self, assignor: str, cooperative: bool, config: CoordinatorConfig | None,
+                 observed: frozenset[str] | set[str] = frozenset()) -> None:
+        """``observed``: groups whose stimuli come from a cluster's records (``observed.py``): their members carry the
+        broker's ids, which the replay maps to the ids its coordinator gives them."""
+        self.observed = observed
+        self._ids: dict[tuple[str, str], str] = {}        # (group, the broker's member id) -> the replay's
+        self._recorded: dict[tuple[str, str], str] = {}   # (group, the replay's member id) -> the broker's
+        self._awaiting_id: tuple[str, str] | None = None  # an observed member's first join, waiting for its id
         self.assignor = assignor
         self.cooperative = cooperative
         self.coordinator = GroupCoordinator(config)
@@ -85,6 +92,10 @@ class _Replayer:
 
     # ------------------------------------------------------------------ the recorded stimuli
     def _rewrite(self, e: dict) -> dict | None:
+        if (e.get("group_id") or "") in self.observed:
+            e = self._from_observed(e)
+            if e is None:
+                return None
         kind = e["type"]
         key = (e.get("group_id") or "", e.get("member_id") or "")
         client = self.clients.get(key)
@@ -105,6 +116,8 @@ class _Replayer:
                         self._schedule_stand_in(key, e["ts"])
                     return None
             e = dict(e, protocols=[self._protocol(topics, client)])
+            if self._awaiting_id is not None and not key[1]:
+                self._pending_join = e
             if key[1]:
                 self.clients[key] = _Client(_join_fields(e), topics, awaiting_join=True,
                                             generation=client.generation if client else -1,
@@ -115,6 +128,34 @@ class _Replayer:
         if kind in ("heartbeat", "commit") and client is not None and e.get("generation", -1) >= 0:
             return dict(e, generation=client.generation)
         return e
+
+    def _from_observed(self, e: dict) -> dict | None:
+        """An observed group's stimulus with the replay's member ids: a member's first join asks for an id (its
+        answer, in ``_observe``, maps the broker's id to it and joins again with it); a heartbeat the module
+        synthesised is not sent while its client waits in a JoinGroup, nor for a member the replay removed."""
+        gid, recorded = e.get("group_id") or "", e.get("member_id") or ""
+        if not recorded:
+            return e
+        replayed = self._ids.get((gid, recorded))
+        if e["type"] == "join" and replayed is None:
+            self._awaiting_id = (gid, recorded)
+            return dict(e, member_id="")
+        if replayed is None:
+            return None if e.get("synthesized") else e
+        client = self.clients.get((gid, replayed))
+        if e.get("synthesized") and (client is None or client.awaiting_join):
+            return None
+        return dict(e, member_id=replayed)
+
+    def _observed_member_id(self, o: dict) -> None:
+        """The id the replay's coordinator gave an observed member's first join: it joins again with it."""
+        gid, recorded = self._awaiting_id
+        self._awaiting_id = None
+        new_id = o["member_id"]
+        self._ids[(gid, recorded)], self._recorded[(gid, new_id)] = new_id, recorded
+        join = self._pending_join
+        self.clients[(gid, new_id)] = _Client(_join_fields(join), list(join["protocols"][0].get("topics", [])))
+        self._rejoin((gid, new_id), o["ts"])
 
     def _protocol(self, topics: list[str], client: _Client | None) -> dict:
         protocol = {"name": self.assignor, "topics": topics}
@@ -171,6 +212,12 @@ class _Replayer:
                 if kind == "member_replaced":
                     self.clients.pop((o["group_id"], o["previous_member_id"]), None)
                 continue
+            if kind == "join_response" and o.get("error") == "MEMBER_ID_REQUIRED" and self._awaiting_id is not None \
+                    and self._awaiting_id[0] == o["group_id"]:
+                self._observed_member_id(o)
+                continue
+            if kind in ("member_expired", "member_left") and key in self._recorded:
+                self._ids.pop((key[0], self._recorded.pop(key)), None)   # a later join of that id starts anew
             client = self.clients.get(key)
             if client is None:
                 continue
