@@ -256,12 +256,17 @@ def read_offsets_topic(bootstrap: str, topic: str = "__consumer_offsets", follow
                              | {"enable_auto_commit": False, "exclude_internal_topics": False})
     try:
         tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
-        if not tps:
-            raise ValueError(f"topic {topic!r} not found on {bootstrap}")
+        caught_up = live = False
+        while not tps:   # a cluster creates __consumer_offsets when a group first needs it
+            live = True   # then every record is read as it is written
+            if not follow:
+                raise LookupError(f"topic {topic!r} not found on {bootstrap} (no group has used this cluster yet?)")
+            yield CAUGHT_UP   # nothing to read yet: the follower is as caught up as it can be
+            time.sleep(poll_ms / 1000)
+            tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
         ends = log_end_offsets(consumer, tps)
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
-        caught_up = live = False
         while True:
             batches = consumer.poll(timeout_ms=poll_ms)
             now = int(time.time() * 1000)
@@ -402,6 +407,9 @@ def main(argv: list[str] | None = None) -> int:
             pass
     except Undelivered:
         pass
+    except LookupError as exc:
+        print(f"cluster-feed: {exc}", file=sys.stderr)
+        return 1
     finally:
         producer.close(timeout=5)
     sent = publisher.delivered
