@@ -27,19 +27,21 @@ def api_version(bootstrap: str, client: dict | None = None, timeout_ms: int = 10
         consumer = KafkaConsumer(**for_client(KafkaConsumer, client, bootstrap_servers=bootstrap,
                                               bootstrap_timeout_ms=timeout_ms,
                                               client_id="rebalance-tracker-admin"))
-    except KafkaError:
-        if not broker_reachable(bootstrap):
-            raise BrokerUnavailable(f"no broker answers at {bootstrap}") from None
-        given = (client or {}).get("api_version")
-        raise BrokerUnavailable(
-            f"the broker at {bootstrap} accepts connections but kafka-python could not bootstrap from it in "
-            f"{timeout_ms / 1000:.0f} s" + ("" if given else
-                                             " (a broker older than 0.10 needs --kafka-conf api.version=0.9)")) \
-            from None
+    except KafkaError as exc:
+        raise BrokerUnavailable(unavailable(bootstrap, client, exc)) from None
     try:
         return tuple(consumer.config["api_version"])
     finally:
         consumer.close()
+
+
+def unavailable(bootstrap: str, client: dict | None, exc: BaseException) -> str:
+    """Why a client could not start with a broker, in one line: nobody answers, or kafka-python could not agree on a
+    protocol with what answers (a broker older than 0.10 unless told its version)."""
+    if not broker_reachable(bootstrap):
+        return f"no broker answers at {bootstrap}"
+    hint = "" if (client or {}).get("api_version") else " (a broker older than 0.10 needs --kafka-conf api.version=0.9)"
+    return f"the broker at {bootstrap} accepts connections but kafka-python could not start with it: {exc}{hint}"
 
 
 def can_create_topics(version: tuple[int, ...]) -> bool:

@@ -85,7 +85,7 @@ class RunningTracker:
             self.store.close()
 
 
-class TopicsMissing(ValueError):
+class TopicsMissing(RuntimeError):
     """The tracker's topics are not there and this broker cannot create them over the protocol."""
 
 
@@ -302,13 +302,14 @@ def _prepare_restore(spark, config: TrackerConfig, store, query_checkpoint: str,
 
 def _skip_notice(config: TrackerConfig, position: str | None, groups: int) -> str:
     """What a fresh checkpoint on a store that holds groups does with the feed, with counts."""
-    if position is None:
-        return (f"  the store holds no position on {config.events_topic}: reading it from {config.starting_offsets} "
-                f"on top of the {groups} rebuilt groups (events the store already holds are applied again)")
-    offsets = {int(p): o for p, o in json.loads(position)[config.events_topic].items()}
     extent = feed_extent(config.bootstrap, config.events_topic, kafka_conf.to_kwargs(config.kafka))
-    skipped = sum(max(o - extent.get(p, (0, 0))[0], 0) for p, o in offsets.items())
     total = sum(end - start for start, end in extent.values())
+    if position is None:
+        return (f"  the store holds no position on {config.events_topic}: reading its {total} events from "
+                f"{config.starting_offsets} on top of the {groups} rebuilt groups (events the store already holds "
+                f"are applied again)")
+    offsets = {int(p): o for p, o in json.loads(position)[config.events_topic].items()}
+    skipped = sum(max(o - extent.get(p, (0, 0))[0], 0) for p, o in offsets.items())
     at = ", ".join(f"partition {p} at {o}" for p, o in sorted(offsets.items()))
     return (f"  skipping {skipped} of the {total} events on {config.events_topic}: the store already holds the "
             f"feed up to {at}, where an earlier run on another checkpoint stopped (its outputs are not written "
@@ -528,7 +529,7 @@ def _run(argv: list[str] | None) -> int:
         try:   # before Spark's start-up, which takes a while
             check_checkpoint(config)
             config.broker_version = preflight(config)
-        except (ValueError, BrokerUnavailable) as exc:
+        except (ValueError, BrokerUnavailable, TopicsMissing) as exc:
             print(f"run: {exc}", file=sys.stderr)
             return 2
         if not has_headers(config.broker_version):

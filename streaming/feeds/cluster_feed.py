@@ -381,7 +381,10 @@ def main(argv: list[str] | None = None) -> int:
                                                              bootstrap_servers=feed_bootstrap, acks="all",
                                                              client_id="rebalance-tracker-cluster-feed"))
         except KafkaError as exc:
-            print(f"cluster-feed: cannot write to {feed_bootstrap}: {exc}", file=sys.stderr)
+            from offsets_store.broker_features import unavailable
+
+            print(f"cluster-feed: cannot write to the events topic: {unavailable(feed_bootstrap, feed_client, exc)}",
+                  file=sys.stderr)
             return 1
         target = args.events_topic
     feed, publisher = ClusterFeed(), Publisher(producer, args.events_topic)
@@ -409,6 +412,11 @@ def main(argv: list[str] | None = None) -> int:
         pass
     except LookupError as exc:
         print(f"cluster-feed: {exc}", file=sys.stderr)
+        return 1
+    except KafkaError as exc:
+        from offsets_store.broker_features import unavailable
+
+        print(f"cluster-feed: {unavailable(args.bootstrap, client, exc)}", file=sys.stderr)
         return 1
     finally:
         producer.close(timeout=5)

@@ -110,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"outputs: {exc}", file=sys.stderr)
         return 2
+    from kafka.errors import KafkaError
+
     groups = set(args.group) if args.group else None
     rule, written = ExactlyOnce(), 0
     out = sys.stdout if args.out == "-" else open(args.out, "w", encoding="utf-8")
@@ -124,6 +126,11 @@ def main(argv: list[str] | None = None) -> int:
                         out.flush()
     except LookupError as exc:
         print(f"outputs: {exc}", file=sys.stderr)
+        return 1
+    except KafkaError as exc:
+        from offsets_store.broker_features import unavailable
+
+        print(f"outputs: {unavailable(args.bootstrap, client, exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         pass
