@@ -621,9 +621,10 @@ def consumer_config(pairs: list[str]):
     return Configs.from_properties(_pairs(pairs)).consumer
 
 
-def _absent(group: str, groups: collections.Counter, outputs: list[dict], config, feed: bool) -> str:
-    """Why a group has no history: not in the input (the groups that are), or, in a feed, every request refused --
-    member ids a real broker issued, replayed without observe mode, are the usual cause (issue #34)."""
+def _absent(group: str, groups: collections.Counter, outputs: list[dict], config, observed: bool) -> str:
+    """Why a group has no history: not in the input (the groups that are), or, in a feed, every request refused:
+    Kafka's answers are counted, and a group whose joins carry a broker's answers (``observed``: a cluster feed, an
+    instrumented client's) needs observe mode (issue #34)."""
     if not groups.get(group):
         named = sorted(str(g) for g in groups if g)
         return (f"group {group!r} does not appear in the input" + (
@@ -632,9 +633,9 @@ def _absent(group: str, groups: collections.Counter, outputs: list[dict], config
     errors = collections.Counter(o["error"] for o in outputs
                                  if o.get("group_id") == group and o.get("error") not in (None, "NONE"))
     text = f"group {group!r} has {groups[group]} records in the input but no history"
-    if feed and errors:
+    if errors:
         text += " (the coordinator answered " + ", ".join(f"{n} with {e}" for e, n in errors.most_common()) + ")"
-    if feed and errors.get("UNKNOWN_MEMBER_ID") and not config.adopt_unknown_members:
+    if observed and not config.adopt_unknown_members:
         from streaming.feeds.cluster_feed import OBSERVER_SETTINGS
 
         text += ("; its member ids were issued by a real broker (a cluster feed, or instrumented consumers), which "
@@ -654,11 +655,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"report: {exc}", file=sys.stderr)
         return 2
     groups: collections.Counter = collections.Counter()   # records per group id in the input
+    answered: set = set()   # groups whose joins carry a broker's answer: a member id and a generation
 
     def counted(records: Iterable) -> Iterable:
         for r in records:
             if isinstance(r, dict):
                 groups[r.get("group_id")] += 1
+                if r.get("type") == "join" and r.get("member_id") and r.get("generation") is not None:
+                    answered.add(r.get("group_id"))
             yield r
 
     if args.feed:   # the coordinator runs over the whole feed: a progress bar on stderr (plain lines elsewhere)
@@ -673,7 +677,7 @@ def main(argv: list[str] | None = None) -> int:
         outputs = [o for o in counted(records) if isinstance(o, dict)]
     history = build_history(outputs, args.group)
     if history.first_ts is None:
-        print(f"report: {_absent(args.group, groups, outputs, config, bool(args.feed))}", file=sys.stderr)
+        print(f"report: {_absent(args.group, groups, outputs, config, args.group in answered)}", file=sys.stderr)
         return 1
     if since is not None:
         history = history.since(since)
