@@ -10,7 +10,9 @@ unchanged generation is a static member taking its old place (KIP-345). Commits 
 the partition. A group tombstone after a snapshot with members means they all left (Kafka 0.9 writes no Empty record
 first, and keeps the group's offsets until they expire); after an Empty snapshot it means the group was deleted.
 
-Time: a snapshot's time is its ``currentStateTimestamp`` (GroupMetadataValue v2+). Older versions have none, so the
+Time: a snapshot's time is its ``currentStateTimestamp`` (GroupMetadataValue v2+). A record without one (older
+versions, tombstones) takes its log timestamp, the broker's time of the write. Kafka 0.9 stamps no record (-1): a
+following reader that has caught up with the log dates it by its arrival (``ts_inferred: "arrival"``); otherwise the
 time is inferred from the group's nearest commits in the log (a partition's records are in the order the broker
 appended them): the last commit before the snapshot, else the first one after it. Such events carry ``ts_inferred``
 (``"earlier commit"`` / ``"later commit"``, or ``"none"`` and no ``ts`` for a group that never committed; a
