@@ -79,3 +79,21 @@ def test_run_stops_before_spark_with_one_line_when_the_broker_cannot_go_on(tmp_p
     assert result.returncode == 2 and result.stderr.strip().splitlines() == [
         result.stderr.strip().splitlines()[0]] and "no broker answers at 127.0.0.1:" in result.stderr
     assert "Spark" not in result.stdout + result.stderr and __import__("time").monotonic() - started < 60
+
+
+def test_a_failed_query_is_said_in_one_line_naming_its_cause():
+    from streaming.cli.run import _cause
+
+    spark_text = (
+        "[STREAM_FAILED] Query [id = 5a26, runId = 0586] terminated with exception: "
+        "[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function in foreach batch sink. "
+        "Reason: An exception was thrown from the Python worker. Please see the stack trace below.\n"
+        "Traceback (most recent call last):\n  File \"/x/sinks.py\", line 137, in handle\n"
+        "    self._produce_until_delivered(outputs, batch_id)\n"
+        "offsets_store.delivery.DeliveryError: batch 0: writing the outputs to Kafka: Kafka refused it: "
+        "AssertionError('Headers not supported in v0/v1')\n SQLSTATE: 39000 SQLSTATE: XXKST\n"
+        "=== Streaming Query ===\nIdentifier: rebalance-tracker [id = 5a26]\nCurrent Committed Offsets: {}\n"
+        "\tat org.apache.spark.sql.execution.streaming.StreamExecution.run(StreamExecution.scala:1)\n")
+    assert _cause(spark_text) == ("offsets_store.delivery.DeliveryError: batch 0: writing the outputs to Kafka: "
+                                  "Kafka refused it: AssertionError('Headers not supported in v0/v1')")
+    assert _cause("something else entirely\nsecond line") == "something else entirely"

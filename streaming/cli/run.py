@@ -364,7 +364,12 @@ def watch(tracker: RunningTracker, duration_s: float | None = None, refresh_s: f
         while tracker.query.isActive and not (stop is not None and stop.is_set()):
             if duration_s is not None and time.monotonic() - started >= duration_s:
                 break
-            tracker.query.awaitTermination(refresh_s)
+            try:
+                tracker.query.awaitTermination(refresh_s)
+            except Exception:   # the query stopped with an error: said below, from query.exception()
+                if tracker.query.isActive:
+                    raise
+                break
             redraw = tracker.view.last_batch_id != drawn_batch
             if redraw:
                 drawn_batch, moved = tracker.view.last_batch_id, time.monotonic()
