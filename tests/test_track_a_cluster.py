@@ -160,7 +160,9 @@ def test_track_a_real_cluster_as_readme_says(cluster, tmp_path, kafka_bootstrap)
                       "--png", "report.png"], tmp_path, env)
     assert report.returncode == 0, report.stderr
     generations = len(truth.generations())
-    assert re.search(r"wrote report.html: (\d+) generations", report.stdout)
+    drawn = re.search(r"wrote report.html: (\d+) generations, (\d+) departures", report.stdout)
+    assert drawn and int(drawn.group(1)) == sum(o["type"] == "rebalance" for o in outputs) \
+        and int(drawn.group(2)) == 4, report.stdout   # c1, c2, c3 left, c0 expired
     assert (tmp_path / "report.png").stat().st_size > 10_000
     assert "unknown" in (tmp_path / "report.html").read_text()
 
