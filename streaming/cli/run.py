@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_EVENTS_TOPIC = "rebalance-events"
 DEFAULT_OUTPUTS_TOPIC = "rebalance-assignments"
+DEFAULT_EVENTS_PARTITIONS = 4
 
 
 @dataclass
@@ -42,7 +43,7 @@ class TrackerConfig:
     starting_offsets: str = "earliest"
     max_offsets_per_trigger: int | None = None
     coordinator: dict = field(default_factory=dict)
-    events_partitions: int = 4
+    events_partitions: int = DEFAULT_EVENTS_PARTITIONS
     metadata_refresh_s: float = 30.0            # how often topic sizes are checked against the broker
     metrics_port: int | None = None             # serve Prometheus metrics on this port (0 = any free port)
     kafka: dict = field(default_factory=dict)   # Kafka client settings under Kafka's names (offsets_store.kafka_conf)

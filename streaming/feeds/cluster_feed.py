@@ -389,6 +389,15 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 1
         target = args.events_topic
+        # Created as run creates it (4 partitions), not by the broker on first use with its default count.
+        from streaming.cli.run import DEFAULT_EVENTS_PARTITIONS, TopicsMissing, ensure_topics
+
+        try:
+            ensure_topics(feed_bootstrap, {target: DEFAULT_EVENTS_PARTITIONS}, feed_client)
+        except TopicsMissing:
+            print(f"cluster-feed: {target} does not exist and {feed_bootstrap} cannot create topics over the "
+                  f"protocol: it is created on first use if the broker allows it (auto.create.topics.enable, with "
+                  f"its default partition count), else create it with Kafka's tool", file=sys.stderr)
     feed, publisher = ClusterFeed(), Publisher(producer, args.events_topic)
     try:
         with terminal.progress(f"reading {args.offsets_topic}", unit="records") as task:
