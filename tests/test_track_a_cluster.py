@@ -275,3 +275,30 @@ def test_outputs_are_read_once_with_or_without_record_headers(outputs_broker, tm
     assert done.returncode == 0 and "wrote 9 outputs" in done.stderr and "2 records of a batch sent again dropped" \
         in done.stderr, done.stderr
     assert [json.loads(line) for line in (tmp_path / "o.jsonl").read_text().splitlines()] == read
+
+
+def test_the_log_end_on_0_9_is_the_listed_one_even_when_records_arrive_meanwhile(apache_kafka):
+    """The Spark source plans with a consumer that fetches 1 byte a partition, and asks a fetch for the high-water
+    mark. Kafka before 0.10.1 (Fetch before v3) cannot return part of a record: a fetch at a listed end that a new
+    record has since passed failed the query on 0.9 with RecordTooLargeError (found by the test above)."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    from offsets_store.log_end import log_end_offsets
+
+    topic = f"log-end-{uuid.uuid4().hex[:8]}"
+    apache_kafka.create_topics({topic: 1})
+    producer = KafkaProducer(bootstrap_servers=apache_kafka.bootstrap, api_version=(0, 9))
+    for _ in range(3):
+        producer.send(topic, b"an event larger than one byte")
+    producer.flush()
+    producer.close()
+    consumer = KafkaConsumer(bootstrap_servers=apache_kafka.bootstrap, api_version=(0, 9), enable_auto_commit=False,
+                             max_partition_fetch_bytes=1, fetch_max_wait_ms=10)
+    tp = TopicPartition(topic, 0)
+    try:
+        listed = consumer.end_offsets([tp])
+        assert listed == {tp: 3}
+        consumer.end_offsets = lambda tps: {tp: 2}   # listed before the last record was appended
+        assert log_end_offsets(consumer, [tp]) == {tp: 2}   # a later planning round sees the rest
+    finally:
+        consumer.close()
