@@ -45,19 +45,6 @@ def test_recent_lines_are_dated_like_last_rebalance_and_unknown_figures_show_as_
     assert f"  {clock(completed - 1)} g: member c-2 expired" in text.splitlines()
 
 
-def test_groups_rebuilt_from_the_store_are_shown_until_they_speak():
-    view = LiveView(out=io.StringIO(), redraw=False)
-    member = {"member_id": "c-1", "assignment": {"partitions": [["t", 0]]}}
-    view.restored([{"type": "group_metadata", "group_id": "g", "generation": 3, "protocol": "range",
-                    "leader": "c-1", "members": [member]},
-                   {"type": "group_metadata", "group_id": "gone", "generation": 2, "members": []},
-                   {"type": "offset_commit", "group_id": "rebalance-tracker", "topic": "events", "partition": 0,
-                    "offset": 9}])
-    assert {g: (v.state, v.generation, v.members) for g, v in view.groups.items()} == {
-        "g": ("Stable", 3, 1), "gone": ("Empty", 2, 0)}
-    assert "groups 2" in view.render() and "2 groups rebuilt from the store" in view.render()
-
-
 def test_offset_tombstone_removes_commit():
     view = LiveView(out=io.StringIO(), redraw=False)
     view.update(0, [{"type": "offset_commit", "group_id": "g", "topic": "t", "partition": 1, "offset": 7}])

@@ -197,7 +197,7 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
                        record_headers=has_headers(version))
     if config.stage_times is not None:
         _time_sink(sink, config.stage_times)
-    restore, starting_offsets = _prepare_restore(spark, config, store, query_checkpoint, view)
+    restore, starting_offsets = _prepare_restore(spark, config, store, query_checkpoint)
     raw = read_kafka_stream(spark, config.bootstrap, [config.events_topic],
                             starting_offsets=starting_offsets,
                             max_offsets_per_trigger=config.max_offsets_per_trigger, source=config.kafka_source,
@@ -262,13 +262,11 @@ def _time_sink(sink: TrackerSink, stage_times) -> None:
     sink.handle = timed_handle
 
 
-def _prepare_restore(spark, config: TrackerConfig, store, query_checkpoint: str,
-                     view: LiveView | None = None) -> tuple[object, str]:
-    """On a fresh checkpoint: a new batch lineage for the sinks, the store's groups rebuilt for the job (and shown in
-    the live table) and the feed read from where the lost checkpoint stopped (streaming/spark/restore.py). What that
-    skips is said, with counts: a fresh checkpoint on an existing store does not read the feed from its start.
-    Returns the restore source (kept on later restarts, so the query's plan stays the same) and where reading
-    starts."""
+def _prepare_restore(spark, config: TrackerConfig, store, query_checkpoint: str) -> tuple[object, str]:
+    """On a fresh checkpoint: a new batch lineage for the sinks, the store's groups rebuilt for the job and the feed
+    read from where the lost checkpoint stopped (streaming/spark/restore.py). What that skips is said, with counts: a
+    fresh checkpoint on an existing store does not read the feed from its start. Returns the restore source (kept on
+    later restarts, so the query's plan stays the same) and where reading starts."""
     starting_offsets = config.starting_offsets
     import shutil
 
@@ -296,8 +294,6 @@ def _prepare_restore(spark, config: TrackerConfig, store, query_checkpoint: str,
                 count = write_restore_rows(directory, states, ts)
                 print(f"fresh checkpoint: {count} groups rebuilt from the store {config.store}", flush=True)
                 print(_skip_notice(config, position, count), flush=True)
-                if view is not None:
-                    view.restored(records)
     return (restore_stream(spark, directory) if directory.is_dir() else None), starting_offsets
 
 

@@ -24,7 +24,6 @@ def _members(n: int) -> str:
     return f"{n} member" if n == 1 else f"{n} members"
 
 
-MEMBER_STATES = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS"}   # the records' member states
 
 
 @dataclass
@@ -202,35 +201,6 @@ class LiveView:
             self._note(f"{o['group_id']}: epoch {g.generation} {'stable' if members else 'empty'} "
                        f"({g.last_trigger}), {_members(members)}", g.last_rebalance_ts)
         g.members = len(g.member_states)
-
-    def restored(self, records: list[dict]) -> None:
-        """Groups rebuilt from the store (a fresh checkpoint on an existing store): shown as the store left them until
-        their next outputs. Classic groups from their group metadata (members: Stable, none: Empty, as Kafka writes
-        it), consumer-protocol groups from their epoch records."""
-        with self._lock:
-            shown = 0
-            for r in records:
-                gid, kind = r.get("group_id") or "", r.get("type")
-                if r.get("tombstone") or not gid or gid == "rebalance-tracker":   # the job's own position
-                    continue
-                if kind == "group_metadata":
-                    g = self._group(gid)
-                    g.state, g.generation = ("Stable" if r["members"] else "Empty"), int(r["generation"])
-                    g.protocol, g.members, g.leader = r.get("protocol") or "", len(r["members"]), r.get("leader") or ""
-                elif kind == "consumer_group_metadata":
-                    g = self._group(gid)
-                    g.consumer, g.generation = True, int(r["epoch"])
-                elif kind == "consumer_group_target_assignment_metadata":
-                    self._group(gid).assignment_epoch = int(r["assignmentEpoch"])
-                elif kind == "consumer_group_current_member_assignment":
-                    g = self._group(gid)
-                    g.member_states[r["member_id"]] = (int(r["memberEpoch"]), MEMBER_STATES.get(r["state"], "STABLE"))
-                    g.members = len(g.member_states)
-                else:
-                    continue
-                shown += 1
-            if shown:
-                self._note(f"{len(self.groups)} groups rebuilt from the store")
 
     def set_waiting(self, text: str | None, resolved: str | None = None) -> None:
         """Say what the job waits for (None: nothing any more; ``resolved`` goes to the recent events)."""
