@@ -18,12 +18,14 @@ A, B, C = "a-1f0c", "b-77e2", "c-09d4"
 NO_DELAY = CoordinatorConfig.from_properties({"group.initial.rebalance.delay.ms": "0"})
 
 
-def snapshot(generation: int, members: dict[str, list], leader: str | None, ts: int) -> dict:
-    """GroupMetadataValue v3, the state timestamp of the round's end."""
+def snapshot(generation: int, members: dict[str, list], leader: str | None, ts: int, static: bool = False) -> dict:
+    """GroupMetadataValue v3, the state timestamp of the round's end (``static``: members with their client id as
+    group.instance.id)."""
     return {"type": "group_metadata", "group_id": "g", "tombstone": False, "protocol_type": "consumer",
             "generation": generation, "protocol": "range", "leader": leader, "value_version": 3,
             "current_state_timestamp": ts,
-            "members": [{"member_id": m, "group_instance_id": None, "client_id": m.split("-")[0],
+            "members": [{"member_id": m, "group_instance_id": m.split("-")[0] if static else None,
+                         "client_id": m.split("-")[0],
                          "client_host": "/127.0.0.1", "rebalance_timeout": 10_000, "session_timeout": 6_000,
                          "subscription": {"topics": ["t"], "user_data": "", "version": 0},
                          "assignment": {"partitions": parts, "user_data": "", "version": 0}}
@@ -70,3 +72,20 @@ def test_replay_of_a_cluster_feed_rebalances_and_expires_the_crashed_member():
     assert len(expired) == 1 and T0 + 25_000 <= expired[0]["ts"] <= T0 + 27_000
     final = [o for o in outputs if o["type"] == "rebalance"][-1]
     assert final["members"] == [] and final["trigger"] == "leave"
+
+
+def test_static_members_of_a_cluster_feed_are_mapped_too():
+    """A static member's first join is in at once (no member id round trip): its broker id maps to the replay's all
+    the same, so its heartbeats keep it and its group's later rounds include it."""
+    four = [["t", p] for p in range(4)]
+    records = [snapshot(1, {A: four[:2], B: four[2:]}, A, T0, static=True), commit(0, 1, T0 + 500),
+               snapshot(2, {A: four}, A, T0 + 30_000, static=True), commit(0, 2, T0 + 29_000),
+               snapshot(3, {}, None, T0 + 60_000, static=True)]
+    events = [parse_event(e)[0] for e in events_from((encode_record(r) for r in records), ClusterFeed())]
+    outputs = replay_outputs(events, "range", NO_DELAY)
+    rebalances = [o for o in outputs if o["type"] == "rebalance"]
+    assert len(rebalances) >= 2 and len(rebalances[0]["members"]) == 2
+    answers = {o.get("error") for o in outputs if o["type"] in ("heartbeat_response", "leave_response")}
+    assert answers <= {"NONE", "REBALANCE_IN_PROGRESS"}   # a's requests are a known member's, under the replay's id
+    assert [o["type"] for o in outputs if o["type"] in ("member_left", "member_expired")] == [
+        "member_expired", "member_left"]   # b, silent since it started; a, at the group's end

@@ -33,6 +33,7 @@ class _Replayer:
         self._ids: dict[tuple[str, str], str] = {}        # (group, the broker's member id) -> the replay's
         self._recorded: dict[tuple[str, str], str] = {}   # (group, the replay's member id) -> the broker's
         self._awaiting_id: tuple[str, str] | None = None  # an observed member's first join, waiting for its id
+        self._pending_join: dict | None = None            # ... and that join, as sent
         self.assignor = assignor
         self.cooperative = cooperative
         self.coordinator = GroupCoordinator(config)
@@ -147,15 +148,22 @@ class _Replayer:
             return None
         return dict(e, member_id=replayed)
 
-    def _observed_member_id(self, o: dict) -> None:
-        """The id the replay's coordinator gave an observed member's first join: it joins again with it."""
+    def _observed_answer(self, o: dict) -> None:
+        """The coordinator's answer to an observed member's first join: a dynamic member gets an id to join again
+        with (KIP-394), a static one is in at once (the classic branch of ``_observe`` takes it from there); either
+        way the broker's id now means the replay's. Any other answer refused the join."""
         gid, recorded = self._awaiting_id
+        kind, new_id = o["type"], o.get("member_id") or ""
+        if kind == "join_response" and o.get("error") == "MEMBER_ID_REQUIRED":
+            join = self._pending_join
+            self.clients[(gid, new_id)] = _Client(_join_fields(join), list(join["protocols"][0].get("topics", [])))
+            self._rejoin((gid, new_id), o["ts"])
+        elif kind not in ("member_joined", "member_replaced"):
+            if kind == "join_response":
+                self._awaiting_id = None
+            return
         self._awaiting_id = None
-        new_id = o["member_id"]
         self._ids[(gid, recorded)], self._recorded[(gid, new_id)] = new_id, recorded
-        join = self._pending_join
-        self.clients[(gid, new_id)] = _Client(_join_fields(join), list(join["protocols"][0].get("topics", [])))
-        self._rejoin((gid, new_id), o["ts"])
 
     def _protocol(self, topics: list[str], client: _Client | None) -> dict:
         protocol = {"name": self.assignor, "topics": topics}
@@ -205,16 +213,16 @@ class _Replayer:
         for o in outputs:
             kind = o["type"]
             key = (o["group_id"], o.get("member_id") or "")
+            if self._awaiting_id is not None and self._awaiting_id[0] == o["group_id"] and o.get("member_id"):
+                self._observed_answer(o)
+                if kind == "join_response" and o.get("error") == "MEMBER_ID_REQUIRED":
+                    continue
             if kind in ("member_joined", "member_replaced") and o.get("group_instance_id") is not None:
                 known = self._static_joins.get((o["group_id"], o["group_instance_id"]))
                 if known is not None and key not in self.clients:
                     self.clients[key] = _Client(known[0], known[1], awaiting_join=True)
                 if kind == "member_replaced":
                     self.clients.pop((o["group_id"], o["previous_member_id"]), None)
-                continue
-            if kind == "join_response" and o.get("error") == "MEMBER_ID_REQUIRED" and self._awaiting_id is not None \
-                    and self._awaiting_id[0] == o["group_id"]:
-                self._observed_member_id(o)
                 continue
             if kind in ("member_expired", "member_left") and key in self._recorded:
                 self._ids.pop((key[0], self._recorded.pop(key)), None)   # a later join of that id starts anew
