@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 from offsets_store.delivery import RETRY_S, broker_reachable, unreachable
-from offsets_store.kafka_conf import to_kwargs
+from offsets_store.kafka_conf import for_client, to_kwargs
 from offsets_store.log_end import log_end_offsets
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
@@ -97,12 +97,16 @@ class KafkaRange(InputPartition):
 
 
 def client_config(options: dict[str, str]) -> dict:
-    """``kafka.*`` options (Spark's spelling) to kafka-python's keyword arguments (``offsets_store.kafka_conf``)."""
+    """``kafka.*`` options (Spark's spelling) to a kafka-python consumer's keyword arguments
+    (``offsets_store.kafka_conf``). Settings for other clients (``max.request.size`` is a producer's, given to every
+    client by ``--kafka-conf``) are left out: the consumer refuses them by name."""
+    from kafka import KafkaConsumer
+
     props = {key[len("kafka."):]: value for key, value in options.items()
              if key.startswith("kafka.") and key != "kafka.bootstrap.servers"}
     # Reconnect within a second of a broker's return (kafka-python backs off up to 30 s by default).
-    return ({"reconnect_backoff_max_ms": 1000} | to_kwargs(props)
-            | {"bootstrap_servers": options["kafka.bootstrap.servers"]})
+    return for_client(KafkaConsumer, to_kwargs(props), reconnect_backoff_max_ms=1000,
+                      bootstrap_servers=options["kafka.bootstrap.servers"])
 
 
 @dataclass(frozen=True)
