@@ -2,7 +2,9 @@
 
 ListOffsets(latest) should be the answer, but some Kafka-compatible brokers (the bundled Tansu among them) report
 the start of the last batch + 1, hiding the rest of a multi-record batch. A fetch response's high-water mark is
-right, so the end is the larger of the two.
+right, so the end is the larger of the two. Not with a client that speaks Kafka before 0.10.1 (Fetch before v3):
+a fetch that gets only part of a record (one appended since the listing, when the caller fetches as little as it can)
+fails with RecordTooLargeError there, and ListOffsets is Kafka's own answer.
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ def log_end_offsets(consumer, partitions, timeout_s: float = 2.0) -> dict:
     if not tps:
         return {}
     listed = consumer.end_offsets(tps)
+    if tuple(consumer.config.get("api_version") or ()) < (0, 10, 1):
+        return dict(listed)
     consumer.unsubscribe()   # forget the high-water marks of an earlier call: only a fresh fetch answer counts
     consumer.assign(tps)
     for tp in tps:

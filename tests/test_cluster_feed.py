@@ -9,7 +9,8 @@ from kafka import KafkaProducer
 
 from offsets_store import encode_record, partition_for
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
-from streaming.feeds.cluster_feed import OBSERVER_SETTINGS, ClusterFeed, events_from, read_offsets_topic, summary
+from streaming.feeds.cluster_feed import (CAUGHT_UP, OBSERVER_SETTINGS, ClusterFeed, events_from, read_offsets_topic,
+                                         summary)
 from streaming.feeds.simulator import SimulationSettings, Simulator
 from streaming.cli.run import ensure_topics
 
@@ -161,8 +162,31 @@ def test_old_snapshots_take_their_time_from_the_groups_nearest_commits():
                        ("join", START + 2_000, "earlier commit"), ("join", START + 2_000, "earlier commit"),
                        ("sync", START + 2_000, "earlier commit"), ("sync", START + 2_000, "earlier commit"),
                        ("leave", START + 2_000, "earlier commit"), ("leave", START + 3_000, "earlier commit")]
-    assert feed.counts["time from later commit"] == 1 and feed.counts["time from earlier commit"] == 1
-    assert any("time inferred for 2 group records" in line for line in summary(feed, len(events), "events"))
+    # The tombstone's time is inferred too (its leaves are marked), and counted with the snapshots'.
+    assert feed.counts["time from later commit"] == 1 and feed.counts["time from earlier commit"] == 2
+    assert any("time inferred for 3 group records" in line for line in summary(feed, len(events), "events"))
+
+
+def test_a_record_without_a_time_of_its_own_takes_its_log_time_else_its_arrival():
+    """Brokers from 0.10 on stamp every record with the time of the write: a tombstone (and a snapshot before v2)
+    takes it, not the group's last commit, which may be minutes older (issue #34: a leave dated 3 min 15 s early).
+    Kafka 0.9 stamps nothing (-1): a following reader that has caught up knows when it read the record."""
+    snapshot, commit = v0_snapshot(1, {A: [["t", 0]]}, A), v1_commit(0, 5, START)
+    stamped = [(*encode_record(snapshot), START - 10), (*encode_record(commit), START),
+               (*encode_record(tombstone()), START + 200_000)]
+    events = list(events_from(stamped, ClusterFeed()))
+    assert [(e["type"], e["ts"], e.get("ts_inferred")) for e in events] == [
+        ("join", START - 10, None), ("sync", START - 10, None), ("commit", START, None),
+        ("leave", START + 200_000, None)]
+    # 0.9: no log time; the tombstone read live (the reader caught up, then it arrived) is dated by its arrival.
+    unstamped = [(*encode_record(snapshot), -1), (*encode_record(commit), -1), CAUGHT_UP,
+                 (*encode_record(tombstone()), -1, START + 195_000)]
+    feed = ClusterFeed()
+    events = list(events_from(unstamped, feed))
+    assert [(e["type"], e["ts"], e.get("ts_inferred")) for e in events] == [
+        ("join", START, "later commit"), ("sync", START, "later commit"), ("commit", START, None),
+        ("leave", START + 195_000, "arrival")]
+    assert any("1 from when the following reader read it" in line for line in summary(feed, len(events), "events"))
 
 
 def test_a_snapshot_is_the_brokers_answer_for_its_generation():

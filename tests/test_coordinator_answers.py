@@ -270,7 +270,7 @@ class FakeGroupState:
 def kafka_rows(events: list[dict], keys: list[bytes | None]) -> pd.DataFrame:
     return pd.DataFrame({"key": keys, "value": [json.dumps(e).encode() for e in events], "topic": "events",
                          "partition": 0, "offset": range(len(events)),
-                         "timestamp": pd.to_datetime([e.get("ts", 0) for e in events], unit="ms")})
+                         "timestamp_ms": [e.get("ts", 0) for e in events]})
 
 
 def test_job_keys_the_empty_group_id_as_a_group_and_global_metadata_apart():

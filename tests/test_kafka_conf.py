@@ -147,6 +147,20 @@ def test_cluster_feed_events_topic_on_another_cluster_takes_its_own_settings(cli
     assert producer["bootstrap_servers"] == "f:1" and producer["api_version"] == (3, 7)
 
 
+def test_the_observed_clusters_settings_never_reach_another_clusters_events_topic(clients, capsys):
+    """Issue #34: a 0.9 cluster's api.version=0.9 handed to the feed broker's producer made it write nothing."""
+    from streaming.feeds import cluster_feed
+
+    with pytest.raises(Stop):
+        cluster_feed.main(["--bootstrap", "h:1", "--feed-bootstrap", "f:1"] + SETTINGS)
+    (producer,) = clients["KafkaProducer"]
+    assert producer["bootstrap_servers"] == "f:1" and not set(EXPECTED) & set(producer)
+    assert "events topic on f:1, with no client settings" in capsys.readouterr().err
+    with pytest.raises(Stop):   # the same cluster named twice is one cluster: its settings
+        cluster_feed.main(["--bootstrap", "h:1", "--feed-bootstrap", "h:1"] + SETTINGS)
+    assert reached({"KafkaProducer": clients["KafkaProducer"][1:]}, "KafkaProducer")
+
+
 def test_simulate(clients):
     from streaming.feeds import publish
 
@@ -221,13 +235,18 @@ def test_run_gives_them_to_the_python_clients_and_to_the_spark_source(clients, m
         seen.update(kw["extra_options"])
         raise Stop
 
-    monkeypatch.setattr(run, "ensure_topics", lambda bootstrap, topics, client: seen.update(client=client))
+    from offsets_store import broker_features
+
+    monkeypatch.setattr(broker_features, "api_version",
+                        lambda bootstrap, client=None, **kw: seen.update(version_client=client) or (0, 9))
+    monkeypatch.setattr(run, "ensure_topics",
+                        lambda bootstrap, topics, client, can_create=None: seen.update(client=client))
     monkeypatch.setattr(run, "TopicMetadataWatcher", lambda *a: type("W", (), {"start": lambda self: self})())
     monkeypatch.setattr(kafka_source, "read_kafka_stream", read_kafka_stream)
     props = kafka_conf.parse_pairs([s for s in SETTINGS if s != "--kafka-conf"])
     with pytest.raises(Stop):
         run.start_tracker(None, run.TrackerConfig(bootstrap="h:1", store=None, kafka=props))
-    assert seen["client"] == EXPECTED
+    assert seen["client"] == seen["version_client"] == EXPECTED
     assert seen["kafka.api.version"] == "0.9" and seen["kafka.sasl.plain.password"] == SECRET
     # ... and the bundled Python source turns the kafka.* options back into the same arguments.
     options = {k: v for k, v in seen.items() if k.startswith("kafka.")} | {"kafka.bootstrap.servers": "h:1"}

@@ -361,3 +361,16 @@ def test_max_partitions_groups_whole_kafka_partitions_into_fewer_read_tasks(kafk
     assert group_ranges([KafkaRange("t", 0, 0, 1)], 2) == [KafkaRange("t", 0, 0, 1)]
     with pytest.raises(ValueError, match="maxPartitions"):
         reader_for(kafka_bootstrap, subscribe=topic_name, maxpartitions="0")
+
+
+def test_settings_for_other_clients_do_not_reach_the_readers():
+    """``--kafka-conf`` goes to every client: a producer's setting (README tells users to raise
+    ``max.request.size``) must not make the source's consumers refuse to start."""
+    from streaming.spark.kafka_source import client_config, confluent_config
+
+    options = {"kafka.bootstrap.servers": "b:9092", "kafka.max.request.size": "5000000", "kafka.client.id": "me",
+               "kafka.reconnect.backoff.max.ms": "50"}
+    config = client_config(options)
+    assert "max_request_size" not in config
+    assert config["client_id"] == "me" and config["reconnect_backoff_max_ms"] == 50
+    assert confluent_config(dict(config))["client.id"] == "me"

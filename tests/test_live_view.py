@@ -27,6 +27,24 @@ def test_rebalances_expiries_and_commits_show_in_the_table():
     assert "Stable" in row and "member_join" in row and "3.0s" in row
 
 
+def test_recent_lines_are_dated_like_last_rebalance_and_unknown_figures_show_as_unknown():
+    """Issue #34: in event time the recent lines said the wall clock while LAST REBALANCE said the event's time; a
+    cluster feed's rebalance (its start unknown) showed 0.0s; one member read '1 members'."""
+    from streaming.views.live_view import clock
+
+    view = LiveView(out=io.StringIO(), redraw=False)
+    completed = 1_600_000_123_000   # long ago: a wall-clock date cannot pass for it
+    view.update(0, [{"type": "rebalance", "group_id": "g", "generation": 5, "protocol": "range", "leader": "c-1",
+                     "members": ["c-1"], "trigger": "expiry", "completed_ts": completed, "duration_ms": None,
+                     "partitions_moved": None, "ts": completed},
+                    {"type": "member_expired", "group_id": "g", "member_id": "c-2", "ts": completed - 1}])
+    text = view.render()
+    row = next(line for line in text.splitlines() if line.startswith("g "))
+    assert clock(completed) in row and " ? " in row and "0.0s" not in row
+    assert f"  {clock(completed)} g: generation 5 (expiry), 1 member" in text.splitlines()
+    assert f"  {clock(completed - 1)} g: member c-2 expired" in text.splitlines()
+
+
 def test_offset_tombstone_removes_commit():
     view = LiveView(out=io.StringIO(), redraw=False)
     view.update(0, [{"type": "offset_commit", "group_id": "g", "topic": "t", "partition": 1, "offset": 7}])
@@ -122,3 +140,17 @@ def test_groups_of_both_protocols_and_a_switch_between_them():
     # COMMITTED: the partitions each group has offsets for, consumer-protocol groups included.
     for gid, model in models.models.items():
         assert len(view.groups[gid].committed) == len(model.model.fetch_offsets(gid)) > 0, gid
+
+
+def test_groups_rebuilt_from_the_store_and_their_gaps_are_counted():
+    from tests.test_restore_rule import restore_story
+
+    view = LiveView(out=io.StringIO(), redraw=False)
+    view.update(0, restore_story())
+    assert (view.restored, view.restore_gaps) == (2, 1)
+    g = view.groups["quiet"]
+    assert (g.state, g.generation, g.members, g.protocol) == ("Stable", 1, 2, "range")
+    text = view.render()
+    assert "restored 2 (gaps 1)" in text and "2 groups rebuilt from the store" in text
+    assert "g: the store did not hold all (restore gap): generation 2 is newer" in text
+    assert next(line for line in text.splitlines() if line.startswith("quiet")).split()[-1] == "1"   # committed

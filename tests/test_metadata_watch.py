@@ -41,6 +41,20 @@ def test_watcher_publishes_new_and_changed_sizes_once(kafka_bootstrap, topic_nam
     assert "group_id" not in event                              # global: the job hands it to every group
 
 
+def test_topics_of_groups_rebuilt_from_the_store_are_looked_up_at_once(kafka_bootstrap, topic_name):
+    """A restored classic group's topic sizes are the partitions its stored assignment names; the topic may have
+    grown while the checkpoint was being lost."""
+    data, events = f"{topic_name}-data", f"{topic_name}-events"
+    ensure_topics(kafka_bootstrap, {data: 3, events: 1})
+    watcher = TopicMetadataWatcher(kafka_bootstrap, events)
+    try:
+        watcher.observe([{"type": "group_restored", "group_id": "g", "generation": 4, "topics": {data: 2}}])
+        assert watcher._urgent.is_set()                         # not at the next refresh: now
+        assert watcher.poll_once() == {data: 3}
+    finally:
+        watcher.stop()
+
+
 def test_sink_fans_global_metadata_out_to_each_known_group(kafka_bootstrap, topic_name, tmp_path):
     events = f"{topic_name}-events"
     ensure_topics(kafka_bootstrap, {events: 2})

@@ -29,23 +29,34 @@ RUN_ELSEWHERE = {
     "rebalance-tracker run --master": ("tests/test_tracker_cluster.py", '"run", "--master"'),
     "rebalance-tracker spark-cluster": ("tests/test_tracker_cluster.py", "spark_cluster"),
     "spark-submit": ("tests/test_tracker_cluster.py", "spark-submit"),
+    "rebalance-tracker broker --apache-kafka 4": ("tests/test_apache_kafka4.py", '"broker", "--apache-kafka", "4"'),
+    "export KAFKA_BOOTSTRAP": ("tests/test_track_a_cluster.py", "KAFKA_BOOTSTRAP"),
 }
 
 
-def readme_commands() -> list[str]:
-    """Every command of README's ``bash`` blocks: continuation lines joined, comments dropped."""
+# README sections whose commands are one workflow, run as a script by a test of their own (each command's subcommand
+# and options must appear there).
+SECTIONS_ELSEWHERE = {"Track a real cluster": "tests/test_track_a_cluster.py"}
+
+
+def readme_commands(sections: bool = False) -> list:
+    """Every command of README's ``bash`` blocks: continuation lines joined, comments dropped (with ``sections``:
+    (section heading, command) pairs)."""
     commands = []
-    for block in re.findall(r"^```bash\n(.*?)^```", README.read_text(), re.S | re.M):
-        for line in block.replace("\\\n", " ").splitlines():
-            words = [w for w in shlex.split(line, comments=True) if w != "&"]
-            if words:
-                commands.append(shlex.join(words))
+    for heading, body in re.findall(r"^## (.*?)\n(.*?)(?=^## |\Z)", README.read_text(), re.S | re.M):
+        for block in re.findall(r"^```bash\n(.*?)^```", body, re.S | re.M):
+            for line in block.replace("\\\n", " ").splitlines():
+                words = [w for w in shlex.split(line, comments=True) if w != "&"]
+                if words:
+                    commands.append((heading.strip(), shlex.join(words)) if sections else shlex.join(words))
     return commands
 
 
 def examples(prefix: str) -> list[list[str]]:
-    """The README commands starting with ``prefix``, as argv."""
-    found = [shlex.split(c) for c in readme_commands() if c.startswith(prefix)]
+    """The README commands starting with ``prefix`` that this file runs (not those of SECTIONS_ELSEWHERE), as
+    argv."""
+    found = [shlex.split(c) for section, c in readme_commands(sections=True)
+             if c.startswith(prefix) and section not in SECTIONS_ELSEWHERE]
     assert found, f"README has no '{prefix}' example any more: update this test"
     return found
 
@@ -55,11 +66,19 @@ def runs_here(command: str) -> bool:
 
 
 HERE = ("rebalance-tracker run", "rebalance-tracker simulate", "rebalance-tracker offsets",
-        "rebalance-tracker replay", "rebalance-tracker report")
+        "rebalance-tracker replay", "rebalance-tracker report", "rebalance-tracker outputs")
 
 
 def test_every_readme_command_is_run_by_a_test():
-    for command in readme_commands():
+    for section, command in readme_commands(sections=True):
+        if section in SECTIONS_ELSEWHERE and not any(command.startswith(k) for k in RUN_ELSEWHERE):
+            script = (REPO / SECTIONS_ELSEWHERE[section]).read_text()
+            words = shlex.split(command)
+            needles = ([words[1]] if words[0] == "rebalance-tracker" else [words[0]]) + \
+                [w for w in words if w.startswith("--")]
+            missing = [n for n in needles if f'"{n}"' not in script]
+            assert not missing, f"{SECTIONS_ELSEWHERE[section]} does not run README's {command!r} ({missing})"
+            continue
         elsewhere = [k for k in RUN_ELSEWHERE if command.startswith(k)]
         if elsewhere:
             path, needle = RUN_ELSEWHERE[elsewhere[0]]
@@ -108,7 +127,7 @@ def test_offline_examples_record_replay_and_report(tmp_path):
         assert assignor in table.splitlines()[0], table
     assert "partitions moved" in table
 
-    (report,) = examples("rebalance-tracker report")
+    (report,) = [c for c in examples("rebalance-tracker report") if "--feed" in c]
     assert report[report.index("--group") + 1] in groups, "the report example names a group the feed has"
     run_ok(cli(report, tmp_path), tmp_path)
     assert "<html" in (tmp_path / "report.html").read_text()[:500].lower()
@@ -192,6 +211,14 @@ def test_live_examples_run_simulate_and_offsets(kafka_bootstrap, tmp_path):
         tracker.kill()
         if feeder is not None:
             feeder.kill()
+    # What the job told, as JSON lines, and the timeline drawn from them.
+    (outputs,) = examples("rebalance-tracker outputs")
+    run_ok(cli(outputs, tmp_path, kafka_bootstrap), tmp_path)
+    told = [json.loads(line) for line in (tmp_path / "outputs.jsonl").read_text().splitlines()]
+    assert any(o["type"] == "rebalance" and o["group_id"] == "group-3" for o in told)
+    (report,) = [c for c in examples("rebalance-tracker report") if "--outputs" in c]
+    run_ok(cli(report, tmp_path), tmp_path)
+    assert "<html" in (tmp_path / "report.html").read_text()[:500].lower()
 
 
 @pytest.mark.spark

@@ -21,21 +21,21 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 START = 1_700_000_000_000
 
 
-def feed_and_cut() -> tuple[list[dict], int, list[dict]]:
-    """A simulated feed, a cut where every group is Stable with its latest round on record, and the pure model's
-    outputs over the whole feed."""
+def feed_and_cut() -> tuple[list[dict], int, list[dict], dict[str, int]]:
+    """A simulated feed, a cut where every group is Stable with its latest round on record, the pure model's
+    outputs over the whole feed, and each group's generation at the cut."""
     events = Simulator(SimulationSettings(groups=2, seed=33, churn_interval_ms=12_000,
                                           assignors=("range", "cooperative-sticky")),
                        start_ms=START).run_until(START + 150_000)
     model = GroupCoordinator(CoordinatorConfig())
-    outputs, cut = [], None
+    outputs, cut, at_cut = [], None, {}
     for i, e in enumerate(events):
         outputs += model.handle(e)
         groups = model.groups.values()
         if i > len(events) // 2 and cut is None and groups and all(g.state.value == "Stable" for g in groups):
-            cut = i + 1
+            cut, at_cut = i + 1, {g.group_id: g.generation for g in groups}
     assert cut is not None
-    return events, cut, outputs
+    return events, cut, outputs, at_cut
 
 
 def rounds(outputs: list[dict], after_ts: int | None = None) -> dict[str, list[tuple]]:
@@ -54,7 +54,7 @@ def rounds(outputs: list[dict], after_ts: int | None = None) -> dict[str, list[t
 ])
 def test_a_lost_checkpoint_is_rebuilt_from_the_store(spark, kafka_bootstrap, topic_name, tmp_path, store_kind,
                                                      second_key):
-    events, cut, model_outputs = feed_and_cut()
+    events, cut, model_outputs, at_cut = feed_and_cut()
     events_topic, outputs_topic = topic_name, f"{topic_name}-out"
     ensure_topics(kafka_bootstrap, {events_topic: 2})
     store_url = (f"sqlite:{tmp_path / 'offsets.db'}" if store_kind == "sqlite"
@@ -79,6 +79,9 @@ def test_a_lost_checkpoint_is_rebuilt_from_the_store(spark, kafka_bootstrap, top
     run_all()
     second = [json.loads(r.value) for r in read_all(kafka_bootstrap, outputs_topic)][len(first):]
 
+    # Each group says it was rebuilt from the store, at its generation there; none was mid-round.
+    assert {o["group_id"]: o["generation"] for o in second if o["type"] == "group_restored"} == at_cut
+    assert not [o for o in second if o["type"] == "restore_gap"]
     # The second job read the feed from where the first stopped (nothing applied twice) and carried on: the rounds
     # after the cut, their generations, triggers and assignments, are the uninterrupted model's.
     cut_ts = events[cut - 1]["ts"]

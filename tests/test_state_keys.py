@@ -49,7 +49,7 @@ def kafka_rows(events: list[dict], first_offset: int) -> pd.DataFrame:
     return pd.DataFrame({"key": [e["group_id"].encode() for e in events],
                          "value": [json.dumps(e).encode() for e in events], "topic": "events", "partition": 0,
                          "offset": range(first_offset, first_offset + len(events)),
-                         "timestamp": pd.to_datetime([e["ts"] for e in events], unit="ms", utc=True)})
+                         "timestamp_ms": [e["ts"] for e in events]})
 
 
 def run_job(feed: list[dict], options: JobOptions, partitions: int | None, end_ms: int) -> dict[str, list[dict]]:

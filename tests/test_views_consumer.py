@@ -67,4 +67,4 @@ def test_the_live_table_shows_epoch_protocol_and_reconciling_members():
     text = view.render()
     row = next(line for line in text.splitlines() if line.startswith("g "))
     assert row.split()[:9] == ["g", "Stable", "e3", "consumer/uniform", "1", "3", "22:13:33", "expiry", "0.9s"]
-    assert "GEN/EPOCH" in text and "g: epoch 3 stable (expiry), 1 members" in text
+    assert "GEN/EPOCH" in text and "g: epoch 3 stable (expiry), 1 member" in text

@@ -9,6 +9,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("streaming.cli.demo", "bundled broker + simulated groups + the tracker with a live table"),
     "run": ("streaming.cli.run", "run the streaming tracker against an event topic"),
     "simulate": ("streaming.feeds.publish", "publish simulated consumer-group events to a topic or file"),
+    "outputs": ("streaming.views.outputs_topic", "the outputs topic as JSON lines, every output once (for report)"),
     "report": ("streaming.views.report", "HTML (and PNG) timeline of a group's rebalances"),
     "replay": ("streaming.views.replay", "what-if: replay a recorded feed through each assignor, side by side"),
     "cluster-feed": ("streaming.feeds.cluster_feed", "turn a cluster's __consumer_offsets into tracker events"),

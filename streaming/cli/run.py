@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_EVENTS_TOPIC = "rebalance-events"
 DEFAULT_OUTPUTS_TOPIC = "rebalance-assignments"
+DEFAULT_EVENTS_PARTITIONS = 4
 
 
 @dataclass
@@ -42,10 +43,11 @@ class TrackerConfig:
     starting_offsets: str = "earliest"
     max_offsets_per_trigger: int | None = None
     coordinator: dict = field(default_factory=dict)
-    events_partitions: int = 4
+    events_partitions: int = DEFAULT_EVENTS_PARTITIONS
     metadata_refresh_s: float = 30.0            # how often topic sizes are checked against the broker
     metrics_port: int | None = None             # serve Prometheus metrics on this port (0 = any free port)
     kafka: dict = field(default_factory=dict)   # Kafka client settings under Kafka's names (offsets_store.kafka_conf)
+    broker_version: tuple | None = None         # the clients' API version with the broker (None: found by preflight)
     stage_times: object = None                  # a streaming.spark.stage_times accumulator (benchmarks)
 
 
@@ -84,9 +86,15 @@ class RunningTracker:
             self.store.close()
 
 
-def ensure_topics(bootstrap: str, topics: dict[str, int], client: dict | None = None) -> None:
+class TopicsMissing(RuntimeError):
+    """The tracker's topics are not there and this broker cannot create them over the protocol."""
+
+
+def ensure_topics(bootstrap: str, topics: dict[str, int], client: dict | None = None,
+                  can_create: bool | None = None) -> None:
     """Create missing topics (name -> partitions); existing ones are left as they are. ``client``: kafka-python
-    settings."""
+    settings; ``can_create``: whether the broker has CreateTopics (None: try). Raises ``TopicsMissing`` when they are
+    missing and cannot be created, naming them and the tool to create them with."""
     from kafka import KafkaAdminClient, KafkaConsumer
     from kafka.admin import NewTopic
     from kafka.errors import IncompatibleBrokerVersion, TopicAlreadyExistsError, UnrecognizedBrokerVersion
@@ -101,18 +109,46 @@ def ensure_topics(bootstrap: str, topics: dict[str, int], client: dict | None = 
     new = [NewTopic(name, n, 1) for name, n in topics.items() if name and name not in existing]
     if not new:
         return
+    if can_create is False:
+        raise _topics_missing(bootstrap, new)
     admin = KafkaAdminClient(**kafka_conf.for_client(KafkaAdminClient, client, bootstrap_servers=bootstrap,
                                                      client_id="rebalance-tracker-admin"))
     try:
         with contextlib.suppress(TopicAlreadyExistsError):
             admin.create_topics(new)
     except (IncompatibleBrokerVersion, UnrecognizedBrokerVersion):
-        raise RuntimeError(
-            f"this broker cannot create topics over the protocol (CreateTopics came with Kafka 0.10.1): create "
-            f"{', '.join(f'{t.name} ({t.num_partitions} partitions)' for t in new)} with its own tools, e.g. "
-            f"kafka-topics.sh --create --zookeeper ... --topic NAME --partitions N --replication-factor R") from None
+        raise _topics_missing(bootstrap, new) from None
     finally:
         admin.close()
+
+
+def _topics_missing(bootstrap: str, new: list) -> TopicsMissing:
+    named = ", ".join(f"{t.name} ({t.num_partitions} partition{'s' if t.num_partitions != 1 else ''})" for t in new)
+    return TopicsMissing(
+        f"the broker at {bootstrap} cannot create topics over the protocol (CreateTopics came with Kafka 0.10.1): "
+        f"create {named} with Kafka's own tool first, e.g. kafka-topics.sh --zookeeper ZOOKEEPER --create "
+        f"--topic {new[0].name} --partitions {new[0].num_partitions} --replication-factor 1")
+
+
+def preflight(config: "TrackerConfig") -> tuple[int, ...]:
+    """What must hold before Spark starts: a broker that answers, the tracker's topics there (created if missing and
+    the broker can), a Kafka store on a broker that can keep it. Returns the API version the clients use with the
+    broker (record headers need 0.11). Raises ``BrokerUnavailable`` or ``TopicsMissing``, each one line."""
+    from offsets_store import broker_features
+
+    client = kafka_conf.to_kwargs(config.kafka)
+    version = broker_features.api_version(config.bootstrap, client)
+    ensure_topics(config.bootstrap, {config.events_topic: config.events_partitions, config.outputs_topic or "": 1,
+                                     config.dlq_topic or f"{config.events_topic}.dlq": 1}, client,
+                  can_create=broker_features.can_create_topics(version))
+    if config.store and config.store.startswith("kafka:"):
+        store_bootstrap = config.store[len("kafka:"):].partition("?")[0].rpartition("/")[0]
+        store_version = broker_features.api_version(store_bootstrap, client)
+        if not broker_features.can_create_topics(store_version):
+            raise TopicsMissing(f"the Kafka store needs a broker from Kafka 0.10.1 on (its admin client); the one at "
+                                f"{store_bootstrap} speaks {broker_features.version_text(store_version)}: "
+                                f"keep the store on another cluster, or use --store sqlite:PATH")
+    return version
 
 
 def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) -> RunningTracker:
@@ -120,12 +156,13 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
     from streaming.spark.job import JobOptions, build_tracker_stream
     from streaming.spark.kafka_source import read_kafka_stream
 
+    from offsets_store.broker_features import has_headers
+
     check_checkpoint(config)   # first, before anything starts
     query_checkpoint = os.path.join(config.checkpoint, "query")
     dlq_topic = config.dlq_topic or f"{config.events_topic}.dlq"
     client = kafka_conf.to_kwargs(config.kafka)   # the Python clients' view of the same settings
-    ensure_topics(config.bootstrap, {config.events_topic: config.events_partitions,
-                                     config.outputs_topic or "": 1, dlq_topic: 1}, client)
+    version = config.broker_version or preflight(config)
     store = None
     if config.store:
         from offsets_store import open_store
@@ -156,7 +193,8 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
                        outputs_topic=config.outputs_topic, dlq_topic=dlq_topic, checkpoint=config.checkpoint,
                        on_outputs=on_outputs, producer_config=client,
                        # librdkafka writes too when it reads: kafka-python's send was most of the sink's time.
-                       producer_client="confluent" if config.kafka_source == "confluent" else "kafka-python")
+                       producer_client="confluent" if config.kafka_source == "confluent" else "kafka-python",
+                       record_headers=has_headers(version))
     if config.stage_times is not None:
         _time_sink(sink, config.stage_times)
     restore, starting_offsets = _prepare_restore(spark, config, store, query_checkpoint)
@@ -226,8 +264,9 @@ def _time_sink(sink: TrackerSink, stage_times) -> None:
 
 def _prepare_restore(spark, config: TrackerConfig, store, query_checkpoint: str) -> tuple[object, str]:
     """On a fresh checkpoint: a new batch lineage for the sinks, the store's groups rebuilt for the job and the feed
-    read from where the lost checkpoint stopped (streaming/spark/restore.py). Returns the restore source (kept on later
-    restarts, so the query's plan stays the same) and where reading starts."""
+    read from where the lost checkpoint stopped (streaming/spark/restore.py). What that skips is said, with counts: a
+    fresh checkpoint on an existing store does not read the feed from its start. Returns the restore source (kept on
+    later restarts, so the query's plan stays the same) and where reading starts."""
     starting_offsets = config.starting_offsets
     import shutil
 
@@ -253,8 +292,52 @@ def _prepare_restore(spark, config: TrackerConfig, store, query_checkpoint: str)
                 ts = load_time(records, event_time, int(time.time() * 1000), feed_ms)
                 states = group_states(records, ts, Configs.from_properties(config.coordinator))
                 count = write_restore_rows(directory, states, ts)
-                print(f"fresh checkpoint: {count} groups rebuilt from the store", flush=True)
+                print(f"fresh checkpoint: {count} groups rebuilt from the store {config.store}", flush=True)
+                print(_skip_notice(config, position, count), flush=True)
     return (restore_stream(spark, directory) if directory.is_dir() else None), starting_offsets
+
+
+def _skip_notice(config: TrackerConfig, position: str | None, groups: int) -> str:
+    """What a fresh checkpoint on a store that holds groups does with the feed, with counts."""
+    extent = feed_extent(config.bootstrap, config.events_topic, kafka_conf.to_kwargs(config.kafka))
+    total = sum(end - start for start, end in extent.values())
+    if position is None:
+        return (f"  the store holds no position on {config.events_topic}: reading its {total} events from "
+                f"{config.starting_offsets} on top of the {groups} rebuilt groups (events the store already holds "
+                f"are applied again)")
+    offsets = {int(p): o for p, o in json.loads(position)[config.events_topic].items()}
+    skipped = sum(max(o - extent.get(p, (0, 0))[0], 0) for p, o in offsets.items())
+    at = ", ".join(f"partition {p} at {o}" for p, o in sorted(offsets.items()))
+    return (f"  skipping {skipped} of the {total} events on {config.events_topic}: the store already holds the "
+            f"feed up to {at}, where an earlier run on another checkpoint stopped (its outputs are not written "
+            f"again); to track the feed from its start, give a new --store")
+
+
+def feed_extent(bootstrap: str, topic: str, client: dict | None = None) -> dict[int, tuple[int, int]]:
+    """partition -> (first offset, end offset) of a topic; empty when it cannot be read."""
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.errors import KafkaError
+
+    from offsets_store.log_end import log_end_offsets
+
+    try:
+        consumer = KafkaConsumer(**kafka_conf.for_client(KafkaConsumer, client, bootstrap_servers=bootstrap,
+                                                         enable_auto_commit=False, client_id="rebalance-tracker-admin"))
+    except KafkaError:
+        return {}
+    try:
+        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
+        if not tps:
+            return {}
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        starts = {tp.partition: consumer.position(tp) for tp in tps}
+        ends = log_end_offsets(consumer, tps)
+        return {tp.partition: (starts[tp.partition], ends[tp]) for tp in tps}
+    except KafkaError:
+        return {}
+    finally:
+        consumer.close()
 
 
 def stop_on_signals() -> threading.Event:
@@ -278,7 +361,12 @@ def watch(tracker: RunningTracker, duration_s: float | None = None, refresh_s: f
         while tracker.query.isActive and not (stop is not None and stop.is_set()):
             if duration_s is not None and time.monotonic() - started >= duration_s:
                 break
-            tracker.query.awaitTermination(refresh_s)
+            try:
+                tracker.query.awaitTermination(refresh_s)
+            except Exception:   # the query stopped with an error: said below, from query.exception()
+                if tracker.query.isActive:
+                    raise
+                break
             redraw = tracker.view.last_batch_id != drawn_batch
             if redraw:
                 drawn_batch, moved = tracker.view.last_batch_id, time.monotonic()
@@ -294,7 +382,21 @@ def watch(tracker: RunningTracker, duration_s: float | None = None, refresh_s: f
     finally:
         tracker.view.close()   # the last table stays on the screen; the terminal gets its cursor back
     if tracker.query.exception() is not None:
-        raise RuntimeError(f"the tracker query failed: {tracker.query.exception()}")
+        raise QueryFailed(f"the tracker query failed: {_cause(tracker.query.exception())}")
+
+
+class QueryFailed(RuntimeError):
+    """The streaming query stopped with an error (its cause in the message)."""
+
+
+def _cause(error) -> str:
+    """The line of a query's error that says what went wrong: Spark wraps a foreachBatch error in its own text and
+    the Python traceback; the last exception line of that is the cause."""
+    text = str(getattr(error, "desc", None) or error)
+    causes = [line.strip() for line in text.splitlines()
+              if line.strip() and not line.startswith((" ", "\t")) and ("Error" in line or "Exception" in line)]
+    cause = next((c for c in reversed(causes) if not c.startswith(("org.apache.spark", "pyspark"))), None)
+    return cause or text.strip().splitlines()[0]
 
 
 STALL_S = 3.0   # no micro-batch completed for this long: is the broker still there?
@@ -359,7 +461,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "it started with: to change it, start on a new checkpoint")
     p.add_argument("--starting-offsets", default="earliest")
     p.add_argument("--max-offsets-per-trigger", type=int, default=None)
-    p.add_argument("--coordinator-conf", action="append", default=[], metavar="KEY=VALUE",
+    p.add_argument("--coordinator-conf", "--coordinator-config", dest="coordinator_conf", action="append", default=[],
+                   metavar="KEY=VALUE",
                    help="coordinator setting with Kafka's name, e.g. group.initial.rebalance.delay.ms=0")
     p.add_argument("--metrics-port", type=int, default=None,
                    help="serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0 = a free port)")
@@ -398,6 +501,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(argv: list[str] | None) -> int:
+    from offsets_store.broker_features import BrokerUnavailable, has_headers, version_text
     from streaming.local.broker import kafka_broker
     from streaming.spark.session import build_spark_session, parse_conf
 
@@ -430,11 +534,16 @@ def _run(argv: list[str] | None) -> int:
             kafka_source=args.kafka_source, starting_offsets=args.starting_offsets,
             max_offsets_per_trigger=args.max_offsets_per_trigger, coordinator=coordinator_conf,
             metrics_port=args.metrics_port, kafka=kafka)
-        try:
-            check_checkpoint(config)   # before Spark's start-up, which takes a while
-        except ValueError as exc:
+        try:   # before Spark's start-up, which takes a while
+            check_checkpoint(config)
+            config.broker_version = preflight(config)
+        except (ValueError, BrokerUnavailable, TopicsMissing) as exc:
             print(f"run: {exc}", file=sys.stderr)
             return 2
+        if not has_headers(config.broker_version):
+            print(f"the clients speak Kafka {version_text(config.broker_version)} with {bootstrap}, which has no "
+                  f"record headers (0.11): the outputs and dead letters carry batch_id and seq in their JSON values",
+                  flush=True)
         spark = build_spark_session("rebalance-tracker", master=args.master, conf=parse_conf(args.conf))
         stop = stop_on_signals()   # now: PySpark's context has just replaced SIGINT's handler with its own
         tracker = start_tracker(spark, config)
@@ -443,7 +552,11 @@ def _run(argv: list[str] | None) -> int:
               f"store -> {config.store}; Ctrl-C stops", flush=True)
         if tracker.metrics_url:
             print(f"metrics: {tracker.metrics_url}", flush=True)
-        watch(tracker, args.duration, stop=stop)
+        try:
+            watch(tracker, args.duration, stop=stop)
+        except QueryFailed as exc:
+            print(f"run: {exc}", file=sys.stderr)
+            return 1
         if stop.is_set():
             print("\nstopping…", flush=True)
     return 0

@@ -25,7 +25,8 @@ from streaming.coordinator.figures import Ledger, rebalance_fields
 from streaming.coordinator.group import Group, RebalanceInProgress
 from streaming.coordinator.offsets import CommittedOffset
 from streaming.coordinator.member import Member, Partition, Protocol
-from streaming.coordinator.observe import BrokerObserver
+from streaming.coordinator.observe import REJOIN, BrokerObserver
+from streaming.coordinator.restored import Restored, gap_fields, window_end
 from streaming.coordinator.state import GroupState
 from streaming.coordinator.timers import Timers
 
@@ -53,6 +54,8 @@ class GroupCoordinator(BrokerObserver):
         self.pending_topics: dict[str, dict[str, int]] = {}  # sizes named for a group that does not exist yet
         self._timers = Timers(self._timer_deadline)
         self._out: list[dict] = []
+        self._unannounced: set[str] = set()        # groups rebuilt from the store whose first step is still to come
+        self._unseen_start: str | None = None      # the group whose round being opened began unseen (restored.py)
 
     # ================================================================ public API
     def handle(self, event: dict) -> list[dict]:
@@ -60,7 +63,7 @@ class GroupCoordinator(BrokerObserver):
 
         Timers due strictly before the event's ``ts`` fire first; at the same millisecond the request wins, as a
         heartbeat that arrives on the deadline still keeps its member."""
-        out = self.advance(event["ts"] - 1) if event.get("ts") is not None else []
+        out = self.advance(event["ts"] - 1) if event.get("ts") is not None else self.announcements()
         self._out = out
         kind = event["type"]
         if kind in _GROUP_ID_REQUIRED and not event["group_id"]:
@@ -80,8 +83,11 @@ class GroupCoordinator(BrokerObserver):
         if self.config.adopt_unknown_members and group is not None and kind != "leave" and \
                 not (kind == "join" and event.get("generation") is not None):   # an answered join: observe.py
             self._adopt_static_member_id(group, event)
+        if group is not None and group.restored is not None:
+            self._watch_restored(group, event)
         if not (self.config.adopt_unknown_members and self._observe(group, event)):
             getattr(self, f"_{kind}")(group, event)
+        self._unseen_start = None
         for group_id in [event.get("group_id")]:
             g = self.groups.get(group_id)
             if g is not None and kind != "heartbeat":
@@ -91,7 +97,7 @@ class GroupCoordinator(BrokerObserver):
 
     def advance(self, now_ms: int) -> list[dict]:
         """Fire every timer due at or before ``now_ms``, in deadline order; outputs carry the deadline as ``ts``."""
-        out: list[dict] = []
+        out: list[dict] = self.announcements()
         saved, self._out = self._out, out
         for deadline, (group_id, kind, key) in self._timers.due(now_ms):
             group = self.groups[group_id]
@@ -195,6 +201,85 @@ class GroupCoordinator(BrokerObserver):
                                         f"{len(group.members)}) is over capacity {self.config.group_max_size}")
                 self._out = []
 
+    # --- after a lost checkpoint (restored.py) ----------------------------------------------------------------
+    def note_restored(self, now_ms: int) -> None:
+        """Every group here was just rebuilt from the store (``load_records``) for a job whose checkpoint was lost:
+        its first step says so, and its feed is watched for what the store did not hold."""
+        for group in self.groups.values():
+            timeouts = [(m.session_timeout_ms, m.rebalance_timeout_ms) for m in group.members.values()]
+            group.restored = Restored(group.generation, now_ms,
+                                      window_end(now_ms, timeouts, self.config.new_member_join_timeout_ms),
+                                      set(group.members))
+            self._unannounced.add(group.group_id)
+
+    def announcements(self) -> list[dict]:
+        """``group_restored`` for each group rebuilt from the store not yet announced (``handle`` and ``advance``
+        start with them)."""
+        if not self._unannounced:
+            return []
+        out = []
+        for group_id in sorted(self._unannounced):
+            group = self.groups.get(group_id)
+            if group is not None and group.restored is not None and not group.restored.announced:
+                group.restored.announced = True
+                out.append({"type": "group_restored", "group_id": group_id, "ts": group.restored.loaded_ts,
+                            "generation": group.generation, "state": group.state.value,
+                            "protocol_type": group.protocol_type, "protocol": group.protocol_name,
+                            "leader": group.leader_id, "members": [m.member_id for m in group.members_in_kafka_order()],
+                            "committed_partitions": len(group.offsets),
+                            # Kafka's classic coordinator has no topic sizes (the leader reads the cluster's): these
+                            # are the partitions the stored assignment names, until the feed says more.
+                            "topics": dict(sorted(group.topics.items()))})
+        self._unannounced.clear()
+        return out
+
+    def _watch_restored(self, group: Group, e: dict) -> None:
+        """Signs in a restored group's feed of what the store did not hold (restored.py); the first is reported."""
+        r = group.restored
+        if group.clock > r.until:
+            group.restored = None   # whatever the lost checkpoint held would have shown by now
+            return
+        member_id, generation = e.get("member_id") or "", e.get("generation")
+        if not member_id or e["type"] not in ("join", "sync", "heartbeat", "commit", "leave"):
+            return
+        first_word = member_id in r.unheard
+        r.unheard.discard(member_id)
+        if self.config.adopt_unknown_members:
+            # An answer the broker gave in a later generation is normal here; not so from a member whose way into
+            # that generation the tracker never saw since the restore.
+            member = group.members.get(member_id)
+            if generation is None or generation <= r.generation or e["type"] == "join":
+                return
+            if first_word:
+                self._restore_gap(group, e, f"member {member_id} reports generation {generation} in its first word "
+                                            f"since the store's generation {r.generation}: it rejoined before the "
+                                            f"restore, in a round the store did not hold", follows=True)
+            elif member is None or member.stand_in:
+                self._restore_gap(group, e, f"member {member_id} reports generation {generation}, its join unseen "
+                                            f"since the store's generation {r.generation}: it joined before the "
+                                            f"restore, in a round the store did not hold", follows=True)
+        elif generation is not None and generation > group.generation:
+            self._restore_gap(group, e, f"generation {generation} is newer than the group's {group.generation}: the "
+                                        f"lost checkpoint went on past the store", follows=False)
+        elif (member_id not in group.members and member_id not in group.pending_members
+              and e.get("group_instance_id") not in group.static_members
+              and (generation is None or generation >= r.generation)):
+            self._restore_gap(group, e, f"member {member_id} is not in the group the store held: it joined, or was "
+                                        f"given its id, after the last record", follows=False)
+
+    def _restore_gap(self, group: Group, e: dict, reason: str, follows: bool) -> None:
+        """``follows``: the model follows the feed into a round that began before the restore, whose start (and
+        so its figures) it cannot know."""
+        r = group.restored
+        if not r.reported:
+            r.reported = True
+            self._emit(group.group_id, "restore_gap", group.clock, **gap_fields(r, e, reason, follows))
+        if follows:
+            if group.rebalance is not None:
+                group.rebalance.start_seen = False
+            else:
+                self._unseen_start = group.group_id
+
     # ================================================================ time and timers
     def _tick(self, group: Group, ts: int | None) -> None:
         if ts is not None and ts > group.clock:
@@ -228,6 +313,8 @@ class GroupCoordinator(BrokerObserver):
 
     def _adopt(self, group: Group) -> None:
         self.groups[group.group_id] = group
+        if group.restored is not None and not group.restored.announced:
+            self._unannounced.add(group.group_id)
         self._arm(group, _JOIN, "", group.join_deadline)
         self._arm(group, _SYNC, "", group.sync_deadline)
         self._arm(group, _RETENTION, "", group.retention_deadline)
@@ -551,8 +638,11 @@ class GroupCoordinator(BrokerObserver):
             group.join_deadline = None if self._records_only else group.clock + group.max_rebalance_timeout_ms()
         self._arm(group, _JOIN, "", group.join_deadline)
         if group.rebalance is None:
-            group.rebalance = RebalanceInProgress(group.clock, trigger, detail, start_seen=not self._records_only,
+            group.rebalance = RebalanceInProgress(group.clock, trigger, detail, start_seen=not self._records_only
+                                                  and self._unseen_start != group.group_id,
                                                   not_before=group.generation_ts)
+            if self._unseen_start == group.group_id:
+                self._unseen_start = None
         if self.config.adopt_unknown_members:
             self._noted_rejoins_join(group)
         self._state_change(group, S.PREPARING_REBALANCE, detail)
@@ -740,6 +830,13 @@ class GroupCoordinator(BrokerObserver):
                 group_instance_id=m.group_instance_id, rack=p.rack if p else None,
                 user_data=base64.b64decode(p.user_data) if p and p.user_data else None)
         counts = {t: group.topics[t] for t in sorted(wanted) if t in group.topics}
+        # A partition a member owns exists. The leader Kafka relies on has the cluster's current metadata; the
+        # tracker's topic sizes can lag behind (a group rebuilt from the store knows only the partitions its stored
+        # assignment names), and a sticky assignor handed fewer partitions than are owned fails.
+        for sub in subscriptions.values():
+            for tp in sub.owned_partitions:
+                if tp.topic in counts and tp.partition >= counts[tp.topic]:
+                    counts[tp.topic] = group.topics[tp.topic] = tp.partition + 1
         result = assignor.assign(counts, subscriptions)
         assignment = {mid: [(tp[0], int(tp[1])) for tp in parts] for mid, parts in result.items()}
         return assignment, sorted(wanted - set(counts)), False
@@ -875,6 +972,14 @@ class GroupCoordinator(BrokerObserver):
 
     def _on_session_expired(self, group: Group, member: Member) -> None:
         why = "new member join timeout" if member.is_new else "session timeout"
+        if group.restored is not None and member.member_id in group.restored.unheard:
+            # Silent since the restore, on the session the load restarted: it left, or its session ran out, before.
+            self._restore_gap(group, {"type": "expiry", "member_id": member.member_id},
+                              f"member {member.member_id}, not heard from since the restore, expired on the session "
+                              f"the load restarted: it left, or went quiet, before the restore (up to a session "
+                              f"sooner)", follows=True)
+            return self._remove_member(group, member, "unknown", f"member {member.member_id} left, or its session "
+                                       f"ran out, before the group was restored from the store", reason="unknown")
         self._remove_member(group, member, "expiry",
                             f"removing member {member.member_id} on heartbeat expiration", reason=why)
 
@@ -1085,6 +1190,7 @@ def _group_to_dict(g: Group) -> dict:
                                               rb.start_seen, rb.not_before],
         "figures": g.figures.to_dict(),
         "generation_topics": None if g.generation_topics is None else sorted(g.generation_topics),
+        "restored": None if g.restored is None else g.restored.to_row(),
     }
 
 
@@ -1108,6 +1214,7 @@ def _group_from_dict(d: dict) -> Group:
     g.generation_ts = d.get("generation_ts", g.state_timestamp)
     g.deferred = list(d.get("deferred", []))
     g.recorded_generation = d.get("recorded_generation", g.generation)
+    g.restored = Restored.from_row(d.get("restored"))
     g.rebalance = None if d["rebalance"] is None else RebalanceInProgress(*d["rebalance"])
     if "figures" in d:
         g.figures = Ledger.from_dict(d["figures"])
@@ -1126,8 +1233,10 @@ def _restore_metadata(group: Group, record: dict, now_ms: int) -> None:
     group.protocol_type = record.get("protocol_type") or None
     group.protocol_name = record.get("protocol")
     group.generation = int(record.get("generation", 0))
-    group.generation_ts = now_ms
     group.state_timestamp = int(record.get("current_state_timestamp", -1))
+    # When the generation's answers began: about when it was recorded Stable, if the record says (v2+); a request
+    # sent later is for the next round (observe.py).
+    group.generation_ts = group.state_timestamp if 0 <= group.state_timestamp <= now_ms else now_ms
     for md in record.get("members") or []:
         sub = md.get("subscription") or {}
         owned = sub.get("owned_partitions")

@@ -9,6 +9,7 @@ from streaming.coordinator.figures import Ledger
 from streaming.coordinator.javahash import hashmap_order
 from streaming.coordinator.member import Member, Partition
 from streaming.coordinator.offsets import CommittedOffset
+from streaming.coordinator.restored import Restored
 from streaming.coordinator.state import GroupState, IllegalGroupState, IllegalStateTransition
 
 __all__ = ["CommittedOffset", "Group", "RebalanceInProgress"]
@@ -65,6 +66,7 @@ class Group:
     retention_deadline: int | None = None
     rebalance: RebalanceInProgress | None = None
     figures: Ledger = field(default_factory=Ledger, repr=False, compare=False)   # owners over time (figures.py)
+    restored: Restored | None = None   # rebuilt from the store after a lost checkpoint (restored.py)
 
     # --- state -----------------------------------------------------------------------------------------------
     def is_(self, state: GroupState) -> bool:

@@ -172,6 +172,13 @@ class BrokerObserver:
 
     # --- SyncGroup ------------------------------------------------------------------------------------------
     def _observe_sync(self, group: Group | None, e: dict) -> bool:
+        if group is None and e["member_id"] and e["generation"] >= 0 and e.get("assignments") is not None:
+            # The leader's word on a group whose round the tracker never saw begin (before it started, or before
+            # a restore from a store that had no record of the group yet): it names the generation's members.
+            group = self._new_group(e)
+            group.protocol_type = e.get("protocol_type") or "consumer"
+            self._keep(group)
+            self._unseen_start = group.group_id     # when the round began, and what it cost, is unknown
         if group is None or not e["member_id"] or e["generation"] < 0:
             return False                      # not an answer a broker gives: Kafka's rules answer the request
         reopen = self._reopens(group, _ts(e, group))
@@ -206,6 +213,7 @@ class BrokerObserver:
     def _complete_observed_round(self, group: Group, leader: Member, assignments: dict[str, list]) -> None:
         """The leader's SyncGroup: its assignment names the generation's members."""
         on_the_way = []
+        unheard = group.restored.unheard if group.restored is not None else set()
         for m in list(group.members.values()):
             if m.member_id in assignments or m is leader:   # the leader is in its own generation, named or not
                 m.is_new = False
@@ -218,10 +226,21 @@ class BrokerObserver:
             # every heartbeat interval, a third of the session by convention; the broker's session clock may run
             # a little ahead of ours, as 0.9 counts only heartbeats and later brokers commits too) -- unless less
             # than a session has passed since the previous generation's join, which restarted every member's
-            # session. Otherwise it was alive but did not rejoin in time, or it left.
+            # session. Otherwise it was alive but did not rejoin in time, or it left. (A member restored from the
+            # store counts as heard at the load.)
             dead = group.clock - m.last_heartbeat_ts >= m.session_timeout_ms // 2 and \
                 not self._within_a_session_of_the_last_join(group, m)
-            if not dead and self._round_shorter_than_its_timeout(group):
+            if m.member_id in unheard:       # silent since the group was rebuilt: it went quiet before the restore
+                if group.restored is not None:
+                    self._restore_gap(group, {"type": "sync", "member_id": m.member_id},
+                                      f"member {m.member_id}, not heard from since the restore, is not in generation "
+                                      f"{group.generation}: it went quiet before the restore", follows=True)
+                if not dead:                 # too soon to tell an expiry from a leave the restore lost
+                    self._remove_member(group, m, "unknown", f"member {m.member_id} left, or its session ran out, "
+                                        f"before the group was restored from the store", update_group=False,
+                                        reason="unknown")
+                    continue
+            elif not dead and self._round_shorter_than_its_timeout(group):
                 # Neither timeout can have removed it: it left (its LeaveGroup unreported, or this feed shows none).
                 self._remove_member(group, m, "leave", f"removing member {m.member_id}: it left before generation "
                                     f"{group.generation}, too soon for a timeout", update_group=False, reason="leave")

@@ -119,6 +119,10 @@ class GroupModel:
     def advance(self, now_ms: int) -> list[dict]:
         return [] if self.model is None else self.model.advance(now_ms)
 
+    def announcements(self) -> list[dict]:
+        """``group_restored`` for a group rebuilt from the store, in its first step (``restored.py``)."""
+        return [] if self.model is None else self.model.announcements()
+
     def handle(self, event: dict) -> list[dict]:
         kind = event["type"]
         if self.model is None:

@@ -11,7 +11,9 @@ generation. Commits are attributed to the member owning the partition. An Empty 
 a snapshot with members (Kafka 0.9 writes no Empty record first, and keeps the group's offsets until they expire),
 means they are all gone; a tombstone after an Empty snapshot, that the group was deleted.
 
-Time: a snapshot's time is its ``currentStateTimestamp`` (GroupMetadataValue v2+). Older versions have none, so the
+Time: a snapshot's time is its ``currentStateTimestamp`` (GroupMetadataValue v2+). A record without one (older
+versions, tombstones) takes its log timestamp, the broker's time of the write. Kafka 0.9 stamps no record (-1): a
+following reader that has caught up with the log dates it by its arrival (``ts_inferred: "arrival"``); otherwise the
 time is inferred from the group's nearest commits in the log (a partition's records are in the order the broker
 appended them): the last commit before the snapshot, else the first one after it. Such events carry ``ts_inferred``
 (``"earlier commit"`` / ``"later commit"``, or ``"none"`` and no ``ts`` for a group that never committed; a
@@ -41,6 +43,7 @@ import collections
 import json
 import os
 import sys
+import time
 from typing import Iterable, Iterator
 
 from offsets_store import kafka_conf
@@ -63,17 +66,21 @@ class ClusterFeed:
         self.undecodable = 0
         self.counts: collections.Counter = collections.Counter()
 
-    def events_for_bytes(self, key: bytes, value: bytes | None, timestamp: int | None = None) -> list[dict]:
+    def events_for_bytes(self, key: bytes, value: bytes | None, timestamp: int | None = None,
+                         arrival: int | None = None) -> list[dict]:
         try:
             record = decode_record(key, value)
         except CodecError:
             self.undecodable += 1
             return []
-        return self.events_for(record, timestamp)
+        return self.events_for(record, timestamp, arrival)
 
-    def events_for(self, record: dict, timestamp: int | None = None) -> list[dict]:
+    def events_for(self, record: dict, timestamp: int | None = None, arrival: int | None = None) -> list[dict]:
         """Events for one decoded record, in log order; a group's records may be held until their time is known.
-        ``timestamp``: the record's log timestamp (the time of a KIP-848 record; classic records carry their own)."""
+        ``timestamp``: the record's log timestamp (the time of a KIP-848 record; a classic record without a time of
+        its own, a tombstone or a snapshot before v2, takes it too: the broker's time of the write; Kafka 0.9 has
+        none, -1). ``arrival``: when a following reader that had caught up with the log read it (within a poll of
+        its write), the time of a record that has neither."""
         kind, group_id = record["type"], record.get("group_id")
         if kind in CONSUMER_GROUP_TYPES:
             return self.consumer.events_for(record, timestamp)
@@ -84,16 +91,21 @@ class ClusterFeed:
             return []   # share/streams-group records; offset tombstones (the tracker applies retention itself)
         if kind == "group_metadata":
             self.counts["snapshots"] += 1
-        own = _own_time(record)
+        own, source = _own_time(record), None
+        if own is None and timestamp is not None and timestamp > 0:
+            own = timestamp
+        elif own is None and arrival is not None:
+            own, source = arrival, "arrival"
         if group_id in self.held:
-            self.held[group_id].append(record)
             if own is None:
+                self.held[group_id].append(record)
                 return []
-            return self._release(group_id, own, "later commit" if kind == "offset_commit" else "later snapshot")
+            out = self._release(group_id, own, "later commit" if kind == "offset_commit" else "later snapshot")
+            return out + self._events(record, own, source)
         if own is None and group_id not in self.last_commit_ts:
             self.held[group_id] = [record]   # no commit of this group yet: wait for the first
             return []
-        return self._events(record, own)
+        return self._events(record, own, source)
 
     def flush(self) -> list[dict]:
         """Release every held record: their groups have no commit (yet), so their time is unknown; and explain the
@@ -102,14 +114,8 @@ class ClusterFeed:
             self.consumer.flush()
 
     def _release(self, group_id: str, ts: int | None, source: str) -> list[dict]:
-        out = []
-        for record in self.held.pop(group_id):
-            own = _own_time(record)
-            if own is not None:
-                out += self._events(record, own)
-            else:
-                out += self._events(record, ts, source)
-        return out
+        """The held records of a group (none had a time of its own), timed by ``ts`` from ``source``."""
+        return [e for record in self.held.pop(group_id) for e in self._events(record, ts, source)]
 
     def _events(self, record: dict, ts: int | None, source: str | None = None) -> list[dict]:
         """``ts``: the record's own time, else the inferred one (``source`` says from where)."""
@@ -119,7 +125,7 @@ class ClusterFeed:
             return [self._commit(record)]
         if ts is None and source is None:
             ts, source = self.last_commit_ts[record["group_id"]], "earlier commit"
-        if source is not None and not record.get("tombstone"):
+        if source is not None:
             self.counts[f"time from {source}"] += 1
         events = self._snapshot(record, ts)
         for e in events:
@@ -268,8 +274,9 @@ def read_offsets_topic(bootstrap: str, topic: str = "__consumer_offsets", follow
                        poll_ms: int = 500, client: dict | None = None, timestamps: bool = False) -> Iterator:
     """Key/value pairs (``timestamps``: key, value, log timestamp) of every partition, in each partition's order,
     from the beginning (to the end, or for ever with ``follow``, yielding ``CAUGHT_UP`` whenever it has read all
-    there is). ``client``: kafka-python settings (see ``offsets_store.kafka_conf``), e.g. ``{"api_version": (0, 9)}``
-    for a 0.9 broker."""
+    there is; once it has, ``timestamps`` adds the reader's clock when it read the record: its arrival, within a poll
+    of its write, the only time a Kafka 0.9 tombstone has). ``client``: kafka-python settings (see
+    ``offsets_store.kafka_conf``), e.g. ``{"api_version": (0, 9)}`` for a 0.9 broker."""
     from kafka import KafkaConsumer, TopicPartition
 
     from offsets_store.log_end import log_end_offsets
@@ -279,21 +286,31 @@ def read_offsets_topic(bootstrap: str, topic: str = "__consumer_offsets", follow
                              | {"enable_auto_commit": False, "exclude_internal_topics": False})
     try:
         tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
-        if not tps:
-            raise ValueError(f"topic {topic!r} not found on {bootstrap}")
+        caught_up = live = False
+        while not tps:   # a cluster creates __consumer_offsets when a group first needs it
+            live = True   # then every record is read as it is written
+            if not follow:
+                raise LookupError(f"topic {topic!r} not found on {bootstrap} (no group has used this cluster yet?)")
+            yield CAUGHT_UP   # nothing to read yet: the follower is as caught up as it can be
+            time.sleep(poll_ms / 1000)
+            tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
         ends = log_end_offsets(consumer, tps)
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
-        caught_up = False
         while True:
             batches = consumer.poll(timeout_ms=poll_ms)
+            now = int(time.time() * 1000)
             for tp in sorted(batches):
                 for r in batches[tp]:
-                    yield (r.key, r.value, r.timestamp) if timestamps else (r.key, r.value)
+                    if not timestamps:
+                        yield r.key, r.value
+                    else:
+                        yield (r.key, r.value, r.timestamp, now) if live else (r.key, r.value, r.timestamp)
             if all(consumer.position(tp) >= ends[tp] for tp in tps):
                 if not follow:
                     return
                 if not batches and not caught_up:
+                    live = True
                     yield CAUGHT_UP
                 caught_up = not batches
     finally:
@@ -329,9 +346,12 @@ def summary(feed: ClusterFeed, sent: int, topic: str) -> list[str]:
                         if consumer["commits the model refuses"] else ""))
     inferred = {k[len("time from "):]: n for k, n in feed.counts.items() if k.startswith("time from ")}
     if inferred:
-        lines.append(f"time inferred for {sum(inferred.values())} group records without a state timestamp "
-                     f"(GroupMetadataValue before v2), from the group's nearest commits: "
-                     + ", ".join(f"{n} from {source}" for source, n in sorted(inferred.items()))
+        said = {"earlier commit": "the group's last commit before it", "later commit": "its first commit after it",
+                "later snapshot": "the next snapshot's time", "arrival": "when the following reader read it",
+                "none": "nowhere: the group never committed (no ts)"}
+        lines.append(f"time inferred for {sum(inferred.values())} group records with no time of their own "
+                     f"(GroupMetadataValue before v2 or a tombstone, on a broker that stamps no log time: 0.9): "
+                     + ", ".join(f"{n} from {said.get(source, source)}" for source, n in sorted(inferred.items()))
                      + " (events marked ts_inferred)")
     if feed.undecodable:
         lines.append(f"skipped {feed.undecodable} records the codec could not decode")
@@ -350,6 +370,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--offsets-topic", default="__consumer_offsets")
     p.add_argument("--feed-bootstrap", default=None, help="where the tracker's events topic lives (default: same)")
     p.add_argument("--events-topic", default="rebalance-events")
+    p.add_argument("--out", default=None,
+                   help="write the events as JSON lines to this file instead ('-': stdout), for replay and report")
     p.add_argument("--follow", action="store_true", help="keep reading new records until Ctrl-C")
     kafka_conf.add_arguments(p)
     kafka_conf.add_arguments(p, prefix="feed-")
@@ -357,47 +379,165 @@ def main(argv: list[str] | None = None) -> int:
     if not args.bootstrap:
         print("cluster-feed: give --bootstrap HOST:PORT or set KAFKA_BOOTSTRAP", file=sys.stderr)
         return 2
+    feed_bootstrap = args.feed_bootstrap or args.bootstrap
+    same_cluster = feed_bootstrap == args.bootstrap
     try:
         props = kafka_conf.from_args(args)
         feed_props = kafka_conf.from_args(args, prefix="feed-")
         client = kafka_conf.to_kwargs(props)
-        # The events topic's cluster takes its own settings when given, else the observed cluster's.
-        feed_client = kafka_conf.to_kwargs(feed_props) if feed_props else client
+        # Settings belong to one cluster: the events topic's takes its own (--feed-kafka-conf), and the observed
+        # cluster's only when it is the same cluster. (A 0.9 cluster's api.version=0.9 handed to a newer broker's
+        # producer made it write nothing.)
+        feed_client = kafka_conf.to_kwargs(feed_props) if feed_props or not same_cluster else client
     except (OSError, ValueError) as exc:
         print(f"cluster-feed: {exc}", file=sys.stderr)
         return 2
     refused = kafka_conf.access_error(args.bootstrap, client) or \
-        (kafka_conf.access_error(args.feed_bootstrap, feed_client) if args.feed_bootstrap else None)
+        (kafka_conf.access_error(feed_bootstrap, feed_client) if not same_cluster and not args.out else None)
     if refused:
         print(f"cluster-feed: {refused}", file=sys.stderr)
         return 2
     from kafka import KafkaProducer
+    from kafka.errors import KafkaError
 
     if props:
         print(f"client settings: {kafka_conf.describe(props)}", file=sys.stderr)
-    producer = KafkaProducer(**kafka_conf.for_client(KafkaProducer, feed_client,
-                                                     bootstrap_servers=args.feed_bootstrap or args.bootstrap,
-                                                     acks="all", client_id="rebalance-tracker-cluster-feed"))
-    feed, sent = ClusterFeed(), 0
+    if not same_cluster and not args.out:
+        print(f"events topic on {feed_bootstrap}, with "
+              + (f"its own settings: {kafka_conf.describe(feed_props)}" if feed_props else
+                 "no client settings (--feed-kafka-conf gives some; the observed cluster's are not used there)"),
+              file=sys.stderr)
+    if args.out:
+        producer = FileProducer(sys.stdout if args.out == "-" else open(args.out, "w", encoding="utf-8"))
+        target = "stdout" if args.out == "-" else args.out
+    else:
+        try:
+            producer = KafkaProducer(**kafka_conf.for_client(KafkaProducer, feed_client,
+                                                             bootstrap_servers=feed_bootstrap, acks="all",
+                                                             client_id="rebalance-tracker-cluster-feed"))
+        except KafkaError as exc:
+            from offsets_store.broker_features import unavailable
+
+            print(f"cluster-feed: cannot write to the events topic: {unavailable(feed_bootstrap, feed_client, exc)}",
+                  file=sys.stderr)
+            return 1
+        target = args.events_topic
+        # Created as run creates it (4 partitions), not by the broker on first use with its default count.
+        from streaming.cli.run import DEFAULT_EVENTS_PARTITIONS, TopicsMissing, ensure_topics
+
+        try:
+            ensure_topics(feed_bootstrap, {target: DEFAULT_EVENTS_PARTITIONS}, feed_client)
+        except TopicsMissing:
+            print(f"cluster-feed: {target} does not exist and {feed_bootstrap} cannot create topics over the "
+                  f"protocol: it is created on first use if the broker allows it (auto.create.topics.enable, with "
+                  f"its default partition count), else create it with Kafka's tool", file=sys.stderr)
+    feed, publisher = ClusterFeed(), Publisher(producer, args.events_topic)
     try:
         with terminal.progress(f"reading {args.offsets_topic}", unit="records") as task:
             def counted(pairs: Iterable) -> Iterator:
                 for pair in pairs:
-                    if pair is not CAUGHT_UP:
+                    if pair is CAUGHT_UP:
+                        publisher.settle()   # following: every event so far acknowledged before waiting for more
+                    else:
                         task.advance()
                     yield pair
 
             pairs = read_offsets_topic(args.bootstrap, args.offsets_topic, args.follow, client=client, timestamps=True)
             for event in events_from(counted(pairs), feed):
-                producer.send(args.events_topic, key=event["group_id"].encode("utf-8"),
-                              value=json.dumps(event, separators=(",", ":")).encode("utf-8"))
-                sent += 1
-                task.note = f"{sent:,} events published to {args.events_topic}"
+                publisher.send(event)
+                task.note = f"{publisher.sent:,} events published to {target}"
+        publisher.settle()
     except KeyboardInterrupt:
+        try:
+            publisher.settle()
+        except Undelivered:
+            pass
+    except Undelivered:
         pass
+    except LookupError as exc:
+        print(f"cluster-feed: {exc}", file=sys.stderr)
+        return 1
+    except KafkaError as exc:
+        from offsets_store.broker_features import unavailable
+
+        print(f"cluster-feed: {unavailable(args.bootstrap, client, exc)}", file=sys.stderr)
+        return 1
     finally:
-        producer.flush()
-        producer.close()
-    for line in summary(feed, sent, args.events_topic):
+        producer.close(timeout=5)
+    sent = publisher.delivered
+    for line in summary(feed, sent, target):
         print(line, file=sys.stderr)
+    if publisher.failed:
+        print(f"cluster-feed: {publisher.failed} of {publisher.sent} events were not delivered to {args.events_topic} "
+              f"on {feed_bootstrap}: {publisher.error}", file=sys.stderr)
+        return 1
     return 0
+
+
+class FileProducer:
+    """``--out``: JSON lines to a file, with the producer calls ``Publisher`` makes (every line is delivered)."""
+
+    class Written:
+        is_done = True
+
+        @staticmethod
+        def succeeded() -> bool:
+            return True
+
+    def __init__(self, out) -> None:
+        self.out = out
+
+    def send(self, topic: str, key: bytes, value: bytes) -> "FileProducer.Written":
+        self.out.write(value.decode("utf-8") + "\n")
+        return self.Written()
+
+    def flush(self, timeout: float | None = None) -> None:
+        self.out.flush()
+
+    def close(self, timeout: float | None = None) -> None:
+        if self.out is not sys.stdout:
+            self.out.close()
+
+
+class Undelivered(RuntimeError):
+    pass
+
+
+class Publisher:
+    """Sends events to the events topic, keyed by group id, and checks that the broker acknowledged each one:
+    kafka-python's ``flush`` says nothing of records it refused or never answered."""
+
+    def __init__(self, producer, topic: str, timeout_s: float = 60.0, every: int = 10_000) -> None:
+        self.producer, self.topic, self.timeout_s, self.every = producer, topic, timeout_s, every
+        self.pending: list = []
+        self.sent = self.delivered = self.failed = 0
+        self.error: str | None = None
+
+    def send(self, event: dict) -> None:
+        self.pending.append(self.producer.send(self.topic, key=event["group_id"].encode("utf-8"),
+                                               value=json.dumps(event, separators=(",", ":")).encode("utf-8")))
+        self.sent += 1
+        if len(self.pending) >= self.every:
+            self.settle()
+
+    def settle(self) -> None:
+        """Wait for every pending send; raises ``Undelivered`` if any failed (``failed``, ``error`` say how)."""
+        from kafka.errors import KafkaTimeoutError
+
+        try:
+            self.producer.flush(timeout=self.timeout_s)
+        except KafkaTimeoutError:
+            pass
+        for future in self.pending:
+            if future.is_done and future.succeeded():
+                self.delivered += 1
+                continue
+            self.failed += 1
+            if self.error is None:
+                self.error = repr(future.exception) if future.is_done else \
+                    f"not acknowledged within {self.timeout_s:.0f} s"
+        self.pending = []
+        if self.failed:
+            raise Undelivered(self.error)
+
+

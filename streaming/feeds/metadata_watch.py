@@ -36,6 +36,10 @@ class TopicMetadataWatcher:
     def observe(self, outputs: list[dict]) -> None:
         with self._lock:
             for o in outputs:
+                if o.get("type") == "group_restored" and o.get("topics"):
+                    # Sizes rebuilt from the store are the stored assignment's: look them up now.
+                    self.watched.update(o["topics"])
+                    self._urgent.set()
                 if o.get("type") != "rebalance":
                     continue
                 for parts in (o.get("assignment") or {}).values():

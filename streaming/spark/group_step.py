@@ -22,6 +22,8 @@ DEFAULT_OUTPUT_TYPES = frozenset({
     # Consumer-protocol (KIP-848) groups: their target assignments, their __consumer_offsets records, the switch
     # between protocols, and what the tracker does not model.
     "target_assignment", "protocol_switch", "protocol_conversion_unsupported", "ignored_event",
+    # A lost checkpoint: each group rebuilt from the store, and the first sign of what the store did not hold.
+    "group_restored", "restore_gap",
 }) | CONSUMER_GROUP_RECORDS
 
 
@@ -50,7 +52,7 @@ def _step(state: bytes | None, events: Iterable[dict], now_ms: int | None, confi
           keep_types: frozenset[str] | None) -> StepResult:
     configs = config if isinstance(config, Configs) else Configs.of(config)
     coordinator = GroupModel.from_bytes(state, configs)
-    outputs: list[dict] = []
+    outputs: list[dict] = coordinator.announcements()   # a group rebuilt from the store says so in its first step
     for event in events:
         outputs.extend(coordinator.handle(event))
     if now_ms is not None:

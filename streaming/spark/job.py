@@ -5,9 +5,9 @@ Only wiring lives here. Validation is ``streaming.coordinator.events.parse_event
 """
 from __future__ import annotations
 
-import base64
 import functools
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -19,14 +19,14 @@ from offsets_store.partitioning import partition_for
 from offsets_store.store import compact
 from streaming.coordinator.routing import Configs
 from streaming.coordinator.events import parse_event
+from streaming.dead_letters import dead_letter, step_failure_letters
 from streaming.gc_pause import gc_paused
 from streaming.spark.group_step import DEFAULT_OUTPUT_TYPES, StepResult, step_group
 from streaming.spark.restore import RESTORE_TOPIC, RESTORE_TYPE, decode_restore
 from streaming.spark.stage_times import timed
 
 # What the parse stage hands to the stateful stage: per group and Kafka partition, the run of validated events of one
-# Arrow batch, or one bad record, as a MessagePack ``[source partition, first offset, events, dead letter, group id]``
-# (events None for a bad record, dead letter None for a run). One row per run, not per event, and as few columns as
+# Arrow batch, or one bad record, as a MessagePack ``Run``. One row per run, not per event, and as few columns as
 # can be: Spark's per-row and per-column work (shuffle, Arrow conversions, the pandas frames applyInPandasWithState
 # builds for every group and column) was most of the job's cost. event_time is the run's latest event time, which
 # moves the watermark exactly as its events would; events behind the watermark are dropped in the stateful stage
@@ -61,8 +61,9 @@ class JobOptions:
     # Processing-time mode: timers run this far behind the wall clock, because events reach the job some time after
     # they happened; without it a micro-batch that lags would expire members whose heartbeats are still in flight.
     timeout_grace_ms: int = 500
-    # An event stamped this far ahead of its Kafka record's timestamp is dead-lettered: one event from the year 9999
-    # would otherwise move its group's clock (and, in event-time mode, the watermark) and expire every member.
+    # An event stamped this far ahead of its Kafka record's timestamp (or of the clock, where that is earlier or the
+    # record has none) is dead-lettered: one event from the year 9999 would otherwise move its group's clock (and,
+    # in event-time mode, the watermark) and expire every member. See trusted_time.
     max_event_ahead_ms: int = 3_600_000
     coordinator: dict = field(default_factory=dict)  # Kafka-named coordinator settings
     output_types: frozenset[str] | None = DEFAULT_OUTPUT_TYPES  # None keeps every output, responses included
@@ -70,7 +71,19 @@ class JobOptions:
     stage_times: Any = None                 # a streaming.spark.stage_times accumulator (benchmarks), or None
 
 
+class Run(msgspec.Struct, array_like=True):
+    """A group's validated events from one Kafka partition of one Arrow batch, in offset order, or one bad record."""
+    topic: str
+    partition: int
+    first_offset: int
+    group_id: str | None
+    events: list[dict] | None = None      # None for a bad record
+    offsets: list[int] = []               # each event's offset (a group's records need not be adjacent)
+    dead_letter: dict | None = None       # the bad record's dead letter
+
+
 _ENCODER, _DECODER = msgspec.msgpack.Encoder(), msgspec.msgpack.Decoder()
+_RUN_DECODER = msgspec.msgpack.Decoder(Run)
 _JSON = msgspec.json.Encoder(order="sorted")
 
 
@@ -81,6 +94,10 @@ def _pack(event: dict) -> bytes:
 
 def _unpack(data: bytes) -> dict:
     return _DECODER.decode(data)
+
+
+def _unpack_run(data: bytes) -> Run:
+    return _RUN_DECODER.decode(data)
 
 
 def _to_json(output: dict) -> bytes:
@@ -111,72 +128,99 @@ def _keyed_by_partition(frame: pd.DataFrame, partitions: int) -> pd.DataFrame:
     return pd.DataFrame({"coordinator_partition": keys, "run": frame["run"], "event_time": frame["event_time"]})
 
 
+def record_times_ms(column: pd.Series) -> list[int]:
+    """A frame's ``timestamp_ms`` column (the record timestamps as epoch ms, taken in the JVM: pandas cannot hold
+    every timestamp Kafka can, 9999-12-31 included) as ints, -1 where the record has none (null, -1 from brokers
+    before 0.10, or a time Spark could not hold)."""
+    return column.fillna(-1).astype("int64").tolist()
+
+
+def trusted_time(event: dict, record_ms: int, now_ms: int, max_ahead_ms: int) -> tuple[int | None, str | None]:
+    """The time an event happened: its ``ts``, else its Kafka record's timestamp; (None, reason) when there is none
+    to trust. Either may be wrong (a clock gone wrong, or an attempt to move the watermark): a time further than
+    ``max_ahead_ms`` ahead of its record's timestamp, or of the clock where that is earlier or missing, would move
+    its group's clock (and the watermark) and expire every member."""
+    has_record_time = record_ms >= 0
+    bound = min(record_ms, now_ms) if has_record_time else now_ms
+    if event["ts"] is None:
+        if not has_record_time:
+            return None, ("no time: the event has no ts and its record no timestamp (brokers before 0.10 keep "
+                          "none); give the event a ts")
+        if record_ms - now_ms > max_ahead_ms:
+            return None, (f"no trustworthy time: the event has no ts and its record's timestamp {record_ms} is "
+                          f"{(record_ms - now_ms) // 1000} s ahead of the clock (the bound is "
+                          f"{max_ahead_ms // 1000} s)")
+        return record_ms, None
+    if event["ts"] - bound > max_ahead_ms:
+        against = (f"its record's timestamp {record_ms}" if bound == record_ms else
+                   f"the clock ({now_ms}; its record's timestamp is {record_ms})")
+        return None, (f"ts {event['ts']} is {(event['ts'] - bound) // 1000} s ahead of {against} (the bound is "
+                      f"{max_ahead_ms // 1000} s)")
+    return event["ts"], None
+
+
 def _parse_frame(pdf: pd.DataFrame, max_ahead_ms: int) -> pd.DataFrame:
-    runs: dict[tuple, list] = {}   # (group id, topic, partition) -> [first offset, latest ts, events]
+    runs: dict[tuple, tuple[Run, list]] = {}   # (group id, topic, partition) -> (its run, [latest ts])
     rows: list[tuple] = []         # (group id, event time or None, run)
-    # Record timestamps in epoch ms, for the whole batch at once (a pd.Timestamp per row is slow).
-    record_times = pd.to_datetime(pdf["timestamp"], utc=True).dt.as_unit("ms").astype("int64").tolist()
+    now_ms = int(time.time() * 1000)
     for key, value, topic, partition, offset, record_ms in zip(
             pdf["key"].tolist(), pdf["value"].tolist(), pdf["topic"].tolist(), pdf["partition"].tolist(),
-            pdf["offset"].tolist(), record_times):
-        raw = bytes(value) if value is not None else b""
+            pdf["offset"].tolist(), record_times_ms(pdf["timestamp_ms"])):
+        raw = bytes(value) if value is not None else None   # a null value: "empty record value"
         if topic == RESTORE_TOPIC:   # a group's state rebuilt from the store (streaming/spark/restore.py)
             group_id, event, ts = bytes(key).decode("utf-8"), json.loads(raw), record_ms
         else:
             event, error = parse_event(raw)
-            if event is not None and event["ts"] is not None and event["ts"] - record_ms > max_ahead_ms:
-                ahead_s = (event["ts"] - record_ms) // 1000
-                event, error = None, (f"ts {event['ts']} is {ahead_s} s ahead of its record's timestamp "
-                                      f"{record_ms} (the bound is {max_ahead_ms // 1000} s)")
+            if event is not None:
+                event["ts"], error = trusted_time(event, record_ms, now_ms, max_ahead_ms)
+                if error is not None:
+                    event = None
             if event is not None:
                 group_id = event["group_id"]
                 if event["type"] == "topic_metadata" and not group_id:
                     group_id = BROADCAST_KEY   # the coordinator reads an empty group id here as "every group" too
-                if event["ts"] is None:  # live feeds may leave time to the broker's record timestamp
-                    event["ts"] = record_ms
                 ts = event["ts"]
             else:
                 # Keep bad input under the record's key so it is dead-lettered next to its group's events; no event
                 # time, so it neither moves the watermark nor is dropped by it.
                 group_id = bytes(key).decode("utf-8", "replace") if key is not None else ""
-                dead = _dead_letter(group_id, record_ms, error, raw, topic, partition, offset)
-                rows.append((group_id, None, _pack([partition, offset, None, dead, group_id])))
+                dead = dead_letter(group_id, record_ms, error, raw, topic, partition, offset)
+                rows.append((group_id, None, _pack(Run(topic, partition, offset, group_id, dead_letter=dead))))
                 continue
-        run = runs.get((group_id, topic, partition))
-        if run is None:
-            runs[(group_id, topic, partition)] = [offset, ts, [event]]
+        entry = runs.get((group_id, topic, partition))
+        if entry is None:
+            runs[(group_id, topic, partition)] = (Run(topic, partition, offset, group_id, [event], [offset]), [ts])
         else:
-            run[1] = max(run[1], ts)
-            run[2].append(event)
-    rows += [(group_id, ts, _pack([partition, first, events, None, group_id]))
-             for (group_id, topic, partition), (first, ts, events) in runs.items()]
+            entry[1][0] = max(entry[1][0], ts)
+            entry[0].events.append(event)
+            entry[0].offsets.append(offset)
+    rows += [(run.group_id, latest, _pack(run)) for run, (latest,) in runs.values()]
     group_ids, stamps, packed = zip(*rows) if rows else ((), (), ())
     return pd.DataFrame({
         "group_id": np.array(group_ids, dtype=object), "run": np.array(packed, dtype=object),
         "event_time": pd.to_datetime(pd.Series(stamps, dtype="float64"), unit="ms")})
 
 
-def _dead_letter(group_id, ts: int, reason: str, raw, topic: str, partition: int, offset: int) -> dict:
-    return {"type": "dead_letter", "group_id": group_id, "ts": int(ts), "reason": reason,
-            "raw_base64": base64.b64encode(bytes(raw) if raw is not None else b"").decode("ascii"),
-            "source": {"topic": topic, "partition": int(partition), "offset": int(offset)}}
+def _feed_position(run: Run) -> tuple[int, int]:
+    return run.partition, run.first_offset
 
 
-def _feed_position(run: list) -> tuple[int, int]:
-    return run[0], run[1]
+def _row(output: dict) -> tuple[str, int, str]:
+    """An output as its OUTPUT_SCHEMA columns (type, ts, payload)."""
+    return output["type"], int(output.get("ts") or 0), _to_json(output).decode("utf-8")
 
 
-def _output_frame(outputs: list[dict], group_ids: list) -> pd.DataFrame:
+def _output_frame(rows: list[tuple[str, int, str]], group_ids: list) -> pd.DataFrame:
     # Typed arrays: pandas infers nothing, which makes a group's frame ~5x cheaper than from lists.
-    n = len(outputs)
+    n = len(rows)
     ids = np.empty(n, dtype=object)
     ids[:] = group_ids
     return pd.DataFrame({
         "group_id": ids,
-        "type": np.array([o["type"] for o in outputs], dtype=object),
-        "ts": np.fromiter((int(o.get("ts") or 0) for o in outputs), dtype="int64", count=n),
+        "type": np.array([r[0] for r in rows], dtype=object),
+        "ts": np.fromiter((r[1] for r in rows), dtype="int64", count=n),
         "seq": np.arange(n, dtype="int32"),
-        "payload": np.array([_to_json(o).decode("utf-8") for o in outputs], dtype=object),
+        "payload": np.array([r[2] for r in rows], dtype=object),
     }, copy=False)
 
 
@@ -198,8 +242,8 @@ def make_state_function(options: JobOptions):
     def on_key(key, batches: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         with timed(options.stage_times, "stateful") as tally, gc_paused():
             # Feed order (Kafka partition, then offset) is the order the coordinator would have seen the requests in.
-            runs = sorted((_unpack(run) for pdf in batches for run in pdf["run"].tolist()), key=_feed_position)
-            tally.rows = sum(len(r[2]) if r[2] is not None else 1 for r in runs)
+            runs = sorted((_unpack_run(run) for pdf in batches for run in pdf["run"].tolist()), key=_feed_position)
+            tally.rows = sum(len(r.events) if r.events is not None else 1 for r in runs)
             clock = clock_of(state)
             frame = step_partition(runs, state, clock) if by_partition else step(key[0], runs, state, clock)
         if frame is not None:
@@ -218,7 +262,7 @@ def make_state_function(options: JobOptions):
             wait = int(deadline) + options.timeout_grace_ms - state.getCurrentProcessingTimeMs()
             state.setTimeoutDuration(max(1, wait))
 
-    def step(group_id, runs: list[list], state, clock: _Clock) -> pd.DataFrame | None:
+    def step(group_id, runs: list[Run], state, clock: _Clock) -> pd.DataFrame | None:
         previous = state.get[1] if state.exists else None
         outputs, result = step_one(group_id, runs, previous, state.hasTimedOut, clock)
         if result is not None:
@@ -231,11 +275,11 @@ def make_state_function(options: JobOptions):
                     set_timeout(state, result.next_deadline)
         return _output_frame(outputs, [group_id] * len(outputs)) if outputs else None
 
-    def step_partition(runs: list[list], state, clock: _Clock) -> pd.DataFrame | None:
+    def step_partition(runs: list[Run], state, clock: _Clock) -> pd.DataFrame | None:
         """Every group of one __consumer_offsets partition: those with input, and those whose timers are due."""
         groups: dict = {}   # group id -> its runs, in feed order
         for run in runs:
-            groups.setdefault(run[4], []).append(run)
+            groups.setdefault(run.group_id, []).append(run)
         held: dict[str, list] = _unpack(state.get[1]) if state.exists else {}   # group id -> [state, deadline]
         if clock.now is not None:
             for group_id, (_, deadline) in held.items():
@@ -263,20 +307,35 @@ def make_state_function(options: JobOptions):
             state.remove()
         return _output_frame(outputs, group_ids) if outputs else None
 
-    def step_one(group_id, runs: list[list], previous: bytes | None, timed_out: bool,
+    def step_one(group_id, runs: list[Run], previous: bytes | None, timed_out: bool,
                  clock: _Clock) -> tuple[list[dict], StepResult | None]:
-        """One group's runs and timers: (its outputs, dead letters first; its step, None if it was not stepped)."""
+        """One group's runs and timers: (its outputs, dead letters first; its step, None if it was not stepped).
+
+        Nothing a group brings may stop the query: if its step raises, its events become dead letters naming the
+        exception (``step_failure_letters``) and it keeps its previous state."""
+        dead = [run.dead_letter for run in runs if run.dead_letter is not None]   # bad input, next to its outputs
+        try:
+            outputs, result = step_events(group_id, runs, previous, timed_out, clock)
+            return [_row(o) for o in dead + outputs], result   # JSON here: an output that cannot be written fails
+        except Exception as error:   # noqa: BLE001 - the containment itself
+            ts = clock.now if clock.now is not None else \
+                max((e["ts"] for r in runs if r.events for e in r.events), default=0)
+            kept = None if previous is None else StepResult(previous, [], None)
+            events = [(event, run.topic, run.partition, offset) for run in runs if run.events
+                      for event, offset in zip(run.events, run.offsets)]
+            return [_row(o) for o in dead + step_failure_letters(group_id, events, error, ts)], kept
+
+    def step_events(group_id, runs: list[Run], previous: bytes | None, timed_out: bool,
+                    clock: _Clock) -> tuple[list[dict], StepResult | None]:
         outputs: list[dict] = []
         events: list[dict] = []
-        dead: list[dict] = []
         restored = None
         # Spark's own late-data filter sees a run's latest event time only; the rest is ours (processing time drops
         # nothing).
-        for _, _, run_events, dead_letter, *_ in runs:
-            if dead_letter is not None:   # bad input: a dead letter, next to its group's outputs
-                dead.append(dead_letter)
+        for run in runs:
+            if run.events is None:
                 continue
-            for event in run_events:
+            for event in run.events:
                 if event["type"] == RESTORE_TYPE:
                     restored = decode_restore(event)
                 elif event["ts"] < clock.behind:
@@ -294,7 +353,7 @@ def make_state_function(options: JobOptions):
                 result = step_group(previous, events, clock.now, config, options.output_types)
                 # The store is compacted: of the batch's records of one key only the last would survive there.
                 outputs.extend(compact(result.outputs))
-        return dead + outputs, result
+        return outputs, result
 
     return on_key
 
@@ -306,10 +365,15 @@ def build_tracker_stream(raw_stream, options: JobOptions, restore_stream=None):
     (streaming/spark/restore.py) brings groups rebuilt from the store on a fresh checkpoint."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
+    from pyspark.sql import functions as F
+
     columns = ("key", "value", "topic", "partition", "offset", "timestamp")
     raw_stream = raw_stream.select(*columns)
     if restore_stream is not None:
         raw_stream = raw_stream.unionByName(restore_stream.select(*columns))
+    # Record timestamps leave the JVM as epoch ms: Arrow's conversion to pandas (nanoseconds) fails the whole query
+    # on a timestamp past 2262, which Kafka allows (a producer's CreateTime of 9999-12-31).
+    raw_stream = raw_stream.select(*columns[:-1], F.unix_millis("timestamp").alias("timestamp_ms"))
     # One branch: bad rows go through the stateful stage too, under their record's key, and come out as dead
     # letters there. Their event_time is null, so the watermark neither moves for them nor drops them. (A second
     # branch for them made Spark read and parse every record twice.)

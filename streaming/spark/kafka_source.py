@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 from offsets_store.delivery import RETRY_S, broker_reachable, unreachable
-from offsets_store.kafka_conf import to_kwargs
+from offsets_store.kafka_conf import for_client, to_kwargs
 from offsets_store.log_end import log_end_offsets
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
@@ -97,12 +97,16 @@ class KafkaRange(InputPartition):
 
 
 def client_config(options: dict[str, str]) -> dict:
-    """``kafka.*`` options (Spark's spelling) to kafka-python's keyword arguments (``offsets_store.kafka_conf``)."""
+    """``kafka.*`` options (Spark's spelling) to a kafka-python consumer's keyword arguments
+    (``offsets_store.kafka_conf``). Settings for other clients (``max.request.size`` is a producer's, given to every
+    client by ``--kafka-conf``) are left out: the consumer refuses them by name."""
+    from kafka import KafkaConsumer
+
     props = {key[len("kafka."):]: value for key, value in options.items()
              if key.startswith("kafka.") and key != "kafka.bootstrap.servers"}
     # Reconnect within a second of a broker's return (kafka-python backs off up to 30 s by default).
-    return ({"reconnect_backoff_max_ms": 1000} | to_kwargs(props)
-            | {"bootstrap_servers": options["kafka.bootstrap.servers"]})
+    return for_client(KafkaConsumer, to_kwargs(props), reconnect_backoff_max_ms=1000,
+                      bootstrap_servers=options["kafka.bootstrap.servers"])
 
 
 @dataclass(frozen=True)
@@ -417,7 +421,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             keys.append(m.key())
             values.append(m.value())
             offsets.append(offset)
-            stamps.append(ts * 1000 if kind else -1000)
+            stamps.append(_micros(ts) if kind else -1000)
             types.append(kind - 1)
         if not offsets:
             return None, position, len(messages)
@@ -456,6 +460,15 @@ def confluent_config(kwargs: dict) -> dict:
     return out
 
 
+_MAX_MICROS_MS = (2**63 - 1) // 1000
+
+
+def _micros(ms: int) -> int | None:
+    """A record timestamp (epoch ms, any int64 Kafka allows) as Spark's microseconds; null where those overflow
+    (the parse stage reads a null as "no timestamp")."""
+    return ms * 1000 if -_MAX_MICROS_MS <= ms <= _MAX_MICROS_MS else None
+
+
 def _to_arrow(records: list, pa):
     return pa.RecordBatch.from_arrays([
         pa.array([r.key for r in records], pa.binary()),
@@ -464,7 +477,7 @@ def _to_arrow(records: list, pa):
         pa.array([r.partition for r in records], pa.int32()),
         pa.array([r.offset for r in records], pa.int64()),
         # Kafka: ms since epoch; brokers before 0.10 keep none (-1 and type -1, as Kafka's Java client reports).
-        pa.array([(-1 if r.timestamp is None else r.timestamp) * 1000 for r in records],
+        pa.array([-1000 if r.timestamp is None else _micros(r.timestamp) for r in records],
                  pa.timestamp("us", tz="UTC")),
         pa.array([-1 if r.timestamp_type is None else r.timestamp_type for r in records], pa.int32()),
     ], schema=ARROW_SCHEMA)

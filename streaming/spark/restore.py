@@ -7,7 +7,8 @@ same: the driver replays the store into one coordinator state per group and hand
 second, one-off streaming source (parquet rows in ``<checkpoint>/restore``, unioned with the Kafka events). The
 first micro-batch gives every stored group its state, including groups that never send another event, so their
 silent members still expire. The restore rows carry a topic name Kafka cannot have, so feed records can never pose
-as one.
+as one. Each rebuilt group says so in that first step (``group_restored``), and reports the first sign in its feed
+of what the store did not hold (``restore_gap``): the rule is in ``streaming/coordinator/restored.py``.
 
 A fresh checkpoint must also know where in the feed the lost one stopped: with each micro-batch the sink commits
 the batch's end offsets on the events topic to the store, as the consumer group ``rebalance-tracker`` (one
@@ -50,6 +51,7 @@ def group_states(records: list[dict], now_ms: int, config) -> dict[str, bytes]:
     records = [r for r in records if r["group_id"] != POSITION_GROUP]
     coordinator = GroupCoordinator(configs.classic)
     coordinator.load_records([r for r in records if not is_record(r)], now_ms)
+    coordinator.note_restored(now_ms)
     states = {}
     for group_id in coordinator.group_ids():
         single = GroupCoordinator(configs.classic)
@@ -65,6 +67,7 @@ def group_states(records: list[dict], now_ms: int, config) -> dict[str, bytes]:
     for group_id, group_records in by_group.items():
         consumer = ConsumerGroupCoordinator(configs.consumer)
         consumer.load_records(group_records, now_ms)
+        consumer.note_restored(now_ms)
         if group_id in consumer.groups:
             states[group_id] = consumer.to_bytes()
     return states

@@ -3,7 +3,10 @@
 Idempotency per batch id: the offsets store remembers the last batch it applied (a replayed batch changes nothing);
 the Kafka outputs remember theirs in a marker file under the checkpoint, written after the producer flushed. A crash
 between flush and marker re-sends that one batch; every record carries ``batch_id`` and ``seq`` headers so readers
-can drop the repeat (the same contract as Spark's own at-least-once Kafka sink, made detectable).
+can drop the repeat (the same contract as Spark's own at-least-once Kafka sink, made detectable). A broker without
+record headers (before Kafka 0.11, or a client told ``api.version`` below it) gets the same two numbers as fields of
+the record's JSON value instead (``record_headers=False``); the global topic metadata fanned out to the events topic
+then goes without them (the job reads no headers).
 """
 from __future__ import annotations
 
@@ -61,8 +64,9 @@ class TrackerSink:
     def __init__(self, *, store=None, bootstrap: str | None = None, events_topic: str | None = None,
                  outputs_topic: str | None = None, dlq_topic: str | None = None, checkpoint: str | None = None,
                  on_outputs: Callable[[int, list[dict]], None] | None = None, producer_config: dict | None = None,
-                 producer_client: str = "kafka-python"):
+                 producer_client: str = "kafka-python", record_headers: bool = True):
         self.store = store
+        self.record_headers = record_headers
         self.bootstrap = bootstrap
         self.events_topic = events_topic
         self.outputs_topic = outputs_topic
@@ -104,9 +108,15 @@ class TrackerSink:
             self._producer.close()
             self._producer = None
 
-    def _send(self, topic: str, key: str, value: bytes, batch_id: int, seq: int):
-        headers = [("batch_id", str(batch_id).encode()), ("seq", str(seq).encode())]
-        return self.producer.send(topic, key=key.encode("utf-8"), value=value, headers=headers)
+    def _send(self, topic: str, key: str, record: dict, batch_id: int, seq: int, bookkeeping: bool = True):
+        """``bookkeeping``: the record carries its batch id and place, as headers or, where the broker has none, as
+        fields of its JSON value."""
+        if self.record_headers:
+            headers = [("batch_id", str(batch_id).encode()), ("seq", str(seq).encode())]
+            return self.producer.send(topic, key=key.encode("utf-8"), value=_json(record), headers=headers)
+        if bookkeeping:
+            record = dict(record, batch_id=batch_id, seq=seq)
+        return self.producer.send(topic, key=key.encode("utf-8"), value=_json(record))
 
     # -- the batch ---------------------------------------------------------------------------------------------
     def __call__(self, batch_df, batch_id: int) -> None:
@@ -158,16 +168,16 @@ class TrackerSink:
             kind = o["type"]
             if kind == "dead_letter":
                 if self.dlq_topic:
-                    futures.append(self._send(self.dlq_topic, o.get("group_id") or "", _json(o), batch_id, seq))
+                    futures.append(self._send(self.dlq_topic, o.get("group_id") or "", o, batch_id, seq))
             elif kind == "broadcast_event":
                 # Global topic metadata: one copy per known group, appended to that group's own event stream.
                 if self.events_topic:
                     for group in sorted(self.known_groups):
                         event = dict(o["event"], group_id=group)
-                        futures.append(self._send(self.events_topic, group, _json(event), batch_id, seq))
+                        futures.append(self._send(self.events_topic, group, event, batch_id, seq, bookkeeping=False))
             elif self.outputs_topic and kind not in STORE_TYPES:
                 # Offsets and group metadata are the store's; the topic carries the rebalance story.
-                futures.append(self._send(self.outputs_topic, o["group_id"], _json(o), batch_id, seq))
+                futures.append(self._send(self.outputs_topic, o["group_id"], o, batch_id, seq))
         if futures:
             self.producer.flush()
         return futures

@@ -12,7 +12,18 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from streaming.dead_letters import is_step_failure
 from streaming.views import terminal
+
+def clock(ts_ms: int | None = None) -> str:
+    """HH:MM:SS of an epoch-ms time (None: now), on the local clock like the rest of the job's lines."""
+    return time.strftime("%H:%M:%S", time.localtime(None if ts_ms is None else ts_ms / 1000))
+
+
+def _members(n: int) -> str:
+    return f"{n} member" if n == 1 else f"{n} members"
+
+
 
 
 @dataclass
@@ -34,6 +45,7 @@ class GroupView:
     consumer: bool = False
     assignment_epoch: int = 0
     member_states: dict = field(default_factory=dict)   # member id -> (member epoch, state)
+    restored_committed: int = 0    # partitions committed when the group was rebuilt from the store
 
     @property
     def reconciling(self) -> int:
@@ -59,6 +71,9 @@ class LiveView:
         self.batches = 0
         self.last_batch_id: int | None = None
         self.dead_letters = 0
+        self.step_failures = 0   # steps of a group that raised (its events dead-lettered; the rest went on)
+        self.restored = 0         # groups rebuilt from the store after a lost checkpoint
+        self.restore_gaps = 0     # of those, the ones whose feed showed what the store did not hold
         self.recent: list[str] = []
         self.waiting: str | None = None   # why the job is not moving (its broker gone), shown above the table
         self._lock = threading.Lock()
@@ -68,8 +83,15 @@ class LiveView:
         with self._lock:
             self.batches += 1
             self.last_batch_id = batch_id
+            restored = self.restored
             for o in outputs:
                 self._apply(o)
+            failed = {o.get("group_id") or "": o["exception"]["type"] for o in outputs if is_step_failure(o)}
+            for gid, error in sorted(failed.items()):
+                self.step_failures += 1
+                self._note(f"{gid}: its step failed ({error}); its events were dead-lettered, it kept its state")
+            if self.restored > restored:
+                self._note(f"{self.restored - restored} groups rebuilt from the store (the checkpoint was lost)")
 
     def _group(self, group_id: str) -> GroupView:
         view = self.groups.get(group_id)
@@ -81,15 +103,31 @@ class LiveView:
         kind, gid = o.get("type"), o.get("group_id") or ""
         if kind == "dead_letter":
             self.dead_letters += 1
-            self._note(f"dead letter ({o.get('reason')})")
+            if not is_step_failure(o):
+                self._note(f"dead letter ({o.get('reason')})", o.get("ts"))
             return
         if not gid:
             return
         g = self._group(gid)
+        if kind == "group_restored":
+            self.restored += 1
+            g.consumer = "group_epoch" in o
+            g.state, g.generation = o["state"], int(o.get("group_epoch", o.get("generation", 0)))
+            g.assignment_epoch = int(o.get("assignment_epoch") or 0)
+            g.protocol = o.get("protocol") or ""
+            g.members = len(o.get("members") or [])
+            if g.consumer:
+                g.member_states = {m: (g.generation, "STABLE") for m in o.get("members") or []}
+            g.restored_committed = int(o.get("committed_partitions") or 0)
+            return
+        if kind == "restore_gap":
+            self.restore_gaps += 1
+            self._note(f"{gid}: the store did not hold all (restore gap): {o.get('reason')}")
+            return
         if kind == "protocol_switch":   # an Empty group replaced by one of the other protocol: start afresh
             # ... but with its committed offsets, which Kafka keeps for the new group (and so does the tracker).
             self.groups[gid] = GroupView(gid, consumer=o.get("to") == "consumer", committed=g.committed)
-            self._note(f"{gid}: now a {o.get('to')}-protocol group")
+            self._note(f"{gid}: now a {o.get('to')}-protocol group", o.get("ts"))
             return
         # Which protocol the group speaks, from the output itself (a group may switch when Empty).
         if "group_epoch" in o or "member_epoch" in o or "instance_id" in o or kind == "target_assignment":
@@ -118,13 +156,14 @@ class LiveView:
             g.last_duration_ms = o.get("duration_ms")
             moved = o.get("partitions_moved")
             g.last_moved = len(moved) if isinstance(moved, list) else moved
-            self._note(f"{gid}: generation {g.generation} ({g.last_trigger}), {g.members} members")
+            self._note(f"{gid}: generation {g.generation} ({g.last_trigger}), {_members(g.members)}",
+                       g.last_rebalance_ts)
         elif kind == "member_expired":
             g.expired += 1
             g.member_states.pop(o.get("member_id"), None)
             if g.consumer:
                 g.members = len(g.member_states)
-            self._note(f"{gid}: member {o.get('member_id')} expired")
+            self._note(f"{gid}: member {o.get('member_id')} expired", o.get("ts"))
         elif kind == "offset_commit":
             key = (o.get("topic"), o.get("partition"))
             if o.get("tombstone"):
@@ -160,7 +199,7 @@ class LiveView:
             g.last_moved = o.get("partitions_moved")
             members = len(o.get("members") or [])
             self._note(f"{o['group_id']}: epoch {g.generation} {'stable' if members else 'empty'} "
-                       f"({g.last_trigger}), {members} members")
+                       f"({g.last_trigger}), {_members(members)}", g.last_rebalance_ts)
         g.members = len(g.member_states)
 
     def set_waiting(self, text: str | None, resolved: str | None = None) -> None:
@@ -170,8 +209,10 @@ class LiveView:
                 self._note(resolved)
             self.waiting = text
 
-    def _note(self, text: str) -> None:
-        self.recent.append(f"{time.strftime('%H:%M:%S')} {text}")
+    def _note(self, text: str, ts: int | None = None) -> None:
+        """A line of the recent events, dated by the output's own time (``ts``, as LAST REBALANCE is: in event
+        time the wall clock says nothing of when it happened), else now (what the job itself noticed)."""
+        self.recent.append(f"{clock(ts)} {text}")
         del self.recent[:-8]
 
     # -- drawing -------------------------------------------------------------------------------------------------
@@ -184,8 +225,7 @@ class LiveView:
         with self._lock:
             rows = []
             for g in sorted(self.groups.values(), key=lambda v: v.group_id)[: self.max_rows]:
-                when = time.strftime("%H:%M:%S", time.gmtime(g.last_rebalance_ts / 1000)) \
-                    if g.last_rebalance_ts else "-"
+                when = clock(g.last_rebalance_ts) if g.last_rebalance_ts else "-"
                 # "-": no rebalance yet; "?": the outputs could not know how long it took (docs/figures.md).
                 took = "-" if not g.rebalances else "?" if g.last_duration_ms is None \
                     else f"{g.last_duration_ms / 1000:.1f}s"
@@ -196,10 +236,14 @@ class LiveView:
                              str(g.rebalances), when, g.last_trigger or "-", took,
                              "-" if not g.rebalances else "?" if g.last_moved is None else str(g.last_moved),
                              str(g.expired),
-                             str(len(g.committed))))
+                             str(len(g.committed) or g.restored_committed)))
             more = f"... and {len(self.groups) - self.max_rows} more groups" \
                 if len(self.groups) > self.max_rows else None
             status = f"batch {self.last_batch_id}  groups {len(self.groups)}  dead letters {self.dead_letters}"
+            if self.step_failures:
+                status += f"  GROUP STEP FAILURES {self.step_failures}"
+            if self.restored:
+                status += f"  restored {self.restored} (gaps {self.restore_gaps})"
             if progress:
                 status += (f"  input {progress.get('inputRowsPerSecond', 0):.0f} ev/s"
                            f"  processed {progress.get('processedRowsPerSecond', 0):.0f} ev/s"

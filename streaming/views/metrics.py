@@ -18,6 +18,9 @@ gave a new owner: how long it had none while the group had members). A figure th
 followed from its ``__consumer_offsets`` records) is not observed, so a histogram's ``_count`` may stay below
 ``group_rebalances_total``.
 
+After a lost checkpoint, ``groups_restored_total`` counts the groups rebuilt from the store and
+``restore_gaps_total`` those whose feed then showed what the store did not hold (``streaming/coordinator/restored.py``).
+
 This module is the one place that knows ``prometheus_client``: the rest of the tracker calls
 :meth:`Metrics.update` once per micro-batch and :func:`serve` once.
 """
@@ -32,6 +35,7 @@ from prometheus_client import (CollectorRegistry, Counter, GCCollector, Gauge, H
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 from streaming.coordinator.figures import spans_of
+from streaming.dead_letters import is_step_failure
 
 PREFIX = "rebalance_tracker"
 STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
@@ -105,6 +109,14 @@ class Metrics:
         self.moved = Counter(name("group_partitions_moved"), "Partitions that changed owner in a rebalance.",
                              ["group"], registry=None)
         self.dead_letters = Counter(name("dead_lettered_events"), "Input events rejected as invalid.", registry=None)
+        self.step_failures = Counter(name("group_step_failures"),
+                                     "Micro-batch steps of a group that raised: its events were dead-lettered with "
+                                     "the exception and the group kept its state (every other group went on).",
+                                     ["group"], registry=None)
+        self.restored = Counter(name("groups_restored"), "Groups rebuilt from the store after a lost checkpoint.",
+                                registry=None)
+        self.restore_gaps = Counter(name("restore_gaps"), "Restored groups whose feed showed what the store did not "
+                                    "hold (restore_gap outputs).", registry=None)
         self.batches = Counter(name("batches"), "Micro-batches processed.", registry=None)
         self.input_rows = Counter(name("input_rows"), "Input rows read, as reported by the streaming query.",
                                   registry=None)
@@ -127,8 +139,11 @@ class Metrics:
             self.batches.inc()
             self._last_batch_id = batch_id
             self.last_batch_id.set(batch_id)
+            outputs = list(outputs)
             for o in outputs:
                 self._fold(o)
+            for group_id in sorted({o.get("group_id") or "" for o in outputs if is_step_failure(o)}):
+                self.step_failures.labels(group_id).inc()   # one a group and batch, however many events it had
             if progress:
                 duration = (progress.get("durationMs") or {}).get("triggerExecution")
                 if duration is not None:
@@ -155,7 +170,16 @@ class Metrics:
         g = self._group(group_id)
         if "group_epoch" in o or "instance_id" in o or kind == "target_assignment":
             g.consumer = True
-        if kind == "state_change":
+        if kind == "group_restored":
+            self.restored.inc()
+            g.state, g.generation = o["state"], o.get("generation", o.get("group_epoch", g.generation))
+            g.assignment_epoch = o.get("assignment_epoch", g.assignment_epoch)
+            g.members = set(o.get("members") or [])
+            if g.consumer:
+                g.member_states = {m: (g.generation, "STABLE") for m in g.members}
+        elif kind == "restore_gap":
+            self.restore_gaps.inc()
+        elif kind == "state_change":
             g.state = o["to"]
             g.generation = o.get("generation", o.get("group_epoch", g.generation))
             g.assignment_epoch = o.get("assignment_epoch", g.assignment_epoch)
@@ -218,7 +242,9 @@ class Metrics:
                            self.group_epoch, self.group_assignment_epoch, self.group_reconciling,
                            self.rebalances, self.triggers, self.rebalance_duration, self.unavailability,
                            self.expired, self.moved,
-                           self.dead_letters, self.batches, self.input_rows, self.batch_duration]
+                           self.dead_letters, self.step_failures, self.restored, self.restore_gaps, self.batches,
+                           self.input_rows,
+                           self.batch_duration]
             if self._last_batch_id is not None:
                 instruments.append(self.last_batch_id)
             families = [family for instrument in instruments for family in instrument.collect()]

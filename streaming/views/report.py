@@ -13,6 +13,7 @@ how long each member took to give partitions up, and every span in which a parti
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import shutil
@@ -584,7 +585,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_coordinator_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--coordinator-config", action="append", default=[], metavar="KEY=VALUE",
+    """``--coordinator-conf`` as ``run`` spells it (``--coordinator-config``: the old spelling, still taken)."""
+    p.add_argument("--coordinator-conf", "--coordinator-config", dest="coordinator_conf", action="append", default=[],
+                   metavar="KEY=VALUE",
                    help="coordinator setting used to replay a feed, Kafka-style (e.g. "
                         "group.initial.rebalance.delay.ms=0, or for consumer-protocol groups "
                         "group.consumer.session.timeout.ms=10000); repeatable")
@@ -595,7 +598,7 @@ def _pairs(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep:
-            raise ValueError(f"--coordinator-config wants KEY=VALUE, not {pair!r}")
+            raise ValueError(f"--coordinator-conf wants KEY=VALUE, not {pair!r}")
         props[key.strip()] = value.strip()
     return props
 
@@ -618,28 +621,63 @@ def consumer_config(pairs: list[str]):
     return Configs.from_properties(_pairs(pairs)).consumer
 
 
+def _absent(group: str, groups: collections.Counter, outputs: list[dict], config, observed: bool) -> str:
+    """Why a group has no history: not in the input (the groups that are), or, in a feed, every request refused:
+    Kafka's answers are counted, and a group whose joins carry a broker's answers (``observed``: a cluster feed, an
+    instrumented client's) needs observe mode (issue #34)."""
+    if not groups.get(group):
+        named = sorted(str(g) for g in groups if g)
+        return (f"group {group!r} does not appear in the input" + (
+            f"; its groups: {', '.join(named[:10])}{', ...' if len(named) > 10 else ''}" if named else
+            " (no records with a group id)"))
+    errors = collections.Counter(o["error"] for o in outputs
+                                 if o.get("group_id") == group and o.get("error") not in (None, "NONE"))
+    text = f"group {group!r} has {groups[group]} records in the input but no history"
+    if errors:
+        text += " (the coordinator answered " + ", ".join(f"{n} with {e}" for e, n in errors.most_common()) + ")"
+    if observed and not config.adopt_unknown_members:
+        from streaming.feeds.cluster_feed import OBSERVER_SETTINGS
+
+        text += ("; its member ids were issued by a real broker (a cluster feed, or instrumented consumers), which "
+                 "the model follows only in observe mode: give --coordinator-conf tracker.adopt.unknown.members=true"
+                 f", and for a cluster feed also --coordinator-conf tracker.expire.members="
+                 f"{OBSERVER_SETTINGS['tracker.expire.members']} (it has no heartbeats)")
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         since = parse_since(args.since)
-        config = coordinator_config(args.coordinator_config)
-        consumer = consumer_config(args.coordinator_config)
+        config = coordinator_config(args.coordinator_conf)
+        consumer = consumer_config(args.coordinator_conf)
     except ValueError as exc:
         print(f"report: {exc}", file=sys.stderr)
         return 2
+    groups: collections.Counter = collections.Counter()   # records per group id in the input
+    answered: set = set()   # groups whose joins carry a broker's answer: a member id and a generation
+
+    def counted(records: Iterable) -> Iterable:
+        for r in records:
+            if isinstance(r, dict):
+                groups[r.get("group_id")] += 1
+                if r.get("type") == "join" and r.get("member_id") and r.get("generation") is not None:
+                    answered.add(r.get("group_id"))
+            yield r
+
     if args.feed:   # the coordinator runs over the whole feed: a progress bar on stderr (plain lines elsewhere)
         records = terminal.track(read_jsonl(args.feed), "running the feed", terminal.count_lines(args.feed),
                                  unit="records")
-        outputs, rejected = coordinator_outputs(records, config, consumer)
+        outputs, rejected = coordinator_outputs(counted(records), config, consumer)
         if rejected:
             print(f"report: skipped {rejected} invalid feed records", file=sys.stderr)
     else:
         records = terminal.track(read_jsonl(args.outputs), "reading the outputs", terminal.count_lines(args.outputs),
                                  unit="records")
-        outputs = [o for o in records if isinstance(o, dict)]
+        outputs = [o for o in counted(records) if isinstance(o, dict)]
     history = build_history(outputs, args.group)
     if history.first_ts is None:
-        print(f"report: group {args.group!r} does not appear in the input", file=sys.stderr)
+        print(f"report: {_absent(args.group, groups, outputs, config, args.group in answered)}", file=sys.stderr)
         return 1
     if since is not None:
         history = history.since(since)

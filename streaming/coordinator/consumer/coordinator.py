@@ -38,6 +38,7 @@ from streaming.coordinator.consumer.regex import regex_error, resolve
 from streaming.coordinator.consumer.target import build_target_assignment
 from streaming.coordinator.consumer.topics import TopicImage
 from streaming.coordinator.figures import Ledger, rebalance_fields
+from streaming.coordinator.restored import Restored, gap_fields, window_end
 from streaming.coordinator.timers import Timers
 from streaming.coordinator.offsets import CommittedOffset, Partition
 
@@ -70,6 +71,7 @@ class _Soft:
     figures: Ledger = field(default_factory=Ledger)   # owners over time, by (topic id, partition) (figures.py)
     retention: int | None = None           # the offsets cleanup's next work: an offset expiring, an Empty group going
     empty_since: int | None = None         # when the group last became Empty (or was loaded Empty)
+    restored: Restored | None = None       # rebuilt from the store after a lost checkpoint (restored.py)
 
     def to_dict(self) -> dict:
         d = {"sessions": self.sessions, "rebalance": self.rebalance, "last_heartbeat": self.last_heartbeat,
@@ -79,6 +81,8 @@ class _Soft:
             d["retention"] = self.retention
         if self.empty_since is not None:
             d["empty_since"] = self.empty_since
+        if self.restored is not None:
+            d["restored"] = self.restored.to_row()
         return d
 
     @classmethod
@@ -91,7 +95,7 @@ class _Soft:
                               for key, owner in d.get("stable_owners", {}).items()}
         return cls(dict(d["sessions"]), {k: list(v) for k, v in d["rebalance"].items()}, dict(d["last_heartbeat"]),
                    d["refresh_metadata"], d["rebalance_started"], d["assignor"], figures,
-                   d.get("retention"), d.get("empty_since"))
+                   d.get("retention"), d.get("empty_since"), Restored.from_row(d.get("restored")))
 
 
 class ConsumerGroupCoordinator:
@@ -108,6 +112,7 @@ class ConsumerGroupCoordinator:
         self.now = 0
         self._timers = Timers(self._timer_deadline)
         self._out: list[dict] = []
+        self._unannounced: set[str] = set()   # groups rebuilt from the store whose first step is still to come
 
     # ================================================================ public API
     def handle(self, event: dict) -> list[dict]:
@@ -115,10 +120,12 @@ class ConsumerGroupCoordinator:
 
         Timers due strictly before the event's ``ts`` fire first; a heartbeat arriving on its deadline wins."""
         ts = event.get("ts")
-        out = self.advance(ts - 1) if ts is not None else []
+        out = self.advance(ts - 1) if ts is not None else self.announcements()
         self._tick(ts)
         self._out = out
         kind = event["type"]
+        if kind in ("consumer_heartbeat", "commit") and event.get("group_id") in self.soft:
+            self._watch_restored(event)
         if kind == "consumer_heartbeat":
             self._heartbeat(event)
         elif kind == "topic_metadata":
@@ -136,7 +143,7 @@ class ConsumerGroupCoordinator:
     def advance(self, now_ms: int) -> list[dict]:
         """Fire every session and rebalance timeout (and offsets cleanup) due at or before ``now_ms``, in deadline
         order."""
-        out: list[dict] = []
+        out: list[dict] = self.announcements()
         saved, self._out = self._out, out
         for deadline, (kind, group_id, member_id) in self._timers.due(now_ms):
             self._tick(deadline)
@@ -202,6 +209,8 @@ class ConsumerGroupCoordinator:
             group = ConsumerGroup.from_dict(entry["group"])
             c.groups[group.group_id] = group
             c.soft[group.group_id] = soft = _Soft.from_dict(entry["soft"])
+            if soft.restored is not None and not soft.restored.announced:
+                c._unannounced.add(group.group_id)
             if "figures" not in entry["soft"]:
                 owners = soft.figures.owners
                 soft.figures = _ledger_of_members(group, c.now)
@@ -273,6 +282,62 @@ class ConsumerGroupCoordinator:
                 soft.rebalance_started = [None, "unknown", "in progress when the group was loaded"]
             soft.empty_since = now_ms if not group.members else None
             self._refresh_retention(group_id)
+
+    # --- after a lost checkpoint (restored.py) ----------------------------------------------------------------
+    def note_restored(self, now_ms: int) -> None:
+        """Every group here was just rebuilt from the store (``load_records``) for a job whose checkpoint was lost:
+        its first step says so, and its feed is watched for what the store did not hold (only timers can differ:
+        the records are all there)."""
+        session = self.config.group_consumer_session_timeout_ms
+        for group_id, group in self.groups.items():
+            timeouts = [(session, max(m.rebalance_timeout_ms, 0)) for m in group.members.values()]
+            self.soft[group_id].restored = Restored(group.group_epoch, now_ms, window_end(now_ms, timeouts, session),
+                                                    set(group.members))
+            self._unannounced.add(group_id)
+
+    def announcements(self) -> list[dict]:
+        """``group_restored`` for each group rebuilt from the store not yet announced (``handle`` and ``advance``
+        start with them)."""
+        if not self._unannounced:
+            return []
+        out = []
+        for group_id in sorted(self._unannounced):
+            r = self.soft[group_id].restored if group_id in self.soft else None
+            if r is not None and not r.announced and group_id in self.groups:
+                r.announced = True
+                group = self.groups[group_id]
+                out.append({"type": "group_restored", "group_id": group_id, "ts": r.loaded_ts,
+                            "group_epoch": group.group_epoch, "assignment_epoch": group.assignment_epoch,
+                            "state": group.state(), "members": sorted(group.members),
+                            "committed_partitions": len(self.offsets.get(group_id, {})),
+                            "topics": {n: p for n, (_, p) in sorted(group.subscription_metadata.items())}})
+        self._unannounced.clear()
+        return out
+
+    def _watch_restored(self, e: dict) -> None:
+        """The first sign in a restored group's feed of what the store did not hold: a ``restore_gap``, once. A
+        member epoch comes only from the coordinator, so one ahead of the member's is the lost checkpoint's."""
+        soft, group = self.soft[e["group_id"]], self.groups.get(e["group_id"])
+        r = soft.restored
+        if r is None or group is None:
+            return
+        if self.now > r.until:
+            soft.restored = None
+            return
+        member_id = e.get("member_id") or ""
+        epoch = e.get("member_epoch") if e["type"] == "consumer_heartbeat" else e.get("generation")
+        if not member_id or epoch is None:
+            return
+        member = group.members.get(member_id)
+        if member is not None and epoch > member.member_epoch:
+            reason = (f"member {member_id} sends epoch {epoch}, ahead of its {member.member_epoch}: the lost "
+                      f"checkpoint went on past the store (a session there ended sooner)")
+        elif member is None and epoch > 0:
+            reason = f"member {member_id} (epoch {epoch}) is not in the group the store held"
+        else:
+            return
+        self._emit(e["group_id"], "restore_gap", **gap_fields(r, e, reason, False, "group_epoch"))
+        soft.restored = None
 
     # ================================================================ time and timers
     def _tick(self, ts: int | None) -> None:

@@ -25,7 +25,15 @@ class _Client:
 
 
 class _Replayer:
-    def __init__(self, assignor: str, cooperative: bool, config: CoordinatorConfig | None) -> None:
+    def __init__(self, assignor: str, cooperative: bool, config: CoordinatorConfig | None,
+                 observed: frozenset[str] | set[str] = frozenset()) -> None:
+        """``observed``: groups whose stimuli come from a cluster's records (``observed.py``): their members carry the
+        broker's ids, which the replay maps to the ids its coordinator gives them."""
+        self.observed = observed
+        self._ids: dict[tuple[str, str], str] = {}        # (group, the broker's member id) -> the replay's
+        self._recorded: dict[tuple[str, str], str] = {}   # (group, the replay's member id) -> the broker's
+        self._awaiting_id: tuple[str, str] | None = None  # an observed member's first join, waiting for its id
+        self._pending_join: dict | None = None            # ... and that join, as sent
         self.assignor = assignor
         self.cooperative = cooperative
         self.coordinator = GroupCoordinator(config)
@@ -85,6 +93,10 @@ class _Replayer:
 
     # ------------------------------------------------------------------ the recorded stimuli
     def _rewrite(self, e: dict) -> dict | None:
+        if (e.get("group_id") or "") in self.observed:
+            e = self._from_observed(e)
+            if e is None:
+                return None
         kind = e["type"]
         key = (e.get("group_id") or "", e.get("member_id") or "")
         client = self.clients.get(key)
@@ -105,6 +117,8 @@ class _Replayer:
                         self._schedule_stand_in(key, e["ts"])
                     return None
             e = dict(e, protocols=[self._protocol(topics, client)])
+            if self._awaiting_id is not None and not key[1]:
+                self._pending_join = e
             if key[1]:
                 self.clients[key] = _Client(_join_fields(e), topics, awaiting_join=True,
                                             generation=client.generation if client else -1,
@@ -115,6 +129,41 @@ class _Replayer:
         if kind in ("heartbeat", "commit") and client is not None and e.get("generation", -1) >= 0:
             return dict(e, generation=client.generation)
         return e
+
+    def _from_observed(self, e: dict) -> dict | None:
+        """An observed group's stimulus with the replay's member ids: a member's first join asks for an id (its
+        answer, in ``_observe``, maps the broker's id to it and joins again with it); a heartbeat the module
+        synthesised is not sent while its client waits in a JoinGroup, nor for a member the replay removed."""
+        gid, recorded = e.get("group_id") or "", e.get("member_id") or ""
+        if not recorded:
+            return e
+        replayed = self._ids.get((gid, recorded))
+        if e["type"] == "join" and replayed is None:
+            self._awaiting_id = (gid, recorded)
+            return dict(e, member_id="")
+        if replayed is None:
+            return None if e.get("synthesized") else e
+        client = self.clients.get((gid, replayed))
+        if e.get("synthesized") and (client is None or client.awaiting_join):
+            return None
+        return dict(e, member_id=replayed)
+
+    def _observed_answer(self, o: dict) -> None:
+        """The coordinator's answer to an observed member's first join: a dynamic member gets an id to join again
+        with (KIP-394), a static one is in at once (the classic branch of ``_observe`` takes it from there); either
+        way the broker's id now means the replay's. Any other answer refused the join."""
+        gid, recorded = self._awaiting_id
+        kind, new_id = o["type"], o.get("member_id") or ""
+        if kind == "join_response" and o.get("error") == "MEMBER_ID_REQUIRED":
+            join = self._pending_join
+            self.clients[(gid, new_id)] = _Client(_join_fields(join), list(join["protocols"][0].get("topics", [])))
+            self._rejoin((gid, new_id), o["ts"])
+        elif kind not in ("member_joined", "member_replaced"):
+            if kind == "join_response":
+                self._awaiting_id = None
+            return
+        self._awaiting_id = None
+        self._ids[(gid, recorded)], self._recorded[(gid, new_id)] = new_id, recorded
 
     def _protocol(self, topics: list[str], client: _Client | None) -> dict:
         protocol = {"name": self.assignor, "topics": topics}
@@ -164,6 +213,10 @@ class _Replayer:
         for o in outputs:
             kind = o["type"]
             key = (o["group_id"], o.get("member_id") or "")
+            if self._awaiting_id is not None and self._awaiting_id[0] == o["group_id"] and o.get("member_id"):
+                self._observed_answer(o)
+                if kind == "join_response" and o.get("error") == "MEMBER_ID_REQUIRED":
+                    continue
             if kind in ("member_joined", "member_replaced") and o.get("group_instance_id") is not None:
                 known = self._static_joins.get((o["group_id"], o["group_instance_id"]))
                 if known is not None and key not in self.clients:
@@ -171,6 +224,8 @@ class _Replayer:
                 if kind == "member_replaced":
                     self.clients.pop((o["group_id"], o["previous_member_id"]), None)
                 continue
+            if kind in ("member_expired", "member_left") and key in self._recorded:
+                self._ids.pop((key[0], self._recorded.pop(key)), None)   # a later join of that id starts anew
             client = self.clients.get(key)
             if client is None:
                 continue

@@ -62,8 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     names = [a.strip() for a in args.assignor.split(",") if a.strip()] if args.assignor is not None else []
     try:
-        config = coordinator_config(args.coordinator_config)
-        group_config = consumer_config(args.coordinator_config)
+        config = coordinator_config(args.coordinator_conf)
+        group_config = consumer_config(args.coordinator_conf)
         for name in names:
             check_assignor(name)
     except (ValueError, LookupError) as exc:

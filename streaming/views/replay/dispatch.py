@@ -8,6 +8,7 @@ from typing import Callable, Iterable
 from streaming.coordinator import CoordinatorConfig
 from streaming.coordinator.consumer import ConsumerGroupConfig
 from streaming.views.replay.classic import _Replayer
+from streaming.views.replay.observed import client_stimuli, observed_groups
 from streaming.views.replay.consumer_feed import _ConsumerFeedClassicReplayer, _ConsumerFeedServerReplayer
 from streaming.views.replay.server import _ConsumerReplayer
 from streaming.views.replay.settings import _chosen, is_server_assignor
@@ -63,9 +64,12 @@ def replay_outputs(events: Iterable[dict], assignor: str, config: CoordinatorCon
 def _replay_classic_feed(feed: list[dict], assignor: str, config: CoordinatorConfig | None,
                          on_progress: Callable[[int], None] | None) -> list[dict]:
     name, cooperative = _chosen(assignor)
+    observed = observed_groups(feed)   # from a cluster's records: the broker's answers, no heartbeats
+    if observed:
+        feed = client_stimuli(feed, observed)
     if is_server_assignor(assignor):
         return _ConsumerReplayer(name, config).run(feed, on_progress)
-    return _Replayer(name, cooperative, config).run(feed, on_progress)
+    return _Replayer(name, cooperative, config, observed).run(feed, on_progress)
 
 
 def _replay_consumer_feed(feed: list[dict], assignor: str, config: CoordinatorConfig | None,
