@@ -20,9 +20,9 @@ appended them): the last commit before the snapshot, else the first one after it
 following reader gives up waiting for a group's first commit each time it has caught up with the log).
 
 What cannot be seen: rounds that never reached Stable leave no record; membership changes only at snapshots. A
-member missing from the next generation left or was expired: if it was committing less than half a session before
-that generation's record, in a round shorter than the members' rebalance timeout, no timeout can have removed it,
-so the feed reports a leave; otherwise the tracker decides from how long it was silent (a session-timeout or a
+member missing from the next generation left or was expired: if it was committing less than half a session and
+less than the members' rebalance timeout before that generation's record, no timeout can have removed it, so the
+feed reports a leave; otherwise the tracker decides from how long it was silent (a session-timeout or a
 rebalance-timeout expiry). When the group empties, the record comes only when the last member went: a static
 member (it sends no LeaveGroup) went last, expired, and the others left; without one, the member heard from last went
 last, expired if silent for its session by then (``_all_gone``).
@@ -155,7 +155,7 @@ class ClusterFeed:
         known = {m["member_id"] for m in before}
         ordered = [m for m in members if m["member_id"] in known] + [m for m in members if m["member_id"] not in known]
         leaves = [_leave(group_id, m, "left: it was committing until this generation's round")
-                  for m in self._left(group_id, before, members, ts, seen_ts)]
+                  for m in self._left(group_id, before, members, ts)]
         joins = [self._join(record, m, answered=True) for m in ordered]
         # Departures first, as they reached the broker during the round -- unless they would leave nobody: then a
         # newcomer joined while the last member left (a rolling restart), so the group was never Empty, and the
@@ -192,17 +192,18 @@ class ClusterFeed:
             events.append(event)
         return events
 
-    def _left(self, group_id: str, before: list[dict], members: list[dict], ts: int | None,
-              seen_ts: int | None) -> list[dict]:
-        """Members gone from the new generation that were active too recently to have been expired, in a round too
-        short for its join timeout (the members' longest rebalance timeout) to have removed them."""
+    def _left(self, group_id: str, before: list[dict], members: list[dict], ts: int | None) -> list[dict]:
+        """Members gone from the new generation that were active too recently to have been expired: committing less
+        than half a session before its record (no session timeout), and less than the members' rebalance timeout
+        before it (a member the round's join timeout removes is silent for that long: it was not rejoining)."""
         current = {m["member_id"] for m in members}
         instances = {m.get("group_instance_id") for m in members} - {None}
         gone = [m for m in before if m["member_id"] not in current and m.get("group_instance_id") not in instances]
-        if not gone or ts is None or seen_ts is None or ts - seen_ts >= max(m["rebalance_timeout"] for m in before):
+        if not gone or ts is None:
             return []
+        rebalance_timeout = max(m["rebalance_timeout"] for m in before)
         return [m for m in gone if (last := self.member_commit_ts.get((group_id, m["member_id"]))) is not None
-                and ts - last < m["session_timeout"] // 2]
+                and ts - last < min(m["session_timeout"] // 2, rebalance_timeout)]
 
     def _static_replacements(self, previous: dict, record: dict) -> list[dict]:
         """Same generation, new snapshot: static members restarted and took their old places without a rebalance
