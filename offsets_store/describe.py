@@ -9,7 +9,7 @@ import argparse
 import os
 import sys
 
-from offsets_store import kafka_conf, log_end
+from kafka_client import kafka_conf, log_end
 from offsets_store.factory import open_store, store_bootstrap
 
 HEADER = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",

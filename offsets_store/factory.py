@@ -9,7 +9,7 @@ from offsets_store.store import Store
 
 def open_store(url: str, client: dict | None = None) -> Store:
     """``sqlite:PATH`` (embedded default) or ``kafka:BOOTSTRAP/TOPIC[?partitions=50]``; ``client``: kafka-python
-    settings for a Kafka store (see ``kafka_conf``)."""
+    settings for a Kafka store (see ``kafka_client.kafka_conf``)."""
     scheme, _, rest = url.partition(":")
     if scheme == "sqlite" and rest:
         return SqliteStore(rest)

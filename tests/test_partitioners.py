@@ -14,7 +14,7 @@ from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 from streaming.feeds.partitioners import (InvalidRecord, KeyHashPartitioner, PowerUserPartitioner,
                                           RoundRobinPartitioner, UniformStickyPartitioner, murmur2,
                                           partition_for_key, to_positive)
-from streaming.cli.run import ensure_topics
+from kafka_client.topics import ensure_topics
 
 
 class Cluster:

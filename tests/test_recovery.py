@@ -14,7 +14,8 @@ from streaming.coordinator import CoordinatorConfig, GroupCoordinator
 from streaming.feeds.publish import encode_event
 from streaming.feeds.simulator import SimulationSettings, Simulator
 from streaming.views.live_view import LiveView
-from streaming.cli.run import TrackerConfig, ensure_topics, start_tracker
+from kafka_client.topics import ensure_topics
+from streaming.cli.run import TrackerConfig, start_tracker
 from tests.test_tracker_kafka import produce, read_all
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]

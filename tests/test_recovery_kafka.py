@@ -167,7 +167,8 @@ def test_the_job_that_loses_its_checkpoint_mid_rebalance_ends_as_the_broker(hist
     from kafka import KafkaProducer
 
     from offsets_store import open_store
-    from streaming.cli.run import TrackerConfig, ensure_topics, start_tracker
+    from kafka_client.topics import ensure_topics
+    from streaming.cli.run import TrackerConfig, start_tracker
     from streaming.feeds.publish import encode_event
     from streaming.views.live_view import LiveView
     from tests.test_tracker_kafka import read_all

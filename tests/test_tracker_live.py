@@ -13,7 +13,8 @@ from kafka import KafkaProducer
 from streaming.coordinator import CoordinatorConfig
 from streaming.feeds.simulator import SimulationSettings, Simulator
 from streaming.views.live_view import LiveView
-from streaming.cli.run import TrackerConfig, ensure_topics, start_tracker
+from kafka_client.topics import ensure_topics
+from streaming.cli.run import TrackerConfig, start_tracker
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

@@ -13,7 +13,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from offsets_store import kafka_conf
+from kafka_client import kafka_conf
+from kafka_client.topics import TopicsMissing, ensure_topics
 from streaming.views.live_view import LiveView
 from streaming.feeds.metadata_watch import TopicMetadataWatcher
 from streaming.spark.sinks import TrackerSink
@@ -46,7 +47,7 @@ class TrackerConfig:
     events_partitions: int = DEFAULT_EVENTS_PARTITIONS
     metadata_refresh_s: float = 30.0            # how often topic sizes are checked against the broker
     metrics_port: int | None = None             # serve Prometheus metrics on this port (0 = any free port)
-    kafka: dict = field(default_factory=dict)   # Kafka client settings under Kafka's names (offsets_store.kafka_conf)
+    kafka: dict = field(default_factory=dict)   # Kafka client settings under Kafka's names (kafka_client.kafka_conf)
     broker_version: tuple | None = None         # the clients' API version with the broker (None: found by preflight)
     stage_times: object = None                  # a streaming.spark.stage_times accumulator (benchmarks)
 
@@ -86,55 +87,11 @@ class RunningTracker:
             self.store.close()
 
 
-class TopicsMissing(RuntimeError):
-    """The tracker's topics are not there and this broker cannot create them over the protocol."""
-
-
-def ensure_topics(bootstrap: str, topics: dict[str, int], client: dict | None = None,
-                  can_create: bool | None = None) -> None:
-    """Create missing topics (name -> partitions); existing ones are left as they are. ``client``: kafka-python
-    settings; ``can_create``: whether the broker has CreateTopics (None: try). Raises ``TopicsMissing`` when they are
-    missing and cannot be created, naming them and the tool to create them with."""
-    from kafka import KafkaAdminClient, KafkaConsumer
-    from kafka.admin import NewTopic
-    from kafka.errors import IncompatibleBrokerVersion, TopicAlreadyExistsError, UnrecognizedBrokerVersion
-
-    # Metadata answers on every broker version; the admin client is needed only to create.
-    consumer = KafkaConsumer(**kafka_conf.for_client(KafkaConsumer, client, bootstrap_servers=bootstrap,
-                                                     client_id="rebalance-tracker-admin"))
-    try:
-        existing = consumer.topics()
-    finally:
-        consumer.close()
-    new = [NewTopic(name, n, 1) for name, n in topics.items() if name and name not in existing]
-    if not new:
-        return
-    if can_create is False:
-        raise _topics_missing(bootstrap, new)
-    admin = KafkaAdminClient(**kafka_conf.for_client(KafkaAdminClient, client, bootstrap_servers=bootstrap,
-                                                     client_id="rebalance-tracker-admin"))
-    try:
-        with contextlib.suppress(TopicAlreadyExistsError):
-            admin.create_topics(new)
-    except (IncompatibleBrokerVersion, UnrecognizedBrokerVersion):
-        raise _topics_missing(bootstrap, new) from None
-    finally:
-        admin.close()
-
-
-def _topics_missing(bootstrap: str, new: list) -> TopicsMissing:
-    named = ", ".join(f"{t.name} ({t.num_partitions} partition{'s' if t.num_partitions != 1 else ''})" for t in new)
-    return TopicsMissing(
-        f"the broker at {bootstrap} cannot create topics over the protocol (CreateTopics came with Kafka 0.10.1): "
-        f"create {named} with Kafka's own tool first, e.g. kafka-topics.sh --zookeeper ZOOKEEPER --create "
-        f"--topic {new[0].name} --partitions {new[0].num_partitions} --replication-factor 1")
-
-
 def preflight(config: "TrackerConfig") -> tuple[int, ...]:
     """What must hold before Spark starts: a broker that answers, the tracker's topics there (created if missing and
     the broker can), a Kafka store on a broker that can keep it. Returns the API version the clients use with the
     broker (record headers need 0.11). Raises ``BrokerUnavailable`` or ``TopicsMissing``, each one line."""
-    from offsets_store import broker_features
+    from kafka_client import broker_features
 
     client = kafka_conf.to_kwargs(config.kafka)
     version = broker_features.api_version(config.bootstrap, client)
@@ -156,7 +113,7 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
     from streaming.spark.job import JobOptions, build_tracker_stream
     from streaming.spark.kafka_source import read_kafka_stream
 
-    from offsets_store.broker_features import has_headers
+    from kafka_client.broker_features import has_headers
 
     check_checkpoint(config)   # first, before anything starts
     query_checkpoint = os.path.join(config.checkpoint, "query")
@@ -318,7 +275,7 @@ def feed_extent(bootstrap: str, topic: str, client: dict | None = None) -> dict[
     from kafka import KafkaConsumer, TopicPartition
     from kafka.errors import KafkaError
 
-    from offsets_store.log_end import log_end_offsets
+    from kafka_client.log_end import log_end_offsets
 
     try:
         consumer = KafkaConsumer(**kafka_conf.for_client(KafkaConsumer, client, bootstrap_servers=bootstrap,
@@ -405,7 +362,7 @@ STALL_S = 3.0   # no micro-batch completed for this long: is the broker still th
 def _check_broker(tracker: RunningTracker, lost_since: float | None) -> tuple[float | None, bool]:
     """While the job stands still, probe its broker; the live table says when it is gone and when it is back
     (every part of the job waits for it meanwhile). Returns (since when it is gone or None, whether that changed)."""
-    from offsets_store.delivery import broker_reachable
+    from kafka_client.delivery import broker_reachable
 
     bootstrap = tracker.sink.bootstrap
     if broker_reachable(bootstrap):
@@ -501,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(argv: list[str] | None) -> int:
-    from offsets_store.broker_features import BrokerUnavailable, has_headers, version_text
+    from kafka_client.broker_features import BrokerUnavailable, has_headers, version_text
     from streaming.local.broker import kafka_broker
     from streaming.spark.session import build_spark_session, parse_conf
 

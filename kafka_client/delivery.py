@@ -14,7 +14,7 @@ import socket
 import time
 from typing import Callable
 
-log = logging.getLogger("offsets_store")
+log = logging.getLogger(__name__)
 
 RETRY_S = 1.0   # how often a call that found the broker gone is tried again
 
