@@ -8,7 +8,7 @@ Two builders, chosen exactly as Kafka chooses them:
   loaded eligible member, then move partitions until balanced, reverting if balance did not improve.
 
 Java iterates the subscriptions ``HashMap`` (member ids) and one ``HashSet`` of partitions; both orders are
-reproduced with ``base.java_hash_order`` so ties break the way Kafka breaks them.  The order of the caller's
+reproduced with ``java.java_hash_order`` so ties break the way Kafka breaks them.  The order of the caller's
 ``subscriptions`` dict stands for the JoinGroup response order (the HashMap insertion order).
 
 KIP-881 rack awareness (Kafka's ``RackInfo``): consumer racks come from ``Subscription.rack`` (empty racks are
@@ -33,23 +33,10 @@ import bisect
 from collections import deque
 from collections.abc import Callable, Mapping
 
-from .base import (
-    PartitionRacks,
-    Subscription,
-    TopicPartition,
-    java_hash_order,
-    java_string_hash,
-    java_topic_partition_hash,
-)
+from .base import PartitionRacks, Subscription, TopicPartition
+from .java import JavaHashSet, java_hash_order, java_string_hash, java_string_order_key, java_topic_partition_hash
 
 DEFAULT_GENERATION = -1
-
-
-def _string_key_fn(strings) -> Callable[[str], object]:
-    """Key giving Java ``String.compareTo`` order for this batch of strings."""
-    if any(any(ord(c) > 0xFFFF for c in s) for s in strings):
-        return lambda s: s.encode("utf-16-be")
-    return lambda s: s
 
 
 def java_member_order(subscriptions: Mapping[str, Subscription]) -> list[str]:
@@ -277,7 +264,7 @@ class _ConstrainedBuilder:
         self.transferring: dict[TopicPartition, str] = {}
         self.under_min: list[str] = []
         self.exactly_min: deque[str] = deque()
-        self.key = _string_key_fn(members)
+        self.key = java_string_order_key(members)
 
     def build(self) -> StickyResult:
         assigned = self._assign_owned()
@@ -335,7 +322,7 @@ class _ConstrainedBuilder:
         return assigned
 
     def _unassigned(self, assigned: set[TopicPartition]) -> list[TopicPartition]:
-        order = sorted(self.topics, key=_string_key_fn(self.topics))
+        order = sorted(self.topics, key=java_string_order_key(self.topics))
         if not assigned:
             return _sorted_topic_partitions(self.topics, order)
         return [tp for tp in _sorted_topic_partitions(self.topics, order) if tp not in assigned]
@@ -461,45 +448,11 @@ class _ConstrainedBuilder:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-class _JavaHashSet:
-    """Just enough of ``java.util.HashSet`` to know which element ``iterator().next()`` returns."""
-
-    __slots__ = ("_seq", "_counter", "_cap")
-
-    def __init__(self) -> None:
-        self._seq: dict[TopicPartition, int] = {}
-        self._counter = 0
-        self._cap = 16
-
-    def add(self, tp: TopicPartition) -> None:
-        if tp in self._seq:
-            return
-        self._seq[tp] = self._counter
-        self._counter += 1
-        while len(self._seq) > self._cap * 0.75:
-            self._cap <<= 1  # tables grow but never shrink
-
-    def remove(self, tp: TopicPartition) -> None:
-        del self._seq[tp]
-
-    def __len__(self) -> int:
-        return len(self._seq)
-
-    def first(self) -> TopicPartition:
-        mask = self._cap - 1
-
-        def order(tp: TopicPartition) -> tuple[int, int]:
-            h = java_topic_partition_hash(tp) & 0xFFFFFFFF
-            return ((h ^ (h >> 16)) & mask, self._seq[tp])
-
-        return min(self._seq, key=order)
-
-
 class _PartitionMovements:
     """Kafka's PartitionMovements: remembers moves so a later move can undo an earlier one instead."""
 
     def __init__(self) -> None:
-        self.by_topic: dict[str, dict[tuple[str, str], _JavaHashSet]] = {}
+        self.by_topic: dict[str, dict[tuple[str, str], JavaHashSet[TopicPartition]]] = {}
         self.moves: dict[TopicPartition, tuple[str, str]] = {}
 
     def _remove_record(self, tp: TopicPartition) -> tuple[str, str]:
@@ -514,7 +467,7 @@ class _PartitionMovements:
 
     def _add_record(self, tp: TopicPartition, pair: tuple[str, str]) -> None:
         self.moves[tp] = pair
-        self.by_topic.setdefault(tp.topic, {}).setdefault(pair, _JavaHashSet()).add(tp)
+        self.by_topic.setdefault(tp.topic, {}).setdefault(pair, JavaHashSet(java_topic_partition_hash)).add(tp)
 
     def move(self, tp: TopicPartition, old: str, new: str) -> None:
         if tp in self.moves:
@@ -603,10 +556,10 @@ class _GeneralBuilder:
         self.partition_consumer: dict[TopicPartition, str] = {
             tp: m for m in members for tp in self.current[m]
         }
-        topic_key = _string_key_fn(topics)
+        topic_key = java_string_order_key(topics)
         self.topic_order = sorted(topics, key=lambda t: (len(self.topic_consumers[t]), topic_key(t)))
         self.sorted_all = _sorted_topic_partitions(topics, self.topic_order)
-        self.member_key = _string_key_fn(members)
+        self.member_key = java_string_order_key(members)
         self.sorted_members = _SortedMembers(lambda m: len(self.current[m]), self.member_key)
         self.revocation_required = False
         self.movements = _PartitionMovements()

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .base import EAGER, Assignment, Assignor, PartitionRacks, Subscription, TopicPartition, java_sorted, sorted_members
+from .base import EAGER, Assignment, Assignor, PartitionRacks, Subscription, TopicPartition, sorted_members
+from .java import java_sorted
 
 
 class RoundRobinAssignor(Assignor):

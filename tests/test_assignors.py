@@ -14,7 +14,8 @@ from assignors import (
     get_assignor,
     register_assignor,
 )
-from assignors.base import java_hash_order, java_string_hash, sorted_members
+from assignors.base import sorted_members
+from assignors.java import java_hash_order, java_string_hash
 from assignors.priority_failover import decode_priority, encode_priority
 from assignors.range import RangeAssignor
 from assignors.registry import _REGISTRY

@@ -6,7 +6,7 @@ import pytest
 
 from assignors import Subscription, TopicPartition, get_assignor
 from assignors._sticky_core import java_member_order, sticky_assign
-from assignors.base import java_hash_order, java_string_hash
+from assignors.java import java_hash_order, java_string_hash
 
 sticky = get_assignor("sticky")
 coop = get_assignor("cooperative-sticky")

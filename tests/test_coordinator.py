@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, GroupState, parse_event
-from streaming.coordinator.javahash import hashmap_order
+from assignors.java import java_hash_order as hashmap_order
 from streaming.coordinator.state import VALID_PREVIOUS
 from tests.coordinator_harness import Harness, of_type, one
 

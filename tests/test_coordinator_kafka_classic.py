@@ -3,7 +3,7 @@ ClassicGroup in the group-coordinator module) has them; each test names the Kafk
 from __future__ import annotations
 
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
-from streaming.coordinator.javahash import hashmap_order
+from assignors.java import java_hash_order as hashmap_order
 from tests.coordinator_harness import Harness, of_type, one
 
 

@@ -1,23 +1,24 @@
 """Java's and Kafka's own classes answer what our code computes by hand (``tests/kafka_oracle/java/HashOracle.java``,
-one JVM for the module, Kafka's jars from Maven): ``String.hashCode`` (three copies of it here), the
-``__consumer_offsets`` partition of a group (``Utils.abs(groupId.hashCode()) % partitions``), Kafka's ``Uuid``
-(parsing, ``hashCode``, ``compareTo``) and ``TopicPartition.hashCode``, and the iteration order of ``HashSet``s of
-them, built from a collection or added to one by one. (``HashMap<String, ...>`` order: ``test_javahash_jvm.py``.)
+one JVM for the module, Kafka's jars from Maven): ``String.hashCode``, the ``__consumer_offsets`` partition of a group
+(``Utils.abs(groupId.hashCode()) % partitions``), Kafka's ``Uuid`` (parsing, ``hashCode``, ``compareTo``) and
+``TopicPartition.hashCode``, the iteration order of ``HashSet``s of them, built from a collection or added to one by
+one (nine of them in one bucket of a small table included), and the producer's ``Utils.murmur2`` and
+``Utils.toPositive``. (``HashMap<String, ...>`` order: ``test_javahash_jvm.py``.)
 """
 from __future__ import annotations
 
 import base64
 import random
 import subprocess
+from collections import Counter
 
 import pytest
 
-from assignors.base import (TopicPartition, java_hash_order, java_hashset_capacity_from_collection,
-                            java_string_hash, java_topic_partition_hash)
+from assignors.base import TopicPartition
+from assignors.java import (java_hash_order, java_hashset_capacity_from_collection, java_string_hash,
+                            java_topic_partition_hash, murmur2, to_positive)
 from assignors.server.types import parse_uuid, uuid_hash, uuid_sort_key
 from offsets_store import partition_for
-from offsets_store.partitioning import java_string_hash as partitioning_string_hash
-from streaming.coordinator.javahash import string_hash
 from tests.kafka_oracle.oracle import JAVA
 
 PARTITION_COUNTS = [1, 3, 7, 50, 64, 1000, 2**31 - 1]
@@ -41,6 +42,34 @@ def _uuid_texts(rng: random.Random) -> list[str]:
     return texts
 
 
+def _spread(h: int) -> int:
+    h &= 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def _colliding_partitions(rng: random.Random) -> list[list[TopicPartition]]:
+    """Nine to sixteen partitions of a topic in one bucket of a table of 16 or 32, and two others: a HashSet that
+    small doubles its table on the 9th instead of making a tree bin (none gets a 9th in a table of 64)."""
+    sets = []
+    for capacity in (16, 32):
+        candidates = [TopicPartition("orders", p) for p in range(20_000)]
+        bucket = [tp for tp in candidates if _spread(java_topic_partition_hash(tp)) & (capacity - 1) == 7]
+        while len(sets) < (20 if capacity == 16 else 40):
+            tps = rng.sample(bucket, rng.randrange(9, 17)) + rng.sample(candidates, 2)
+            tps = list(dict.fromkeys(tps))
+            if max(Counter(_spread(java_topic_partition_hash(tp)) & 63 for tp in tps).values()) <= 8:
+                rng.shuffle(tps)
+                sets.append(tps)
+    return sets
+
+
+def _grew_early(items: list, hash_fn, capacity: int) -> bool:
+    """Whether a bucket of the table sized by the number of items alone gets a 9th item while it is smaller than 64."""
+    while len(items) > capacity * 3 // 4:
+        capacity *= 2
+    return capacity < 64 and max(Counter(_spread(hash_fn(i)) & (capacity - 1) for i in items).values()) > 8
+
+
 @pytest.fixture(scope="module")
 def kafka(kafka_oracle_classpath):
     rng = random.Random(5)
@@ -51,11 +80,13 @@ def kafka(kafka_oracle_classpath):
     topics = [_text(rng) or "t" for _ in range(40)]
     tp_sets = [list(dict.fromkeys(TopicPartition(rng.choice(topics), rng.randrange(0, rng.choice([8, 100, 10_000])))
                                   for _ in range(rng.choice([1, 3, 12, 13, 40, 97, 300]))))
-               for _ in range(60)]
+               for _ in range(60)] + _colliding_partitions(rng)
+    data = [rng.randbytes(n) for n in list(range(0, 20)) * 5 + [64, 100, 1000]] + [b"foobar", "漢😀".encode()]
     lines = [f"group\t{g.encode().hex()}\t" + "\t".join(map(str, PARTITION_COUNTS)) for g in groups]
     lines += [f"uuid\t{t}" for t in uuid_texts]
     lines += [f"uuids\t{','.join(s)}" for s in uuid_sets]
     lines += [f"partitions\t{','.join(f'{tp.topic.encode().hex()}:{tp.partition}' for tp in s)}" for s in tp_sets]
+    lines += [f"murmur2\t{d.hex()}" for d in data]
     out = subprocess.run([*JAVA, "-cp", kafka_oracle_classpath, "HashOracle"], input="\n".join(lines) + "\n",
                          capture_output=True, text=True, check=True, timeout=120).stdout.splitlines()
     assert len(out) == len(lines) and not [a for a in out if a.startswith("error")], out[:3]
@@ -63,13 +94,13 @@ def kafka(kafka_oracle_classpath):
     return {"groups": [(g, next(answers).split("\t")) for g in groups],
             "uuid": [(t, next(answers)) for t in uuid_texts],
             "uuids": [(s, next(answers).split("\t")) for s in uuid_sets],
-            "partitions": [(s, next(answers).split("\t")) for s in tp_sets]}
+            "partitions": [(s, next(answers).split("\t")) for s in tp_sets],
+            "murmur2": [(d, next(answers).split("\t")) for d in data]}
 
 
 def test_string_hash_and_the_offsets_partition_of_a_group_are_kafkas(kafka):
     for group, (hash_code, *partitions) in kafka["groups"]:
-        assert java_string_hash(group) == partitioning_string_hash(group) == string_hash(group) == int(hash_code), \
-            group
+        assert java_string_hash(group) == int(hash_code), group
         assert [partition_for(group, n) for n in PARTITION_COUNTS] == [int(p) for p in partitions], group
 
 
@@ -102,6 +133,14 @@ def test_topic_partition_hash_and_hashset_orders_are_kafkas(kafka):
     def parse(text: str) -> list[TopicPartition]:
         return [TopicPartition(bytes.fromhex(t).decode(), int(p)) for t, p in (x.split(":") for x in text.split(","))]
 
+    grew_early = 0
     for tps, (hashes, from_collection, added) in kafka["partitions"]:
         assert [java_topic_partition_hash(tp) for tp in tps] == [int(h) for h in hashes.split(",")]
         assert _hashset_orders(tps, java_topic_partition_hash) == (parse(from_collection), parse(added))
+        grew_early += _grew_early(tps, java_topic_partition_hash, java_hashset_capacity_from_collection(len(tps)))
+    assert grew_early >= 20   # the 9th in a bucket of a small table is met, not only allowed for
+
+
+def test_murmur2_and_to_positive_are_kafkas(kafka):
+    for data, (hash_code, positive) in kafka["murmur2"]:
+        assert murmur2(data) == int(hash_code) and to_positive(murmur2(data)) == int(positive), data.hex()

@@ -9,7 +9,7 @@ from offsets_store import CodecError, decode_record, encode_record, partition_fo
 from offsets_store import schemas as s
 from offsets_store.codec import (decode_assignment, decode_subscription, encode_assignment, encode_subscription,
                                  record_identity, record_key)
-from offsets_store.partitioning import java_string_hash
+from assignors.java import java_string_hash
 from offsets_store.wire import decode, encode
 
 TS = 1_700_000_000_000

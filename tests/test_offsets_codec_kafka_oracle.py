@@ -17,7 +17,7 @@ import pytest
 from offsets_store import decode_record, encode_record
 from offsets_store.codec import decode_assignment, decode_subscription, encode_assignment, encode_subscription
 from offsets_store.codec import record_key
-from streaming.coordinator.javahash import hashmap_order
+from assignors.java import java_hash_order as hashmap_order
 from tests.kafka_oracle.oracle import JAVA
 
 TEXT = "abcxyz-_.0123456789éß漢😀"

@@ -11,10 +11,10 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.partitioner import DefaultPartitioner
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
-from streaming.feeds.partitioners import (InvalidRecord, KeyHashPartitioner, PowerUserPartitioner,
-                                          RoundRobinPartitioner, UniformStickyPartitioner, murmur2,
-                                          partition_for_key, to_positive)
+from assignors.java import murmur2, to_positive
 from kafka_client.topics import ensure_topics
+from streaming.feeds.partitioners import (InvalidRecord, KeyHashPartitioner, PowerUserPartitioner,
+                                          RoundRobinPartitioner, UniformStickyPartitioner, partition_for_key)
 
 
 class Cluster:

@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ..base import java_string_hash
+from ..java import java_string_hash
 
 _URL_SAFE_BASE64 = re.compile(r"[A-Za-z0-9_-]*={0,2}")
 

@@ -23,7 +23,7 @@ sees one, since partition counts only grow; its builders would fail on it).
 """
 from __future__ import annotations
 
-from ..base import java_hash_order, java_hashset_capacity_from_collection
+from ..java import java_hash_order, java_hashset_capacity_from_collection
 from .types import (
     HOMOGENEOUS,
     GroupAssignment,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from assignors.java import java_hash_order
 from streaming.coordinator.figures import Ledger
-from streaming.coordinator.javahash import hashmap_order
 from streaming.coordinator.member import Member, Partition
 from streaming.coordinator.offsets import CommittedOffset
 from streaming.coordinator.restored import Restored
@@ -127,7 +127,7 @@ class Group:
     def members_in_kafka_order(self) -> list[Member]:
         """The members as Kafka's ``HashMap`` of member ids iterates them: its leader choices, JoinGroup member list,
         GroupMetadataValue and DescribeGroups follow that order."""
-        return [self.members[member_id] for member_id in hashmap_order(self.members)]
+        return [self.members[member_id] for member_id in java_hash_order(self.members)]
 
     def awaiting_join_count(self) -> int:
         return sum(1 for m in self.members.values() if m.awaiting_join)
@@ -196,7 +196,7 @@ class Group:
                 votes[name] += 1
                 order.append(name)
         best = None
-        for name in hashmap_order(order):
+        for name in java_hash_order(order):
             if best is None or votes[name] > votes[best]:
                 best = name
         return best

@@ -1,6 +1,6 @@
 """Kafka's producer partitioners (seed 002), usable directly and as kafka-python ``partitioner=`` objects.
 
-* ``murmur2`` is Java's ``Utils.murmur2`` (signed 32-bit); keyed records go to ``toPositive(murmur2(key)) % n``.
+* Keyed records go to ``toPositive(murmur2(key)) % n`` (Kafka's ``Utils``, in ``assignors/java.py``).
 * ``KeyHashPartitioner``: Kafka's default — hash the key; keyless records stick to one partition until the producer
   starts a new batch (KIP-480), then move on.
 * ``RoundRobinPartitioner``: Java's RoundRobinPartitioner — a per-topic counter over the available partitions.
@@ -19,36 +19,7 @@ from typing import Callable
 
 from kafka.partitioner import Partitioner
 
-
-def murmur2(data: bytes) -> int:
-    """Java's ``org.apache.kafka.common.utils.Utils.murmur2``: seed 0x9747b28c, returned as a signed int."""
-    length = len(data)
-    m, r = 0x5BD1E995, 24
-    h = (0x9747B28C ^ length) & 0xFFFFFFFF
-    for i in range(0, length - length % 4, 4):
-        k = data[i] | (data[i + 1] << 8) | (data[i + 2] << 16) | (data[i + 3] << 24)
-        k = (k * m) & 0xFFFFFFFF
-        k ^= k >> r
-        k = (k * m) & 0xFFFFFFFF
-        h = ((h * m) & 0xFFFFFFFF) ^ k
-    tail = length % 4
-    base = length - tail
-    if tail == 3:
-        h ^= data[base + 2] << 16
-    if tail >= 2:
-        h ^= data[base + 1] << 8
-    if tail >= 1:
-        h ^= data[base]
-        h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 15
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def to_positive(n: int) -> int:
-    """Kafka's ``Utils.toPositive``: drop the sign bit (not ``abs``: ``Integer.MIN_VALUE`` maps to 0)."""
-    return n & 0x7FFFFFFF
+from assignors.java import kafka_abs, murmur2, to_positive
 
 
 def partition_for_key(key: bytes, num_partitions: int) -> int:
@@ -171,6 +142,5 @@ class PowerUserPartitioner(Partitioner):
         if text == self.power_key or n == 1:
             return all_partitions[-1]
         # The seed's Math.abs(murmur2(key)) % (n - 1), except for the one hash Math.abs leaves negative
-        # (Integer.MIN_VALUE, which would name a negative partition): that key goes to partition 0.
-        h = murmur2(serialized_key)
-        return all_partitions[(abs(h) if h != -2**31 else 0) % (n - 1)]
+        # (Integer.MIN_VALUE, which would name a negative partition): that key goes to partition 0, as Utils.abs has it.
+        return all_partitions[kafka_abs(murmur2(serialized_key)) % (n - 1)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from assignors.base import java_hash_order, java_string_hash
+from assignors.java import java_hash_order, java_string_hash
 from streaming.coordinator.consumer import records as R
 from streaming.coordinator.consumer.member import (
     LEAVE_GROUP_MEMBER_EPOCH, Assignment, ConsumerGroupMember, assignment, assignment_to_json)

@@ -9,14 +9,14 @@ Output: the new target assignment of every member, and the records -- one ``Cons
 per member whose target changed, then ``ConsumerGroupTargetAssignmentMetadata`` with the new epoch.
 
 Member order: Kafka hands the assignor a ``HashMap`` of member ids, and its tie breaks follow that order; here the
-members are given in ``java.util.HashMap`` order of their ids too (``assignors.base.java_hash_order``).
+members are given in ``java.util.HashMap`` order of their ids too (``assignors.java.java_hash_order``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Mapping
 
-from assignors.base import java_hash_order, java_string_hash
+from assignors.java import java_hash_order, java_string_hash
 from assignors.server import GroupSpec, MemberSubscription, SubscribedTopicDescriber, TopicMetadata
 from assignors.server.types import uuid_hash, uuid_sort_key
 from streaming.coordinator.consumer import records as R

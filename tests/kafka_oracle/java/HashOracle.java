@@ -7,7 +7,8 @@ import org.apache.kafka.common.utils.Utils;
 
 // What Kafka's and Java's classes answer where our code computes the same by hand: String.hashCode and the
 // __consumer_offsets partition of a group (Utils.abs(groupId.hashCode()) % partitions, as the group coordinator
-// computes it), Uuid parsing, hashCode and order, TopicPartition.hashCode, and HashSet iteration orders.
+// computes it), Uuid parsing, hashCode and order, TopicPartition.hashCode, HashSet iteration orders, and the
+// producer's Utils.murmur2 and Utils.toPositive.
 // One command a line, tab-separated, text in hex (UTF-8); one answer line each. The protocol is
 // tests/test_java_hashes_kafka_oracle.py's.
 public class HashOracle {
@@ -47,6 +48,10 @@ public class HashOracle {
                 Set<TopicPartition> added = new HashSet<>(); added.addAll(tps);
                 java.util.function.Function<TopicPartition, String> show = tp -> hex(tp.topic()) + ":" + tp.partition();
                 return order(tps, tp -> Integer.toString(tp.hashCode())) + "\t" + order(new HashSet<>(tps), show) + "\t" + order(added, show);
+            }
+            case "murmur2": {   // bytes (hex): Utils.murmur2, then Utils.toPositive of it
+                int h = Utils.murmur2(HexFormat.of().parseHex(f[1]));
+                return h + "\t" + Utils.toPositive(h);
             }
             default:
                 return "error unknown command " + f[0];
