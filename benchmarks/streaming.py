@@ -41,7 +41,7 @@ from streaming.feeds.publish import encode_event  # noqa: E402
 from streaming.feeds.simulator import SimulationSettings, Simulator  # noqa: E402
 from streaming.views.live_view import LiveView  # noqa: E402
 from kafka_client.topics import ensure_topics  # noqa: E402
-from streaming.cli.run import TrackerConfig, start_tracker  # noqa: E402
+from streaming.tracker import TrackerConfig, start_tracker  # noqa: E402
 from streaming.coordinator import CoordinatorConfig, parse_event  # noqa: E402
 from streaming.spark.group_step import step_group  # noqa: E402
 from streaming.gc_pause import gc_paused  # noqa: E402

@@ -52,7 +52,7 @@ def test_a_fresh_checkpoint_on_a_store_with_a_position_says_what_it_skips(kafka_
     from kafka import KafkaProducer
 
     from kafka_client.topics import ensure_topics
-    from streaming.cli.run import TrackerConfig, _skip_notice
+    from streaming.tracker import TrackerConfig, _skip_notice
 
     ensure_topics(kafka_bootstrap, {topic_name: 2})
     producer = KafkaProducer(bootstrap_servers=kafka_bootstrap)
@@ -83,7 +83,7 @@ def test_run_stops_before_spark_with_one_line_when_the_broker_cannot_go_on(tmp_p
 
 
 def test_a_failed_query_is_said_in_one_line_naming_its_cause():
-    from streaming.cli.run import _cause
+    from streaming.tracker import _cause
 
     spark_text = (
         "[STREAM_FAILED] Query [id = 5a26, runId = 0586] terminated with exception: "

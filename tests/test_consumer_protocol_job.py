@@ -17,7 +17,7 @@ from offsets_store.codec import encode_record
 from offsets_store.sqlite_store import SqliteStore
 from offsets_store.store import STORE_TYPES
 from kafka_client.topics import ensure_topics
-from streaming.cli.run import TrackerConfig, start_tracker
+from streaming.tracker import TrackerConfig, start_tracker
 from streaming.coordinator import parse_event
 from streaming.coordinator.routing import Configs, GroupModel, GroupModels
 from streaming.feeds.publish import encode_event

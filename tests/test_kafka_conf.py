@@ -227,7 +227,7 @@ def test_sink_watcher_and_topic_creation(clients):
 
 def test_run_gives_them_to_the_python_clients_and_to_the_spark_source(clients, monkeypatch):
     import streaming.spark.kafka_source as kafka_source
-    import streaming.cli.run as run
+    import streaming.tracker as run
 
     seen = {}
 

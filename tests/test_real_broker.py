@@ -256,7 +256,7 @@ def test_the_streaming_job_tells_the_brokers_story(history, spark, kafka_bootstr
     from streaming.feeds.publish import encode_event
     from streaming.views.live_view import LiveView
     from kafka_client.topics import ensure_topics
-    from streaming.cli.run import TrackerConfig, start_tracker
+    from streaming.tracker import TrackerConfig, start_tracker
     from tests.test_tracker_kafka import read_all
 
     events_topic, outputs_topic = f"rt-{uuid.uuid4().hex[:8]}", f"rt-out-{uuid.uuid4().hex[:8]}"
@@ -305,7 +305,7 @@ def test_the_tracker_running_live_beside_the_group_tells_the_brokers_story(apach
     by the job's own timers and the broker's next generation, the clean close by the leave."""
     from streaming.views.live_view import LiveView
     from kafka_client.topics import ensure_topics
-    from streaming.cli.run import TrackerConfig, start_tracker
+    from streaming.tracker import TrackerConfig, start_tracker
     from tests.test_tracker_kafka import read_all
 
     suffix = uuid.uuid4().hex[:8]

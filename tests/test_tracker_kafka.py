@@ -19,7 +19,7 @@ from streaming.spark.group_step import DEFAULT_OUTPUT_TYPES
 from streaming.views.live_view import LiveView
 from streaming.spark.restore import POSITION_GROUP
 from kafka_client.topics import ensure_topics
-from streaming.cli.run import TrackerConfig, start_tracker
+from streaming.tracker import TrackerConfig, start_tracker
 from streaming.spark.sinks import STORE_TYPES
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]

@@ -15,7 +15,9 @@ import tempfile
 import threading
 import time
 
+from streaming.cli.run import parse_trigger, quiet_ctrl_c, quiet_logging
 from streaming.feeds.simulator import SimulationSettings, Simulator
+from streaming.tracker import TrackerConfig, start_tracker, stop_on_signals, watch
 
 
 def _broker(value: str) -> str:
@@ -44,15 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from streaming.cli.run import quiet_ctrl_c
-
     return quiet_ctrl_c(_demo, argv)
 
 
 def _demo(argv: list[str] | None) -> int:
     from streaming.local.broker import kafka_broker
     from streaming.feeds.publish import kafka_sender, play
-    from streaming.cli.run import TrackerConfig, parse_trigger, quiet_logging, start_tracker, stop_on_signals, watch
     from streaming.spark.session import build_spark_session, parse_conf
 
     args = build_parser().parse_args(argv)

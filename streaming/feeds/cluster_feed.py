@@ -425,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
         target = args.events_topic
         # Created as run creates it (4 partitions), not by the broker on first use with its default count.
         from kafka_client.topics import TopicsMissing, ensure_topics
-        from streaming.cli.run import DEFAULT_EVENTS_PARTITIONS
+        from streaming.tracker import DEFAULT_EVENTS_PARTITIONS
 
         try:
             ensure_topics(feed_bootstrap, {target: DEFAULT_EVENTS_PARTITIONS}, feed_client)
