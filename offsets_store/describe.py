@@ -10,7 +10,7 @@ import os
 import sys
 
 from kafka_client import kafka_conf, log_end
-from offsets_store.factory import open_store, store_bootstrap
+from offsets_store.factory import DEFAULT_STORE, open_store, store_bootstrap
 
 HEADER = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
           "CLIENT-ID")
@@ -104,7 +104,7 @@ def format_table(rows: list[tuple], header: tuple = HEADER) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="rebalance-tracker offsets", description=__doc__)
     p.add_argument("--group", action="append", default=None, help="group id (repeat; default: every group)")
-    p.add_argument("--store", default="sqlite:data/offsets.db", help="sqlite:PATH or kafka:BOOTSTRAP/TOPIC")
+    p.add_argument("--store", default=DEFAULT_STORE, help="sqlite:PATH or kafka:BOOTSTRAP/TOPIC (default: %(default)s)")
     p.add_argument("--bootstrap", default=None,
                    help="broker for log-end offsets and lag (default: $KAFKA_BOOTSTRAP, else a kafka: store's "
                         "broker; '' or unreachable: LOG-END-OFFSET and LAG show '-')")

@@ -6,6 +6,8 @@ from offsets_store.kafka_store import KafkaStore
 from offsets_store.sqlite_store import SqliteStore
 from offsets_store.store import Store
 
+DEFAULT_STORE = "sqlite:data/offsets.db"   # where the commands keep the store unless told
+
 
 def open_store(url: str, client: dict | None = None) -> Store:
     """``sqlite:PATH`` (embedded default) or ``kafka:BOOTSTRAP/TOPIC[?partitions=50]``; ``client``: kafka-python

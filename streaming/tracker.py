@@ -2,7 +2,8 @@
 starting the streaming query (``start_tracker``, returning a ``RunningTracker``) and watching it (``watch``).
 
 The ``run`` and ``demo`` commands (``streaming/cli/``), the tests and the benchmarks start the tracker through this
-module.
+module. Every default is written once: the job's in ``streaming.spark.options.JobOptions``, the tracker's own in
+``TrackerConfig``, and the ``run`` command shows them from there.
 """
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from pathlib import Path
 
 from kafka_client import kafka_conf
 from kafka_client.topics import TopicsMissing, ensure_topics
+from offsets_store.factory import DEFAULT_STORE
 from streaming.feeds.metadata_watch import TopicMetadataWatcher
+from streaming.spark.options import JobOptions
 from streaming.spark.sinks import TrackerSink
 from streaming.views.live_view import LiveView
 
@@ -27,30 +30,29 @@ __all__ = ["TrackerConfig", "RunningTracker", "TopicsMissing", "QueryFailed", "e
 
 log = logging.getLogger(__name__)
 
-DEFAULT_EVENTS_TOPIC = "rebalance-events"
-DEFAULT_OUTPUTS_TOPIC = "rebalance-assignments"
-DEFAULT_EVENTS_PARTITIONS = 4
-
 
 @dataclass
 class TrackerConfig:
+    """Everything the tracker is started with. Each default here is the one place it is written: the ``run`` command
+    and the other commands that name the tracker's topics or store take theirs from this class; the job's settings
+    default to those of ``JobOptions``."""
     bootstrap: str
-    events_topic: str = DEFAULT_EVENTS_TOPIC
-    outputs_topic: str | None = DEFAULT_OUTPUTS_TOPIC
+    events_topic: str = "rebalance-events"
+    outputs_topic: str | None = "rebalance-assignments"   # assignments, rebalances and state changes; None: none
     dlq_topic: str | None = None                 # default: "<events_topic>.dlq"
-    store: str | None = "sqlite:data/offsets.db"
+    store: str | None = DEFAULT_STORE            # sqlite:PATH or kafka:BOOTSTRAP/TOPIC; None: none
     checkpoint: str = "data/checkpoint"
-    trigger: str = "1 second"
-    time_mode: str = "processing"
-    watermark_delay: str = "10 seconds"
-    timeout_grace_ms: int = 500                  # processing mode: how far timers run behind the wall clock
-    state_key: str = "group"                     # "group" or "coordinator-partition" (streaming.spark.job.STATE_KEYS)
-    max_event_ahead_ms: int = 3_600_000          # events stamped further ahead of their record are dead-lettered
-    kafka_source: str = "python"                # "python", "kafka-python", "confluent", "builtin" or "auto"
+    trigger: str = "1 second"                    # the micro-batch interval, as Spark reads it
+    time_mode: str = JobOptions.time_mode                    # streaming.spark.options.TIME_MODES
+    watermark_delay: str = JobOptions.watermark_delay        # event mode: how late an event may arrive
+    timeout_grace_ms: int = JobOptions.timeout_grace_ms      # processing mode: how far timers run behind the clock
+    state_key: str = JobOptions.state_key                    # streaming.spark.options.STATE_KEYS
+    max_event_ahead_ms: int = JobOptions.max_event_ahead_ms  # events stamped further ahead are dead-lettered
+    kafka_source: str = "python"                # what reads the events: streaming.spark.kafka_source.SOURCES
     starting_offsets: str = "earliest"
     max_offsets_per_trigger: int | None = None
-    coordinator: dict = field(default_factory=dict)
-    events_partitions: int = DEFAULT_EVENTS_PARTITIONS
+    coordinator: dict = field(default_factory=dict)   # coordinator settings under Kafka's names
+    events_partitions: int = 4                  # the events topic's partitions, when the tracker creates it
     metadata_refresh_s: float = 30.0            # how often topic sizes are checked against the broker
     metrics_port: int | None = None             # serve Prometheus metrics on this port (0 = any free port)
     kafka: dict = field(default_factory=dict)   # Kafka client settings under Kafka's names (kafka_client.kafka_conf)
@@ -116,7 +118,7 @@ def preflight(config: "TrackerConfig") -> tuple[int, ...]:
 
 def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) -> RunningTracker:
     """Start the streaming query; returns handles to stop it and to read what it produced."""
-    from streaming.spark.job import JobOptions, build_tracker_stream
+    from streaming.spark.job import build_tracker_stream
     from streaming.spark.kafka_source import read_kafka_stream
 
     from kafka_client.broker_features import has_headers

@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 
-from streaming.cli.run import parse_trigger, quiet_ctrl_c, quiet_logging
+from streaming.cli.run import add_spark_arguments, parse_trigger, quiet_ctrl_c, quiet_logging
 from streaming.feeds.simulator import SimulationSettings, Simulator
 from streaming.tracker import TrackerConfig, start_tracker, stop_on_signals, watch
 
@@ -38,10 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--churn-interval-ms", type=int, default=15_000,
                    help="mean time between disruptions (crash, leave, scale-out, restart, topic growth) per group")
     p.add_argument("--duration", type=float, default=None, help="stop after this many seconds (default: Ctrl-C)")
-    p.add_argument("--trigger", default="1s")
+    p.add_argument("--trigger", default=TrackerConfig.trigger, help="micro-batch interval (default: %(default)s)")
     p.add_argument("--data-dir", default="data", help="where the demo's store and checkpoint go")
-    p.add_argument("--master", default=None)
-    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+    add_spark_arguments(p)
     return p
 
 
@@ -58,7 +57,7 @@ def _demo(argv: list[str] | None) -> int:
     quiet_logging()
     os.makedirs(args.data_dir, exist_ok=True)
     workdir = tempfile.mkdtemp(prefix="demo-", dir=args.data_dir)
-    events_topic = "rebalance-events"
+    events_topic = TrackerConfig.events_topic
     with contextlib.ExitStack() as stack:
         print("starting the broker…", flush=True)
         if args.broker == "bundled":

@@ -1,6 +1,7 @@
 """``rebalance-tracker run``: the long-running tracker job (also the entry point for ``spark-submit``).
 
-This module only reads the command line and calls the tracker's API (``streaming/tracker.py``).
+This module only reads the command line and calls the tracker's API (``streaming/tracker.py``), whose classes hold
+every default the options show.
 """
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import os
 import sys
 
 from kafka_client import kafka_conf
-from streaming.tracker import (DEFAULT_EVENTS_TOPIC, DEFAULT_OUTPUTS_TOPIC, QueryFailed, TopicsMissing, TrackerConfig,
-                               check_checkpoint, preflight, start_tracker, stop_on_signals, watch)
+from streaming.spark.kafka_source import SOURCES
+from streaming.spark.options import STATE_KEYS, TIME_MODES
+from streaming.tracker import (QueryFailed, TopicsMissing, TrackerConfig, check_checkpoint, preflight, start_tracker,
+                               stop_on_signals, watch)
 
 
 def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,40 +29,49 @@ def build_parser() -> argparse.ArgumentParser:
                                 description="Track consumer-group rebalances from an event topic.")
     p.add_argument("--bootstrap", default=None,
                    help="Kafka bootstrap servers (default: $KAFKA_BOOTSTRAP, else start the bundled broker)")
-    p.add_argument("--events-topic", default=DEFAULT_EVENTS_TOPIC)
-    p.add_argument("--assignments-topic", default=DEFAULT_OUTPUTS_TOPIC,
-                   help="topic for assignments, rebalances and state changes ('' to disable)")
-    p.add_argument("--dlq-topic", default=None, help="dead-letter topic (default: <events-topic>.dlq)")
-    p.add_argument("--store", default="sqlite:data/offsets.db",
-                   help="offsets store: sqlite:PATH or kafka:BOOTSTRAP/TOPIC ('' to disable)")
-    p.add_argument("--checkpoint", default="data/checkpoint")
-    p.add_argument("--trigger", default="1s", help="micro-batch interval, e.g. 500ms, 1s, 5s")
-    p.add_argument("--time-mode", choices=("processing", "event"), default="processing",
-                   help="processing: timeouts on the wall clock (live feeds); event: on the watermark (replays)")
-    p.add_argument("--watermark-delay", default="10 seconds",
-                   help="event mode: how far behind the newest event time the watermark (and the timers) run")
-    p.add_argument("--timeout-grace-ms", type=int, default=500,
+    p.add_argument("--events-topic", default=TrackerConfig.events_topic,
+                   help="the topic of protocol events to track (default: %(default)s)")
+    p.add_argument("--assignments-topic", default=TrackerConfig.outputs_topic,
+                   help="topic for assignments, rebalances and state changes ('' to disable; default: %(default)s)")
+    p.add_argument("--dlq-topic", default=TrackerConfig.dlq_topic,
+                   help="dead-letter topic (default: <events-topic>.dlq)")
+    p.add_argument("--store", default=TrackerConfig.store,
+                   help="offsets store: sqlite:PATH or kafka:BOOTSTRAP/TOPIC ('' to disable; default: %(default)s)")
+    p.add_argument("--checkpoint", default=TrackerConfig.checkpoint,
+                   help="Spark's checkpoint directory (default: %(default)s)")
+    p.add_argument("--trigger", default=TrackerConfig.trigger,
+                   help="micro-batch interval, e.g. 500ms, 1s, 5s (default: %(default)s)")
+    p.add_argument("--time-mode", choices=TIME_MODES, default=TrackerConfig.time_mode,
+                   help="processing: timeouts on the wall clock (live feeds); event: on the watermark (replays) "
+                        "(default: %(default)s)")
+    p.add_argument("--watermark-delay", default=TrackerConfig.watermark_delay,
+                   help="event mode: how far behind the newest event time the watermark (and the timers) run "
+                        "(default: %(default)s)")
+    p.add_argument("--timeout-grace-ms", type=int, default=TrackerConfig.timeout_grace_ms,
                    help="processing mode: how far behind the wall clock timers run, so events still in flight "
-                        "to the job are not expired early")
-    p.add_argument("--max-event-ahead", type=float, default=3600, metavar="SECONDS",
+                        "to the job are not expired early (default: %(default)s)")
+    p.add_argument("--max-event-ahead", type=float, default=TrackerConfig.max_event_ahead_ms / 1000,
+                   metavar="SECONDS",
                    help="dead-letter events whose ts is further ahead of their Kafka record's timestamp (a clock "
-                        "gone wrong, or hostile input, would otherwise expire every member)")
-    p.add_argument("--kafka-source", choices=("python", "kafka-python", "confluent", "builtin", "auto"),
-                   default="python",
+                        "gone wrong, or hostile input, would otherwise expire every member; default: %(default)g)")
+    p.add_argument("--kafka-source", choices=SOURCES, default=TrackerConfig.kafka_source,
                    help="python: the bundled Python source with its default client (kafka-python); kafka-python or "
                         "confluent: the bundled source reading with that client (confluent also writes the "
-                        "outputs); builtin: Spark's kafka connector")
-    p.add_argument("--state-key", choices=("group", "coordinator-partition"), default="group",
+                        "outputs); builtin: Spark's kafka connector; auto: builtin where Spark has it "
+                        "(default: %(default)s)")
+    p.add_argument("--state-key", choices=STATE_KEYS, default=TrackerConfig.state_key,
                    help="what the job keys its state by: each group id, or the group's __consumer_offsets partition "
                         "as Kafka shards its coordinators (much faster for thousands of small busy groups; every "
                         "micro-batch rewrites the state of each partition it touches). A checkpoint keeps the keying "
-                        "it started with: to change it, start on a new checkpoint")
-    p.add_argument("--starting-offsets", default="earliest")
-    p.add_argument("--max-offsets-per-trigger", type=int, default=None)
+                        "it started with: to change it, start on a new checkpoint (default: %(default)s)")
+    p.add_argument("--starting-offsets", default=TrackerConfig.starting_offsets,
+                   help="where a new checkpoint starts reading the events topic (default: %(default)s)")
+    p.add_argument("--max-offsets-per-trigger", type=int, default=TrackerConfig.max_offsets_per_trigger,
+                   help="at most this many events a micro-batch (default: no limit)")
     p.add_argument("--coordinator-conf", "--coordinator-config", dest="coordinator_conf", action="append", default=[],
                    metavar="KEY=VALUE",
                    help="coordinator setting with Kafka's name, e.g. group.initial.rebalance.delay.ms=0")
-    p.add_argument("--metrics-port", type=int, default=None,
+    p.add_argument("--metrics-port", type=int, default=TrackerConfig.metrics_port,
                    help="serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0 = a free port)")
     p.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     kafka_conf.add_arguments(p)

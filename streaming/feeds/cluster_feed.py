@@ -365,12 +365,15 @@ def summary(feed: ClusterFeed, sent: int, topic: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from streaming.tracker import TrackerConfig
+
     p = argparse.ArgumentParser(prog="rebalance-tracker cluster-feed", description=__doc__.splitlines()[0])
     p.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP"),
                    help="the cluster to observe (default: $KAFKA_BOOTSTRAP)")
     p.add_argument("--offsets-topic", default="__consumer_offsets")
     p.add_argument("--feed-bootstrap", default=None, help="where the tracker's events topic lives (default: same)")
-    p.add_argument("--events-topic", default="rebalance-events")
+    p.add_argument("--events-topic", default=TrackerConfig.events_topic,
+                   help="the tracker's events topic (default: %(default)s)")
     p.add_argument("--out", default=None,
                    help="write the events as JSON lines to this file instead ('-': stdout), for replay and report")
     p.add_argument("--follow", action="store_true", help="keep reading new records until Ctrl-C")
@@ -423,12 +426,12 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 1
         target = args.events_topic
-        # Created as run creates it (4 partitions), not by the broker on first use with its default count.
+        # Created as run creates it (TrackerConfig.events_partitions), not by the broker on first use with its
+        # default count.
         from kafka_client.topics import TopicsMissing, ensure_topics
-        from streaming.tracker import DEFAULT_EVENTS_PARTITIONS
 
         try:
-            ensure_topics(feed_bootstrap, {target: DEFAULT_EVENTS_PARTITIONS}, feed_client)
+            ensure_topics(feed_bootstrap, {target: TrackerConfig.events_partitions}, feed_client)
         except TopicsMissing:
             print(f"cluster-feed: {target} does not exist and {feed_bootstrap} cannot create topics over the "
                   f"protocol: it is created on first use if the broker allows it (auto.create.topics.enable, with "

@@ -71,10 +71,13 @@ def file_sender(out: TextIO):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from streaming.tracker import TrackerConfig
+
     p = argparse.ArgumentParser(prog="rebalance-tracker simulate",
                                 description="Simulate consumer groups and publish their protocol events.")
     p.add_argument("--bootstrap", default=None, help="Kafka bootstrap servers (default: $KAFKA_BOOTSTRAP)")
-    p.add_argument("--topic", default="rebalance-events")
+    p.add_argument("--topic", default=TrackerConfig.events_topic,
+                   help="the tracker's events topic (default: %(default)s)")
     p.add_argument("--out", default=None, help="write JSON lines to this file instead of Kafka ('-' = stdout)")
     p.add_argument("--groups", type=int, default=3)
     p.add_argument("--members", type=int, default=3, help="initial members per group")

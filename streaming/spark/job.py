@@ -8,8 +8,8 @@ from __future__ import annotations
 import functools
 import json
 import time
-from dataclasses import dataclass, field
-from typing import Any, Iterator
+from dataclasses import dataclass
+from typing import Iterator
 
 import msgspec
 import numpy as np
@@ -21,7 +21,8 @@ from streaming.coordinator.routing import Configs
 from streaming.coordinator.events import parse_event
 from streaming.dead_letters import dead_letter, step_failure_letters
 from streaming.gc_pause import gc_paused
-from streaming.spark.group_step import DEFAULT_OUTPUT_TYPES, StepResult, step_group
+from streaming.spark.group_step import StepResult, step_group
+from streaming.spark.options import STATE_KEYS, JobOptions
 from streaming.spark.restore import RESTORE_TOPIC, RESTORE_TYPE, decode_restore
 from streaming.spark.stage_times import timed
 
@@ -40,35 +41,9 @@ STATE_SCHEMA = "version int, data binary"
 STATE_VERSION = 1             # data: one group's coordinator state
 PARTITION_STATE_VERSION = 2   # data: a partition's groups, MessagePack {group id: [state, next deadline or None]}
 
-# What the stateful stage keys its state by.
-# - "group": one state per group id. A group's timeout is its own, and a quiet group costs nothing a micro-batch.
-# - "coordinator-partition": one state per __consumer_offsets partition of the group id (offsets.topic.num.partitions),
-#   the way Kafka shards its coordinators. Spark's applyInPandasWithState costs a fixed ~0.5-1 ms per key and
-#   micro-batch (an Arrow slice and pandas frames in, a state row out, the state store); thousands of small groups
-#   touched every second pay it thousands of times. Keyed by partition they pay it at most 50 times. The price:
-#   each micro-batch rewrites the whole state of every partition it touches.
-STATE_KEYS = ("group", "coordinator-partition")
-
 # Global topic metadata (no group id) is fanned out to every group by the driver; it travels under this key. Not "":
 # the empty group id is a group of its own (Kafka keeps offset commits working for it).
 BROADCAST_KEY = None
-
-
-@dataclass(frozen=True)
-class JobOptions:
-    time_mode: str = "processing"           # "processing" (live feeds) or "event" (deterministic replays)
-    watermark_delay: str = "10 seconds"     # event-time mode: how late an event may arrive
-    # Processing-time mode: timers run this far behind the wall clock, because events reach the job some time after
-    # they happened; without it a micro-batch that lags would expire members whose heartbeats are still in flight.
-    timeout_grace_ms: int = 500
-    # An event stamped this far ahead of its Kafka record's timestamp (or of the clock, where that is earlier or the
-    # record has none) is dead-lettered: one event from the year 9999 would otherwise move its group's clock (and,
-    # in event-time mode, the watermark) and expire every member. See trusted_time.
-    max_event_ahead_ms: int = 3_600_000
-    coordinator: dict = field(default_factory=dict)  # Kafka-named coordinator settings
-    output_types: frozenset[str] | None = DEFAULT_OUTPUT_TYPES  # None keeps every output, responses included
-    state_key: str = "group"                # one of STATE_KEYS
-    stage_times: Any = None                 # a streaming.spark.stage_times accumulator (benchmarks), or None
 
 
 class Run(msgspec.Struct, array_like=True):

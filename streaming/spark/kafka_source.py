@@ -74,6 +74,9 @@ def _exit_when_orphaned(every_s: float = 0.5) -> None:
 
 CLIENTS = ("kafka-python", "confluent")
 DEFAULT_CLIENT = "kafka-python"
+# What reads the events (read_kafka_stream's ``source``): this module with its default client or a named one, Spark's
+# own connector, or Spark's where it is on the classpath.
+SOURCES = ("python", *CLIENTS, "builtin", "auto")
 
 
 def _arrow_schema():
@@ -544,7 +547,7 @@ def read_kafka_stream(spark, bootstrap: str, topics: list[str], starting_offsets
     ``source``: ``python`` (this module, reading with its default client), ``kafka-python`` or ``confluent`` (this
     module with that client), ``builtin`` (Spark's connector, which must be on the classpath) or ``auto`` (builtin
     when available)."""
-    if source not in ("python", "builtin", "auto") + CLIENTS:
+    if source not in SOURCES:
         raise ValueError(f"kafka source must be {', '.join(CLIENTS)}, python, builtin or auto, not {source!r}")
     use_builtin = source == "builtin" or (source == "auto" and builtin_kafka_available(spark))
     if use_builtin:

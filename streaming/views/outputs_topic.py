@@ -92,11 +92,14 @@ def read_outputs(bootstrap: str, topic: str, client: dict | None = None, follow:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from streaming.tracker import TrackerConfig
+
     p = argparse.ArgumentParser(prog="rebalance-tracker outputs", description=__doc__.splitlines()[0])
     p.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP"),
                    help="the tracker's broker (default: $KAFKA_BOOTSTRAP)")
-    p.add_argument("--topic", default="rebalance-assignments",
-                   help="the outputs topic (run's --assignments-topic), or the dead letters (<events-topic>.dlq)")
+    p.add_argument("--topic", default=TrackerConfig.outputs_topic,
+                   help="the outputs topic (run's --assignments-topic), or the dead letters (<events-topic>.dlq) "
+                        "(default: %(default)s)")
     p.add_argument("--group", action="append", default=None, help="only this group's outputs (repeat for several)")
     p.add_argument("--out", default="-", help="JSON-lines file to write ('-': stdout, the default)")
     p.add_argument("--follow", action="store_true", help="keep reading new outputs until Ctrl-C")
