@@ -40,7 +40,7 @@ from streaming.local.broker import start_bundled_broker  # noqa: E402
 from streaming.feeds.publish import encode_event  # noqa: E402
 from streaming.feeds.simulator import SimulationSettings, Simulator  # noqa: E402
 from streaming.views.live_view import LiveView  # noqa: E402
-from kafka_client.topics import ensure_topics  # noqa: E402
+from streaming.kafka_client.topics import ensure_topics  # noqa: E402
 from streaming.tracker import TrackerConfig, start_tracker  # noqa: E402
 from streaming.coordinator import CoordinatorConfig, parse_event  # noqa: E402
 from streaming.spark.group_step import step_group  # noqa: E402
@@ -110,7 +110,7 @@ def kafka_read_rate(bootstrap: str, topic: str, client: str) -> float:
     """The source's executor-side reader alone, in this process: every partition read through, records/s."""
     from kafka import KafkaConsumer, TopicPartition
 
-    from kafka_client.log_end import log_end_offsets
+    from streaming.kafka_client.log_end import log_end_offsets
     from streaming.spark.kafka_source import KafkaRange, KafkaStreamReader
 
     consumer = KafkaConsumer(bootstrap_servers=bootstrap)

@@ -9,7 +9,7 @@ import argparse
 import os
 import sys
 
-from kafka_client import kafka_conf, log_end
+from streaming.kafka_client import kafka_conf, log_end
 from offsets_store.factory import DEFAULT_STORE, open_store, store_bootstrap
 
 HEADER = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",

@@ -11,7 +11,7 @@ DEFAULT_STORE = "sqlite:data/offsets.db"   # where the commands keep the store u
 
 def open_store(url: str, client: dict | None = None) -> Store:
     """``sqlite:PATH`` (embedded default) or ``kafka:BOOTSTRAP/TOPIC[?partitions=50]``; ``client``: kafka-python
-    settings for a Kafka store (see ``kafka_client.kafka_conf``)."""
+    settings for a Kafka store (see ``streaming.kafka_client.kafka_conf``)."""
     scheme, _, rest = url.partition(":")
     if scheme == "sqlite" and rest:
         return SqliteStore(rest)

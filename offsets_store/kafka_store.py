@@ -1,8 +1,8 @@
 """Store at scale: a compacted Kafka topic laid out like ``__consumer_offsets`` — same key and value bytes, 50
 partitions by default, each group's records in partition ``partition_for(group)``.
 
-Every write checks that each record was acknowledged (``kafka_client/delivery.py``): while the broker is gone it
-waits and sends again; a record Kafka refuses for good raises ``DeliveryError`` and no marker is written.
+Every write checks that each record was acknowledged (``streaming/kafka_client/delivery.py``): while the broker is
+gone it waits and sends again; a record Kafka refuses for good raises ``DeliveryError`` and no marker is written.
 
 Loading reads every partition to its end and keeps the last value per key, so it is correct whether or not the
 broker has compacted yet (the bundled Tansu broker does not). Batch idempotency: after a batch's records are acked, a
@@ -14,8 +14,8 @@ import time
 
 from offsets_store import schemas as s
 from offsets_store.codec import decode_record, encode_record, record_group
-from kafka_client.delivery import close_quietly, send_until_delivered
-from kafka_client.kafka_conf import for_client
+from streaming.kafka_client.delivery import close_quietly, send_until_delivered
+from streaming.kafka_client.kafka_conf import for_client
 from offsets_store.partitioning import partition_for
 from offsets_store.store import STORE_TYPES, Store, already_applied, log
 from offsets_store.wire import CodecError, decode, encode
@@ -29,7 +29,8 @@ class KafkaStore(Store):
     def __init__(self, bootstrap: str, topic: str, partitions: int = 50, replication_factor: int = 1,
                  client: dict | None = None) -> None:
         self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
-        self.client = client or {}   # kafka-python settings (see kafka_client.kafka_conf), for every client of the store
+        # kafka-python settings (see streaming.kafka_client.kafka_conf), for every client of the store
+        self.client = client or {}
         self._ensure_topic(replication_factor)
         self._producer = None
         self._cache: dict[bytes, bytes] | None = None   # the compacted view: key -> latest non-null value

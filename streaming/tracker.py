@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka_client import kafka_conf
-from kafka_client.topics import TopicsMissing, ensure_topics
+from streaming.kafka_client import kafka_conf
+from streaming.kafka_client.topics import TopicsMissing, ensure_topics
 from offsets_store.factory import DEFAULT_STORE
 from streaming.feeds.metadata_watch import TopicMetadataWatcher
 from streaming.spark.options import JobOptions
@@ -99,7 +99,7 @@ def preflight(config: "TrackerConfig") -> tuple[int, ...]:
     """What must hold before Spark starts: a broker that answers, the tracker's topics there (created if missing and
     the broker can), a Kafka store on a broker that can keep it. Returns the API version the clients use with the
     broker (record headers need 0.11). Raises ``BrokerUnavailable`` or ``TopicsMissing``, each one line."""
-    from kafka_client import broker_features
+    from streaming.kafka_client import broker_features
 
     client = kafka_conf.to_kwargs(config.kafka)
     version = broker_features.api_version(config.bootstrap, client)
@@ -121,7 +121,7 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
     from streaming.spark.job import build_tracker_stream
     from streaming.spark.kafka_source import read_kafka_stream
 
-    from kafka_client.broker_features import has_headers
+    from streaming.kafka_client.broker_features import has_headers
 
     check_checkpoint(config)   # first, before anything starts
     query_checkpoint = os.path.join(config.checkpoint, "query")
@@ -283,7 +283,7 @@ def feed_extent(bootstrap: str, topic: str, client: dict | None = None) -> dict[
     from kafka import KafkaConsumer, TopicPartition
     from kafka.errors import KafkaError
 
-    from kafka_client.log_end import log_end_offsets
+    from streaming.kafka_client.log_end import log_end_offsets
 
     try:
         consumer = KafkaConsumer(**kafka_conf.for_client(KafkaConsumer, client, bootstrap_servers=bootstrap,
@@ -370,7 +370,7 @@ STALL_S = 3.0   # no micro-batch completed for this long: is the broker still th
 def _check_broker(tracker: RunningTracker, lost_since: float | None) -> tuple[float | None, bool]:
     """While the job stands still, probe its broker; the live table says when it is gone and when it is back
     (every part of the job waits for it meanwhile). Returns (since when it is gone or None, whether that changed)."""
-    from kafka_client.delivery import broker_reachable
+    from streaming.kafka_client.delivery import broker_reachable
 
     bootstrap = tracker.sink.bootstrap
     if broker_reachable(bootstrap):

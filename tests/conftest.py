@@ -159,7 +159,7 @@ def group_broker(request):
     from types import SimpleNamespace
 
     if request.param == "session-broker":
-        from kafka_client.topics import ensure_topics
+        from streaming.kafka_client.topics import ensure_topics
 
         bootstrap = request.getfixturevalue("kafka_bootstrap")
         return SimpleNamespace(bootstrap=bootstrap, client={},

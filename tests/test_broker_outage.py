@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from kafka_client.topics import ensure_topics
+from streaming.kafka_client.topics import ensure_topics
 from streaming.feeds.publish import encode_event
 from tests.job_process import JobDirs, JobProcess, deduplicate, model_run, stored_bytes, wait_for
 from tests.test_kill_restart import WATERMARK_DELAY_MS, job_args, long_feed

@@ -51,7 +51,7 @@ def test_a_fresh_checkpoint_on_a_store_with_a_position_says_what_it_skips(kafka_
 
     from kafka import KafkaProducer
 
-    from kafka_client.topics import ensure_topics
+    from streaming.kafka_client.topics import ensure_topics
     from streaming.tracker import TrackerConfig, _skip_notice
 
     ensure_topics(kafka_bootstrap, {topic_name: 2})

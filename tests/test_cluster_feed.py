@@ -12,7 +12,7 @@ from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_eve
 from streaming.feeds.cluster_feed import (CAUGHT_UP, OBSERVER_SETTINGS, ClusterFeed, events_from, read_offsets_topic,
                                          summary)
 from streaming.feeds.simulator import SimulationSettings, Simulator
-from kafka_client.topics import ensure_topics
+from streaming.kafka_client.topics import ensure_topics
 
 START = 1_700_000_000_000
 

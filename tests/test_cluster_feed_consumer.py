@@ -12,7 +12,7 @@ import pytest
 from kafka import KafkaProducer
 
 from offsets_store import decode_record, encode_record, partition_for
-from kafka_client.topics import ensure_topics
+from streaming.kafka_client.topics import ensure_topics
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
 from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
 from streaming.feeds.cluster_feed import OBSERVER_SETTINGS, ClusterFeed, events_from, read_offsets_topic, summary

@@ -16,7 +16,7 @@ from offsets_store import open_store
 from offsets_store.codec import encode_record
 from offsets_store.sqlite_store import SqliteStore
 from offsets_store.store import STORE_TYPES
-from kafka_client.topics import ensure_topics
+from streaming.kafka_client.topics import ensure_topics
 from streaming.tracker import TrackerConfig, start_tracker
 from streaming.coordinator import parse_event
 from streaming.coordinator.routing import Configs, GroupModel, GroupModels

@@ -180,7 +180,7 @@ def hostile_records(feed: list[dict]) -> list[tuple[bytes | None, bytes | None, 
 @pytest.mark.parametrize("time_mode, source", [("processing", "python"), ("event", "confluent")])
 def test_hostile_record_fields_are_dead_lettered_and_the_job_goes_on(spark, kafka_bootstrap, topic_name, tmp_path,
                                                                      time_mode, source):
-    from kafka_client.topics import ensure_topics
+    from streaming.kafka_client.topics import ensure_topics
     from streaming.tracker import start_tracker
     from tests.broker_history import wait_until
     from tests.test_tracker_kafka import read_all, tracker_config

@@ -59,7 +59,7 @@ def test_waiting_out_an_outage_frees_each_attempts_cycles_with_the_collector_pau
     producer, its futures, the traceback) must still go before the next one, or a long outage piles them up."""
     import weakref
 
-    from kafka_client.delivery import send_until_delivered
+    from streaming.kafka_client.delivery import send_until_delivered
 
     class Attempt:   # stands in for what an attempt leaves behind: objects in a reference cycle
         def __init__(self):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import kafka
 import pytest
 
-from kafka_client import kafka_conf
-from kafka_client.kafka_conf import describe, for_client, read_properties, to_kwargs
+from streaming.kafka_client import kafka_conf
+from streaming.kafka_client.kafka_conf import describe, for_client, read_properties, to_kwargs
 
 SECRET = "s3cr3t-9137"
 
@@ -194,7 +194,7 @@ def test_kafka_store_clients(clients, monkeypatch):
 
 def test_sink_watcher_and_topic_creation(clients):
     from streaming.feeds.metadata_watch import TopicMetadataWatcher
-    from kafka_client.topics import ensure_topics
+    from streaming.kafka_client.topics import ensure_topics
     from streaming.spark.sinks import TrackerSink
 
     with pytest.raises(Stop):
@@ -235,7 +235,7 @@ def test_run_gives_them_to_the_python_clients_and_to_the_spark_source(clients, m
         seen.update(kw["extra_options"])
         raise Stop
 
-    from kafka_client import broker_features
+    from streaming.kafka_client import broker_features
 
     monkeypatch.setattr(broker_features, "api_version",
                         lambda bootstrap, client=None, **kw: seen.update(version_client=client) or (0, 9))

@@ -16,7 +16,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from streaming.spark.kafka_source import (FORMAT, KafkaPythonDataSource, KafkaRange, KafkaRanges, KafkaStreamReader,
                                     _rate_limit, group_ranges, read_kafka_stream)
-from kafka_client.topics import ensure_topics
+from streaming.kafka_client.topics import ensure_topics
 
 pytestmark = [pytest.mark.kafka]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from offsets_store import open_store
-from kafka_client.delivery import DeliveryError
+from streaming.kafka_client.delivery import DeliveryError
 from offsets_store.kafka_store import KafkaStore
 from tests.persistent_broker import waits_out_an_outage
 

@@ -37,7 +37,7 @@ import pytest
 
 from streaming.feeds.publish import encode_event
 from streaming.feeds.simulator import SimulationSettings, Simulator
-from kafka_client.topics import ensure_topics
+from streaming.kafka_client.topics import ensure_topics
 from streaming.spark.kafka_source import SOURCE_RUNNER as RUNNER
 from streaming.spark.sinks import CRASH_AFTER_OUTPUTS_ENV
 from tests.job_process import (JobDirs, JobProcess, deduplicate, model_run, stored_bytes, wait_for)

@@ -8,7 +8,7 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 
 from streaming.feeds.metadata_watch import TopicMetadataWatcher
-from kafka_client.topics import ensure_topics
+from streaming.kafka_client.topics import ensure_topics
 from streaming.spark.sinks import TrackerSink
 
 pytestmark = pytest.mark.kafka

@@ -12,7 +12,7 @@ from kafka.partitioner import DefaultPartitioner
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
 from assignors.java import murmur2, to_positive
-from kafka_client.topics import ensure_topics
+from streaming.kafka_client.topics import ensure_topics
 from streaming.feeds.partitioners import (InvalidRecord, KeyHashPartitioner, PowerUserPartitioner,
                                           RoundRobinPartitioner, UniformStickyPartitioner, partition_for_key)
 

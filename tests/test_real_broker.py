@@ -91,7 +91,7 @@ def broker_story(truth: Truth) -> dict:
 
 def test_topics_the_tracker_needs_on_a_broker_that_cannot_create_them(apache_kafka):
     """0.9 has no CreateTopics: existing topics are used as they are, missing ones are named in a clear error."""
-    from kafka_client.topics import ensure_topics
+    from streaming.kafka_client.topics import ensure_topics
 
     name = f"exists-{uuid.uuid4().hex[:8]}"
     apache_kafka.create_topics({name: 2})
@@ -255,7 +255,7 @@ def test_the_streaming_job_tells_the_brokers_story(history, spark, kafka_bootstr
 
     from streaming.feeds.publish import encode_event
     from streaming.views.live_view import LiveView
-    from kafka_client.topics import ensure_topics
+    from streaming.kafka_client.topics import ensure_topics
     from streaming.tracker import TrackerConfig, start_tracker
     from tests.test_tracker_kafka import read_all
 
@@ -304,7 +304,7 @@ def test_the_tracker_running_live_beside_the_group_tells_the_brokers_story(apach
     through the history on Apache Kafka and publish their reports to the tracker's own broker. The crash is found
     by the job's own timers and the broker's next generation, the clean close by the leave."""
     from streaming.views.live_view import LiveView
-    from kafka_client.topics import ensure_topics
+    from streaming.kafka_client.topics import ensure_topics
     from streaming.tracker import TrackerConfig, start_tracker
     from tests.test_tracker_kafka import read_all
 

@@ -14,7 +14,7 @@ from streaming.coordinator import CoordinatorConfig, GroupCoordinator
 from streaming.feeds.publish import encode_event
 from streaming.feeds.simulator import SimulationSettings, Simulator
 from streaming.views.live_view import LiveView
-from kafka_client.topics import ensure_topics
+from streaming.kafka_client.topics import ensure_topics
 from streaming.tracker import TrackerConfig, start_tracker
 from tests.test_tracker_kafka import produce, read_all
 

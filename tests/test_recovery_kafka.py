@@ -167,7 +167,7 @@ def test_the_job_that_loses_its_checkpoint_mid_rebalance_ends_as_the_broker(hist
     from kafka import KafkaProducer
 
     from offsets_store import open_store
-    from kafka_client.topics import ensure_topics
+    from streaming.kafka_client.topics import ensure_topics
     from streaming.tracker import TrackerConfig, start_tracker
     from streaming.feeds.publish import encode_event
     from streaming.views.live_view import LiveView

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kafka_client import kafka_conf
+from streaming.kafka_client import kafka_conf
 from streaming.cli import main as cli
 from tests.secured_kafka import PLAIN_USER, SCRAM_USER, client_properties, start_secured_kafka
 

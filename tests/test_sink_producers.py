@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_client.delivery import DeliveryError
-from kafka_client.topics import ensure_topics
+from streaming.kafka_client.delivery import DeliveryError
+from streaming.kafka_client.topics import ensure_topics
 from streaming.spark.sinks import TrackerSink
 from tests.job_process import deduplicate
 from tests.persistent_broker import waits_out_an_outage

@@ -242,8 +242,8 @@ def outputs_broker(request):
 def test_outputs_are_read_once_with_or_without_record_headers(outputs_broker, tmp_path):
     """The sink marks each output with its batch and place -- headers, or fields of the value where the broker has
     no headers -- and ``outputs`` drops a batch sent again after a crash by either."""
-    from kafka_client import broker_features
-    from kafka_client.topics import ensure_topics
+    from streaming.kafka_client import broker_features
+    from streaming.kafka_client.topics import ensure_topics
     from streaming.spark.sinks import TrackerSink
     from streaming.views.outputs_topic import ExactlyOnce, read_outputs
 
@@ -283,7 +283,7 @@ def test_the_log_end_on_0_9_is_the_listed_one_even_when_records_arrive_meanwhile
     record has since passed failed the query on 0.9 with RecordTooLargeError (found by the test above)."""
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-    from kafka_client.log_end import log_end_offsets
+    from streaming.kafka_client.log_end import log_end_offsets
 
     topic = f"log-end-{uuid.uuid4().hex[:8]}"
     apache_kafka.create_topics({topic: 1})

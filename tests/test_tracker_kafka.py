@@ -18,7 +18,7 @@ from streaming.feeds.simulator import SimulationSettings, Simulator
 from streaming.spark.group_step import DEFAULT_OUTPUT_TYPES
 from streaming.views.live_view import LiveView
 from streaming.spark.restore import POSITION_GROUP
-from kafka_client.topics import ensure_topics
+from streaming.kafka_client.topics import ensure_topics
 from streaming.tracker import TrackerConfig, start_tracker
 from streaming.spark.sinks import STORE_TYPES
 
@@ -35,7 +35,7 @@ def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> N
 
 def read_all(bootstrap: str, topic: str, timeout_s: float = 30.0) -> list:
     """Every record of ``topic``, read up to the partitions' log end (no idle wait for more)."""
-    from kafka_client.log_end import log_end_offsets
+    from streaming.kafka_client.log_end import log_end_offsets
 
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     try:

@@ -13,7 +13,7 @@ from kafka import KafkaProducer
 from streaming.coordinator import CoordinatorConfig
 from streaming.feeds.simulator import SimulationSettings, Simulator
 from streaming.views.live_view import LiveView
-from kafka_client.topics import ensure_topics
+from streaming.kafka_client.topics import ensure_topics
 from streaming.tracker import TrackerConfig, start_tracker
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]

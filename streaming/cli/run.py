@@ -11,7 +11,7 @@ import logging
 import os
 import sys
 
-from kafka_client import kafka_conf
+from streaming.kafka_client import kafka_conf
 from streaming.spark.kafka_source import SOURCES
 from streaming.spark.options import STATE_KEYS, TIME_MODES
 from streaming.tracker import (QueryFailed, TopicsMissing, TrackerConfig, check_checkpoint, preflight, start_tracker,
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(argv: list[str] | None) -> int:
-    from kafka_client.broker_features import BrokerUnavailable, has_headers, version_text
+    from streaming.kafka_client.broker_features import BrokerUnavailable, has_headers, version_text
     from offsets_store.factory import store_bootstrap
     from streaming.local.broker import kafka_broker
     from streaming.spark.session import build_spark_session, parse_conf

@@ -46,7 +46,7 @@ import sys
 import time
 from typing import Iterable, Iterator
 
-from kafka_client import kafka_conf
+from streaming.kafka_client import kafka_conf
 from offsets_store.codec import CONSUMER_GROUP_TYPES, CodecError, decode_record
 from streaming.feeds.consumer_feed import CONSUMER_OBSERVER_SETTINGS, ConsumerGroupFeed
 from streaming.views import terminal
@@ -277,10 +277,10 @@ def read_offsets_topic(bootstrap: str, topic: str = "__consumer_offsets", follow
     from the beginning (to the end, or for ever with ``follow``, yielding ``CAUGHT_UP`` whenever it has read all
     there is; once it has, ``timestamps`` adds the reader's clock when it read the record: its arrival, within a poll
     of its write, the only time a Kafka 0.9 tombstone has). ``client``: kafka-python settings (see
-    ``kafka_client.kafka_conf``), e.g. ``{"api_version": (0, 9)}`` for a 0.9 broker."""
+    ``streaming.kafka_client.kafka_conf``), e.g. ``{"api_version": (0, 9)}`` for a 0.9 broker."""
     from kafka import KafkaConsumer, TopicPartition
 
-    from kafka_client.log_end import log_end_offsets
+    from streaming.kafka_client.log_end import log_end_offsets
 
     consumer = KafkaConsumer(**kafka_conf.for_client(KafkaConsumer, client, bootstrap_servers=bootstrap,
                                                      client_id="rebalance-tracker-cluster-feed")
@@ -420,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
                                                              bootstrap_servers=feed_bootstrap, acks="all",
                                                              client_id="rebalance-tracker-cluster-feed"))
         except KafkaError as exc:
-            from kafka_client.broker_features import unavailable
+            from streaming.kafka_client.broker_features import unavailable
 
             print(f"cluster-feed: cannot write to the events topic: {unavailable(feed_bootstrap, feed_client, exc)}",
                   file=sys.stderr)
@@ -428,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
         target = args.events_topic
         # Created as run creates it (TrackerConfig.events_partitions), not by the broker on first use with its
         # default count.
-        from kafka_client.topics import TopicsMissing, ensure_topics
+        from streaming.kafka_client.topics import TopicsMissing, ensure_topics
 
         try:
             ensure_topics(feed_bootstrap, {target: TrackerConfig.events_partitions}, feed_client)
@@ -463,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cluster-feed: {exc}", file=sys.stderr)
         return 1
     except KafkaError as exc:
-        from kafka_client.broker_features import unavailable
+        from streaming.kafka_client.broker_features import unavailable
 
         print(f"cluster-feed: {unavailable(args.bootstrap, client, exc)}", file=sys.stderr)
         return 1

@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 
-from kafka_client.kafka_conf import for_client
+from streaming.kafka_client.kafka_conf import for_client
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 class TopicMetadataWatcher:
     def __init__(self, bootstrap: str, events_topic: str, interval_s: float = 30.0, client: dict | None = None) -> None:
         self.bootstrap = bootstrap
-        self.client = client or {}   # kafka-python settings (see kafka_client.kafka_conf)
+        self.client = client or {}   # kafka-python settings (see streaming.kafka_client.kafka_conf)
         self.events_topic = events_topic
         self.interval_s = interval_s
         self.watched: set[str] = set()

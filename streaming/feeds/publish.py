@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, TextIO
 
-from kafka_client import kafka_conf
+from streaming.kafka_client import kafka_conf
 from streaming.views import terminal
 from streaming.feeds.simulator import SimulationSettings, Simulator
 
@@ -51,7 +51,7 @@ def play(simulator: Simulator, send: Callable[[dict], None], *, speed: float = 1
 
 def kafka_sender(bootstrap: str, topic: str, client: dict | None = None):
     """A ``send`` function producing to ``topic`` with kafka-python's default (murmur2) partitioner; ``client``:
-    kafka-python settings (see ``kafka_client.kafka_conf``)."""
+    kafka-python settings (see ``streaming.kafka_client.kafka_conf``)."""
     from kafka import KafkaProducer
 
     producer = KafkaProducer(**kafka_conf.for_client(KafkaProducer, client, bootstrap_servers=bootstrap, acks="all",

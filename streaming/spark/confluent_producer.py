@@ -1,5 +1,6 @@
 """The sink's producer over confluent-kafka (librdkafka), with the calls of kafka-python's ``KafkaProducer`` the sink
-and ``kafka_client.delivery.send_until_delivered`` use: ``send`` (returns a future with ``get``), ``flush``, ``close``.
+and ``streaming.kafka_client.delivery.send_until_delivered`` use: ``send`` (returns a future with ``get``),
+``flush``, ``close``.
 
 Why: kafka-python's ``send`` costs ~40 us of the driver's CPU a record (measured in the benchmark's sink); librdkafka
 batches and sends in its own C threads. The sink uses it when the job reads with confluent-kafka too

@@ -27,9 +27,9 @@ import time
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from kafka_client.delivery import RETRY_S, broker_reachable, unreachable
-from kafka_client.kafka_conf import for_client, to_kwargs
-from kafka_client.log_end import log_end_offsets
+from streaming.kafka_client.delivery import RETRY_S, broker_reachable, unreachable
+from streaming.kafka_client.kafka_conf import for_client, to_kwargs
+from streaming.kafka_client.log_end import log_end_offsets
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from streaming.gc_pause import gc_paused
@@ -101,8 +101,8 @@ class KafkaRange(InputPartition):
 
 def client_config(options: dict[str, str]) -> dict:
     """``kafka.*`` options (Spark's spelling) to a kafka-python consumer's keyword arguments
-    (``kafka_client.kafka_conf``). Settings for other clients (``max.request.size`` is a producer's, given to every
-    client by ``--kafka-conf``) are left out: the consumer refuses them by name."""
+    (``streaming.kafka_client.kafka_conf``). Settings for other clients (``max.request.size`` is a producer's, given
+    to every client by ``--kafka-conf``) are left out: the consumer refuses them by name."""
     from kafka import KafkaConsumer
 
     props = {key[len("kafka."):]: value for key, value in options.items()

@@ -94,7 +94,7 @@ def feed_time(bootstrap: str, topic: str, offsets: dict[str, int], client: dict 
 
     from kafka import KafkaConsumer, TopicPartition
 
-    from kafka_client.kafka_conf import for_client
+    from streaming.kafka_client.kafka_conf import for_client
 
     wanted = {TopicPartition(topic, int(p)): int(o) - 1 for p, o in offsets.items() if int(o) > 0}
     if not wanted:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Mapping
 
 # The packages executors import (pyproject's [tool.setuptools.packages.find]).
-CODE_PACKAGES = ("streaming", "assignors", "offsets_store", "kafka_client")
+CODE_PACKAGES = ("streaming", "assignors", "offsets_store")
 
 LOCAL_DEFAULTS: dict[str, str] = {
     "spark.sql.shuffle.partitions": "2",

@@ -19,8 +19,8 @@ from typing import Callable
 
 import msgspec
 
-from kafka_client.delivery import close_quietly, send_until_delivered
-from kafka_client.kafka_conf import for_client
+from streaming.kafka_client.delivery import close_quietly, send_until_delivered
+from streaming.kafka_client.kafka_conf import for_client
 from offsets_store.store import STORE_TYPES
 from streaming.gc_pause import gc_paused
 from streaming.spark.restore import POSITION_GROUP, batch_end_offsets, position_records

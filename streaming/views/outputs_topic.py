@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-from kafka_client import kafka_conf
+from streaming.kafka_client import kafka_conf
 from streaming.views import terminal
 
 BOOKKEEPING = ("batch_id", "seq")
@@ -65,7 +65,7 @@ def read_outputs(bootstrap: str, topic: str, client: dict | None = None, follow:
     beginning to the end (``follow``: for ever)."""
     from kafka import KafkaConsumer, TopicPartition
 
-    from kafka_client.log_end import log_end_offsets
+    from streaming.kafka_client.log_end import log_end_offsets
 
     rule = rule or ExactlyOnce()
     consumer = KafkaConsumer(**kafka_conf.for_client(KafkaConsumer, client, bootstrap_servers=bootstrap,
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"outputs: {exc}", file=sys.stderr)
         return 1
     except KafkaError as exc:
-        from kafka_client.broker_features import unavailable
+        from streaming.kafka_client.broker_features import unavailable
 
         print(f"outputs: {unavailable(args.bootstrap, client, exc)}", file=sys.stderr)
         return 1

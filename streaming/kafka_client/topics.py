@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import contextlib
 
-from kafka_client import kafka_conf
+from streaming.kafka_client import kafka_conf
 
 
 class TopicsMissing(RuntimeError):

@@ -7,8 +7,8 @@ record headers (Kafka 0.11, message format v2), where its outputs carry ``batch_
 """
 from __future__ import annotations
 
-from kafka_client.delivery import broker_reachable
-from kafka_client.kafka_conf import for_client
+from streaming.kafka_client.delivery import broker_reachable
+from streaming.kafka_client.kafka_conf import for_client
 
 CREATE_TOPICS = (0, 10, 1)
 HEADERS = (0, 11)
