@@ -121,12 +121,12 @@ class GroupCoordinator:
         """Nothing worth keeping: no group and no remembered topic sizes."""
         return not self.groups and not self.default_topics and not self.pending_topics
 
-    def fetch_offsets(self, group_id: str) -> dict[Partition, dict]:
+    def fetch_offsets(self, group_id: str) -> dict[Partition, outputs.OffsetFetchEntry]:
         """OffsetFetch: the committed offsets of a group (empty when the group is unknown)."""
         group = self.groups.get(group_id)
         return {} if group is None else O.fetch(group.offsets)
 
-    def describe_group(self, group_id: str) -> dict:
+    def describe_group(self, group_id: str) -> outputs.GroupDescription:
         """DescribeGroups: state, protocol and members with their assignment."""
         group = self.groups.get(group_id)
         if group is None:
@@ -376,11 +376,6 @@ class GroupCoordinator:
         return outputs.state_change(group.group_id, group.clock, previous.value, target.value, group.generation,
                                     reason)
 
-    @staticmethod
-    def _member_joined(group: Group, member: Member) -> Output:
-        return outputs.member_joined(group.group_id, group.clock, member.member_id, member.group_instance_id,
-                                     member.client_id, member.client_host, member.protocol_names())
-
     # ================================================================ JoinGroup
     def _join(self, group: Group | None, e: dict) -> Outputs:
         if group is not None:
@@ -521,7 +516,7 @@ class GroupCoordinator:
         self.schedule_session(group, member, self.config.new_member_join_timeout_ms)
         if group.is_(S.PREPARING_REBALANCE) and group.initial_delay_remaining_ms is not None:
             group.new_member_added = True
-        out = [self._member_joined(group, member)]
+        out = [group.member_joined(member)]
         reason = f"adding new member {member.member_id}"
         if member.group_instance_id is not None:
             reason += f" with group instance id {member.group_instance_id}"

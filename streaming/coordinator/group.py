@@ -244,6 +244,10 @@ class Group:
         return outputs.join_answer(self.group_id, self.clock, member.member_id, member.group_instance_id, "NONE",
                                    self.generation, self.protocol_type, self.protocol_name, self.leader_id, members)
 
+    def member_joined(self, member: Member) -> outputs.MemberJoined:
+        return outputs.member_joined(self.group_id, self.clock, member.member_id, member.group_instance_id,
+                                     member.client_id, member.client_host, member.protocol_names())
+
     def sync_answer(self, member: Member) -> outputs.SyncResponse:
         return outputs.sync_answer(self.group_id, self.clock, member.member_id, member.group_instance_id,
                                    self.generation, self.protocol_name, [list(tp) for tp in member.assignment])

@@ -361,8 +361,7 @@ class BrokerObserver:
                 since = max(since, last - min(m.session_timeout_ms for m in group.members.values()) // 3)
         return group.clock - since < group.max_rebalance_timeout_ms()
 
-    @staticmethod
-    def _late_generation_record(group: Group, e: dict) -> Output:
+    def _late_generation_record(self, group: Group, e: dict) -> Output:
         """The leader's SyncGroup of a generation the model went past before hearing of it (another client's
         report of a later round arrived first): the generation was real, so it gets its line in the history,
         marked late; the group's state stays where it is."""
@@ -463,8 +462,7 @@ class BrokerObserver:
         """A member the broker let in, whose round may already be over in the model."""
         group.add(member)
         self.rules.schedule_session(group, member)
-        joined = outputs.member_joined(group.group_id, group.clock, member.member_id, member.group_instance_id,
-                                       member.client_id, member.client_host, member.protocol_names())
+        joined = group.member_joined(member)
         note_cause(group, "join", detail, ts)
         return [joined]
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from streaming.coordinator.outputs import OFFSET_COMMIT, OffsetCommitRecord, offset_commit, offset_tombstone
+from streaming.coordinator.outputs import (
+    OFFSET_COMMIT, OffsetCommitRecord, OffsetFetchEntry, offset_commit, offset_tombstone)
 
 Partition = tuple[str, int]
 
@@ -80,7 +81,7 @@ def tombstone(group_id: str, ts: int, tp: Partition, reason: str) -> OffsetCommi
     return offset_tombstone(group_id, ts, tp[0], tp[1], reason)
 
 
-def fetch(offsets: Mapping[Partition, CommittedOffset]) -> dict[Partition, dict]:
+def fetch(offsets: Mapping[Partition, CommittedOffset]) -> dict[Partition, OffsetFetchEntry]:
     """OffsetFetch (as the admin client asks it): the committed offsets, by partition."""
     return {tp: {"offset": o.offset, "leader_epoch": o.leader_epoch, "metadata": o.metadata}
             for tp, o in sorted(offsets.items())}

@@ -4,19 +4,21 @@
 An output is a plain dict with a ``type``, a ``group_id`` and a ``ts``: the public JSON shape that the job writes
 (README "Outputs", docs/figures.md), the views and replays read and stored feeds hold. Each type's shape is a
 TypedDict below, and each is built by one function below -- the only place a dict of that type is written; every
-other module names output types by the constants here. TypedDicts rather than msgspec Structs: every reader
-downstream reads dicts, and a TypedDict costs nothing at run time, where a Struct would have to become a dict again
-for each output on the job's hot path. Key order is part of the format (JSON written without sorted keys keeps
-it), so each builder writes its keys in one fixed order.
+other module names output types by the constants here. The answers of the models' queries (``describe_group``,
+``fetch_offsets``) are declared here too; each model builds its own, in one place.
 
-Field names follow one rule. Outputs are snake_case, under the names of the protocol they describe: a classic
+TypedDicts rather than msgspec Structs: every reader downstream reads dicts, and a TypedDict costs nothing at run
+time, where a Struct would have to become a dict again for each output on the job's hot path. Key order is part of
+the format (JSON written without sorted keys keeps it), so each builder writes its keys in one fixed order.
+
+Field names follow these rules. Outputs are snake_case, under the names of the protocol they describe: a classic
 group's member carries ``group_instance_id`` (JoinGroup's field), a consumer-protocol group's ``instance_id``
 (ConsumerGroupHeartbeat's). Records (``offset_commit``, ``group_metadata`` and the KIP-848 ``consumer_group_*``)
 are what ``offsets_store.codec`` reads and writes: their key fields are snake_case (``group_id``, ``member_id``,
 ``regular_expression``); the classic records' value fields are snake_case renderings of Kafka's schema names
 (``current_state_timestamp``, ``session_timeout``), while the KIP-848 records' value fields carry Kafka's JSON names
-as they are (``memberEpoch``, ``assignedPartitions``), as its own tools print them. All of these names are public
-and stay as they are.
+as they are (``memberEpoch``, ``assignedPartitions``), as Kafka's generated JSON converters write them. All of these
+names are public and stay as they are.
 """
 from __future__ import annotations
 
@@ -119,6 +121,7 @@ def _answer(kind: str, group_id: str, ts: int, member_id: str, instance_id: str 
 
 
 def heartbeat_response(request: Mapping, ts: int, error: str) -> Answer:
+    # Written out rather than through _answer: the most frequent output of all.
     return {"type": HEARTBEAT_RESPONSE, "group_id": request["group_id"], "ts": ts,
             "member_id": request.get("member_id", ""), "group_instance_id": request.get("group_instance_id"),
             "error": error}
@@ -827,6 +830,59 @@ class ConsumerGroupRecord(TypedDict, total=False):
     # consumer_group_regular_expression (topics: the resolved topic names)
     version: int
     timestamp: int
+
+
+# ==================================================================================== answers to the models' queries
+class OffsetFetchEntry(TypedDict):
+    """OffsetFetch's answer for one partition (``fetch_offsets``: partition -> entry)."""
+    offset: int
+    leader_epoch: int
+    metadata: str
+
+
+class DescribedMember(TypedDict):
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    assignment: list[Pair]
+
+
+class GroupDescription(TypedDict, total=False):
+    """DescribeGroups (``GroupCoordinator.describe_group``); an unknown group is Dead, with no members."""
+    group_id: str
+    state: str
+    generation: int
+    protocol_type: str
+    protocol: str
+    leader: str | None
+    members: list[DescribedMember]
+
+
+class DescribedConsumerMember(TypedDict):
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    member_epoch: int
+    state: str                              # MemberState's name
+    subscribed_topic_names: list[str]
+    subscribed_topic_regex: str | None
+    server_assignor: str | None
+    assignment: list[Pair]
+    pending_revocation: list[Pair]
+    target_assignment: list[Pair]
+
+
+class ConsumerGroupDescription(TypedDict, total=False):
+    """ConsumerGroupDescribe (``ConsumerGroupCoordinator.describe_group``); an unknown group is Dead."""
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: list[DescribedConsumerMember]
 
 
 # ==================================================================================== every output

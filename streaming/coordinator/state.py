@@ -20,8 +20,8 @@ class GroupState(str, Enum):
     pending member's LeaveGroup: NONE); OffsetCommit without a generation (the admin client, a consumer without
     group management) is stored, any other is refused.
     Leaves: to PreparingRebalance when a member joins (that round first waits ``group.initial.rebalance.delay.ms``
-    for more consumers of a starting application); to Dead when its last offsets expire (counted from when it became Empty,
-    KIP-211; without offsets at the next cleanup pass) or DeleteGroups removes it."""
+    for more consumers of a starting application); to Dead when its last offsets expire (counted from when it
+    became Empty, KIP-211; without offsets at the next cleanup pass) or DeleteGroups removes it."""
 
     PREPARING_REBALANCE = "PreparingRebalance"
     """A join round is open: every member must rejoin within the rebalance timeout (the longest of the members').

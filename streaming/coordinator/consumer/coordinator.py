@@ -158,11 +158,11 @@ class ConsumerGroupCoordinator:
     def is_blank(self) -> bool:
         return not self.groups and not self.image.by_name and not self.image.known_ids
 
-    def fetch_offsets(self, group_id: str) -> dict[Partition, dict]:
+    def fetch_offsets(self, group_id: str) -> dict[Partition, outputs.OffsetFetchEntry]:
         """OffsetFetch (as the admin client asks it): the group's committed offsets; empty for an unknown group."""
         return O.fetch(self.offsets.get(group_id, {}))
 
-    def describe_group(self, group_id: str) -> dict:
+    def describe_group(self, group_id: str) -> outputs.ConsumerGroupDescription:
         """ConsumerGroupDescribe: epochs, state, assignor and members with their current and target assignment."""
         group = self.groups.get(group_id)
         if group is None:
