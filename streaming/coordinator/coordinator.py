@@ -87,7 +87,7 @@ class GroupCoordinator:
         out += self.observer.handle(group, event) if self.observer is not None else \
             self.apply_kafka_rules(group, event)
         self._unseen_start = None
-        group = self.groups.get(event.get("group_id"))
+        group = self.groups.get(event.get("group_id"))   # as the event left it: it may have made or ended the group
         if group is not None and kind != "heartbeat":
             self._refresh_retention(group)
         return out
@@ -689,7 +689,7 @@ class GroupCoordinator:
                 out += self.remove_member(group, member, "sync-timeout", "", update_group=False,
                                           reason="sync timeout")
         out += self.prepare_rebalance(group, "sync-timeout", f"members {', '.join(missing)} never sent SyncGroup")
-        if group.deferred:   # observe mode: what waited for this generation's end
+        if group.deferred and self.observer is not None:   # observe mode: what waited for this generation's end
             out += self.observer.release_deferred(group)
         return out
 
