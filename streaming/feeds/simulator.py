@@ -34,6 +34,9 @@ from typing import Callable
 
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
 from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
+from streaming.coordinator.outputs import (
+    COMMIT_RESPONSE, CONSUMER_HEARTBEAT_RESPONSE, HEARTBEAT_RESPONSE, JOIN_RESPONSE, MEMBER_JOINED, MEMBER_REPLACED,
+    SYNC_RESPONSE)
 
 EAGER_PROTOCOLS = ("range", "roundrobin", "sticky")
 # What a Kafka 4.x broker accepts with its defaults (group.consumer.min/max.session.timeout.ms and
@@ -471,24 +474,24 @@ class Simulator:
         for o in outputs:
             kind = o["type"]
             client = self.by_member.get((o["group_id"], o.get("member_id", "")))
-            if kind in ("member_joined", "member_replaced") and client is None:
+            if kind in (MEMBER_JOINED, MEMBER_REPLACED) and client is None:
                 client = self._pending_static(o)
                 if client is not None:
                     client.member_id = o["member_id"]
                     self.by_member[(o["group_id"], client.member_id)] = client
-            if kind == "join_response":
+            if kind == JOIN_RESPONSE:
                 self._on_join_response(o)
             elif client is None or client.phase == "gone":
                 continue
-            elif kind == "consumer_heartbeat_response":
+            elif kind == CONSUMER_HEARTBEAT_RESPONSE:
                 self._on_consumer_response(client, o)
-            elif client.consumer and kind == "commit_response":
+            elif client.consumer and kind == COMMIT_RESPONSE:
                 self._on_consumer_commit(client, o)
-            elif kind == "sync_response":
+            elif kind == SYNC_RESPONSE:
                 self._on_sync_response(client, o)
-            elif kind == "heartbeat_response" and o["error"] == "REBALANCE_IN_PROGRESS":
+            elif kind == HEARTBEAT_RESPONSE and o["error"] == "REBALANCE_IN_PROGRESS":
                 self._rejoin(client)
-            elif kind in ("heartbeat_response", "commit_response") and o["error"] in (
+            elif kind in (HEARTBEAT_RESPONSE, COMMIT_RESPONSE) and o["error"] in (
                     "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_INSTANCE_ID"):
                 if o["error"] == "FENCED_INSTANCE_ID":
                     client.phase = "gone"
