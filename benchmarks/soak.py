@@ -1,12 +1,12 @@
 """A soak run: the tracker with its defaults on a live feed for a long while, and whether its memory stays flat.
 
-    python benchmarks/soak.py [--minutes 10] [--interval 30] [--warmup 3] [--groups 300] [--cohort 30]
+    python benchmarks/soak.py [--minutes 10] [--interval 30] [--warmup 5] [--groups 300] [--cohort 30]
                               [--turnover 60] [--detail FILE] [--probe DIR] [--conf KEY=VALUE ...]
 
 The job runs as ``rebalance-tracker run`` would with its defaults (processing time, 1 s trigger, state keyed by
 group, the Python Kafka source, the outputs topic, a SQLite offsets store) on the bundled broker, fed live by a
-separate process: ``--groups`` simulated consumer groups (~1.6 events/s each with the simulator's defaults: ~480/s
-for 300), members joining, leaving, crashing and restarting all the time, and groups coming and going: every
+separate process: ``--groups`` simulated consumer groups (~1.3-1.6 events/s each with the simulator's defaults,
+~370-450/s for 300: a group's rate falls as it ages and its members churn), members joining, leaving, crashing and restarting all the time, and groups coming and going: every
 ``--turnover`` seconds the oldest cohort of ``--cohort`` groups goes silent (its members expire) and is deleted
 (DeleteGroups, as ``kafka-consumer-groups --delete`` does), and a new cohort of new group ids starts.
 
@@ -236,7 +236,9 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--minutes", type=float, default=10)
     p.add_argument("--interval", type=float, default=30, help="seconds between samples")
-    p.add_argument("--warmup", type=float, default=3, help="minutes left out of the slopes")
+    p.add_argument("--warmup", type=float, default=5,
+                   help="minutes left out of the slopes: the workers' imports, the JIT, and the JVM's first periodic "
+                        "full collections (every 2 minutes, spark.cleaner.periodicGC.interval)")
     p.add_argument("--groups", type=int, default=300)
     p.add_argument("--cohort", type=int, default=30, help="groups that come and go together")
     p.add_argument("--turnover", type=float, default=60, help="seconds between one cohort's end and the next's start")
