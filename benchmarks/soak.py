@@ -166,7 +166,8 @@ MB = 2 ** 20
 COLUMNS = [   # (key, header, width)
     ("minute", "min", 5), ("events_s", "ev/s", 5), ("driver", "driver MB", 9), ("jvm", "JVM MB", 7),
     ("heap", "heap MB", 7), ("old_gc", "old@GC", 6), ("workers", "workers MB", 10), ("n_workers", "n", 2),
-    ("state_rows", "state rows", 10), ("state_mb", "state MB", 8), ("p50", "p50 s", 5), ("p90", "p90 s", 5)]
+    ("state_rows", "state rows", 10), ("state_mb", "state MB", 8), ("p50", "p50 s", 5), ("p90", "p90 s", 5),
+    ("load", "load", 4)]
 SLOPED = {"driver": "driver RSS", "jvm": "JVM RSS", "old_gc": "JVM old gen after GC", "heap": "JVM heap in use",
           "workers": "Python workers RSS (all)", "state_mb": "state store memory"}
 
@@ -175,7 +176,7 @@ def print_row(row: dict) -> None:
     cells = []
     for key, _, width in COLUMNS:
         v = row.get(key)
-        cells.append(f"{v:>{width}.1f}" if isinstance(v, float) and key in ("minute", "p50", "p90", "state_mb")
+        cells.append(f"{v:>{width}.1f}" if isinstance(v, float) and key in ("minute", "p50", "p90", "state_mb", "load")
                      else f"{v:>{width},.0f}" if isinstance(v, (int, float)) else f"{'-':>{width}}")
     print("| " + " | ".join(cells) + " |", flush=True)
 
@@ -198,7 +199,8 @@ def sample(spark, query, jvm_pid: int, started: float, seen: dict) -> tuple[dict
            "heap": heap["heap_used"] / MB, "old_gc": heap.get("old_after_gc", 0) / MB,
            "workers": sum(w["rss"] for w in workers.values()) / MB, "n_workers": len(workers),
            "state_rows": operators.get("numRowsTotal"), "state_mb": operators.get("memoryUsedBytes", 0) / MB,
-           "p50": percentile(durations, 0.5), "p90": percentile(durations, 0.9)}
+           "p50": percentile(durations, 0.5), "p90": percentile(durations, 0.9),
+           "load": os.getloadavg()[0]}   # the machine is shared: batch times follow its load
     detail = dict(row, batches=len(durations), heap_max=heap["heap_max"] / MB, old_used=heap["old_used"] / MB, non_heap=heap["non_heap_used"] / MB,
                   workers_pss=sum(w["pss"] for w in workers.values()) / MB,
                   state_metrics=operators.get("customMetrics", {}),
@@ -225,8 +227,9 @@ def verdict(rows: list[dict], warmup_min: float) -> bool:
     change = s * span / mean if mean else float("nan")
     flat = abs(change) < FLAT_BATCH_CHANGE
     ok &= flat
+    loads = [r["load"] for r in after]
     print(f"  {'batch duration p50':<26} {s * 1000:+7.1f} ms/min  ({change:+.0%} over {span:.0f} min around "
-          f"{mean:.2f} s: {'flat' if flat else 'NOT flat'})")
+          f"{mean:.2f} s: {'flat' if flat else 'NOT flat'}; load average {min(loads):.1f}-{max(loads):.1f})")
     print(f"verdict: {'flat' if ok else 'NOT flat'} (target: every process < {TARGET_MB_PER_MIN:g} MB/min after "
           f"warm-up, batch times flat)")
     return ok
