@@ -22,6 +22,7 @@ _DIR = os.environ.get("REBALANCE_TRACKER_MEMORY_PROBE") or None
 _EVERY_S = float(os.environ.get("REBALANCE_TRACKER_MEMORY_PROBE_EVERY_S", "60"))
 _FRAMES = int(os.environ.get("REBALANCE_TRACKER_MEMORY_PROBE_FRAMES", "0"))
 _last: dict[int, float] = {}   # pid -> when it last wrote (a forked worker starts with its parent's copy)
+_snapshots = 0
 
 
 class _Mallinfo2(ctypes.Structure):
@@ -72,9 +73,10 @@ def probe(stage: str) -> None:
     if "pyarrow" in sys.modules:
         record["arrow_allocated"] = sys.modules["pyarrow"].total_allocated_bytes()
     if tracemalloc.is_tracing():
+        global _snapshots
+        _snapshots += 1
         record["traced"] = tracemalloc.get_traced_memory()[0]
-        snapshot = tracemalloc.take_snapshot()
-        snapshot.dump(os.path.join(_DIR, f"{pid}-{int(record['t'])}.snapshot"))
+        tracemalloc.take_snapshot().dump(os.path.join(_DIR, f"{pid}-{_snapshots}.snapshot"))
     with open(os.path.join(_DIR, f"worker-{pid}.jsonl"), "a") as f:
         f.write(json.dumps(record) + "\n")
 
