@@ -20,6 +20,7 @@ from pathlib import Path
 from streaming.kafka_client import kafka_conf
 from streaming.kafka_client.topics import TopicsMissing, ensure_topics
 from offsets_store.factory import DEFAULT_STORE
+from streaming.feeds.log_end_sampler import LogEndSampler
 from streaming.feeds.metadata_watch import TopicMetadataWatcher
 from streaming.spark.options import JobOptions
 from streaming.spark.sinks import TrackerSink
@@ -54,6 +55,7 @@ class TrackerConfig:
     coordinator: dict = field(default_factory=dict)   # coordinator settings under Kafka's names
     events_partitions: int = 4                  # the events topic's partitions, when the tracker creates it
     metadata_refresh_s: float = 30.0            # how often topic sizes are checked against the broker
+    log_end_sample_s: float | None = 5.0        # how often the groups' log ends are sampled for lag (None: never)
     metrics_port: int | None = None             # serve Prometheus metrics on this port (0 = any free port)
     kafka: dict = field(default_factory=dict)   # Kafka client settings under Kafka's names (kafka_client.kafka_conf)
     broker_version: tuple | None = None         # the clients' API version with the broker (None: found by preflight)
@@ -69,6 +71,7 @@ class RunningTracker:
     watcher: TopicMetadataWatcher | None = None
     metrics_server: object = None
     metrics_url: str | None = None
+    sampler: LogEndSampler | None = None
 
     def stop(self, grace_s: float = 10.0) -> None:
         """Stop between micro-batches when possible: interrupting one mid-flight only spills stack traces (its
@@ -88,6 +91,8 @@ class RunningTracker:
             self.query.stop()
         if self.watcher is not None:
             self.watcher.stop()
+        if self.sampler is not None:
+            self.sampler.stop()
         if self.metrics_server is not None:
             self.metrics_server.shutdown()
         self.sink.close()
@@ -137,6 +142,8 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
         store = open_store(config.store, client)
     view = view or LiveView()
     watcher = TopicMetadataWatcher(config.bootstrap, config.events_topic, config.metadata_refresh_s, client).start()
+    sampler = LogEndSampler(config.bootstrap, config.events_topic, config.log_end_sample_s, client).start() \
+        if config.log_end_sample_s else None
 
     metrics_server = metrics_url = None
     if config.metrics_port is not None:
@@ -147,6 +154,8 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
 
     def on_outputs(batch_id: int, outputs: list[dict]) -> None:
         watcher.observe(outputs)
+        if sampler is not None:
+            sampler.observe(outputs)
         try:   # the views must never stop the job: a view that cannot read an output says so and carries on
             view.update(batch_id, outputs)
             if metrics_server is not None:
@@ -179,7 +188,7 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
               .foreachBatch(sink))
     query = _start_query(writer)
     running.append(query)
-    return RunningTracker(query, sink, view, store, watcher, metrics_server, metrics_url)
+    return RunningTracker(query, sink, view, store, watcher, metrics_server, metrics_url, sampler)
 
 
 def check_checkpoint(config: TrackerConfig) -> None:

@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="coordinator setting with Kafka's name, e.g. group.initial.rebalance.delay.ms=0")
     p.add_argument("--metrics-port", type=int, default=TrackerConfig.metrics_port,
                    help="serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0 = a free port)")
+    p.add_argument("--lag-sample-s", type=float, default=TrackerConfig.log_end_sample_s,
+                   help="sample the groups' log ends every this many seconds, for lag (0: never; "
+                        "default: %(default)s)")
     p.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     kafka_conf.add_arguments(p)
     add_spark_arguments(p)
@@ -139,7 +142,7 @@ def _run(argv: list[str] | None) -> int:
             state_key=args.state_key,
             kafka_source=args.kafka_source, starting_offsets=args.starting_offsets,
             max_offsets_per_trigger=args.max_offsets_per_trigger, coordinator=coordinator_conf,
-            metrics_port=args.metrics_port, kafka=kafka)
+            metrics_port=args.metrics_port, log_end_sample_s=args.lag_sample_s or None, kafka=kafka)
         try:   # before Spark's start-up, which takes a while
             check_checkpoint(config)
             config.broker_version = preflight(config)
