@@ -908,6 +908,7 @@ class LogEnd(TypedDict):
     offset: int
 
 
-def log_end(group_id: str, ts: int, topic: str, partition: int, offset: int) -> LogEnd:
-    return {"type": LOG_END, "group_id": group_id, "ts": ts, "topic": topic, "partition": partition,
-            "offset": offset}
+def log_end(event: Mapping) -> LogEnd:
+    """A validated ``log_end`` event as its output (both models and a group without a model pass it on)."""
+    return {"type": LOG_END, "group_id": event["group_id"], "ts": event.get("ts") or 0, "topic": event["topic"],
+            "partition": event["partition"], "offset": event["offset"]}

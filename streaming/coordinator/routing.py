@@ -126,12 +126,9 @@ class GroupModel:
 
     def handle(self, event: dict) -> Outputs:
         kind = event["type"]
-        if kind == "log_end":   # not a request: passed on for the lag views, after the timers due before it
-            ts = event.get("ts")
-            out = self.model.advance(ts - 1) if self.model is not None and ts is not None else []
-            return out + [outputs.log_end(event["group_id"], ts or 0, event["topic"], event["partition"],
-                                          event["offset"])]
         if self.model is None:
+            if kind == "log_end":    # a sample alone makes no group
+                return [outputs.log_end(event)]
             if kind == "topic_metadata" and not event.get("group_id") and self.topics is not None:
                 return []            # already in ``topics``, which the model copies when the group's request comes
             self.model = self._new(CONSUMER if kind == "consumer_heartbeat" else CLASSIC)
