@@ -99,6 +99,7 @@ def test_memory_is_bounded_per_partition_and_in_partitions():
         book.add(commit(i * 1_000, i * 5, partition=i % 5))
     assert len(book.partitions) == 3
     assert all(len(p.samples) <= 4 and len(p.commits) <= 2 for p in book.partitions.values())
+    assert sum(len(figures) for figures in book.latest.values()) <= 3
 
 
 def test_a_log_that_goes_back_starts_its_samples_again():
@@ -182,3 +183,22 @@ def test_the_same_feed_gives_the_same_lag_in_the_job_step_and_in_a_replay():
             state = result.state
             stepped += result.outputs
     assert lag_by_group(stepped) == want
+
+
+def test_the_history_ties_each_cost_to_its_rebalance_and_keeps_the_worst_partition_over_time():
+    from streaming.views.history import build_histories
+
+    sim = Simulator(SimulationSettings(groups=2, log_end_interval_ms=1_000, seed=3, group_protocol="mixed"))
+    outputs = run_feed(sim.run_until(120_000))[0]
+    costs = [d for d in LagBook().add_all(outputs) if d["type"] == "rebalance_lag"]
+    histories = build_histories(outputs)
+    tied = [(h.group_id, g.lag_cost) for h in histories.values() for g in h.generations if g.lag_cost]
+    assert sorted(tied, key=lambda t: (t[0], t[1]["ts"])) == sorted(((c["group_id"], c) for c in costs),
+                                                                     key=lambda t: (t[0], t[1]["ts"]))
+    for h in histories.values():
+        assert all(g.completed_ts == g.lag_cost["rebalance_ts"] for g in h.generations if g.lag_cost)
+        points = h.lag
+        assert [p[0] for p in points] == sorted({p[0] for p in points})   # one point per sampling moment
+        known = [p for p in points if p[1] is not None]
+        assert known and max(p[1] for p in known) > 0
+        assert h.since(60_000).lag == [p for p in points if p[0] >= 60_000]

@@ -83,7 +83,6 @@ class _Pending:
 class _Partition:
     samples: deque = field(default_factory=deque)        # (ts, log end)
     commits: deque = field(default_factory=deque)        # (commit ts, offset); a tombstone clears it
-    latest: dict | None = None                           # the last partition_lag figure
     pending: _Pending | None = None
 
     def committed(self, ts: int) -> int | None:
@@ -99,6 +98,7 @@ class LagBook:
         self.samples, self.commits, self.max_partitions = samples, commits, max_partitions
         self.partitions: OrderedDict[tuple[str, str, int], _Partition] = OrderedDict()
         self.open: dict[tuple[str, tuple], dict[tuple[str, int], list | None]] = {}   # cost rows per rebalance
+        self.latest: dict[str, dict[tuple[str, int], dict]] = {}   # group -> partition -> its last partition_lag
         self._dropped: list[dict] = []       # rebalance_lag completed by dropping a partition, out with the next add
 
     def add_all(self, outputs: Iterable[dict]) -> list[dict]:
@@ -116,7 +116,7 @@ class LagBook:
 
     def current(self, group_id: str) -> list[dict]:
         """The group's latest ``partition_lag`` per partition, in partition order."""
-        return [p.latest for (g, _, _), p in sorted(self.partitions.items()) if g == group_id and p.latest]
+        return [figure for _, figure in sorted(self.latest.get(group_id, {}).items())]
 
     # ---------------------------------------------------------------------------------------------------------
     def _partition(self, group: str, topic: str, partition: int) -> _Partition:
@@ -126,6 +126,10 @@ class LagBook:
             p = self.partitions[key] = _Partition(deque(maxlen=self.samples), deque(maxlen=self.commits))
             while len(self.partitions) > self.max_partitions:
                 (g, t, n), dropped = self.partitions.popitem(last=False)
+                figures = self.latest.get(g, {})
+                figures.pop((t, n), None)
+                if not figures:
+                    self.latest.pop(g, None)
                 if dropped.pending is not None:   # its cost can no longer be known; the rebalance's others can
                     self._dropped += self._close(g, (t, n), dropped, None)
         else:
@@ -143,10 +147,11 @@ class LagBook:
         p.samples.append((o["ts"], o["offset"]))
         committed = p.committed(o["ts"])
         records, seconds, method = lag(p.samples, committed, o["ts"])
-        p.latest = {"type": PARTITION_LAG, "group_id": o["group_id"], "ts": o["ts"], "topic": o["topic"],
-                    "partition": o["partition"], "log_end": o["offset"], "committed": committed,
-                    "lag_records": records, "lag_seconds": seconds, "lag_seconds_method": method}
-        return [p.latest]
+        figure = {"type": PARTITION_LAG, "group_id": o["group_id"], "ts": o["ts"], "topic": o["topic"],
+                  "partition": o["partition"], "log_end": o["offset"], "committed": committed,
+                  "lag_records": records, "lag_seconds": seconds, "lag_seconds_method": method}
+        self.latest.setdefault(o["group_id"], {})[(o["topic"], o["partition"])] = figure
+        return [figure]
 
     def _commit(self, o: dict) -> list[dict]:
         p = self._partition(o["group_id"], o["topic"], o["partition"])
