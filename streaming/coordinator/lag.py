@@ -108,8 +108,11 @@ class LagBook:
         """Fold one output; returns what it derives (``partition_lag`` for a sample, ``rebalance_lag`` when a
         rebalance's cost is complete)."""
         kind = o.get("type")
-        out = self._sample(o) if kind == LOG_END else self._commit(o) if kind == OFFSET_COMMIT else \
-            self._rebalance(o) if kind == REBALANCE else []
+        try:
+            out = self._sample(o) if kind == LOG_END else self._commit(o) if kind == OFFSET_COMMIT else \
+                self._rebalance(o) if kind == REBALANCE else []
+        except (KeyError, TypeError, ValueError):   # an output without the fields lag needs: not a figure
+            out = []
         if self._dropped:
             out, self._dropped = self._dropped + out, []
         return out
@@ -158,7 +161,9 @@ class LagBook:
         if o.get("tombstone"):
             p.commits.clear()
             return []
-        ts = o.get("commit_timestamp", o["ts"])
+        ts = o.get("commit_timestamp", o.get("ts"))
+        if ts is None:
+            return []
         out = []
         if p.pending is not None and ts >= p.pending.taken_ts:
             out = self._close(o["group_id"], (o["topic"], o["partition"]), p, ts)
