@@ -43,7 +43,8 @@ def test_caught_up_is_zero_and_unknown_is_none():
     assert lag([(0, 0), (10_000, 100)], 120, 10_000) == (0, 0.0, CAUGHT_UP)   # a stale sample: never negative
     assert lag([(0, 0), (10_000, 100)], None, 10_000) == (None, None, None)   # nothing committed
     assert lag([(10_000, 100)], 5, 9_999) == (None, None, None)                # no sample by then
-    assert lag([(0, 50), (10_000, 100)], 60, 5_000) == (0, 0.0, CAUGHT_UP)     # only samples up to now count
+    assert lag([(0, 50), (10_000, 100)], 75, 5_000) == (0, 0.0, CAUGHT_UP)     # the log end at 5 s: 75
+    assert lag([(0, 50), (10_000, 100)], 60, 5_000) == (15, 2.8, INTERPOLATED)  # offset 60 came at 2.2 s
 
 
 @settings(max_examples=200, deadline=None)
@@ -118,7 +119,7 @@ def rebalance(ts, spans, generation=2, group="g"):
 def test_a_rebalance_costs_the_lag_built_until_the_new_owners_first_commit():
     """The worked timeline of docs/lag.md. 10 records a second on t-0 and t-1; the owner commits every second and
     keeps up, until 10.0 s its owner is told to stop (released); the rebalance ends at 12.5 s; the new owner's
-    first commits come at 15.0 s (t-0) and 16.0 s (t-1)."""
+    first commits come at 15.0 s (t-0) and 16.0 s (t-1); the cost is out at the first sample after the last."""
     book = LagBook()
     derived = []
     for s in range(0, 18):
@@ -132,11 +133,11 @@ def test_a_rebalance_costs_the_lag_built_until_the_new_owners_first_commit():
         if now == 15_000:
             assert book.add(commit(15_000, 150, partition=0)) == []          # t-1 still to come
         if now == 16_000:
-            derived += book.add(commit(16_000, 160, partition=1))
+            assert book.add(commit(16_000, 160, partition=1)) == []
     (cost,) = [d for d in derived if d["type"] == "rebalance_lag"]
     # t-0: lag 0 at the release; 50 records just before 15.0 s, the oldest (offset 100) appended at 10.1 s: 4.9 s.
     # t-1: 60 records and 5.9 s before 16.0 s. The cost: 110 records, and 5.9 s for the partition that fell most.
-    assert cost == {"type": "rebalance_lag", "group_id": "g", "ts": 16_000, "rebalance_ts": 12_500, "generation": 2,
+    assert cost == {"type": "rebalance_lag", "group_id": "g", "ts": 17_000, "rebalance_ts": 12_500, "generation": 2,
                     "lag_records": 110, "lag_seconds": 5.9, "lag_seconds_method": INTERPOLATED,
                     "partitions": [["t", 0, 10_000, 15_000, 0, 50, 0.0, 4.9, INTERPOLATED],
                                    ["t", 1, 10_000, 16_000, 0, 60, 0.0, 5.9, INTERPOLATED]]}
@@ -149,7 +150,8 @@ def test_a_partition_released_again_before_its_first_commit_has_an_unknown_cost(
     book.add(rebalance(1_000, [["t", 0, 500, 1_000, 0]], generation=2))
     (cost,) = book.add(rebalance(2_000, [["t", 0, 1_500, 2_000, 0]], generation=3))
     assert (cost["generation"], cost["lag_records"], cost["lag_seconds"]) == (2, None, None)
-    (cost,) = book.add(commit(2_500, 0))
+    assert book.add(commit(2_500, 0)) == []
+    (_, cost) = book.add(sample(3_000, 0))
     assert (cost["generation"], cost["lag_records"], cost["lag_seconds"]) == (3, 0, 0.0)
 
 

@@ -170,10 +170,12 @@ def test_the_lag_column_shows_the_worst_partition_and_a_rebalance_cost_is_noted(
                    rebalance(12_500, [["t", 1, 10_000, 12_500, 0]]))
     outputs.append(commit(16_500, 160, partition=1))    # the new owner's first commit
     view.update(0, outputs)
+    assert "cost" not in view.render()                  # measured once a sample brackets the commit
+    view.update(1, [sample(17_000, 170, partition=1)])
     text = view.render()
     row = next(line for line in text.splitlines() if line.startswith("g "))
-    # t-1 at 16 s: 60 records behind, the oldest (offset 100) appended at 10.1 s.
-    assert row.split()[-2:] == ["60/5.9s", "t-1"]
-    # From its release at 10 s (caught up) to 16.5 s: 60 records, 6.4 s.
-    assert "g: the rebalance of 00:00:12 cost 60 records, 6.4 s (interpolated) of lag" in text.replace(
+    # t-0 at 16 s: caught up; t-1 at 17 s, its new owner's commit of 160 made: 10 records, offset 160 came at 16.1 s.
+    assert row.split()[-2:] == ["10/0.9s", "t-1"]
+    # From its release at 10 s (caught up) to 16.5 s (log end 165 between the samples): 65 records, 6.4 s.
+    assert "g: the rebalance of 00:00:12 cost 65 records, 6.4 s (interpolated) of lag" in text.replace(
         clock(12_500), "00:00:12")

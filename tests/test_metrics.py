@@ -175,7 +175,7 @@ def test_lag_per_group_and_partition_with_bounded_series_and_rebalance_costs(end
             outputs.append(sample(s * 1_000, s * 10, partition=p))
         if s == 12:
             outputs.append(rebalance(12_500, [["t", 2, 10_000, 12_500, 0]]))
-    outputs.append(commit(16_500, 160, partition=2))
+    outputs += [commit(16_500, 160, partition=2), sample(17_000, 170, partition=2)]
     metrics.update(0, outputs)
     families = scrape(url)
     assert _get(families, "group_lag_records", group="g") == 120                  # t-0: 160 - 40
@@ -184,6 +184,6 @@ def test_lag_per_group_and_partition_with_bounded_series_and_rebalance_costs(end
     assert _get(families, "partition_lag_seconds", group="g", topic="t", partition="1") == pytest.approx(8.9)
     with pytest.raises(KeyError):          # the third partition is over the bound of 2 series
         _get(families, "partition_lag_records", group="g", topic="t", partition="2")
-    assert _get(families, "group_rebalance_lag_records_total", group="g") == 60
+    assert _get(families, "group_rebalance_lag_records_total", group="g") == 65   # log end 165 at 16.5 s
     assert _get(families, "group_rebalance_lag_seconds_count", group="g") == 1
     assert _get(families, "group_rebalance_lag_seconds_sum", group="g") == pytest.approx(6.4)

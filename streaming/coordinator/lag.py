@@ -11,9 +11,10 @@ the replays and the report fold the same outputs through :class:`LagBook`, so th
   or no growth it is a lower bound. Each figure names its method (``METHODS``).
 * **a rebalance's lag cost**, per partition it left without an owner: the lag the partition built from its release
   to the new owner's first commit, i.e. the lag just before that commit less the lag at the release, in records and
-  seconds. The ``rebalance`` output is written when the group settles, before any new owner has committed, so the
-  cost follows in a ``rebalance_lag`` output once every such partition has had its first commit (or was released
-  again before it: unknown), naming the rebalance by its group, ``ts`` and generation.
+  seconds, each end against the log end interpolated between the samples around it. The ``rebalance`` output is
+  written when the group settles, before any new owner has committed, so the cost follows in a ``rebalance_lag``
+  output once every such partition has had its first commit and a sample after it (or was released again first:
+  unknown), naming the rebalance by its group, ``ts`` and generation.
 
 Memory is bounded: ``samples`` log-end samples and ``commits`` commits per partition, and ``max_partitions``
 (group, partition) entries, the least recently touched dropped first. A figure that cannot be known is None.
@@ -56,17 +57,30 @@ def offset_time(samples: Sequence[Sample], offset: int) -> tuple[float | None, s
     return float(first_t), LOWER_BOUND
 
 
+def log_end_at(samples: Sequence[Sample], ts: int) -> int | None:
+    """The log end at ``ts``: interpolated between the samples around it, else the last one before it (no later
+    sample yet); None before the first sample."""
+    i = bisect_right([t for t, _ in samples], ts)
+    if i == 0:
+        return None
+    t0, e0 = samples[i - 1]
+    if i == len(samples) or t0 == ts:
+        return e0
+    t1, e1 = samples[i]
+    return e0 + (e1 - e0) * (ts - t0) // (t1 - t0)
+
+
 def lag(samples: Sequence[Sample], committed: int | None, now: int) -> tuple[int | None, float | None, str | None]:
-    """(records, seconds, method) at ``now`` for a partition whose group committed ``committed``: measured against
-    the last sample at or before ``now`` (None when there is none, or no committed offset)."""
+    """(records, seconds, method) at ``now`` for a partition whose group committed ``committed``, against the log
+    end at ``now`` (``log_end_at``); None when that or the committed offset is not known."""
     samples = list(samples)
-    known = samples[:bisect_right([t for t, _ in samples], now)]
-    if not known or committed is None:
+    end = log_end_at(samples, now)
+    if end is None or committed is None:
         return None, None, None
-    records = max(known[-1][1] - committed, 0)
+    records = max(end - committed, 0)
     if records == 0:
         return 0, 0.0, CAUGHT_UP
-    appended, method = offset_time(known, committed)
+    appended, method = offset_time(samples, committed)
     return records, max(now - appended, 0) / 1000, method
 
 
@@ -76,7 +90,9 @@ class _Pending:
     rebalance: tuple                 # (ts, generation) of the rebalance that closed the span
     released_ts: int | None
     taken_ts: int
-    at_release: tuple                # (records, seconds, method) at the release
+    at_release: tuple                # (records, seconds, method) at the release, as known when the rebalance ended
+    first_commit_ts: int | None = None
+    committed_before: int | None = None   # the committed offset just before the new owner's first commit
 
 
 @dataclass
@@ -133,7 +149,7 @@ class LagBook:
                 figures.pop((t, n), None)
                 if not figures:
                     self.latest.pop(g, None)
-                if dropped.pending is not None:   # its cost can no longer be known; the rebalance's others can
+                if dropped.pending is not None:   # measured with what is known; the rebalance's others go on
                     self._dropped += self._close(g, (t, n), dropped, None)
         else:
             self.partitions.move_to_end(key)
@@ -154,7 +170,10 @@ class LagBook:
                   "partition": o["partition"], "log_end": o["offset"], "committed": committed,
                   "lag_records": records, "lag_seconds": seconds, "lag_seconds_method": method}
         self.latest.setdefault(o["group_id"], {})[(o["topic"], o["partition"])] = figure
-        return [figure]
+        out = [figure]
+        if p.pending is not None and p.pending.first_commit_ts is not None and o["ts"] >= p.pending.first_commit_ts:
+            out += self._close(o["group_id"], (o["topic"], o["partition"]), p, o["ts"])
+        return out
 
     def _commit(self, o: dict) -> list[dict]:
         p = self._partition(o["group_id"], o["topic"], o["partition"])
@@ -164,11 +183,12 @@ class LagBook:
         ts = o.get("commit_timestamp", o.get("ts"))
         if ts is None:
             return []
-        out = []
-        if p.pending is not None and ts >= p.pending.taken_ts:
-            out = self._close(o["group_id"], (o["topic"], o["partition"]), p, ts)
+        pending = p.pending
+        if pending is not None and ts >= pending.taken_ts and pending.first_commit_ts is None:
+            # The new owner's first commit; the cost is measured once a sample after it brackets the log end then.
+            pending.first_commit_ts, pending.committed_before = ts, p.committed(ts)
         p.commits.append((ts, o["offset"]))
-        return out
+        return []
 
     def _rebalance(self, o: dict) -> list[dict]:
         group = o["group_id"]
@@ -177,29 +197,34 @@ class LagBook:
         spans = o.get("partitions_without_owner") or []
         for topic, partition, released, taken, _ in spans:
             p = self._partition(group, topic, int(partition))
-            if p.pending is not None:        # released again before a first commit: that cost is unknown
-                out += self._close(group, (topic, int(partition)), p, None)
+            if p.pending is not None:        # released again: measured with what is known (no first commit: unknown)
+                out += self._close(group, (topic, int(partition)), p, o["ts"])
             at_release = lag(p.samples, p.committed(released), released) if released is not None else \
                 (None, None, None)
             p.pending = _Pending(rebalance, released, taken, at_release)
             self.open.setdefault((group, rebalance), {})[(topic, int(partition))] = None
         return out
 
-    def _close(self, group: str, tp: tuple[str, int], p: _Partition, first_commit_ts: int | None) -> list[dict]:
+    def _close(self, group: str, tp: tuple[str, int], p: _Partition, now: int | None) -> list[dict]:
+        """The partition's cost row, from the samples now kept (those around the release and the first commit
+        where they still are); ``now``: when (None: the partition is dropped)."""
         pending, p.pending = p.pending, None
-        rel_records, rel_seconds, _ = pending.at_release
-        before = lag(p.samples, p.committed(first_commit_ts), first_commit_ts) if first_commit_ts is not None \
-            else (None, None, None)
+        at_release = pending.at_release
+        if pending.released_ts is not None and p.committed(pending.released_ts) is not None:
+            again = lag(p.samples, p.committed(pending.released_ts), pending.released_ts)
+            at_release = again if again[0] is not None else at_release
+        first = pending.first_commit_ts
+        before = lag(p.samples, pending.committed_before, first) if first is not None else (None, None, None)
         rows = self.open.get((group, pending.rebalance))
         if rows is None:
             return []
-        rows[tp] = [tp[0], tp[1], pending.released_ts, first_commit_ts, rel_records, before[0], rel_seconds,
-                    before[1], before[2]]
+        rows[tp] = [tp[0], tp[1], pending.released_ts, first, at_release[0], before[0], at_release[1], before[1],
+                    before[2]]
         if any(row is None for row in rows.values()):
             return []
         del self.open[(group, pending.rebalance)]
-        return [rebalance_lag(group, first_commit_ts if first_commit_ts is not None else pending.taken_ts,
-                              pending.rebalance, [rows[k] for k in sorted(rows)])]
+        return [rebalance_lag(group, now if now is not None else pending.taken_ts, pending.rebalance,
+                              [rows[k] for k in sorted(rows)])]
 
 
 def built(row: list) -> tuple[int | None, float | None]:
