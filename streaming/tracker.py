@@ -55,7 +55,9 @@ class TrackerConfig:
     coordinator: dict = field(default_factory=dict)   # coordinator settings under Kafka's names
     events_partitions: int = 4                  # the events topic's partitions, when the tracker creates it
     metadata_refresh_s: float = 30.0            # how often topic sizes are checked against the broker
-    log_end_sample_s: float | None = 5.0        # how often the groups' log ends are sampled for lag (None: never)
+    # How often the groups' log ends are sampled for lag (docs/lag.md); None: never. Off unless asked: the sampler
+    # adds events of its own to the events topic, which a tracker did not do before.
+    log_end_sample_s: float | None = None
     metrics_port: int | None = None             # serve Prometheus metrics on this port (0 = any free port)
     kafka: dict = field(default_factory=dict)   # Kafka client settings under Kafka's names (kafka_client.kafka_conf)
     broker_version: tuple | None = None         # the clients' API version with the broker (None: found by preflight)

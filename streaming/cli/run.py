@@ -74,8 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics-port", type=int, default=TrackerConfig.metrics_port,
                    help="serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0 = a free port)")
     p.add_argument("--lag-sample-s", type=float, default=TrackerConfig.log_end_sample_s,
-                   help="sample the groups' log ends every this many seconds, for lag (0: never; "
-                        "default: %(default)s)")
+                   help="sample the groups' log ends every this many seconds, for lag in records and seconds "
+                        "(docs/lag.md; e.g. 5; default: never)")
     p.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     kafka_conf.add_arguments(p)
     add_spark_arguments(p)
