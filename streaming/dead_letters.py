@@ -11,20 +11,22 @@ import base64
 
 import msgspec
 
+from streaming.coordinator.outputs import DEAD_LETTER, DeadLetter
+
 _JSON = msgspec.json.Encoder(order="sorted")
 MAX_MESSAGE = 2000   # an exception's text can be any length; a dead letter must stay a small record
 
 
 def dead_letter(group_id: str | None, ts: int, reason: str, raw: bytes | None, topic: str | None = None,
-                partition: int | None = None, offset: int | None = None) -> dict:
+                partition: int | None = None, offset: int | None = None) -> DeadLetter:
     source = None if topic is None else {"topic": topic, "partition": int(partition), "offset": int(offset)}
-    return {"type": "dead_letter", "group_id": group_id, "ts": int(ts), "reason": reason,
+    return {"type": DEAD_LETTER, "group_id": group_id, "ts": int(ts), "reason": reason,
             "raw_base64": base64.b64encode(bytes(raw) if raw is not None else b"").decode("ascii"),
             "source": source}
 
 
 def step_failure_letters(group_id: str | None, events: list[tuple[dict, str, int, int]], error: BaseException,
-                         ts: int) -> list[dict]:
+                         ts: int) -> list[DeadLetter]:
     """A group whose step raised (a bug, or a state that cannot be read): each of its events of the batch, given as
     (event, topic, partition, offset), as a dead letter naming the exception; one letter if only its timers were due.
     The caller keeps the group's state from before the batch, and every other group goes on."""
@@ -38,4 +40,4 @@ def step_failure_letters(group_id: str | None, events: list[tuple[dict, str, int
 
 
 def is_step_failure(output: dict) -> bool:
-    return output.get("type") == "dead_letter" and "exception" in output
+    return output.get("type") == DEAD_LETTER and "exception" in output

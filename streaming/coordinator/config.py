@@ -33,6 +33,12 @@ class CoordinatorConfig:
     def offsets_retention_ms(self) -> int:
         return self.offsets_retention_minutes * 60_000
 
+    @property
+    def records_only(self) -> bool:
+        """Following a cluster from its ``__consumer_offsets`` records (the cluster feed's settings): a round shows
+        only when it completes, so when it began and when owners were told to give partitions up are unknown."""
+        return self.adopt_unknown_members and not self.expire_members
+
     def __post_init__(self) -> None:
         if self.assignment_mode not in ("tracker", "leader"):
             raise ValueError(f"assignment mode must be 'tracker' or 'leader', not {self.assignment_mode!r}")

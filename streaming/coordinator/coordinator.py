@@ -1,12 +1,15 @@
 """Kafka's classic group coordinator as a pure, deterministic state machine.
 
 Requests come in as feed events (``handle``), time moves only when the caller says so (``advance`` or an event's
-``ts``), and everything the broker would answer or write comes out as plain dicts. Replaying the same events gives
-byte-identical outputs; the state serialises to bytes between Spark micro-batches.
+``ts``), and everything the broker would answer or write comes out as the outputs ``outputs.py`` declares. Replaying
+the same events gives byte-identical outputs; the state serialises to bytes between Spark micro-batches.
 
-The request handling follows Kafka's GroupCoordinator (``handleJoinGroup`` / ``handleSyncGroup`` / ...) step by
-step; where the tracker has to act for a client (computing the leader's assignment, reacting to metadata changes)
-it says so.
+An event's way through: ``handle`` fires the timers due before it, then looks its type up in ``HANDLERS`` (one
+handler per request, after Kafka's ``GroupMetadataManager.classicGroupJoin`` / ``classicGroupSync`` / ...) -- or,
+in observe mode, hands it to the ``BrokerObserver`` (``observe.py``), which applies the broker's reported answers and
+leaves the rest to the same handlers. Every handler, and every step it takes, returns the outputs it produced, in
+order, as Kafka's handlers return a ``CoordinatorResult`` (response and records). Where the tracker has to act for
+a client (computing the leader's assignment, reacting to metadata changes) it says so.
 """
 from __future__ import annotations
 
@@ -15,18 +18,20 @@ import itertools
 import json
 import uuid
 import zlib
-from typing import Iterable
+from typing import Callable, Iterable
 
 import msgspec
 
 from streaming.coordinator import offsets as O
+from streaming.coordinator import outputs
 from streaming.coordinator.config import CoordinatorConfig
 from streaming.coordinator.figures import Ledger, rebalance_fields
-from streaming.coordinator.group import Group, RebalanceInProgress
+from streaming.coordinator.group import Group, RebalanceInProgress, is_cooperative
 from streaming.coordinator.offsets import CommittedOffset
 from streaming.coordinator.member import Member, Partition, Protocol
-from streaming.coordinator.observe import REJOIN, BrokerObserver
-from streaming.coordinator.restored import Restored, gap_fields, window_end
+from streaming.coordinator.observe import BrokerObserver, note_cause
+from streaming.coordinator.outputs import Output, Outputs
+from streaming.coordinator.restored import Restored, window_end
 from streaming.coordinator.state import GroupState
 from streaming.coordinator.timers import Timers
 
@@ -37,75 +42,69 @@ FORMAT_VERSION = 2
 _MEMBER_ID_NAMESPACE = uuid.UUID("6f1a7c9e-3d2b-4e8a-9c41-5b0d2e7f8a13")
 # Timer kinds, in the order timers due at the same millisecond fire.
 _JOIN, _SYNC, _SESSION, _PENDING, _RETENTION = range(5)
-# Group management needs a group id: Kafka answers an empty one with INVALID_GROUP_ID before anything else (OffsetCommit
-# and DeleteGroups keep accepting it, for backwards compatibility). Request -> its answer, with the answer's fields.
-_GROUP_ID_REQUIRED = {"join": ("join_response", {"generation": -1}),
-                      "sync": ("sync_response", {"generation": -1, "assignment": []}),
-                      "heartbeat": ("heartbeat_response", {}), "leave": ("leave_response", {})}
+# Group management needs a group id: Kafka answers an empty one with INVALID_GROUP_ID before anything else
+# (OffsetCommit and DeleteGroups keep accepting it, for backwards compatibility).
+_GROUP_ID_REQUIRED = frozenset({"join", "sync", "heartbeat", "leave"})
 
 
-class GroupCoordinator(BrokerObserver):
-    _JOIN, _SYNC = _JOIN, _SYNC   # for the observe-mode mixin, which arms the same timers
-
+class GroupCoordinator:
     def __init__(self, config: CoordinatorConfig | None = None) -> None:
         self.config = config or CoordinatorConfig()
         self.groups: dict[str, Group] = {}
         self.default_topics: dict[str, int] = {}   # sizes from topic_metadata events that named no group
         self.pending_topics: dict[str, dict[str, int]] = {}  # sizes named for a group that does not exist yet
+        # Observe mode (tracker.adopt.unknown.members): the broker is the coordinator, its reported answers win.
+        self.observer = BrokerObserver(self, self.config) if self.config.adopt_unknown_members else None
         self._timers = Timers(self._timer_deadline)
-        self._out: list[dict] = []
         self._unannounced: set[str] = set()        # groups rebuilt from the store whose first step is still to come
         self._unseen_start: str | None = None      # the group whose round being opened began unseen (restored.py)
 
     # ================================================================ public API
-    def handle(self, event: dict) -> list[dict]:
+    def handle(self, event: dict) -> Outputs:
         """Apply one validated feed event (see ``events.py``).
 
         Timers due strictly before the event's ``ts`` fire first; at the same millisecond the request wins, as a
         heartbeat that arrives on the deadline still keeps its member."""
         out = self.advance(event["ts"] - 1) if event.get("ts") is not None else self.announcements()
-        self._out = out
         kind = event["type"]
         if kind in _GROUP_ID_REQUIRED and not event["group_id"]:
-            answer, fields = _GROUP_ID_REQUIRED[kind]
-            self._respond(None, event, answer, "INVALID_GROUP_ID", **fields)
-            self._out = []
+            out.append(outputs.request_refused(event, event.get("ts") or 0, "INVALID_GROUP_ID"))
             return out
         if kind == "topic_metadata" and not event.get("group_id"):
             self.default_topics[event["topic"]] = event["partitions"]
             for group in list(self.groups.values()):
                 self._tick(group, event.get("ts"))
-                self._topic_metadata(group, event)
+                out += self._topic_metadata(group, event)
             return out
         group = self.groups.get(event["group_id"])
         if group is not None:
             self._tick(group, event.get("ts"))
-        if self.config.adopt_unknown_members and group is not None and kind != "leave" and \
+        if self.observer is not None and group is not None and kind != "leave" and \
                 not (kind == "join" and event.get("generation") is not None):   # an answered join: observe.py
             self._adopt_static_member_id(group, event)
         if group is not None and group.restored is not None:
-            self._watch_restored(group, event)
-        if not (self.config.adopt_unknown_members and self._observe(group, event)):
-            getattr(self, f"_{kind}")(group, event)
+            out += self._watch_restored(group, event)
+        out += self.observer.handle(group, event) if self.observer is not None else \
+            self.apply_kafka_rules(group, event)
         self._unseen_start = None
-        for group_id in [event.get("group_id")]:
-            g = self.groups.get(group_id)
-            if g is not None and kind != "heartbeat":
-                self._refresh_retention(g)
-        self._out = []
+        group = self.groups.get(event.get("group_id"))   # as the event left it: it may have made or ended the group
+        if group is not None and kind != "heartbeat":
+            self._refresh_retention(group)
         return out
 
-    def advance(self, now_ms: int) -> list[dict]:
+    def apply_kafka_rules(self, group: Group | None, e: dict) -> Outputs:
+        """Answer a request as Kafka's handler for its type does."""
+        return self.HANDLERS[e["type"]](self, group, e)
+
+    def advance(self, now_ms: int) -> Outputs:
         """Fire every timer due at or before ``now_ms``, in deadline order; outputs carry the deadline as ``ts``."""
-        out: list[dict] = self.announcements()
-        saved, self._out = self._out, out
+        out = self.announcements()
         for deadline, (group_id, kind, key) in self._timers.due(now_ms):
             group = self.groups[group_id]
             self._tick(group, deadline)
-            self._fire(group, kind, key)
+            out += self._fire(group, kind, key)
             if group_id in self.groups:
                 self._refresh_retention(self.groups[group_id])
-        self._out = saved
         return out
 
     def next_deadline(self, group_id: str | None = None) -> int | None:
@@ -122,15 +121,12 @@ class GroupCoordinator(BrokerObserver):
         """Nothing worth keeping: no group and no remembered topic sizes."""
         return not self.groups and not self.default_topics and not self.pending_topics
 
-    def fetch_offsets(self, group_id: str) -> dict[Partition, dict]:
+    def fetch_offsets(self, group_id: str) -> dict[Partition, outputs.OffsetFetchEntry]:
         """OffsetFetch: the committed offsets of a group (empty when the group is unknown)."""
         group = self.groups.get(group_id)
-        if group is None:
-            return {}
-        return {tp: {"offset": o.offset, "leader_epoch": o.leader_epoch, "metadata": o.metadata}
-                for tp, o in sorted(group.offsets.items())}
+        return {} if group is None else O.fetch(group.offsets)
 
-    def describe_group(self, group_id: str) -> dict:
+    def describe_group(self, group_id: str) -> outputs.GroupDescription:
         """DescribeGroups: state, protocol and members with their assignment."""
         group = self.groups.get(group_id)
         if group is None:
@@ -178,7 +174,7 @@ class GroupCoordinator(BrokerObserver):
         records = list(records)
         metadata: dict[str, dict | None] = {}
         for r in records:
-            if r["type"] == "group_metadata":
+            if r["type"] == outputs.GROUP_METADATA:
                 metadata[r["group_id"]] = None if r.get("tombstone") else r
         offsets = O.latest(records)
         for group_id in list(metadata) + [g for g in offsets if g not in metadata]:
@@ -195,11 +191,10 @@ class GroupCoordinator(BrokerObserver):
             self._adopt(group)
             self._refresh_retention(group)
             if len(group.members) > self.config.group_max_size:
-                # Kafka's onLoaded: group.max.size may have been lowered since; the rebalance trims the group.
-                self._out = []
-                self._prepare_rebalance(group, "load", f"freshly loaded group {group_id} (size "
-                                        f"{len(group.members)}) is over capacity {self.config.group_max_size}")
-                self._out = []
+                # Kafka's onLoaded: group.max.size may have been lowered since; the rebalance trims the group. A
+                # load reports nothing, so its outputs are dropped.
+                self.prepare_rebalance(group, "load", f"freshly loaded group {group_id} (size "
+                                       f"{len(group.members)}) is over capacity {self.config.group_max_size}")
 
     # --- after a lost checkpoint (restored.py) ----------------------------------------------------------------
     def note_restored(self, now_ms: int) -> None:
@@ -212,73 +207,76 @@ class GroupCoordinator(BrokerObserver):
                                       set(group.members))
             self._unannounced.add(group.group_id)
 
-    def announcements(self) -> list[dict]:
+    def announcements(self) -> Outputs:
         """``group_restored`` for each group rebuilt from the store not yet announced (``handle`` and ``advance``
         start with them)."""
         if not self._unannounced:
             return []
-        out = []
+        out: Outputs = []
         for group_id in sorted(self._unannounced):
             group = self.groups.get(group_id)
             if group is not None and group.restored is not None and not group.restored.announced:
                 group.restored.announced = True
-                out.append({"type": "group_restored", "group_id": group_id, "ts": group.restored.loaded_ts,
-                            "generation": group.generation, "state": group.state.value,
-                            "protocol_type": group.protocol_type, "protocol": group.protocol_name,
-                            "leader": group.leader_id, "members": [m.member_id for m in group.members_in_kafka_order()],
-                            "committed_partitions": len(group.offsets),
-                            # Kafka's classic coordinator has no topic sizes (the leader reads the cluster's): these
-                            # are the partitions the stored assignment names, until the feed says more.
-                            "topics": dict(sorted(group.topics.items()))})
+                # Kafka's classic coordinator has no topic sizes (the leader reads the cluster's): these are the
+                # partitions the stored assignment names, until the feed says more.
+                out.append(outputs.group_restored(
+                    group_id, group.restored.loaded_ts, group.generation, group.state.value, group.protocol_type,
+                    group.protocol_name, group.leader_id, [m.member_id for m in group.members_in_kafka_order()],
+                    len(group.offsets), dict(sorted(group.topics.items()))))
         self._unannounced.clear()
         return out
 
-    def _watch_restored(self, group: Group, e: dict) -> None:
+    def _watch_restored(self, group: Group, e: dict) -> Outputs:
         """Signs in a restored group's feed of what the store did not hold (restored.py); the first is reported."""
         r = group.restored
         if group.clock > r.until:
             group.restored = None   # whatever the lost checkpoint held would have shown by now
-            return
+            return []
         member_id, generation = e.get("member_id") or "", e.get("generation")
         if not member_id or e["type"] not in ("join", "sync", "heartbeat", "commit", "leave"):
-            return
+            return []
         first_word = member_id in r.unheard
         r.unheard.discard(member_id)
-        if self.config.adopt_unknown_members:
+        if self.observer is not None:
             # An answer the broker gave in a later generation is normal here; not so from a member whose way into
             # that generation the tracker never saw since the restore.
             member = group.members.get(member_id)
             if generation is None or generation <= r.generation or e["type"] == "join":
-                return
+                return []
             if first_word:
-                self._restore_gap(group, e, f"member {member_id} reports generation {generation} in its first word "
-                                            f"since the store's generation {r.generation}: it rejoined before the "
-                                            f"restore, in a round the store did not hold", follows=True)
-            elif member is None or member.stand_in:
-                self._restore_gap(group, e, f"member {member_id} reports generation {generation}, its join unseen "
-                                            f"since the store's generation {r.generation}: it joined before the "
-                                            f"restore, in a round the store did not hold", follows=True)
+                return self.restore_gap(group, e, f"member {member_id} reports generation {generation} in its first "
+                                                  f"word since the store's generation {r.generation}: it rejoined "
+                                                  f"before the restore, in a round the store did not hold",
+                                        follows=True)
+            if member is None or member.stand_in:
+                return self.restore_gap(group, e, f"member {member_id} reports generation {generation}, its join "
+                                                  f"unseen since the store's generation {r.generation}: it joined "
+                                                  f"before the restore, in a round the store did not hold",
+                                        follows=True)
         elif generation is not None and generation > group.generation:
-            self._restore_gap(group, e, f"generation {generation} is newer than the group's {group.generation}: the "
-                                        f"lost checkpoint went on past the store", follows=False)
+            return self.restore_gap(group, e, f"generation {generation} is newer than the group's {group.generation}: "
+                                              f"the lost checkpoint went on past the store", follows=False)
         elif (member_id not in group.members and member_id not in group.pending_members
               and e.get("group_instance_id") not in group.static_members
               and (generation is None or generation >= r.generation)):
-            self._restore_gap(group, e, f"member {member_id} is not in the group the store held: it joined, or was "
-                                        f"given its id, after the last record", follows=False)
+            return self.restore_gap(group, e, f"member {member_id} is not in the group the store held: it joined, or "
+                                              f"was given its id, after the last record", follows=False)
+        return []
 
-    def _restore_gap(self, group: Group, e: dict, reason: str, follows: bool) -> None:
-        """``follows``: the model follows the feed into a round that began before the restore, whose start (and
-        so its figures) it cannot know."""
+    def restore_gap(self, group: Group, e: dict, reason: str, follows: bool) -> Outputs:
+        """The first sign of what the store did not hold is reported. ``follows``: the model follows the feed into
+        a round that began before the restore, whose start (and so its figures) it cannot know."""
         r = group.restored
+        out: Outputs = []
         if not r.reported:
             r.reported = True
-            self._emit(group.group_id, "restore_gap", group.clock, **gap_fields(r, e, reason, follows))
+            out.append(outputs.restore_gap(group.group_id, group.clock, r, e, reason, follows))
         if follows:
             if group.rebalance is not None:
                 group.rebalance.start_seen = False
             else:
                 self._unseen_start = group.group_id
+        return out
 
     # ================================================================ time and timers
     def _tick(self, group: Group, ts: int | None) -> None:
@@ -287,6 +285,14 @@ class GroupCoordinator(BrokerObserver):
 
     def _arm(self, group: Group, kind: int, key: str, deadline: int | None) -> None:
         self._timers.arm((group.group_id, kind, key), deadline)
+
+    def set_join_deadline(self, group: Group, deadline: int | None) -> None:
+        group.join_deadline = deadline
+        self._arm(group, _JOIN, "", deadline)
+
+    def set_sync_deadline(self, group: Group, deadline: int | None) -> None:
+        group.sync_deadline = deadline
+        self._arm(group, _SYNC, "", deadline)
 
     def _timer_deadline(self, timer: tuple) -> int | None:
         group_id, kind, key = timer
@@ -323,20 +329,19 @@ class GroupCoordinator(BrokerObserver):
         for member_id, deadline in group.pending_members.items():
             self._arm(group, _PENDING, member_id, deadline)
 
-    def _fire(self, group: Group, kind: int, key: str) -> None:
+    def _fire(self, group: Group, kind: int, key: str) -> Outputs:
         if kind == _JOIN:
-            self._on_join_deadline(group)
-        elif kind == _SYNC:
-            self._on_sync_deadline(group)
-        elif kind == _SESSION:
-            self._on_session_expired(group, group.members[key])
-        elif kind == _PENDING:
+            return self._on_join_deadline(group)
+        if kind == _SYNC:
+            return self._on_sync_deadline(group)
+        if kind == _SESSION:
+            return self._on_session_expired(group, group.members[key])
+        if kind == _PENDING:
             del group.pending_members[key]
-            self._try_complete_join(group, expiry=True)
-        else:
-            self._expire_offsets(group)
+            return self._try_complete_join(group, expiry=True)
+        return self._expire_offsets(group)
 
-    def _schedule_session(self, group: Group, member: Member, timeout_ms: int | None = None) -> None:
+    def schedule_session(self, group: Group, member: Member, timeout_ms: int | None = None) -> None:
         member.last_heartbeat_ts = group.clock
         if not self.config.expire_members:
             member.session_deadline = None
@@ -349,11 +354,11 @@ class GroupCoordinator(BrokerObserver):
         waiting in a round is kept alive by the round anyway (its deadline is None here; hasSatisfiedHeartbeat in
         Kafka), except a new member: this trades its join timeout for a session timeout."""
         if member.awaiting_join and member.is_new:
-            self._schedule_session(group, member)
+            self.schedule_session(group, member)
         elif not member.awaiting_join:
-            self._extend_session(group, member)
+            self.extend_session(group, member)
 
-    def _extend_session(self, group: Group, member: Member) -> None:
+    def extend_session(self, group: Group, member: Member) -> None:
         """A heartbeat (or commit) from a live member. Extending needs no new timer: the armed one re-arms itself
         when it pops before the new deadline."""
         member.last_heartbeat_ts = group.clock
@@ -361,81 +366,50 @@ class GroupCoordinator(BrokerObserver):
             member.session_deadline = group.clock + member.session_timeout_ms
 
     # ================================================================ outputs
-    def _emit(self, group_id: str, kind: str, ts: int, **fields) -> None:
-        self._out.append({"type": kind, "group_id": group_id, "ts": ts, **fields})
+    @staticmethod
+    def _refused(group: Group | None, e: dict, error: str) -> Output:
+        """Kafka's answer to request ``e`` refused with ``error``: at the group's time, or the request's."""
+        return outputs.request_refused(e, group.clock if group is not None else e.get("ts") or 0, error)
 
-    def _respond(self, group: Group | None, event: dict, kind: str, error: str, **fields) -> None:
-        ts = group.clock if group is not None else event.get("ts") or 0
-        self._emit(event["group_id"], kind, ts, member_id=event.get("member_id", ""),
-                   group_instance_id=event.get("group_instance_id"), error=error, **fields)
-
-    def _join_response(self, group: Group, member: Member, error: str = "NONE") -> None:
-        is_leader = member.member_id == group.leader_id
-        members = []
-        if is_leader:
-            for m in group.members_in_kafka_order():
-                p = m.protocol(group.protocol_name)
-                members.append({"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                                "topics": p.topics if p else []})
-        self._emit(group.group_id, "join_response", group.clock, member_id=member.member_id,
-                   group_instance_id=member.group_instance_id, error=error, generation=group.generation,
-                   protocol_type=group.protocol_type, protocol=group.protocol_name, leader=group.leader_id,
-                   members=members)
-
-    def _state_change(self, group: Group, target: GroupState, reason: str) -> None:
+    def change_state(self, group: Group, target: GroupState, reason: str) -> Output:
         previous = group.transition(target, group.clock)
-        self._emit(group.group_id, "state_change", group.clock, **{"from": previous.value}, to=target.value,
-                   generation=group.generation, reason=reason)
-
-    def _group_metadata_record(self, group: Group) -> None:
-        members = []
-        for m in group.members_in_kafka_order():
-            p = m.protocol(group.protocol_name) or (m.protocols[0] if m.protocols else None)
-            members.append({
-                "member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
-                "client_host": m.client_host, "rebalance_timeout": m.rebalance_timeout_ms,
-                "session_timeout": m.session_timeout_ms,
-                "subscription": {"topics": list(p.topics) if p else [], "user_data": p.user_data if p else None,
-                                 "owned_partitions": [list(tp) for tp in (p.owned_partitions or [])] if p else [],
-                                 "generation": p.generation if p else -1, "rack": p.rack if p else None},
-                "assignment": {"partitions": [list(tp) for tp in m.assignment], "user_data": None}})
-        self._emit(group.group_id, "group_metadata", group.clock, tombstone=False,
-                   protocol_type=group.protocol_type or "", generation=group.generation,
-                   protocol=group.protocol_name, leader=group.leader_id,
-                   current_state_timestamp=group.state_timestamp, members=members)
+        return outputs.state_change(group.group_id, group.clock, previous.value, target.value, group.generation,
+                                    reason)
 
     # ================================================================ JoinGroup
-    def _join(self, group: Group | None, e: dict) -> None:
+    def _join(self, group: Group | None, e: dict) -> Outputs:
         if group is not None:
             return self._join_group(group, e)
         if e["member_id"] and not self.config.adopt_unknown_members:
-            return self._respond(None, e, "join_response", "UNKNOWN_MEMBER_ID", generation=-1)
+            return [self._refused(None, e, "UNKNOWN_MEMBER_ID")]
         group = self._new_group(e)
-        self._join_group(group, e)
+        out = self._join_group(group, e)
         # Only a join that brought a member in keeps the group it created: Kafka refuses a bad session timeout
         # before creating the group, and an Empty group without offsets goes at its next cleanup anyway.
         if group.members or group.pending_members:
             self._keep(group)
+        return out
 
-    def _join_group(self, group: Group, e: dict) -> None:
+    def _join_group(self, group: Group, e: dict) -> Outputs:
         member_id = e["member_id"]
         c = self.config
         if not c.group_min_session_timeout_ms <= e["session_timeout_ms"] <= c.group_max_session_timeout_ms:
-            return self._respond(group, e, "join_response", "INVALID_SESSION_TIMEOUT", generation=-1)
+            return [self._refused(group, e, "INVALID_SESSION_TIMEOUT")]
         if group.is_(S.DEAD):
-            return self._respond(group, e, "join_response", "COORDINATOR_NOT_AVAILABLE", generation=-1)
+            return [self._refused(group, e, "COORDINATOR_NOT_AVAILABLE")]
         if not self._accept_joining_member(group, member_id):
+            out: Outputs = []
             if member_id in group.members:   # only removed: the round goes on until its next join or its timeout
-                self._remove_member(group, group.members[member_id], "group-max-size",
-                                    f"member {member_id} removed: group is over group.max.size", update_group=False)
+                out += self.remove_member(group, group.members[member_id], "group-max-size",
+                                          f"member {member_id} removed: group is over group.max.size",
+                                          update_group=False)
             group.pending_members.pop(member_id, None)
-            return self._respond(group, e, "join_response", "GROUP_MAX_SIZE_REACHED", generation=-1)
+            return out + [self._refused(group, e, "GROUP_MAX_SIZE_REACHED")]
         if not group.supports_protocols(e["protocol_type"], [p["name"] for p in e["protocols"]]):
-            return self._respond(group, e, "join_response", "INCONSISTENT_GROUP_PROTOCOL", generation=-1)
+            return [self._refused(group, e, "INCONSISTENT_GROUP_PROTOCOL")]
         if not member_id:
-            self._join_new_member(group, e)
-        else:
-            self._join_known_member(group, e)
+            return self._join_new_member(group, e)
+        return self._join_known_member(group, e)
 
     def _new_group(self, e: dict) -> Group:
         """The group a request creates, with the topic sizes remembered for it; it exists once ``_keep`` says so."""
@@ -446,6 +420,15 @@ class GroupCoordinator(BrokerObserver):
     def _keep(self, group: Group) -> None:
         self.groups[group.group_id] = group
         self.pending_topics.pop(group.group_id, None)
+
+    def create_group(self, e: dict, start_seen: bool = True) -> Group:
+        """A group a request brings into being at once. ``start_seen`` False: its first round began before the
+        feed shows it, so when it began, and what it cost, are unknown."""
+        group = self._new_group(e)
+        self._keep(group)
+        if not start_seen:
+            self._unseen_start = group.group_id
+        return group
 
     def _accept_joining_member(self, group: Group, member_id: str) -> bool:
         limit = self.config.group_max_size
@@ -469,59 +452,50 @@ class GroupCoordinator(BrokerObserver):
             if candidate not in group.members and candidate not in group.pending_members:
                 return candidate
 
-    def _member_from_event(self, member_id: str, e: dict) -> Member:
-        return Member(member_id, e["group_instance_id"], e["client_id"], e["client_host"], e["session_timeout_ms"],
-                      e["rebalance_timeout_ms"], e["protocol_type"],
-                      [Protocol.from_event(p) for p in e["protocols"]])
-
-    def _join_new_member(self, group: Group, e: dict) -> None:
+    def _join_new_member(self, group: Group, e: dict) -> Outputs:
         instance_id = e["group_instance_id"]
         if instance_id is None and self.config.adopt_unknown_members:
             # Observing a real broker: it hands out the id; the member's next JoinGroup carries it.
-            return self._respond(group, e, "join_response", "MEMBER_ID_REQUIRED", generation=-1)
+            return [self._refused(group, e, "MEMBER_ID_REQUIRED")]
         new_id = self._new_member_id(group, e["client_id"], instance_id)
         if instance_id is not None:
             old_id = group.static_members.get(instance_id)
             if old_id is not None:
                 return self._replace_static_member(group, old_id, new_id, e)
-            return self._add_member_and_rebalance(group, self._member_from_event(new_id, e), e)
+            return self._add_member_and_rebalance(group, Member.from_join(new_id, e), e)
         # KIP-394: a dynamic member first gets its id and must come back with it.
         group.pending_members[new_id] = group.clock + e["session_timeout_ms"]
         self._arm(group, _PENDING, new_id, group.pending_members[new_id])
-        self._emit(group.group_id, "join_response", group.clock, member_id=new_id, group_instance_id=None,
-                   error="MEMBER_ID_REQUIRED", generation=-1, protocol_type=None, protocol=None, leader=None,
-                   members=[])
+        return [outputs.join_answer(group.group_id, group.clock, new_id, None, "MEMBER_ID_REQUIRED", -1, None, None,
+                                    None, [])]
 
-    def _join_known_member(self, group: Group, e: dict) -> None:
+    def _join_known_member(self, group: Group, e: dict) -> Outputs:
         member_id, instance_id = e["member_id"], e["group_instance_id"]
         error = self._static_identity_error(group, instance_id, member_id)
         if error is not None:
-            return self._respond(group, e, "join_response", error, generation=-1)
+            return [self._refused(group, e, error)]
         if member_id in group.pending_members:
             del group.pending_members[member_id]
-            return self._add_member_and_rebalance(group, self._member_from_event(member_id, e), e)
+            return self._add_member_and_rebalance(group, Member.from_join(member_id, e), e)
         member = group.members.get(member_id)
         if member is None:
             if self.config.adopt_unknown_members and group.state is not S.DEAD:
-                return self._add_member_and_rebalance(group, self._member_from_event(member_id, e), e)
-            return self._respond(group, e, "join_response", "UNKNOWN_MEMBER_ID", generation=-1)
+                return self._add_member_and_rebalance(group, Member.from_join(member_id, e), e)
+            return [self._refused(group, e, "UNKNOWN_MEMBER_ID")]
         protocols = [Protocol.from_event(p) for p in e["protocols"]]
         if group.is_(S.PREPARING_REBALANCE):
-            self._update_member_and_rebalance(group, member, e, protocols)
-        elif group.is_(S.COMPLETING_REBALANCE):
+            return self.update_member_and_rebalance(group, member, e, protocols)
+        if group.is_(S.COMPLETING_REBALANCE):
             if member.same_protocols(protocols):
                 # The member missed its JoinGroup response; answer again with the current generation.
-                self._join_response(group, member)
-            else:
-                self._update_member_and_rebalance(group, member, e, protocols)
-        elif group.is_(S.STABLE):
+                return [group.join_answer(member)]
+            return self.update_member_and_rebalance(group, member, e, protocols)
+        if group.is_(S.STABLE):
             if member.member_id == group.leader_id or not member.same_protocols(protocols):
                 # A leader rejoining in Stable asks for a new assignment (e.g. its metadata changed).
-                self._update_member_and_rebalance(group, member, e, protocols)
-            else:
-                self._join_response(group, member)
-        else:
-            self._respond(group, e, "join_response", "UNKNOWN_MEMBER_ID", generation=-1)
+                return self.update_member_and_rebalance(group, member, e, protocols)
+            return [group.join_answer(member)]
+        return [self._refused(group, e, "UNKNOWN_MEMBER_ID")]
 
     def _static_identity_error(self, group: Group, instance_id: str | None, member_id: str) -> str | None:
         """Kafka's ClassicGroup.validateMember for a request that names a group.instance.id: the instance must be
@@ -534,27 +508,25 @@ class GroupCoordinator(BrokerObserver):
             return None if self.config.adopt_unknown_members else "UNKNOWN_MEMBER_ID"
         return None if current == member_id else "FENCED_INSTANCE_ID"
 
-    def _add_member_and_rebalance(self, group: Group, member: Member, e: dict) -> None:
+    def _add_member_and_rebalance(self, group: Group, member: Member, e: dict) -> Outputs:
         member.awaiting_join = True
         member.is_new = True
         group.add(member)
         # A brand-new member only gets new.member.join.timeout to complete its first round.
-        self._schedule_session(group, member, self.config.new_member_join_timeout_ms)
+        self.schedule_session(group, member, self.config.new_member_join_timeout_ms)
         if group.is_(S.PREPARING_REBALANCE) and group.initial_delay_remaining_ms is not None:
             group.new_member_added = True
-        self._emit(group.group_id, "member_joined", group.clock, member_id=member.member_id,
-                   group_instance_id=member.group_instance_id, client_id=member.client_id,
-                   client_host=member.client_host, protocols=member.protocol_names())
+        out = [group.member_joined(member)]
         reason = f"adding new member {member.member_id}"
         if member.group_instance_id is not None:
             reason += f" with group instance id {member.group_instance_id}"
         if e.get("reason"):
             reason += f"; client reason: {e['reason']}"
-        self._note_cause(group, "join", reason, group.clock)
-        self._maybe_prepare_rebalance(group, "join", reason)
+        note_cause(group, "join", reason, group.clock)
+        return out + self._maybe_prepare_rebalance(group, "join", reason)
 
-    def _update_member_and_rebalance(self, group: Group, member: Member, e: dict,
-                                     protocols: list[Protocol], trigger: str = "join") -> None:
+    def update_member_and_rebalance(self, group: Group, member: Member, e: dict, protocols: list[Protocol],
+                                    trigger: str = "join") -> Outputs:
         group.set_protocols(member, protocols)
         # Kafka's updateMember: protocols and timeouts; the client id and host stay those of the member's first join.
         member.session_timeout_ms, member.rebalance_timeout_ms = e["session_timeout_ms"], e["rebalance_timeout_ms"]
@@ -565,64 +537,58 @@ class GroupCoordinator(BrokerObserver):
         reason = f"updating metadata for member {member.member_id}"
         if e.get("reason"):
             reason += f"; client reason: {e['reason']}"
-        self._maybe_prepare_rebalance(group, trigger, reason)
+        return self._maybe_prepare_rebalance(group, trigger, reason)
 
-    def _replace_static_member(self, group: Group, old_id: str, new_id: str, e: dict) -> None:
+    def _replace_static_member(self, group: Group, old_id: str, new_id: str, e: dict) -> Outputs:
         """KIP-345: a known group.instance.id joins with no member id — the same consumer restarted."""
         old = group.members[old_id]
+        out: Outputs = []
         if old.awaiting_join or old.awaiting_sync:
-            self._emit(group.group_id, "join_response" if old.awaiting_join else "sync_response", group.clock,
-                       member_id=old_id, group_instance_id=old.group_instance_id, error="FENCED_INSTANCE_ID",
-                       generation=-1)
+            out.append(outputs.fenced_by_restart(outputs.JOIN_RESPONSE if old.awaiting_join else
+                                                 outputs.SYNC_RESPONSE, group.group_id, group.clock, old_id,
+                                                 old.group_instance_id))
         old.awaiting_sync = False   # the restarted consumer has sent no SyncGroup: nothing waits to be answered
         old_protocol = group.protocol_name
         member = group.replace_static(old_id, new_id)
         group.set_protocols(member, [Protocol.from_event(p) for p in e["protocols"]])
         # Kafka restarts the session before it takes the join's timeouts: the old member's session timeout runs
         # until the first heartbeat. The restarted consumer keeps the old client id and host (replaceStaticMember).
-        self._schedule_session(group, member)
+        self.schedule_session(group, member)
         member.session_timeout_ms, member.rebalance_timeout_ms = e["session_timeout_ms"], e["rebalance_timeout_ms"]
-        self._emit(group.group_id, "member_replaced", group.clock, member_id=new_id, previous_member_id=old_id,
-                   group_instance_id=member.group_instance_id)
+        out.append(outputs.member_replaced(group.group_id, group.clock, new_id, old_id, member.group_instance_id))
+        if group.is_(S.STABLE) and group.select_protocol() == old_protocol:
+            # Same protocol: no rebalance. The restarted consumer takes over the old assignment.
+            member.awaiting_join = False
+            return out + [group.metadata_record(), group.join_answer(member)]
+        member.awaiting_join = True
+        member.session_deadline = None
         if group.is_(S.STABLE):
-            if group.select_protocol() == old_protocol:
-                # Same protocol: no rebalance. The restarted consumer takes over the old assignment.
-                member.awaiting_join = False
-                self._group_metadata_record(group)
-                self._join_response(group, member)
-            else:
-                member.awaiting_join = True
-                member.session_deadline = None
-                self._prepare_rebalance(group, "static-replace",
-                                        f"static member {member.group_instance_id} rejoined with other protocols")
-        elif group.is_(S.COMPLETING_REBALANCE):
-            member.awaiting_join = True
-            member.session_deadline = None
-            self._prepare_rebalance(group, "static-replace",
-                                    f"static member {member.group_instance_id} rejoined during CompletingRebalance")
-        else:  # PreparingRebalance: it simply takes part in the running round
-            member.awaiting_join = True
-            member.session_deadline = None
-            self._try_complete_join(group)
+            return out + self.prepare_rebalance(group, "static-replace", f"static member {member.group_instance_id} "
+                                                f"rejoined with other protocols")
+        if group.is_(S.COMPLETING_REBALANCE):
+            return out + self.prepare_rebalance(group, "static-replace", f"static member {member.group_instance_id} "
+                                                f"rejoined during CompletingRebalance")
+        return out + self._try_complete_join(group)   # PreparingRebalance: it simply takes part in the running round
 
     # ================================================================ rebalance rounds
-    def _maybe_prepare_rebalance(self, group: Group, trigger: str, detail: str) -> None:
+    def _maybe_prepare_rebalance(self, group: Group, trigger: str, detail: str) -> Outputs:
         if S.PREPARING_REBALANCE.can_follow(group.state):
-            self._prepare_rebalance(group, trigger, detail)
-        elif group.is_(S.PREPARING_REBALANCE):
-            self._try_complete_join(group)
+            return self.prepare_rebalance(group, trigger, detail)
+        if group.is_(S.PREPARING_REBALANCE):
+            return self._try_complete_join(group)
+        return []
 
-    def _prepare_rebalance(self, group: Group, trigger: str, detail: str) -> None:
+    def prepare_rebalance(self, group: Group, trigger: str, detail: str) -> Outputs:
+        out: Outputs = []
         if group.is_(S.COMPLETING_REBALANCE):
             # Members waiting for their assignment learn the round restarts.
             for m in group.members.values():
                 if m.awaiting_sync:
                     m.awaiting_sync = False
-                    self._emit(group.group_id, "sync_response", group.clock, member_id=m.member_id,
-                               group_instance_id=m.group_instance_id, error="REBALANCE_IN_PROGRESS",
-                               generation=group.generation, assignment=[])
+                    out.append(outputs.sync_refused(group.group_id, group.clock, m.member_id, m.group_instance_id,
+                                                    "REBALANCE_IN_PROGRESS", group.generation))
                     if not m.awaiting_join:   # its wait is over: heartbeats are due again (unless it rejoined)
-                        self._schedule_session(group, m)
+                        self.schedule_session(group, m)
         group.pending_sync = []
         group.sync_deadline = None
         if group.is_(S.EMPTY) and not self.config.adopt_unknown_members:
@@ -630,35 +596,36 @@ class GroupCoordinator(BrokerObserver):
             delay = self.config.group_initial_rebalance_delay_ms
             group.initial_delay_remaining_ms = max(group.max_rebalance_timeout_ms() - delay, 0)
             group.new_member_added = False
-            group.join_deadline = group.clock + delay
+            self.set_join_deadline(group, group.clock + delay)
         else:
             group.initial_delay_remaining_ms = None
             # Following __consumer_offsets, the records say how a round ended: the model keeps no join timeout (it
             # sees no rejoins, so it would remove everyone).
-            group.join_deadline = None if self._records_only else group.clock + group.max_rebalance_timeout_ms()
-        self._arm(group, _JOIN, "", group.join_deadline)
+            self.set_join_deadline(group, None if self.config.records_only else
+                                   group.clock + group.max_rebalance_timeout_ms())
         if group.rebalance is None:
-            group.rebalance = RebalanceInProgress(group.clock, trigger, detail, start_seen=not self._records_only
+            group.rebalance = RebalanceInProgress(group.clock, trigger, detail, start_seen=not self.config.records_only
                                                   and self._unseen_start != group.group_id,
                                                   not_before=group.generation_ts)
             if self._unseen_start == group.group_id:
                 self._unseen_start = None
-        if self.config.adopt_unknown_members:
-            self._noted_rejoins_join(group)
-        self._state_change(group, S.PREPARING_REBALANCE, detail)
-        self._try_complete_join(group)
+        if self.observer is not None:
+            self.observer.take_noted_rejoins(group)
+        out.append(self.change_state(group, S.PREPARING_REBALANCE, detail))
+        return out + self._try_complete_join(group)
 
-    def _try_complete_join(self, group: Group, expiry: bool = False) -> None:
+    def _try_complete_join(self, group: Group, expiry: bool = False) -> Outputs:
         """Complete the join round if every member is in. ``expiry``: a member or pending member just expired --
         Kafka then completes the round even during the initial rebalance delay (removeMemberAndUpdateClassicGroup,
         removePendingMemberAndUpdateClassicGroup), where a join or a leave waits for the delay."""
         if self.config.adopt_unknown_members and group.members:
-            return  # observing a real broker: its round ends when its members' SyncGroups show it (or on timeout)
+            return []  # observing a real broker: its round ends when its members' SyncGroups show it (or on timeout)
         if (group.is_(S.PREPARING_REBALANCE) and (expiry or group.initial_delay_remaining_ms is None)
                 and group.has_all_members_joined()):
-            self._complete_join(group)
+            return self._complete_join(group)
+        return []
 
-    def _on_join_deadline(self, group: Group) -> None:
+    def _on_join_deadline(self, group: Group) -> Outputs:
         group.join_deadline = None
         remaining = group.initial_delay_remaining_ms
         if remaining is not None and group.new_member_added and remaining > 0:
@@ -666,68 +633,68 @@ class GroupCoordinator(BrokerObserver):
             delay = min(self.config.group_initial_rebalance_delay_ms, remaining)
             group.initial_delay_remaining_ms = max(remaining - delay, 0)
             group.new_member_added = False
-            group.join_deadline = group.clock + delay
-            self._arm(group, _JOIN, "", group.join_deadline)
-            return
+            self.set_join_deadline(group, group.clock + delay)
+            return []
         group.initial_delay_remaining_ms = None
-        self._complete_join(group)
+        return self._complete_join(group)
 
-    def _complete_join(self, group: Group) -> None:
+    def _complete_join(self, group: Group) -> Outputs:
         group.join_deadline = None
         group.initial_delay_remaining_ms = None
+        out: Outputs = []
         for m in group.not_yet_rejoined():
             if not m.is_static:  # static members keep their place; only their session timeout removes them
-                self._remove_member(group, m, "expiry", f"member {m.member_id} did not rejoin in time",
-                                    update_group=False, reason="rebalance timeout")
+                out += self.remove_member(group, m, "expiry", f"member {m.member_id} did not rejoin in time",
+                                          update_group=False, reason="rebalance timeout")
         if not group.elect_joined_leader() and group.members:
             # Nobody rejoined: wait another round for sessions to expire the silent members.
-            group.join_deadline = group.clock + group.max_rebalance_timeout_ms()
-            self._arm(group, _JOIN, "", group.join_deadline)
-            return
+            self.set_join_deadline(group, group.clock + group.max_rebalance_timeout_ms())
+            return out
         group.generation += 1
         if not group.members:
             group.protocol_name = None
             group.leader_id = None
-            self._state_change(group, S.EMPTY, "all members left")
-            self._group_metadata_record(group)
-            self._rebalance_record(group)
-            return
+            out.append(self.change_state(group, S.EMPTY, "all members left"))
+            return out + [group.metadata_record(), self._rebalance_record(group)]
         group.protocol_name = group.select_protocol()
-        self._open_generation(group, "all members joined or the join timeout passed")
+        return out + self._open_generation(group, "all members joined or the join timeout passed")
 
-    def _open_generation(self, group: Group, reason: str) -> None:
+    def _open_generation(self, group: Group, reason: str) -> Outputs:
         """CompletingRebalance: answer the joined members and wait for the leader's SyncGroup."""
         group.generation_ts = group.clock
-        self._state_change(group, S.COMPLETING_REBALANCE, reason)
+        out = [self.change_state(group, S.COMPLETING_REBALANCE, reason)]
         if group.rebalance is not None:
             group.rebalance.join_completed_ts = group.clock
         group.pending_sync = list(group.members)
-        group.sync_deadline = group.clock + group.max_rebalance_timeout_ms()
-        self._arm(group, _SYNC, "", group.sync_deadline)
+        self.set_sync_deadline(group, group.clock + group.max_rebalance_timeout_ms())
         for m in group.members.values():
             if m.awaiting_join:
                 m.awaiting_join = False
-                self._join_response(group, m)
+                out.append(group.join_answer(m))
             # Every session restarts with the new generation, a static member's that missed the round included.
             m.is_new = False
-            self._schedule_session(group, m)
+            self.schedule_session(group, m)
+        return out
 
-    def _on_sync_deadline(self, group: Group) -> None:
+    def _on_sync_deadline(self, group: Group) -> Outputs:
         group.sync_deadline = None
         if group.state not in (S.COMPLETING_REBALANCE, S.STABLE) or not group.pending_sync:
-            return
+            return []
         missing = list(group.pending_sync)
         group.pending_sync = []
+        out: Outputs = []
         for member_id in missing:
             member = group.members.get(member_id)
             if member is not None:
-                self._remove_member(group, member, "sync-timeout", "", update_group=False, reason="sync timeout")
-        self._prepare_rebalance(group, "sync-timeout", f"members {', '.join(missing)} never sent SyncGroup")
-        if group.deferred:
-            self._release_deferred(group)
+                out += self.remove_member(group, member, "sync-timeout", "", update_group=False,
+                                          reason="sync timeout")
+        out += self.prepare_rebalance(group, "sync-timeout", f"members {', '.join(missing)} never sent SyncGroup")
+        if group.deferred and self.observer is not None:   # observe mode: what waited for this generation's end
+            out += self.observer.release_deferred(group)
+        return out
 
     # ================================================================ SyncGroup
-    def _sync(self, group: Group | None, e: dict) -> None:
+    def _sync(self, group: Group | None, e: dict) -> Outputs:
         error = self._validate_member_request(group, e)
         if error is None and e.get("protocol_type") is not None and e["protocol_type"] != group.protocol_type:
             error = "INCONSISTENT_GROUP_PROTOCOL"
@@ -738,7 +705,7 @@ class GroupCoordinator(BrokerObserver):
         if error is None and group.is_(S.PREPARING_REBALANCE):
             error = "REBALANCE_IN_PROGRESS"
         if error is not None:
-            return self._respond(group, e, "sync_response", error, generation=-1, assignment=[])
+            return [self._refused(group, e, error)]
         member = group.members[e["member_id"]]
         if member.member_id in group.pending_sync:
             group.pending_sync.remove(member.member_id)
@@ -746,15 +713,17 @@ class GroupCoordinator(BrokerObserver):
                 group.sync_deadline = None
         # A SyncGroup does not extend the session (Kafka reschedules it only when it answers a waiting member): a
         # member waiting for the leader's assignment is not expired -- the sync timeout bounds that wait.
+        out: Outputs = []
         if group.is_(S.COMPLETING_REBALANCE):
             member.awaiting_sync = True
             member.session_deadline = None
             if member.member_id == group.leader_id:
-                self._complete_sync(group, e.get("assignments"))
+                out = self.complete_sync(group, e.get("assignments"))
         else:  # Stable: the member asks again (or after the leader) — give it its assignment
-            self._sync_response(group, member)
+            out.append(self.answer_sync(group, member))
         if e.get("assigned") is not None:
-            self._observe_delivery(group, member, e["assigned"])
+            out += self.observe_delivery(group, member, e["assigned"])
+        return out
 
     def _adopt_static_member_id(self, group: Group, e: dict) -> None:
         """Observing a real broker: a static member's id is the one the broker gave it, which we only learn from
@@ -770,13 +739,14 @@ class GroupCoordinator(BrokerObserver):
             member = group.members[member_id]
             self._arm(group, _SESSION, member_id, member.session_deadline)
 
-    def _sync_response(self, group: Group, member: Member) -> None:
+    def answer_sync(self, group: Group, member: Member) -> Output:
+        """The member's SyncGroup answered with its assignment (now, or when the assignment it waited for came)."""
         member.awaiting_sync = False
-        self._emit(group.group_id, "sync_response", group.clock, member_id=member.member_id,
-                   group_instance_id=member.group_instance_id, error="NONE", generation=group.generation,
-                   protocol=group.protocol_name, assignment=[list(tp) for tp in member.assignment])
+        return group.sync_answer(member)
 
-    def _complete_sync(self, group: Group, given: dict[str, list] | None) -> None:
+    def complete_sync(self, group: Group, given: dict[str, list] | None) -> Outputs:
+        """The leader's SyncGroup: the generation's assignment (``given``, or the tracker's own for the leader),
+        its GroupMetadata record, Stable, and the answers of those waiting."""
         unknown_topics: list[str] = []
         assignor_missing = False
         if given:
@@ -789,23 +759,19 @@ class GroupCoordinator(BrokerObserver):
         for m in group.members.values():
             m.assignment = sorted(set(assignment.get(m.member_id, [])))
             m.assignment_generation = group.generation
-        self._group_metadata_record(group)
+        out: Outputs = [group.metadata_record()]
         # Kafka fixes these when the generation begins; its members cannot change before it is Stable without a new
         # round, so they are taken here, once for both modes (observed: the members the leader's assignment names).
         group.generation_topics = self._subscribed_now(group)
-        self._state_change(group, S.STABLE, f"leader {group.leader_id} sent the assignment")
+        out.append(self.change_state(group, S.STABLE, f"leader {group.leader_id} sent the assignment"))
         for m in group.members.values():
-            old = set(previous[m.member_id])
-            new = set(m.assignment)
-            self._emit(group.group_id, "assignment", group.clock, member_id=m.member_id,
-                       group_instance_id=m.group_instance_id, generation=group.generation,
-                       protocol=group.protocol_name, partitions=[list(tp) for tp in m.assignment],
-                       added=[list(tp) for tp in sorted(new - old)], revoked=[list(tp) for tp in sorted(old - new)])
+            out.append(_assignment(group, m, previous[m.member_id], m.assignment))
         for m in group.members.values():
             if m.awaiting_sync:
-                self._sync_response(group, m)
-                self._schedule_session(group, m)
-        self._rebalance_record(group, unknown_topics, assignor_missing)
+                out.append(self.answer_sync(group, m))
+                self.schedule_session(group, m)
+        out.append(self._rebalance_record(group, unknown_topics, assignor_missing))
+        return out
 
     def _compute_assignment(self, group: Group) -> tuple[dict[str, list[Partition]], list[str], bool]:
         """Act for the leader: run the chosen protocol's assignor over what the members asked for."""
@@ -842,12 +808,12 @@ class GroupCoordinator(BrokerObserver):
         return assignment, sorted(wanted - set(counts)), False
 
     def _rebalance_record(self, group: Group, unknown_topics: list[str] | None = None,
-                          assignor_missing: bool = False) -> None:
+                          assignor_missing: bool = False) -> Output:
         """One line of rebalance history: what started the round, what it cost, what moved (figures.py)."""
         rb = group.rebalance or RebalanceInProgress(group.clock, "unknown", "", start_seen=False)
         group.rebalance = None
         group.recorded_generation = group.generation
-        cooperative = self._is_cooperative(group.protocol_name)
+        cooperative = is_cooperative(group.protocol_name)
         now, ledger = group.clock, group.figures
         if not rb.start_seen and not cooperative:
             # Eager owners gave everything up when told of the round, at times this feed does not show.
@@ -857,58 +823,32 @@ class GroupCoordinator(BrokerObserver):
         settled = ledger.settle(
             {m.group_instance_id or m.member_id: m.assignment for m in group.members.values()}, now,
             wanted=lambda tp: tp[0] in topics and tp[1] < group.topics.get(tp[0], tp[1] + 1),
-            known=not self._records_only)
-        record = {
-            "generation": group.generation, "protocol_type": group.protocol_type, "protocol": group.protocol_name,
-            "rebalance_protocol": "cooperative" if cooperative else "eager", "leader": group.leader_id,
-            "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                         "client_id": m.client_id, "client_host": m.client_host} for m in group.members.values()],
-            "assignment": {m.member_id: [list(tp) for tp in m.assignment] for m in group.members.values()},
-            "trigger": rb.trigger, "trigger_detail": rb.detail, "join_completed_ts": rb.join_completed_ts,
-            **rebalance_fields(settled, rb.started_ts if rb.start_seen else None, now),
-            "unknown_topics": unknown_topics or [],
-        }
-        if assignor_missing:
-            record["assignor_missing"] = True
-        self._emit(group.group_id, "rebalance", now, **record)
-
-    @property
-    def _records_only(self) -> bool:
-        """Following a cluster from its ``__consumer_offsets`` records (the cluster feed's settings): a round shows
-        only when it completes, so when it began and when owners were told to give partitions up are unknown."""
-        return self.config.adopt_unknown_members and not self.config.expire_members
+            known=not self.config.records_only)
+        return outputs.rebalance(
+            group.group_id, now, group.generation, group.protocol_type, group.protocol_name,
+            "cooperative" if cooperative else "eager", group.leader_id,
+            [outputs.rebalance_member(m.member_id, m.group_instance_id, m.client_id, m.client_host)
+             for m in group.members.values()],
+            {m.member_id: [list(tp) for tp in m.assignment] for m in group.members.values()}, rb.trigger, rb.detail,
+            rb.join_completed_ts, rebalance_fields(settled, rb.started_ts if rb.start_seen else None, now),
+            unknown_topics or [], assignor_missing)
 
     def _release_time(self, group: Group) -> int | None:
-        return None if self._records_only else group.clock
+        return None if self.config.records_only else group.clock
 
     def _stops_consuming(self, group: Group, member: Member) -> None:
         """``member`` learns of the round (REBALANCE_IN_PROGRESS, or it rejoins on its own): an eager consumer gives
         up all its partitions before it rejoins; a cooperative one keeps them until the assignment says otherwise."""
-        if not self._is_cooperative(group.protocol_name):
+        if not is_cooperative(group.protocol_name):
             group.figures.release(member.group_instance_id or member.member_id, self._release_time(group))
 
-    def _is_cooperative(self, protocol: str | None) -> bool:
-        if protocol is None:
-            return False
-        try:
-            from assignors import get_assignor
-
-            return "cooperative" in get_assignor(protocol).supported_protocols
-        except (LookupError, ValueError):
-            return False
-
-    def _observe_delivery(self, group: Group, member: Member, assigned: list) -> None:
+    def observe_delivery(self, group: Group, member: Member, assigned: list) -> Outputs:
         """An instrumented client reported what it really received; the client's word wins over our computation."""
         observed = sorted({(t, int(p)) for t, p in assigned})
         if observed == member.assignment:
-            return
-        old, new = set(member.assignment), set(observed)
-        member.assignment = observed
-        self._emit(group.group_id, "assignment", group.clock, member_id=member.member_id,
-                   group_instance_id=member.group_instance_id, generation=group.generation,
-                   protocol=group.protocol_name, partitions=[list(tp) for tp in observed],
-                   added=[list(tp) for tp in sorted(new - old)], revoked=[list(tp) for tp in sorted(old - new)],
-                   observed=True)
+            return []
+        previous, member.assignment = member.assignment, observed
+        return [_assignment(group, member, previous, observed, observed=True)]
 
     # ================================================================ Heartbeat / LeaveGroup / expiry
     def _validate_member_request(self, group: Group | None, e: dict, check_generation: bool = True) -> str | None:
@@ -925,110 +865,108 @@ class GroupCoordinator(BrokerObserver):
             return "ILLEGAL_GENERATION"
         return None
 
-    def _heartbeat(self, group: Group | None, e: dict) -> None:
+    def _heartbeat(self, group: Group | None, e: dict) -> Outputs:
         error = self._validate_member_request(group, e)
         if error is None and group.is_(S.EMPTY):
             error = "UNKNOWN_MEMBER_ID"
         if error is not None:
-            return self._respond(group, e, "heartbeat_response", error)
+            return [self._refused(group, e, error)]
         member = group.members[e["member_id"]]
         self._heartbeat_timer_reset(group, member)
         error = "REBALANCE_IN_PROGRESS" if group.is_(S.PREPARING_REBALANCE) else "NONE"
         if error != "NONE":
             self._stops_consuming(group, member)
-        self._respond(group, e, "heartbeat_response", error)
+        return [outputs.heartbeat_response(e, group.clock, error)]
 
-    def _leave(self, group: Group | None, e: dict) -> None:
+    def _leave(self, group: Group | None, e: dict) -> Outputs:
         member_id, instance_id = e["member_id"], e["group_instance_id"]
         if group is None:
-            return self._respond(None, e, "leave_response", "UNKNOWN_MEMBER_ID")
+            return [self._refused(None, e, "UNKNOWN_MEMBER_ID")]
         if group.is_(S.DEAD):
-            return self._respond(group, e, "leave_response", "COORDINATOR_NOT_AVAILABLE")
+            return [self._refused(group, e, "COORDINATOR_NOT_AVAILABLE")]
         if not member_id and instance_id is not None:
             # KIP-345 admin removal (kafka-consumer-groups --delete-members / removeMembersFromConsumerGroup).
             member_id = group.static_members.get(instance_id, "")
             if not member_id:
-                return self._respond(group, e, "leave_response", "UNKNOWN_MEMBER_ID")
+                return [self._refused(group, e, "UNKNOWN_MEMBER_ID")]
         elif member_id in group.pending_members:
             del group.pending_members[member_id]
-            self._respond(group, e, "leave_response", "NONE")
+            out = [outputs.leave_response(e, group.clock, "NONE")]
             # Kafka counts it among the members that left: a Stable group rebalances, a joining round may end.
             if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
-                return self._prepare_rebalance(
+                return out + self.prepare_rebalance(
                     group, "leave", f"pending member {member_id} left through an explicit LeaveGroup")
-            return self._try_complete_join(group)
+            return out + self._try_complete_join(group)
         else:
             error = self._static_identity_error(group, instance_id, member_id)
             if error is not None:
-                return self._respond(group, e, "leave_response", error)
+                return [self._refused(group, e, error)]
         member = group.members.get(member_id)
         if member is None:
-            return self._respond(group, e, "leave_response", "UNKNOWN_MEMBER_ID")
-        self._respond(group, e, "leave_response", "NONE")
+            return [self._refused(group, e, "UNKNOWN_MEMBER_ID")]
         reason = f"removing member {member_id} on LeaveGroup"
         if e.get("reason"):
             reason += f"; client reason: {e['reason']}"
-        self._remove_member(group, member, "leave", reason, reason="leave")
+        return [outputs.leave_response(e, group.clock, "NONE")] + \
+            self.remove_member(group, member, "leave", reason, reason="leave")
 
-    def _on_session_expired(self, group: Group, member: Member) -> None:
+    def _on_session_expired(self, group: Group, member: Member) -> Outputs:
         why = "new member join timeout" if member.is_new else "session timeout"
         if group.restored is not None and member.member_id in group.restored.unheard:
             # Silent since the restore, on the session the load restarted: it left, or its session ran out, before.
-            self._restore_gap(group, {"type": "expiry", "member_id": member.member_id},
-                              f"member {member.member_id}, not heard from since the restore, expired on the session "
-                              f"the load restarted: it left, or went quiet, before the restore (up to a session "
-                              f"sooner)", follows=True)
-            return self._remove_member(group, member, "unknown", f"member {member.member_id} left, or its session "
-                                       f"ran out, before the group was restored from the store", reason="unknown")
-        self._remove_member(group, member, "expiry",
-                            f"removing member {member.member_id} on heartbeat expiration", reason=why)
+            out = self.restore_gap(group, {"type": "expiry", "member_id": member.member_id},
+                                   f"member {member.member_id}, not heard from since the restore, expired on the "
+                                   f"session the load restarted: it left, or went quiet, before the restore (up to a "
+                                   f"session sooner)", follows=True)
+            return out + self.remove_member(group, member, "unknown", f"member {member.member_id} left, or its "
+                                            f"session ran out, before the group was restored from the store",
+                                            reason="unknown")
+        return self.remove_member(group, member, "expiry", f"removing member {member.member_id} on heartbeat "
+                                  f"expiration", reason=why)
 
-    def _remove_member(self, group: Group, member: Member, trigger: str, detail: str,
-                       update_group: bool = True, reason: str = "") -> None:
+    def remove_member(self, group: Group, member: Member, trigger: str, detail: str, update_group: bool = True,
+                      reason: str = "") -> Outputs:
+        """Remove ``member`` (``reason`` "leave": it left, else it expired), and, with ``update_group``, rebalance
+        what remains (Kafka's removeMemberAndUpdateClassicGroup)."""
+        out: Outputs = []
         if member.awaiting_join:
             # Its JoinGroup is still waiting (a new member's join timeout, a leave): Kafka answers it before removing
             # the member, so a client that is still alive starts over.
-            self._emit(group.group_id, "join_response", group.clock, member_id=member.member_id,
-                       group_instance_id=member.group_instance_id, error="UNKNOWN_MEMBER_ID", generation=-1)
+            out.append(outputs.join_refused(group.group_id, group.clock, member.member_id, member.group_instance_id,
+                                            "UNKNOWN_MEMBER_ID"))
         group.remove(member.member_id)
         group.figures.release(member.group_instance_id or member.member_id, self._release_time(group))
-        kind = "member_left" if reason == "leave" else "member_expired"
-        self._emit(group.group_id, kind, group.clock, member_id=member.member_id,
-                   group_instance_id=member.group_instance_id, client_id=member.client_id, reason=reason,
-                   last_heartbeat_ts=member.last_heartbeat_ts, generation=group.generation)
-        self._note_cause(group, trigger, detail, group.clock)
+        out.append(outputs.member_gone(group.group_id, group.clock, member.member_id, member.group_instance_id,
+                                       member.client_id, reason, member.last_heartbeat_ts, group.generation))
+        note_cause(group, trigger, detail, group.clock)
         if not update_group:
-            return
+            return out
         if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
-            self._prepare_rebalance(group, trigger, detail)
-        elif group.is_(S.PREPARING_REBALANCE):
-            self._try_complete_join(group, expiry=trigger == "expiry")
+            return out + self.prepare_rebalance(group, trigger, detail)
+        if group.is_(S.PREPARING_REBALANCE):
+            return out + self._try_complete_join(group, expiry=trigger == "expiry")
+        return out
 
     # ================================================================ OffsetCommit / retention / deletion
-    def _commit(self, group: Group | None, e: dict) -> None:
+    def _commit(self, group: Group | None, e: dict) -> Outputs:
         if group is None:
             if e["generation"] >= 0:
-                return self._commit_response(None, e, O.unknown_group_error(e))
+                return [outputs.request_refused(e, e.get("ts") or 0, O.unknown_group_error(e))]
             # A group that only stores offsets (no group management) comes into being on its first commit.
-            group = self._new_group(e)
-            self._keep(group)
+            group = self.create_group(e)
         error = self._commit_error(group, e)
         if error is not None:
-            return self._commit_response(group, e, error)
+            return [self._refused(group, e, error)]
         if group.state in (S.STABLE, S.PREPARING_REBALANCE):
             # A member's commit counts as a heartbeat (the checks above proved the member exists).
             self._heartbeat_timer_reset(group, group.members[e["member_id"]])
         refused = [O.too_large(o, self.config.offset_metadata_max_bytes) for o in e["offsets"]]
-        self._store_offsets(group, [o for o, no in zip(e["offsets"], refused) if not no], e["retention_ms"],
-                            group.clock)
-        self._respond(group, e, "commit_response", "NONE", partitions=[
+        out: Outputs = O.store(group.offsets, group.group_id, [o for o, no in zip(e["offsets"], refused) if not no],
+                               group.clock, e["retention_ms"], now=group.clock)
+        out.append(outputs.commit_response(e, group.clock, "NONE", [
             [o["topic"], o["partition"], "OFFSET_METADATA_TOO_LARGE" if no else "NONE"]
-            for o, no in zip(e["offsets"], refused)])
-
-    def _store_offsets(self, group: Group, offsets: list[dict], retention_ms: int, ts: int) -> None:
-        for record in O.store(group.offsets, group.group_id, offsets, ts, retention_ms):
-            record["ts"] = group.clock
-            self._out.append(record)
+            for o, no in zip(e["offsets"], refused)]))
+        return out
 
     def _commit_error(self, group: Group, e: dict) -> str | None:
         """Kafka's validateOffsetCommit, in its order: the member and its generation first, and only a valid member
@@ -1057,10 +995,6 @@ class GroupCoordinator(BrokerObserver):
             if current != member_id:
                 return "FENCED_INSTANCE_ID"
         return None if member_id in group.members else "UNKNOWN_MEMBER_ID"
-
-    def _commit_response(self, group: Group | None, e: dict, error: str) -> None:
-        self._respond(group, e, "commit_response", error,
-                      partitions=[[o["topic"], o["partition"], error] for o in e["offsets"]])
 
     @staticmethod
     def _subscribed_now(group: Group) -> frozenset[str] | None:
@@ -1099,58 +1033,76 @@ class GroupCoordinator(BrokerObserver):
             group.retention_deadline = deadline
             self._arm(group, _RETENTION, "", deadline)
 
-    def _expire_offsets(self, group: Group) -> None:
+    def _expire_offsets(self, group: Group) -> Outputs:
         group.retention_deadline = None
         rule = self._retention_base(group)
         if rule is None:
-            return
+            return []
         base, exempt = rule
         expired = [tp for tp, o in sorted(group.offsets.items())
                    if tp[0] not in exempt and group.clock >= self._expiry_time(group, o, base)]
+        out: Outputs = []
         for tp in expired:
             del group.offsets[tp]
-            self._out.append(O.tombstone(group.group_id, group.clock, tp, "retention"))
+            out.append(O.tombstone(group.group_id, group.clock, tp, "retention"))
         if group.is_(S.EMPTY) and not group.offsets:
-            self._state_change(group, S.DEAD, "empty group without offsets")
-            self._group_tombstone(group)
+            out.append(self.change_state(group, S.DEAD, "empty group without offsets"))
+            out += self._group_tombstone(group)
             del self.groups[group.group_id]
+        return out
 
-    def _group_tombstone(self, group: Group) -> None:
+    @staticmethod
+    def _group_tombstone(group: Group) -> Outputs:
         # Offsets-only groups (generation 0) never had group metadata written, so Kafka writes no tombstone.
-        if group.generation > 0:
-            self._emit(group.group_id, "group_metadata", group.clock, tombstone=True)
+        return [outputs.group_metadata_tombstone(group.group_id, group.clock)] if group.generation > 0 else []
 
-    def _delete_group(self, group: Group | None, e: dict) -> None:
+    def _delete_group(self, group: Group | None, e: dict) -> Outputs:
         # DeleteGroups names no member: its answer has the consumer model's shape, whichever model holds the group.
         ts = group.clock if group is not None else e.get("ts") or 0
         if group is None or group.is_(S.DEAD):
-            return self._emit(e["group_id"], "delete_group_response", ts, error="GROUP_ID_NOT_FOUND")
+            return [outputs.delete_group_response(e["group_id"], ts, "GROUP_ID_NOT_FOUND")]
         if not group.is_(S.EMPTY):
-            return self._emit(e["group_id"], "delete_group_response", ts, error="NON_EMPTY_GROUP")
-        for tp in sorted(group.offsets):
-            self._out.append(O.tombstone(group.group_id, group.clock, tp, "group deleted"))
+            return [outputs.delete_group_response(e["group_id"], ts, "NON_EMPTY_GROUP")]
+        out: Outputs = [O.tombstone(group.group_id, group.clock, tp, "group deleted") for tp in sorted(group.offsets)]
         group.offsets.clear()
-        self._state_change(group, S.DEAD, "group deleted")
-        self._group_tombstone(group)
+        out.append(self.change_state(group, S.DEAD, "group deleted"))
+        out += self._group_tombstone(group)
         del self.groups[group.group_id]
-        self._emit(group.group_id, "delete_group_response", group.clock, error="NONE")
+        out.append(outputs.delete_group_response(group.group_id, group.clock, "NONE"))
+        return out
 
     # ================================================================ topic metadata
-    def _topic_metadata(self, group: Group | None, e: dict) -> None:
+    def _topic_metadata(self, group: Group | None, e: dict) -> Outputs:
         if group is None:  # remembered until the group's first member arrives
             self.pending_topics.setdefault(e["group_id"], {})[e["topic"]] = e["partitions"]
-            return
+            return []
         topic, count = e["topic"], e["partitions"]
         before = group.topics.get(topic)
         group.topics[topic] = count
         if before == count or self.config.assignment_mode != "tracker":
-            return
+            return []
         subscribed = group.subscribed_topics() or set()
         if topic in subscribed and group.state in (S.STABLE, S.COMPLETING_REBALANCE):
             # The leader's metadata refresh would see this and rejoin; the tracker acts for it.
-            self._prepare_rebalance(group, "metadata",
-                                    f"partitions of {topic} changed from {before if before is not None else 'unknown'}"
-                                    f" to {count}")
+            return self.prepare_rebalance(group, "metadata", f"partitions of {topic} changed from "
+                                          f"{before if before is not None else 'unknown'} to {count}")
+        return []
+
+    # Event type -> its handler (Kafka's rules for the request; topic metadata is the tracker's own). Every request
+    # ``handle`` answers goes through this table.
+    HANDLERS: dict[str, Callable[["GroupCoordinator", Group | None, dict], Outputs]] = {
+        "join": _join, "sync": _sync, "heartbeat": _heartbeat, "leave": _leave, "commit": _commit,
+        "delete_group": _delete_group, "topic_metadata": _topic_metadata,
+    }
+
+
+def _assignment(group: Group, member: Member, previous: list[Partition], current: list[Partition],
+                observed: bool = False) -> Output:
+    """A member's ``assignment`` output: its partitions for the generation, and what changed since ``previous``."""
+    old, new = set(previous), set(current)
+    return outputs.assignment(group.group_id, group.clock, member.member_id, member.group_instance_id,
+                              group.generation, group.protocol_name, [list(tp) for tp in current],
+                              [list(tp) for tp in sorted(new - old)], [list(tp) for tp in sorted(old - new)], observed)
 
 
 # ==================================================================== serialisation helpers

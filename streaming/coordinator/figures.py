@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from streaming.coordinator.outputs import RebalanceFigures
+
 Partition = tuple[str, int]
 
 
@@ -180,7 +182,7 @@ class Ledger:
 
 
 def rebalance_fields(settled: Settled, started_ts: int | None, now: int,
-                     topic_name: Callable[[str], str] = str) -> dict:
+                     topic_name: Callable[[str], str] = str) -> RebalanceFigures:
     """The figures of a ``rebalance`` record (both protocols): when it started (None: unknown) and ended, its
     duration, partitions moved, the longest a partition was unavailable, and per partition the spans without an owner
     it closed (``[topic, partition, released_ts, taken_ts, no_members_ms]``) and those it leaves awaiting an owner

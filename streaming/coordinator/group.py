@@ -6,13 +6,27 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from assignors.java import java_hash_order
+from streaming.coordinator import outputs
 from streaming.coordinator.figures import Ledger
 from streaming.coordinator.member import Member, Partition
 from streaming.coordinator.offsets import CommittedOffset
 from streaming.coordinator.restored import Restored
 from streaming.coordinator.state import GroupState, IllegalGroupState, IllegalStateTransition
 
-__all__ = ["CommittedOffset", "Group", "RebalanceInProgress"]
+__all__ = ["CommittedOffset", "Group", "RebalanceInProgress", "is_cooperative"]
+
+
+def is_cooperative(protocol: str | None) -> bool:
+    """Whether the assignor a protocol names rebalances cooperatively (members keep their partitions through a
+    round); an unknown one counts as eager."""
+    if protocol is None:
+        return False
+    try:
+        from assignors import get_assignor
+
+        return "cooperative" in get_assignor(protocol).supported_protocols
+    except (LookupError, ValueError):
+        return False
 
 
 @dataclass
@@ -217,3 +231,37 @@ class Group:
 
     def current_owners(self) -> dict[Partition, str]:
         return {tp: m.member_id for m in self.members.values() for tp in m.assignment}
+
+    # --- what the group answers and writes ---------------------------------------------------------------------
+    def join_answer(self, member: Member) -> outputs.JoinAnswer:
+        """The JoinGroup answer of ``member`` in the current generation; only the leader's lists the members, with
+        the topics each subscribes to under the group's protocol."""
+        members = []
+        if member.member_id == self.leader_id:
+            for m in self.members_in_kafka_order():
+                p = m.protocol(self.protocol_name)
+                members.append(outputs.join_member(m.member_id, m.group_instance_id, p.topics if p else []))
+        return outputs.join_answer(self.group_id, self.clock, member.member_id, member.group_instance_id, "NONE",
+                                   self.generation, self.protocol_type, self.protocol_name, self.leader_id, members)
+
+    def member_joined(self, member: Member) -> outputs.MemberJoined:
+        return outputs.member_joined(self.group_id, self.clock, member.member_id, member.group_instance_id,
+                                     member.client_id, member.client_host, member.protocol_names())
+
+    def sync_answer(self, member: Member) -> outputs.SyncResponse:
+        return outputs.sync_answer(self.group_id, self.clock, member.member_id, member.group_instance_id,
+                                   self.generation, self.protocol_name, [list(tp) for tp in member.assignment])
+
+    def metadata_record(self) -> outputs.GroupMetadataRecord:
+        """The GroupMetadata record of the current generation (members in Kafka's order, each with the metadata of
+        the group's protocol, or its first one)."""
+        members = []
+        for m in self.members_in_kafka_order():
+            p = m.protocol(self.protocol_name) or (m.protocols[0] if m.protocols else None)
+            members.append(outputs.group_metadata_member(
+                m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
+                m.session_timeout_ms, list(p.topics) if p else [], p.user_data if p else None,
+                [list(tp) for tp in (p.owned_partitions or [])] if p else [], p.generation if p else -1,
+                p.rack if p else None, [list(tp) for tp in m.assignment]))
+        return outputs.group_metadata(self.group_id, self.clock, self.protocol_type or "", self.generation,
+                                      self.protocol_name, self.leader_id, self.state_timestamp, members)

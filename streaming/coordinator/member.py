@@ -47,6 +47,12 @@ class Member:
     # before its answer shows was under way by then.
     rejoin_ts: int | None = None
 
+    @classmethod
+    def from_join(cls, member_id: str, e: dict) -> "Member":
+        """The member a JoinGroup request describes."""
+        return cls(member_id, e["group_instance_id"], e["client_id"], e["client_host"], e["session_timeout_ms"],
+                   e["rebalance_timeout_ms"], e["protocol_type"], [Protocol.from_event(p) for p in e["protocols"]])
+
     @property
     def is_static(self) -> bool:
         return self.group_instance_id is not None

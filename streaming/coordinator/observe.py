@@ -25,24 +25,88 @@ The model fills in only what nobody reported, such as an expiry when a member's 
 """
 from __future__ import annotations
 
-from streaming.coordinator.group import Group
-from streaming.coordinator.member import Member, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from streaming.coordinator import offsets as O
+from streaming.coordinator import outputs
+from streaming.coordinator.group import Group, is_cooperative
+from streaming.coordinator.member import Member
+from streaming.coordinator.member import Protocol as JoinProtocol
+from streaming.coordinator.outputs import Output, Outputs
 from streaming.coordinator.state import GroupState as S
+
+if TYPE_CHECKING:
+    from streaming.coordinator.config import CoordinatorConfig
 
 REJOIN = "rejoin"   # a round whose cause the model has not seen (yet)
 
 
-class BrokerObserver:
-    """Mixed into GroupCoordinator: the observe-mode request handling. ``_observe`` returns False to leave an event
-    to Kafka's ordinary rules."""
+class ClassicRules(Protocol):
+    """What observe mode asks of the classic coordinator (``GroupCoordinator``): Kafka's own operations on a group,
+    applied when the broker's answers show they happened, and the timers that go with them. Nothing else of the
+    coordinator is used here."""
+    groups: dict[str, Group]
 
-    def _observe(self, group: Group | None, e: dict) -> bool:
+    def apply_kafka_rules(self, group: Group | None, e: dict) -> Outputs:
+        """A request answered as Kafka's handler for its type answers it."""
+
+    def create_group(self, e: dict, start_seen: bool = True) -> Group: ...
+
+    def schedule_session(self, group: Group, member: Member) -> None:
+        """Restart the member's session now."""
+
+    def extend_session(self, group: Group, member: Member) -> None:
+        """The member was heard from: its session runs from now."""
+
+    def set_join_deadline(self, group: Group, deadline: int | None) -> None: ...
+
+    def set_sync_deadline(self, group: Group, deadline: int | None) -> None: ...
+
+    def change_state(self, group: Group, target: S, reason: str) -> Output: ...
+
+    def prepare_rebalance(self, group: Group, trigger: str, detail: str) -> Outputs: ...
+
+    def update_member_and_rebalance(self, group: Group, member: Member, e: dict, protocols: list[JoinProtocol],
+                                    trigger: str) -> Outputs: ...
+
+    def remove_member(self, group: Group, member: Member, trigger: str, detail: str, update_group: bool = True,
+                      reason: str = "") -> Outputs: ...
+
+    def complete_sync(self, group: Group, given: dict[str, list] | None) -> Outputs:
+        """The leader's SyncGroup: the generation's assignment, and Stable."""
+
+    def answer_sync(self, group: Group, member: Member) -> Output: ...
+
+    def observe_delivery(self, group: Group, member: Member, assigned: list) -> Outputs:
+        """What an instrumented client reported it received."""
+
+    def restore_gap(self, group: Group, e: dict, reason: str, follows: bool) -> Outputs:
+        """A sign of what the store did not hold, after a restore (restored.py)."""
+
+
+class BrokerObserver:
+    """Observe mode's request handling, beside the coordinator (``rules``) whose operations it applies. The
+    coordinator hands it every event (``handle``); it also tells it when a round opens (``take_noted_rejoins``) and
+    when a generation's sync timeout ends what waited for it (``release_deferred``)."""
+
+    def __init__(self, rules: ClassicRules, config: CoordinatorConfig) -> None:
+        self.rules = rules
+        self.records_only = config.records_only
+
+    def handle(self, group: Group | None, e: dict) -> Outputs:
+        """The outputs of one event: the broker's answer it reports wins; what it does not settle gets Kafka's
+        rules. An event that belongs to the round after the one under way waits for it."""
         if group is not None and self._belongs_to_next_round(group, e):
             group.deferred.append(e)
-            return True
-        return self._observe_now(group, e)
+            return []
+        return self._handle_now(group, e)
 
-    def _observe_now(self, group: Group | None, e: dict) -> bool:
+    def _handle_now(self, group: Group | None, e: dict) -> Outputs:
+        out = self._observe(group, e)
+        return out if out is not None else self.rules.apply_kafka_rules(group, e)
+
+    def _observe(self, group: Group | None, e: dict) -> Outputs | None:
+        """The outputs of an event the broker's answers settle; None leaves it to Kafka's rules."""
         kind = e["type"]
         if kind == "join":
             return self._observe_join(group, e)
@@ -50,17 +114,20 @@ class BrokerObserver:
             return self._observe_sync(group, e)
         if kind == "commit":
             return self._observe_commit(group, e)
-        if kind == "leave" and self._records_only and group is not None:
+        if kind == "leave" and self.records_only and group is not None:
             return self._observe_gone(group, e)
         if kind == "heartbeat" and group is not None:
-            member = group.members.get(e["member_id"])
-            if member is not None and not member.awaiting_join:
-                self._extend_session(group, member)   # alive, whatever generation it still reports
-                if group.is_(S.PREPARING_REBALANCE) and e["generation"] == group.generation:
-                    self._broker_round_not_before(group, _ts(e, group))
-        return False
+            self._observe_heartbeat(group, e)
+        return None
 
-    def _noted_rejoins_join(self, group: Group) -> None:
+    def _observe_heartbeat(self, group: Group, e: dict) -> None:
+        member = group.members.get(e["member_id"])
+        if member is not None and not member.awaiting_join:
+            self.rules.extend_session(group, member)   # alive, whatever generation it still reports
+            if group.is_(S.PREPARING_REBALANCE) and e["generation"] == group.generation:
+                self._broker_round_not_before(group, _ts(e, group))
+
+    def take_noted_rejoins(self, group: Group) -> None:
         """A round opens: followers whose unchanged rejoins were answered without one since this generation's
         answers (``_observe_join``) were rejoining for it -- their heartbeats had heard of it. It began no later,
         and they are in it (an eager one gave up its partitions then)."""
@@ -71,8 +138,8 @@ class BrokerObserver:
                 continue
             m.awaiting_join, m.session_deadline = True, None   # the round's timeout governs it now
             rb.started_ts = min(rb.started_ts, ts)
-            if not self._is_cooperative(group.protocol_name):
-                group.figures.release(m.group_instance_id or m.member_id, None if self._records_only else ts)
+            if not is_cooperative(group.protocol_name):
+                group.figures.release(m.group_instance_id or m.member_id, None if self.records_only else ts)
 
     def _broker_round_not_before(self, group: Group, ts: int) -> None:
         """A member still heartbeating in the generation before the round has not been told of the round: it
@@ -82,8 +149,7 @@ class BrokerObserver:
         start: the model's waits as long, rather than remove members that are alive and about to rejoin."""
         deadline = ts + group.max_rebalance_timeout_ms()
         if group.join_deadline is not None and deadline > group.join_deadline:
-            group.join_deadline = deadline
-            self._arm(group, self._JOIN, "", deadline)
+            self.rules.set_join_deadline(group, deadline)
 
     def _belongs_to_next_round(self, group: Group, e: dict) -> bool:
         if not group.is_(S.COMPLETING_REBALANCE) or e["type"] not in ("join", "leave"):
@@ -93,125 +159,128 @@ class BrokerObserver:
             return e["member_id"] != group.leader_id
         return bool(e["member_id"]) and e.get("generation") is None and _ts(e, group) >= group.generation_ts
 
-    def _release_deferred(self, group: Group) -> None:
+    def release_deferred(self, group: Group) -> Outputs:
         """Apply what waited for the generation's end, in the order it arrived."""
         deferred, group.deferred = group.deferred, []
+        out: Outputs = []
         for e in deferred:
-            if group.group_id not in self.groups:
-                return
-            if not self._observe_now(group, e):
-                getattr(self, f"_{e['type']}")(group, e)
+            if group.group_id not in self.rules.groups:
+                break
+            out += self._handle_now(group, e)
+        return out
 
     # --- JoinGroup ------------------------------------------------------------------------------------------
-    def _observe_join(self, group: Group | None, e: dict) -> bool:
+    def _observe_join(self, group: Group | None, e: dict) -> Outputs | None:
         member_id, generation = e["member_id"], e.get("generation")
         if not member_id:
-            return False                      # asks for an id (KIP-394) or a static member's restart
+            return None                       # asks for an id (KIP-394) or a static member's restart
         if generation is not None and generation < 0:
             generation = None                 # no broker answers a join with a negative generation: a request
         if generation is None:                # reported when sent: a request for the next round
-            if group is None or _is_empty(group):
-                return False                  # a join to a group without members starts a round (Kafka's rules)
-            member = group.members.get(member_id)
-            if _ts(e, group) < group.generation_ts:   # sent for the round that has since completed
-                if member is None:
-                    member = self._member_from_event(member_id, e)
-                    member.is_new = True              # its place in the generation awaits the leader's word
-                    self._admit(group, member, f"adding new member {member_id}", _ts(e, group))
-                else:
-                    self._refresh_member(group, member, e)
-                return True
-            if member is None or group.is_(S.PREPARING_REBALANCE):
-                return False                  # a newcomer starts a round; a round under way takes the rejoin
-            protocols = [Protocol.from_event(p) for p in e["protocols"]]
-            if group.is_(S.STABLE) and member_id != group.leader_id and member.same_protocols(protocols):
-                # Kafka answers a follower's unchanged rejoin with the current generation (a consumer whose commit
-                # was refused rejoins so): no round by itself. If a round is under way, its cause or its answers
-                # will say so; it began no later than this.
-                member.rejoin_ts = _ts(e, group)
-                return False
-            self._update_member_and_rebalance(group, member, e, protocols, trigger=REJOIN)
-            return True
+            return self._observe_join_request(group, e)
         # Reported from the broker's answer: this member is in that generation.
         if group is None:
-            group = self._new_group(e)
-            self._keep(group)
+            group = self.rules.create_group(e)
         reopen = self._reopens(group, _ts(e, group))
         if not reopen and (generation < group.generation or _is_empty(group)):
-            if member_id in group.members:
-                self._refresh_member(group, group.members[member_id], e)
-            return True                       # an answer from a round already past
+            if member_id in group.members:    # an answer from a round already past
+                return self._refresh_member(group, group.members[member_id], e)
+            return []
         member = group.members.get(member_id)
         replaced = group.static_members.get(e.get("group_instance_id")) if member is None else None
         newcomer = member is None and replaced is None
         if replaced is not None:
-            member = self._static_restart(group, replaced, e)
+            member, out = self._static_restart(group, replaced, e)
         elif newcomer:
-            member = self._member_from_event(member_id, e)
-            self._admit(group, member, f"adding new member {member_id}", _ts(e, group))
+            member = Member.from_join(member_id, e)
+            out = self._admit(group, member, f"adding new member {member_id}", _ts(e, group))
         else:
-            self._refresh_member(group, member, e)
-        self._note_answer(group, generation, _ts(e, group), leader=e.get("leader"), reopen=reopen)
+            out = self._refresh_member(group, member, e)
+        out += self._note_answer(group, generation, _ts(e, group), leader=e.get("leader"), reopen=reopen)
         if newcomer:   # the round its answer completed may have opened only now: a newcomer is its cause
-            self._note_cause(group, "join", f"adding new member {member_id}", _ts(e, group))
+            note_cause(group, "join", f"adding new member {member_id}", _ts(e, group))
         member.awaiting_join = member.is_new = False
-        self._schedule_session(group, member)
-        return True
+        self.rules.schedule_session(group, member)
+        return out
 
-    def _static_restart(self, group: Group, old_id: str, e: dict) -> Member:
+    def _observe_join_request(self, group: Group | None, e: dict) -> Outputs | None:
+        """A known member's JoinGroup, reported when sent (without the broker's answer)."""
+        member_id = e["member_id"]
+        if group is None or _is_empty(group):
+            return None                       # a join to a group without members starts a round (Kafka's rules)
+        member = group.members.get(member_id)
+        if _ts(e, group) < group.generation_ts:   # sent for the round that has since completed
+            if member is not None:
+                return self._refresh_member(group, member, e)
+            member = Member.from_join(member_id, e)
+            member.is_new = True              # its place in the generation awaits the leader's word
+            return self._admit(group, member, f"adding new member {member_id}", _ts(e, group))
+        if member is None or group.is_(S.PREPARING_REBALANCE):
+            return None                       # a newcomer starts a round; a round under way takes the rejoin
+        protocols = [JoinProtocol.from_event(p) for p in e["protocols"]]
+        if group.is_(S.STABLE) and member_id != group.leader_id and member.same_protocols(protocols):
+            # Kafka answers a follower's unchanged rejoin with the current generation (a consumer whose commit was
+            # refused rejoins so): no round by itself. If a round is under way, its cause or its answers will say
+            # so; it began no later than this.
+            member.rejoin_ts = _ts(e, group)
+            return None
+        return self.rules.update_member_and_rebalance(group, member, e, protocols, trigger=REJOIN)
+
+    def _static_restart(self, group: Group, old_id: str, e: dict) -> tuple[Member, Outputs]:
         """A known group.instance.id answered under a new member id: the consumer restarted and the broker gave it
         its old place (KIP-345), in the generation the answer names -- without a rebalance when that is the current
         one (Kafka stores the group with the new id)."""
         member = group.replace_static(old_id, e["member_id"])
-        self._refresh_member(group, member, e)
-        self._emit(group.group_id, "member_replaced", group.clock, member_id=member.member_id,
-                   previous_member_id=old_id, group_instance_id=member.group_instance_id)
+        out = self._refresh_member(group, member, e)
+        out.append(outputs.member_replaced(group.group_id, group.clock, member.member_id, old_id,
+                                           member.group_instance_id))
         if e["generation"] == group.generation and group.is_(S.STABLE):
-            self._group_metadata_record(group)
-        return member
+            out.append(group.metadata_record())
+        return member, out
 
     # --- SyncGroup ------------------------------------------------------------------------------------------
-    def _observe_sync(self, group: Group | None, e: dict) -> bool:
+    def _observe_sync(self, group: Group | None, e: dict) -> Outputs | None:
         if group is None and e["member_id"] and e["generation"] >= 0 and e.get("assignments") is not None:
             # The leader's word on a group whose round the tracker never saw begin (before it started, or before
             # a restore from a store that had no record of the group yet): it names the generation's members.
-            group = self._new_group(e)
+            group = self.rules.create_group(e, start_seen=False)
             group.protocol_type = e.get("protocol_type") or "consumer"
-            self._keep(group)
-            self._unseen_start = group.group_id     # when the round began, and what it cost, is unknown
         if group is None or not e["member_id"] or e["generation"] < 0:
-            return False                      # not an answer a broker gives: Kafka's rules answer the request
+            return None                       # not an answer a broker gives: Kafka's rules answer the request
         reopen = self._reopens(group, _ts(e, group))
         if not reopen and e["generation"] < group.generation:
+            late = []
             if e.get("assignments") is not None and e["generation"] > group.recorded_generation:
-                self._late_generation_record(group, e)
-            return False                      # Kafka's answer to a stale request
+                late.append(self._late_generation_record(group, e))
+            return late + self.rules.apply_kafka_rules(group, e)   # and Kafka's answer to a stale request
         if not reopen and _is_empty(group):
-            return False                      # sent before the group emptied: Kafka's answer (UNKNOWN_MEMBER_ID)
+            return None                       # sent before the group emptied: Kafka's answer (UNKNOWN_MEMBER_ID)
         member = group.members.get(e["member_id"])
+        out: Outputs = []
         if member is None:
-            member = self._stand_in(group, e["member_id"], e)
+            member, out = self._stand_in(group, e["member_id"], e)
         leader = e["member_id"] if e.get("assignments") is not None else None
-        self._note_answer(group, e["generation"], _ts(e, group), leader=leader, protocol=e.get("protocol_name"),
-                          reopen=reopen)
+        out += self._note_answer(group, e["generation"], _ts(e, group), leader=leader, protocol=e.get("protocol_name"),
+                                 reopen=reopen)
         if e["member_id"] in group.pending_sync:
             group.pending_sync.remove(e["member_id"])
         member.rejoin_ts = None   # its rejoin, if any, was answered in this generation
         member.awaiting_join = member.is_new = False
-        self._schedule_session(group, member)
+        self.rules.schedule_session(group, member)
         if group.is_(S.COMPLETING_REBALANCE):
             member.awaiting_sync = True       # answered once the leader's assignment is known
             if leader is not None:
-                self._complete_observed_round(group, member, e["assignments"])
-            return True
+                out += self._complete_observed_round(group, member, e["assignments"])
+            return out
         if group.is_(S.STABLE):
-            self._sync_response(group, member)
+            out.append(self.rules.answer_sync(group, member))
         if e.get("assigned") is not None:     # also a late answer of this generation while the next round runs
-            self._observe_delivery(group, member, e["assigned"])
-        return True
+            out += self.rules.observe_delivery(group, member, e["assigned"])
+        return out
 
-    def _complete_observed_round(self, group: Group, leader: Member, assignments: dict[str, list]) -> None:
+    def _complete_observed_round(self, group: Group, leader: Member, assignments: dict[str, list]) -> Outputs:
         """The leader's SyncGroup: its assignment names the generation's members."""
+        out: Outputs = []
         on_the_way = []
         unheard = group.restored.unheard if group.restored is not None else set()
         for m in list(group.members.values()):
@@ -222,44 +291,51 @@ class BrokerObserver:
                 on_the_way.append(m)
                 group.members.pop(m.member_id)   # out of this generation's books only: it is back below
                 continue
-            # Silent for half a session or more: it died and the broker expired it (a live member reports at least
-            # every heartbeat interval, a third of the session by convention; the broker's session clock may run
-            # a little ahead of ours, as 0.9 counts only heartbeats and later brokers commits too) -- unless less
-            # than a session has passed since the previous generation's join, which restarted every member's
-            # session. Otherwise it was alive but did not rejoin in time, or it left. (A member restored from the
-            # store counts as heard at the load.)
-            dead = group.clock - m.last_heartbeat_ts >= m.session_timeout_ms // 2 and \
-                not self._within_a_session_of_the_last_join(group, m)
-            if m.member_id in unheard:       # silent since the group was rebuilt: it went quiet before the restore
-                if group.restored is not None:
-                    self._restore_gap(group, {"type": "sync", "member_id": m.member_id},
-                                      f"member {m.member_id}, not heard from since the restore, is not in generation "
-                                      f"{group.generation}: it went quiet before the restore", follows=True)
-                if not dead:                 # too soon to tell an expiry from a leave the restore lost
-                    self._remove_member(group, m, "unknown", f"member {m.member_id} left, or its session ran out, "
-                                        f"before the group was restored from the store", update_group=False,
-                                        reason="unknown")
-                    continue
-            elif not dead and self._round_shorter_than_its_timeout(group):
-                # Neither timeout can have removed it: it left (its LeaveGroup unreported, or this feed shows none).
-                self._remove_member(group, m, "leave", f"removing member {m.member_id}: it left before generation "
-                                    f"{group.generation}, too soon for a timeout", update_group=False, reason="leave")
-                continue
-            detail = (f"removing member {m.member_id} on heartbeat expiration" if dead else
-                      f"member {m.member_id} did not rejoin generation {group.generation} in time")
-            self._remove_member(group, m, "expiry", detail, update_group=False,
-                                reason="session timeout" if dead else "rebalance timeout")
+            out += self._left_out(group, m, unheard)
         for member_id in assignments:
             if member_id not in group.members:
-                self._stand_in(group, member_id, None).awaiting_sync = False
+                stand_in, joined = self._stand_in(group, member_id, None)
+                stand_in.awaiting_sync = False
+                out += joined
         group.leader_id = leader.member_id
         group.pending_sync, group.sync_deadline = [], None   # the leader's word settles the generation
-        self._complete_sync(group, assignments)
+        out += self.rules.complete_sync(group, assignments)
         for m in on_the_way:
             group.members[m.member_id] = m
-            self._prepare_rebalance(group, "join", f"adding new member {m.member_id}")
+            out += self.rules.prepare_rebalance(group, "join", f"adding new member {m.member_id}")
             m.awaiting_join = True
-        self._release_deferred(group)
+        return out + self.release_deferred(group)
+
+    def _left_out(self, group: Group, m: Member, unheard: set[str]) -> Outputs:
+        """A member the leader's assignment leaves out: why it went, as far as the feed can tell."""
+        # Silent for half a session or more: it died and the broker expired it (a live member reports at least
+        # every heartbeat interval, a third of the session by convention; the broker's session clock may run
+        # a little ahead of ours, as 0.9 counts only heartbeats and later brokers commits too) -- unless less
+        # than a session has passed since the previous generation's join, which restarted every member's
+        # session. Otherwise it was alive but did not rejoin in time, or it left. (A member restored from the
+        # store counts as heard at the load.)
+        dead = group.clock - m.last_heartbeat_ts >= m.session_timeout_ms // 2 and \
+            not self._within_a_session_of_the_last_join(group, m)
+        out: Outputs = []
+        if m.member_id in unheard:       # silent since the group was rebuilt: it went quiet before the restore
+            if group.restored is not None:
+                out += self.rules.restore_gap(group, {"type": "sync", "member_id": m.member_id},
+                                              f"member {m.member_id}, not heard from since the restore, is not in "
+                                              f"generation {group.generation}: it went quiet before the restore",
+                                              follows=True)
+            if not dead:                 # too soon to tell an expiry from a leave the restore lost
+                return out + self.rules.remove_member(group, m, "unknown", f"member {m.member_id} left, or its "
+                                                      f"session ran out, before the group was restored from the "
+                                                      f"store", update_group=False, reason="unknown")
+        elif not dead and self._round_shorter_than_its_timeout(group):
+            # Neither timeout can have removed it: it left (its LeaveGroup unreported, or this feed shows none).
+            return out + self.rules.remove_member(group, m, "leave", f"removing member {m.member_id}: it left "
+                                                  f"before generation {group.generation}, too soon for a timeout",
+                                                  update_group=False, reason="leave")
+        detail = (f"removing member {m.member_id} on heartbeat expiration" if dead else
+                  f"member {m.member_id} did not rejoin generation {group.generation} in time")
+        return out + self.rules.remove_member(group, m, "expiry", detail, update_group=False,
+                                              reason="session timeout" if dead else "rebalance timeout")
 
     @staticmethod
     def _within_a_session_of_the_last_join(group: Group, member: Member) -> bool:
@@ -278,108 +354,100 @@ class BrokerObserver:
         since = rb.not_before if rb is not None else None
         if since is None or since < 0:
             return False
-        if self._records_only and group.members:
+        if self.records_only and group.members:
             last = max((o.commit_timestamp for o in group.offsets.values() if o.commit_timestamp <= group.clock),
                        default=None)
             if last is not None:
                 since = max(since, last - min(m.session_timeout_ms for m in group.members.values()) // 3)
         return group.clock - since < group.max_rebalance_timeout_ms()
 
-    def _late_generation_record(self, group: Group, e: dict) -> None:
+    def _late_generation_record(self, group: Group, e: dict) -> Output:
         """The leader's SyncGroup of a generation the model went past before hearing of it (another client's
         report of a later round arrived first): the generation was real, so it gets its line in the history,
         marked late; the group's state stays where it is."""
         assignment = {m: sorted(map(list, parts)) for m, parts in e["assignments"].items()}
         members = [group.members.get(m) for m in assignment]
-        ts = _ts(e, group)
-        self._emit(group.group_id, "rebalance", ts, generation=e["generation"],
-                   protocol_type=group.protocol_type, protocol=e.get("protocol_name") or group.protocol_name,
-                   rebalance_protocol="cooperative" if self._is_cooperative(group.protocol_name) else "eager",
-                   leader=e["member_id"],
-                   members=[{"member_id": mid, "group_instance_id": m.group_instance_id if m else None,
-                             "client_id": m.client_id if m else _client_id(mid),
-                             "client_host": m.client_host if m else ""} for mid, m in zip(assignment, members)],
-                   assignment=assignment, trigger="unknown", trigger_detail="reported after a later generation",
-                   started_ts=None, join_completed_ts=ts, completed_ts=ts, duration_ms=None, partitions_moved=None,
-                   max_partition_unavailable_ms=None, unknown_topics=[], late=True)   # figures: unknown
         group.recorded_generation = e["generation"]
+        return outputs.late_rebalance(
+            group.group_id, _ts(e, group), e["generation"], group.protocol_type,
+            e.get("protocol_name") or group.protocol_name,
+            "cooperative" if is_cooperative(group.protocol_name) else "eager", e["member_id"],
+            [outputs.rebalance_member(mid, m.group_instance_id if m else None, m.client_id if m else _client_id(mid),
+                                      m.client_host if m else "") for mid, m in zip(assignment, members)],
+            assignment)
 
     # --- LeaveGroup ----------------------------------------------------------------------------------------
-    def _observe_gone(self, group: Group, e: dict) -> bool:
+    def _observe_gone(self, group: Group, e: dict) -> Outputs | None:
         """Following ``__consumer_offsets`` (records only), a leave is the feed saying a member is gone, not a
         request: one silent for its whole session when it went was expired, as far as anyone can tell."""
         member = group.members.get(e["member_id"])
         if member is None or _ts(e, group) - member.last_heartbeat_ts < member.session_timeout_ms:
-            return False                      # Kafka's rules for a LeaveGroup
-        self._remove_member(group, member, "expiry", f"removing member {member.member_id} on heartbeat expiration",
-                            reason="session timeout")
-        return True
+            return None                       # Kafka's rules for a LeaveGroup
+        return self.rules.remove_member(group, member, "expiry", f"removing member {member.member_id} on heartbeat "
+                                        f"expiration", reason="session timeout")
 
     # --- OffsetCommit ---------------------------------------------------------------------------------------
-    def _observe_commit(self, group: Group | None, e: dict) -> bool:
+    def _observe_commit(self, group: Group | None, e: dict) -> Outputs:
         if group is None:
-            group = self._new_group(e)
-            self._keep(group)
+            group = self.rules.create_group(e)
         member = group.members.get(e["member_id"])
         if member is not None and not member.awaiting_join:
-            self._extend_session(group, member)
+            self.rules.extend_session(group, member)
         ts = _ts(e, group)
+        out: Outputs = []
         if e["member_id"] and e["generation"] >= 0 and not _is_empty(group):
             # (In a group without members a commit proves a generation the model cannot enter: nobody to put in it.
             # The members' own reports will open it.)
-            self._note_answer(group, e["generation"], ts)
+            out += self._note_answer(group, e["generation"], ts)
         fresh = [o for o in e["offsets"] if (current := group.offsets.get((o["topic"], o["partition"]))) is None
                  or current.commit_timestamp <= ts]   # an older commit arriving late changes nothing
-        self._store_offsets(group, fresh, e["retention_ms"], ts)
-        self._respond(group, e, "commit_response", "NONE",
-                      partitions=[[o["topic"], o["partition"], "NONE"] for o in e["offsets"]])
-        return True
+        out += O.store(group.offsets, group.group_id, fresh, ts, e["retention_ms"], now=group.clock)
+        out.append(outputs.commit_response(e, group.clock, "NONE",
+                                           [[o["topic"], o["partition"], "NONE"] for o in e["offsets"]]))
+        return out
 
     # --- generations and members ----------------------------------------------------------------------------
     def _note_answer(self, group: Group, generation: int, ts: int, leader: str | None = None,
-                     protocol: str | None = None, reopen: bool = False) -> None:
+                     protocol: str | None = None, reopen: bool = False) -> Outputs:
         """The broker answered in ``generation``: move there if the model is behind, or whatever the model's number
         if the answer reopens a group the model saw empty."""
+        out: Outputs = []
         if reopen or generation > group.generation or (generation == group.generation and group.generation_ts < 0):
-            self._enter_generation(group, generation, ts, protocol)   # (some brokers number the first 0)
+            out = self._enter_generation(group, generation, ts, protocol)   # (some brokers number the first 0)
         if generation == group.generation:
             group.generation_ts = min(group.generation_ts, ts) if group.generation_ts >= 0 else ts
             if leader is not None and leader in group.members:
                 group.leader_id = leader
+        return out
 
-    def _enter_generation(self, group: Group, generation: int, ts: int, protocol: str | None) -> None:
+    def _enter_generation(self, group: Group, generation: int, ts: int, protocol: str | None) -> Outputs:
         """The broker completed a join round the model did not see complete: end it here, keeping every member
         (the leader's SyncGroup will say who is in it). Callers admit the answering member first."""
+        out: Outputs = []
         if group.is_(S.COMPLETING_REBALANCE):
-            self._release_deferred(group)     # the previous generation's leader was never heard from
-        if not group.members or group.group_id not in self.groups:
-            return                            # what waited emptied the group: nobody is left to be in it
+            out += self.release_deferred(group)     # the previous generation's leader was never heard from
+        if not group.members or group.group_id not in self.rules.groups:
+            return out                              # what waited emptied the group: nobody is left to be in it
         if not group.is_(S.PREPARING_REBALANCE):
-            self._prepare_rebalance(group, REJOIN, f"the broker opened generation {generation}")
+            out += self.rules.prepare_rebalance(group, REJOIN, f"the broker opened generation {generation}")
         group.join_deadline = None
         group.initial_delay_remaining_ms = None
         group.generation, group.generation_ts = generation, ts
-        group.protocol_name = protocol or self._observed_protocol(group)
-        self._state_change(group, S.COMPLETING_REBALANCE, f"the broker completed the join of generation {generation}")
+        group.protocol_name = protocol or _observed_protocol(group)
+        out.append(self.rules.change_state(group, S.COMPLETING_REBALANCE,
+                                           f"the broker completed the join of generation {generation}"))
         if group.rebalance is not None:
             group.rebalance.join_completed_ts = group.clock
         group.pending_sync = list(group.members)
-        group.sync_deadline = group.clock + group.max_rebalance_timeout_ms()
-        self._arm(group, self._SYNC, "", group.sync_deadline)
+        self.rules.set_sync_deadline(group, group.clock + group.max_rebalance_timeout_ms())
         for m in group.members.values():
             # A newcomer stays new until the leader's assignment names it: its JoinGroup may have reached the
             # broker after this join completed (_complete_observed_round).
             if m.awaiting_join:   # known to be in the round: the broker restarted its session on completing it
                 m.awaiting_join = False
-                self._join_response(group, m)
-                self._schedule_session(group, m)
-
-    @staticmethod
-    def _observed_protocol(group: Group) -> str | None:
-        candidates = group.candidate_protocols()
-        if group.protocol_name in candidates or not candidates:
-            return group.protocol_name
-        return group.select_protocol()
+                out.append(group.join_answer(m))
+                self.rules.schedule_session(group, m)
+        return out
 
     @staticmethod
     def _reopens(group: Group, ts: int) -> bool:
@@ -390,16 +458,15 @@ class BrokerObserver:
         generation (made by a commit reported before its member's join) takes any."""
         return _is_empty(group) and (ts >= group.state_timestamp or group.generation_ts < 0)
 
-    def _admit(self, group: Group, member: Member, detail: str, ts: int) -> None:
+    def _admit(self, group: Group, member: Member, detail: str, ts: int) -> Outputs:
         """A member the broker let in, whose round may already be over in the model."""
         group.add(member)
-        self._schedule_session(group, member)
-        self._emit(group.group_id, "member_joined", group.clock, member_id=member.member_id,
-                   group_instance_id=member.group_instance_id, client_id=member.client_id,
-                   client_host=member.client_host, protocols=member.protocol_names())
-        self._note_cause(group, "join", detail, ts)
+        self.rules.schedule_session(group, member)
+        joined = group.member_joined(member)
+        note_cause(group, "join", detail, ts)
+        return [joined]
 
-    def _stand_in(self, group: Group, member_id: str, e: dict | None) -> Member:
+    def _stand_in(self, group: Group, member_id: str, e: dict | None) -> tuple[Member, Outputs]:
         """A member named by the broker before its own join reached the feed: admitted with what is known (the
         leader's timeouts and protocol, the client id from Kafka's ``clientId-uuid`` member ids); its join fills
         in the rest."""
@@ -408,12 +475,11 @@ class BrokerObserver:
         topics = list(like.protocol(name).topics) if like is not None and like.protocol(name) else []
         member = Member(member_id, (e or {}).get("group_instance_id"), _client_id(member_id), "",
                         like.session_timeout_ms if like else 10_000, like.rebalance_timeout_ms if like else 10_000,
-                        group.protocol_type or "consumer", [Protocol(name, topics)])
+                        group.protocol_type or "consumer", [JoinProtocol(name, topics)])
         member.stand_in = True
-        self._admit(group, member, f"adding new member {member_id}", group.clock)
-        return member
+        return member, self._admit(group, member, f"adding new member {member_id}", group.clock)
 
-    def _refresh_member(self, group: Group, member: Member, e: dict) -> None:
+    def _refresh_member(self, group: Group, member: Member, e: dict) -> Outputs:
         """A join reported late: take the metadata it carries; the stored group record follows."""
         was_stand_in = member.stand_in
         member.stand_in = False
@@ -421,25 +487,34 @@ class BrokerObserver:
         if instance_id is not None and member.group_instance_id is None:   # a stand-in learns it is static
             member.group_instance_id = instance_id
             group.static_members[instance_id] = member.member_id
-        protocols = [Protocol.from_event(p) for p in e["protocols"]]
+        protocols = [JoinProtocol.from_event(p) for p in e["protocols"]]
         changed = (member.protocols, member.client_id, member.client_host, member.session_timeout_ms,
                    member.rebalance_timeout_ms) != (protocols, e["client_id"], e["client_host"],
                                                     e["session_timeout_ms"], e["rebalance_timeout_ms"])
         group.set_protocols(member, protocols)
         member.client_id, member.client_host = e["client_id"], e["client_host"]
         member.session_timeout_ms, member.rebalance_timeout_ms = e["session_timeout_ms"], e["rebalance_timeout_ms"]
+        out: Outputs = []
         if was_stand_in:
-            self._emit(group.group_id, "member_updated", group.clock, member_id=member.member_id,
-                       client_id=member.client_id, client_host=member.client_host,
-                       protocols=member.protocol_names())
+            out.append(outputs.member_updated(group.group_id, group.clock, member.member_id, member.client_id,
+                                              member.client_host, member.protocol_names()))
         if changed and group.is_(S.STABLE):
-            self._group_metadata_record(group)
+            out.append(group.metadata_record())
+        return out
 
-    def _note_cause(self, group: Group, trigger: str, detail: str, ts: int) -> None:
-        """A round started on a rejoin learns what really started it."""
-        rb = group.rebalance
-        if rb is not None and rb.trigger == REJOIN and trigger != REJOIN:
-            rb.trigger, rb.detail, rb.started_ts = trigger, detail, min(rb.started_ts, ts)
+
+def note_cause(group: Group, trigger: str, detail: str, ts: int) -> None:
+    """A round started on a rejoin learns what really started it (only observe mode opens rounds on a rejoin)."""
+    rb = group.rebalance
+    if rb is not None and rb.trigger == REJOIN and trigger != REJOIN:
+        rb.trigger, rb.detail, rb.started_ts = trigger, detail, min(rb.started_ts, ts)
+
+
+def _observed_protocol(group: Group) -> str | None:
+    candidates = group.candidate_protocols()
+    if group.protocol_name in candidates or not candidates:
+        return group.protocol_name
+    return group.select_protocol()
 
 
 def _is_empty(group: Group) -> bool:
@@ -454,4 +529,3 @@ def _client_id(member_id: str) -> str:
     """Kafka builds member ids as ``clientId-<uuid>``: the client id is what precedes the UUID's five groups."""
     parts = member_id.rsplit("-", 5)
     return parts[0] if len(parts) == 6 else ""
-

@@ -13,6 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
+from streaming.coordinator.outputs import (
+    OFFSET_COMMIT, OffsetCommitRecord, OffsetFetchEntry, offset_commit, offset_tombstone)
+
 Partition = tuple[str, int]
 
 
@@ -59,23 +62,29 @@ def expire_timestamp(retention_ms: int, commit_ts: int) -> int:
 
 
 def store(offsets: dict[Partition, CommittedOffset], group_id: str, requested: Iterable[Mapping], ts: int,
-          retention_ms: int) -> list[dict]:
-    """Kafka's commitOffset for the accepted partitions: each one stored, and its OffsetCommit record."""
+          retention_ms: int, now: int | None = None) -> list[OffsetCommitRecord]:
+    """Kafka's commitOffset for the accepted partitions: each one stored at ``ts``, and its OffsetCommit record
+    (written at ``now``, the group's clock, when that is past the commit: observe mode stores a commit at the time
+    its client made it)."""
     expire = expire_timestamp(retention_ms, ts)
-    out = []
+    written = ts if now is None else now
+    records = []
     for o in requested:
         offsets[(o["topic"], o["partition"])] = CommittedOffset(o["offset"], o["leader_epoch"], o["metadata"], ts,
                                                                 expire)
-        out.append({"type": "offset_commit", "group_id": group_id, "ts": ts, "topic": o["topic"],
-                    "partition": o["partition"], "offset": o["offset"], "leader_epoch": o["leader_epoch"],
-                    "metadata": o["metadata"], "commit_timestamp": ts, "expire_timestamp": expire,
-                    "tombstone": False})
-    return out
+        records.append(offset_commit(group_id, written, o["topic"], o["partition"], o["offset"], o["leader_epoch"],
+                                     o["metadata"], ts, expire))
+    return records
 
 
-def tombstone(group_id: str, ts: int, tp: Partition, reason: str) -> dict:
-    return {"type": "offset_commit", "group_id": group_id, "ts": ts, "topic": tp[0], "partition": tp[1],
-            "tombstone": True, "reason": reason}
+def tombstone(group_id: str, ts: int, tp: Partition, reason: str) -> OffsetCommitRecord:
+    return offset_tombstone(group_id, ts, tp[0], tp[1], reason)
+
+
+def fetch(offsets: Mapping[Partition, CommittedOffset]) -> dict[Partition, OffsetFetchEntry]:
+    """OffsetFetch (as the admin client asks it): the committed offsets, by partition."""
+    return {tp: {"offset": o.offset, "leader_epoch": o.leader_epoch, "metadata": o.metadata}
+            for tp, o in sorted(offsets.items())}
 
 
 def expiry_time(o: CommittedOffset, base_ts: int, retention_ms: int) -> int:
@@ -103,7 +112,7 @@ def latest(records: Iterable[Mapping]) -> dict[str, dict[Partition, CommittedOff
     """The ``offset_commit`` records' last word per group and partition (None: a tombstone), in log order."""
     out: dict[str, dict[Partition, CommittedOffset | None]] = {}
     for r in records:
-        if r.get("type") == "offset_commit":
+        if r.get("type") == OFFSET_COMMIT:
             out.setdefault(r["group_id"], {})[(r["topic"], int(r["partition"]))] = \
                 None if r.get("tombstone") else from_record(r)
     return out

@@ -65,9 +65,3 @@ def window_end(loaded_ts: int, timeouts: list[tuple[int, int]], default_ms: int)
     timeouts; ``default_ms`` for a group without members)."""
     return loaded_ts + max((s + r for s, r in timeouts), default=default_ms)
 
-
-def gap_fields(r: Restored, request: dict, reason: str, follows: bool, epoch_field: str = "generation") -> dict:
-    """A ``restore_gap`` output's fields: ``epoch_field`` names what the store held (``generation``, or
-    ``group_epoch`` for a consumer-protocol group) as ``restored_<epoch_field>``."""
-    return {f"restored_{epoch_field}": r.generation, "loaded_ts": r.loaded_ts, "request": request.get("type"),
-            "member_id": request.get("member_id"), "reason": reason, "follows": follows}

@@ -40,14 +40,15 @@ import heapq
 from dataclasses import dataclass, field, fields
 from typing import Iterable, Mapping
 
+from streaming.coordinator import outputs
 from streaming.coordinator.config import CoordinatorConfig
 from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator, is_consumer_state
 from streaming.coordinator.coordinator import GroupCoordinator
 from streaming.coordinator.events import parse_event
+from streaming.coordinator.outputs import Outputs
 from streaming.coordinator.state import GroupState
 
 CLASSIC, CONSUMER = "classic", "consumer"
-_MEMBER_REQUESTS = {"sync": {"generation": -1, "assignment": []}, "heartbeat": {}, "leave": {}}
 # The broker's offsets settings: both models keep committed offsets (Kafka's one OffsetMetadataManager).
 SHARED_FIELDS = ("offsets_retention_minutes", "offsets_retention_check_interval_ms", "offset_metadata_max_bytes")
 _SHARED = set(SHARED_FIELDS) | {name.replace("_", ".") for name in SHARED_FIELDS}
@@ -116,14 +117,14 @@ class GroupModel:
     def next_deadline(self) -> int | None:
         return None if self.model is None else self.model.next_deadline()
 
-    def advance(self, now_ms: int) -> list[dict]:
+    def advance(self, now_ms: int) -> Outputs:
         return [] if self.model is None else self.model.advance(now_ms)
 
-    def announcements(self) -> list[dict]:
+    def announcements(self) -> Outputs:
         """``group_restored`` for a group rebuilt from the store, in its first step (``restored.py``)."""
         return [] if self.model is None else self.model.announcements()
 
-    def handle(self, event: dict) -> list[dict]:
+    def handle(self, event: dict) -> Outputs:
         kind = event["type"]
         if self.model is None:
             if kind == "topic_metadata" and not event.get("group_id") and self.topics is not None:
@@ -144,17 +145,14 @@ class GroupModel:
             else GroupCoordinator(self.configs.classic)
 
     @staticmethod
-    def _switch(e: dict, frm: str, to: str, reason: str) -> dict:
-        return {"type": "protocol_switch", "group_id": e["group_id"], "ts": e.get("ts") or 0, "from": frm, "to": to,
-                "reason": reason}
+    def _switch(e: dict, frm: str, to: str, reason: str) -> outputs.ProtocolSwitch:
+        return outputs.protocol_switch(e["group_id"], e.get("ts") or 0, frm, to, reason)
 
     @staticmethod
-    def _unsupported(e: dict, protocol: str, error: str, reason: str) -> dict:
-        return {"type": "protocol_conversion_unsupported", "group_id": e["group_id"], "ts": e.get("ts") or 0,
-                "group_protocol": protocol, "request": e["type"], "member_id": e.get("member_id", ""),
-                "error": error, "reason": reason}
+    def _unsupported(e: dict, protocol: str, error: str, reason: str) -> outputs.ProtocolConversionUnsupported:
+        return outputs.protocol_conversion_unsupported(e, e.get("ts") or 0, protocol, error, reason)
 
-    def _consumer_request_to_classic(self, e: dict) -> list[dict]:
+    def _consumer_request_to_classic(self, e: dict) -> Outputs:
         """Kafka's consumerGroupHeartbeat -> getOrMaybeCreateConsumerGroup for a group the classic model holds."""
         classic: GroupCoordinator = self.model
         gid, ts = e["group_id"], e.get("ts")
@@ -174,16 +172,13 @@ class GroupModel:
             out.append(self._switch(e, CLASSIC, CONSUMER, "an Empty classic group is replaced by a consumer group "
                                                           "when a ConsumerGroupHeartbeat joins it"))
             if group.generation > 0:              # offsets-only groups never had group metadata written
-                out.append({"type": "group_metadata", "group_id": gid, "ts": ts or 0, "tombstone": True})
+                out.append(outputs.group_metadata_tombstone(gid, ts or 0))
             answer = consumer.handle(e)
             consumer.adopt_offsets(gid, group.offsets)
             self.model = consumer
             return out + answer
         message = f"Group {gid} is not a consumer group."   # Kafka 4.0's words
-        answer = {"type": "consumer_heartbeat_response", "group_id": gid, "ts": ts or 0, "member_id": e["member_id"],
-                  "instance_id": e.get("instance_id"), "error": "GROUP_ID_NOT_FOUND", "error_message": message,
-                  "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
-        out.append(answer)
+        out.append(outputs.consumer_heartbeat_response(e, ts or 0, "GROUP_ID_NOT_FOUND", message))
         if create and self.configs.consumer.upgrade_enabled and group.protocol_type == "consumer":
             out.append(self._unsupported(e, CLASSIC, "GROUP_ID_NOT_FOUND", (
                 f"Kafka would upgrade the {group.state.value} classic group to a consumer group online "
@@ -192,7 +187,7 @@ class GroupModel:
                 "policy forbids the upgrade")))
         return out
 
-    def _classic_request_to_consumer(self, e: dict) -> list[dict]:
+    def _classic_request_to_consumer(self, e: dict) -> Outputs:
         """Kafka's classicGroupJoin / Sync / Heartbeat / Leave for a group the consumer model holds."""
         consumer: ConsumerGroupCoordinator = self.model
         gid, ts, kind = e["group_id"], e.get("ts"), e["type"]
@@ -217,9 +212,7 @@ class GroupModel:
                 classic.adopt_offsets(gid, offsets)
                 self.model = classic
                 return out + answer
-            out.append({"type": "join_response", "group_id": gid, "ts": ts or 0, "member_id": e["member_id"],
-                        "group_instance_id": e.get("group_instance_id"), "error": "INCONSISTENT_GROUP_PROTOCOL",
-                        "generation": -1})
+            out.append(outputs.request_refused(e, ts or 0, "INCONSISTENT_GROUP_PROTOCOL"))
             out.append(self._unsupported(e, CONSUMER, "INCONSISTENT_GROUP_PROTOCOL", (
                 "Kafka would take the member into the consumer group as a member of the classic protocol; the tracker "
                 "models no group with members of both protocols")))
@@ -227,9 +220,7 @@ class GroupModel:
         if kind == "commit":
             return out + consumer.handle(e)
         # Kafka: the member is unknown or does not use the classic protocol (no member here does).
-        return out + [{"type": f"{kind}_response", "group_id": gid, "ts": ts or 0, "member_id": e.get("member_id", ""),
-                       "group_instance_id": e.get("group_instance_id"), "error": "UNKNOWN_MEMBER_ID",
-                       **_MEMBER_REQUESTS[kind]}]
+        return out + [outputs.request_refused(e, ts or 0, "UNKNOWN_MEMBER_ID")]
 
     def _classic_seeded(self, consumer: ConsumerGroupCoordinator, group_id: str) -> GroupCoordinator:
         classic = self._new(CLASSIC)
@@ -297,7 +288,7 @@ class GroupModels:
         for gid in models:
             self._schedule(gid)
 
-    def handle(self, event: dict) -> list[dict]:
+    def handle(self, event: dict) -> Outputs:
         gid = event.get("group_id")
         if event["type"] == "topic_metadata" and not gid:
             return self._broadcast(event)
@@ -310,7 +301,7 @@ class GroupModels:
         self._schedule(gid)
         return out
 
-    def advance(self, now_ms: int) -> list[dict]:
+    def advance(self, now_ms: int) -> Outputs:
         """Every group's timers due at or before ``now_ms``; the groups' outputs merged in time order (each group's
         own order kept, ties in group id order)."""
         due: list[str] = []
@@ -325,7 +316,7 @@ class GroupModels:
             self._schedule(gid)
         return list(heapq.merge(*outs, key=_ts))
 
-    def _broadcast(self, event: dict) -> list[dict]:
+    def _broadcast(self, event: dict) -> Outputs:
         self.topics.apply(event)
         outs = []
         for gid in sorted(self._models):
@@ -344,14 +335,14 @@ class GroupModels:
             heapq.heappush(self._due, (deadline, gid))
 
 
-def run_feed(events: Iterable[dict], configs: Configs | None = None) -> tuple[list[dict], int]:
+def run_feed(events: Iterable[dict], configs: Configs | None = None) -> tuple[Outputs, int]:
     """A recorded feed through fresh ``GroupModels``, in feed order: (outputs, events rejected as invalid).
 
     Before each event every group's timers due before it fire (the job fires them as its watermark or clock
     passes), so the outputs stay in time order across groups; at the end those due at the last event's time fire
     too, so a session that expired exactly then is not lost."""
     models = GroupModels(configs)
-    outputs: list[dict] = []
+    out: Outputs = []
     rejected = 0
     last_ts: int | None = None
     for raw in events:
@@ -361,9 +352,9 @@ def run_feed(events: Iterable[dict], configs: Configs | None = None) -> tuple[li
             continue
         ts = event.get("ts")
         if ts is not None:
-            outputs.extend(models.advance(ts - 1))
+            out.extend(models.advance(ts - 1))
             last_ts = ts if last_ts is None else max(last_ts, ts)
-        outputs.extend(models.handle(event))
+        out.extend(models.handle(event))
     if last_ts is not None:
-        outputs.extend(models.advance(last_ts))
-    return outputs, rejected
+        out.extend(models.advance(last_ts))
+    return out, rejected

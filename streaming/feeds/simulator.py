@@ -34,6 +34,9 @@ from typing import Callable
 
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
 from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
+from streaming.coordinator.outputs import (
+    COMMIT_RESPONSE, CONSUMER_HEARTBEAT_RESPONSE, HEARTBEAT_RESPONSE, JOIN_RESPONSE, MEMBER_JOINED, MEMBER_REPLACED,
+    SYNC_RESPONSE)
 
 EAGER_PROTOCOLS = ("range", "roundrobin", "sticky")
 # What a Kafka 4.x broker accepts with its defaults (group.consumer.min/max.session.timeout.ms and
@@ -435,6 +438,15 @@ class Simulator:
     def _crash(self, client: Client) -> None:
         client.phase = "gone"          # heartbeats simply stop; the session timeout will notice
         client.epoch += 1
+        self._forget(client)
+
+    def _forget(self, client: Client) -> None:
+        """A consumer gone for good (crashed, closed, fenced): nothing will look it up again. A live feed makes
+        hundreds of them a minute; kept, they grew the simulator without bound (~1 MB a minute for 300 groups) and
+        slowed every look-up that scans the clients. (A static member that bounces comes back: not forgotten.)"""
+        self.clients.pop(client.name, None)
+        for key in [key for key, held in self.by_member.items() if held is client]:
+            del self.by_member[key]
 
     def _leave(self, client: Client) -> None:
         if client.consumer:
@@ -444,12 +456,14 @@ class Simulator:
                 self._consumer_heartbeat(client, -1 if client.instance_id is None else -2)
             client.phase = "gone"
             client.epoch += 1
+            self._forget(client)
             return
         if client.instance_id is None and client.member_id:
             self._send(type="leave", group_id=client.group_id, member_id=client.member_id,
                        group_instance_id=None, reason="the consumer is being closed")
         client.phase = "gone"          # static members do not send LeaveGroup on close (KIP-345)
         client.epoch += 1
+        self._forget(client)
 
     def _restart_static(self, client: Client) -> None:
         """A static member bounces (e.g. a rolling deploy): gone for a while, back with a new member id."""
@@ -471,27 +485,28 @@ class Simulator:
         for o in outputs:
             kind = o["type"]
             client = self.by_member.get((o["group_id"], o.get("member_id", "")))
-            if kind in ("member_joined", "member_replaced") and client is None:
+            if kind in (MEMBER_JOINED, MEMBER_REPLACED) and client is None:
                 client = self._pending_static(o)
                 if client is not None:
                     client.member_id = o["member_id"]
                     self.by_member[(o["group_id"], client.member_id)] = client
-            if kind == "join_response":
+            if kind == JOIN_RESPONSE:
                 self._on_join_response(o)
             elif client is None or client.phase == "gone":
                 continue
-            elif kind == "consumer_heartbeat_response":
+            elif kind == CONSUMER_HEARTBEAT_RESPONSE:
                 self._on_consumer_response(client, o)
-            elif client.consumer and kind == "commit_response":
+            elif client.consumer and kind == COMMIT_RESPONSE:
                 self._on_consumer_commit(client, o)
-            elif kind == "sync_response":
+            elif kind == SYNC_RESPONSE:
                 self._on_sync_response(client, o)
-            elif kind == "heartbeat_response" and o["error"] == "REBALANCE_IN_PROGRESS":
+            elif kind == HEARTBEAT_RESPONSE and o["error"] == "REBALANCE_IN_PROGRESS":
                 self._rejoin(client)
-            elif kind in ("heartbeat_response", "commit_response") and o["error"] in (
+            elif kind in (HEARTBEAT_RESPONSE, COMMIT_RESPONSE) and o["error"] in (
                     "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_INSTANCE_ID"):
                 if o["error"] == "FENCED_INSTANCE_ID":
                     client.phase = "gone"
+                    self._forget(client)
                 else:
                     self._start_client(client)
 
@@ -517,7 +532,9 @@ class Simulator:
             return
         if error != "NONE":
             if error in ("UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID"):
-                client.phase = "gone" if error == "FENCED_INSTANCE_ID" else client.phase
+                if error == "FENCED_INSTANCE_ID":
+                    client.phase = "gone"
+                    self._forget(client)
                 if error == "UNKNOWN_MEMBER_ID":
                     self._start_client(client)
             return

@@ -22,6 +22,7 @@ from streaming.coordinator.events import parse_event
 from streaming.dead_letters import dead_letter, step_failure_letters
 from streaming.gc_pause import gc_paused
 from streaming.spark.group_step import StepResult, step_group
+from streaming.spark.memory_probe import probe
 from streaming.spark.options import STATE_KEYS, JobOptions
 from streaming.spark.restore import RESTORE_TOPIC, RESTORE_TYPE, decode_restore
 from streaming.spark.stage_times import timed
@@ -85,6 +86,7 @@ def parse_rows(batches: Iterator[pd.DataFrame], max_ahead_ms: int = JobOptions.m
     """Validate raw Kafka rows. Bad rows are kept, with their reason, for the dead-letter sink. With
     ``coordinator_partitions``, rows are keyed by the group's __consumer_offsets partition (PARTITION_KEYED_SCHEMA)."""
     for pdf in batches:
+        probe("parse")
         with timed(stage_times, "parse/validate", len(pdf)), gc_paused():
             frame = _parse_frame(pdf, max_ahead_ms)
             if coordinator_partitions is not None:
@@ -215,6 +217,7 @@ def make_state_function(options: JobOptions):
     by_partition = options.state_key == "coordinator-partition"
 
     def on_key(key, batches: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
+        probe("stateful")
         with timed(options.stage_times, "stateful") as tally, gc_paused():
             # Feed order (Kafka partition, then offset) is the order the coordinator would have seen the requests in.
             runs = sorted((_unpack_run(run) for pdf in batches for run in pdf["run"].tolist()), key=_feed_position)

@@ -33,6 +33,7 @@ from streaming.kafka_client.log_end import log_end_offsets
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from streaming.gc_pause import gc_paused
+from streaming.spark.memory_probe import probe
 
 FORMAT = "kafka-python"
 SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
@@ -309,6 +310,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # ------------------------------------------------------------------ executor side: reading records
     def read(self, partition: KafkaRange | KafkaRanges) -> Iterator:
         """Yield Arrow record batches (one per poll): far cheaper than a Python tuple per record."""
+        probe("read")
         if isinstance(partition, KafkaRanges):
             for one in partition.ranges:
                 yield from self.read(one)

@@ -47,6 +47,18 @@ LOCAL_DEFAULTS: dict[str, str] = {
     # State for applyInPandasWithState is small per group; the default RocksDB-less provider is fine.
     "spark.sql.streaming.stateStore.providerClass":
         "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+    # A long-running job's JVM: Spark keeps the last 1,000 jobs, stages and SQL executions for its UI and status
+    # API even with the UI off, and a micro-batch a second adds ~1.5 of each: the live heap grew for the first
+    # ~15 minutes (67 -> ~110 MB and on). 100 is the last minute or two.
+    "spark.ui.retainedJobs": "100",
+    "spark.ui.retainedStages": "100",
+    "spark.sql.ui.retainedExecutions": "100",
+    # What micro-batches leave on the heap for longer than a few young collections (~5 MB a minute: the retained
+    # batches above, accumulators only weakly held) is promoted and piles up in the old generation until it is
+    # full -- half an hour and more with the default heap, the JVM's resident memory climbing all the while. A full
+    # collection every 2 minutes (Spark's ContextCleaner, which also frees what those weak references held; ~0.2 s
+    # here) keeps the old generation at its live set plus 2 minutes of that.
+    "spark.cleaner.periodicGC.interval": "2min",
 }
 
 

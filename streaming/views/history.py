@@ -25,6 +25,9 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 from streaming.coordinator.figures import max_known, spans_of, sum_known
+from streaming.coordinator.outputs import (
+    ASSIGNMENT, GROUP_METADATA, MEMBER_EXPIRED, MEMBER_JOINED, MEMBER_LEFT, MEMBER_REPLACED, REBALANCE, STATE_CHANGE,
+    TARGET_ASSIGNMENT)
 
 Partition = tuple[str, int]
 
@@ -340,7 +343,7 @@ class HistoryBuilder:
         lane = self._lane(h, o["member_id"], o.get("group_instance_id"), o.get("client_id"))
         self._close(lane, ts)
         h.departures.append(Departure(lane.key, o["member_id"], ts,
-                                      "left" if o["type"] == "member_left" else "expired",
+                                      "left" if o["type"] == MEMBER_LEFT else "expired",
                                       o.get("reason") or "", o.get("last_heartbeat_ts"), o.get("generation")))
 
     def _member_replaced(self, h: GroupHistory, o: dict, ts: int) -> None:
@@ -426,7 +429,7 @@ class HistoryBuilder:
         lane = self._consumer_lane(h, o["member_id"], o.get("instance_id"), o.get("client_id"))
         self._close(lane, ts)
         temporary = bool(o.get("temporary"))
-        kind = "left" if o["type"] == "member_left" else "expired"
+        kind = "left" if o["type"] == MEMBER_LEFT else "expired"
         h.departures.append(Departure(lane.key, o["member_id"], ts, kind,
                                       o.get("reason") or "", o.get("last_heartbeat_ts"), fold.group_epoch))
         if temporary:
@@ -555,15 +558,15 @@ class _ConsumerFold:
 
 
 _HANDLERS = {
-    "member_joined": HistoryBuilder._member_joined,
-    "member_left": HistoryBuilder._member_gone,
-    "member_expired": HistoryBuilder._member_gone,
-    "member_replaced": HistoryBuilder._member_replaced,
-    "state_change": HistoryBuilder._state_change,
-    "rebalance": HistoryBuilder._rebalance,
-    "group_metadata": HistoryBuilder._group_metadata,
-    "assignment": HistoryBuilder._assignment,
-    "target_assignment": HistoryBuilder._target_assignment,
+    MEMBER_JOINED: HistoryBuilder._member_joined,
+    MEMBER_LEFT: HistoryBuilder._member_gone,
+    MEMBER_EXPIRED: HistoryBuilder._member_gone,
+    MEMBER_REPLACED: HistoryBuilder._member_replaced,
+    STATE_CHANGE: HistoryBuilder._state_change,
+    REBALANCE: HistoryBuilder._rebalance,
+    GROUP_METADATA: HistoryBuilder._group_metadata,
+    ASSIGNMENT: HistoryBuilder._assignment,
+    TARGET_ASSIGNMENT: HistoryBuilder._target_assignment,
     **{kind: HistoryBuilder._consumer_record for kind in ("consumer_group_metadata", "consumer_group_partition_metadata",
                                                           "consumer_group_member_metadata",
                                                           "consumer_group_regular_expression")},

@@ -12,6 +12,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from streaming.coordinator.outputs import (
+    ASSIGNMENT, DEAD_LETTER, GROUP_METADATA, GROUP_RESTORED, MEMBER_EXPIRED, MEMBER_JOINED, MEMBER_LEFT,
+    MEMBER_REPLACED, OFFSET_COMMIT, PROTOCOL_SWITCH, REBALANCE, RESTORE_GAP, STATE_CHANGE, TARGET_ASSIGNMENT)
 from streaming.dead_letters import is_step_failure
 from streaming.views import terminal
 
@@ -101,7 +104,7 @@ class LiveView:
 
     def _apply(self, o: dict) -> None:
         kind, gid = o.get("type"), o.get("group_id") or ""
-        if kind == "dead_letter":
+        if kind == DEAD_LETTER:
             self.dead_letters += 1
             if not is_step_failure(o):
                 self._note(f"dead letter ({o.get('reason')})", o.get("ts"))
@@ -109,7 +112,7 @@ class LiveView:
         if not gid:
             return
         g = self._group(gid)
-        if kind == "group_restored":
+        if kind == GROUP_RESTORED:
             self.restored += 1
             g.consumer = "group_epoch" in o
             g.state, g.generation = o["state"], int(o.get("group_epoch", o.get("generation", 0)))
@@ -120,31 +123,31 @@ class LiveView:
                 g.member_states = {m: (g.generation, "STABLE") for m in o.get("members") or []}
             g.restored_committed = int(o.get("committed_partitions") or 0)
             return
-        if kind == "restore_gap":
+        if kind == RESTORE_GAP:
             self.restore_gaps += 1
             self._note(f"{gid}: the store did not hold all (restore gap): {o.get('reason')}")
             return
-        if kind == "protocol_switch":   # an Empty group replaced by one of the other protocol: start afresh
+        if kind == PROTOCOL_SWITCH:   # an Empty group replaced by one of the other protocol: start afresh
             # ... but with its committed offsets, which Kafka keeps for the new group (and so does the tracker).
             self.groups[gid] = GroupView(gid, consumer=o.get("to") == "consumer", committed=g.committed)
             self._note(f"{gid}: now a {o.get('to')}-protocol group", o.get("ts"))
             return
         # Which protocol the group speaks, from the output itself (a group may switch when Empty).
-        if "group_epoch" in o or "member_epoch" in o or "instance_id" in o or kind == "target_assignment":
+        if "group_epoch" in o or "member_epoch" in o or "instance_id" in o or kind == TARGET_ASSIGNMENT:
             g.consumer = True
         elif "generation" in o:
             g.consumer = False
-        if kind == "state_change":
+        if kind == STATE_CHANGE:
             g.state = o.get("to") or o.get("state") or g.state
             if o.get("generation") is not None:
                 g.generation = int(o["generation"])
             elif o.get("group_epoch") is not None:
                 g.generation = int(o["group_epoch"])
                 g.assignment_epoch = int(o.get("assignment_epoch") or g.assignment_epoch)
-        elif g.consumer and kind in ("assignment", "target_assignment", "member_joined", "member_left",
-                                     "member_replaced") or (g.consumer and kind == "rebalance"):
+        elif g.consumer and kind in (ASSIGNMENT, TARGET_ASSIGNMENT, MEMBER_JOINED, MEMBER_LEFT,
+                                     MEMBER_REPLACED) or (g.consumer and kind == REBALANCE):
             self._consumer(g, kind, o)
-        elif kind == "rebalance":
+        elif kind == REBALANCE:
             g.rebalances += 1
             g.generation = int(o.get("generation", g.generation))
             g.protocol = o.get("protocol") or ""
@@ -158,38 +161,38 @@ class LiveView:
             g.last_moved = len(moved) if isinstance(moved, list) else moved
             self._note(f"{gid}: generation {g.generation} ({g.last_trigger}), {_members(g.members)}",
                        g.last_rebalance_ts)
-        elif kind == "member_expired":
+        elif kind == MEMBER_EXPIRED:
             g.expired += 1
             g.member_states.pop(o.get("member_id"), None)
             if g.consumer:
                 g.members = len(g.member_states)
             self._note(f"{gid}: member {o.get('member_id')} expired", o.get("ts"))
-        elif kind == "offset_commit":
+        elif kind == OFFSET_COMMIT:
             key = (o.get("topic"), o.get("partition"))
             if o.get("tombstone"):
                 g.committed.pop(key, None)
             else:
                 g.committed[key] = o.get("offset")
-        elif kind == "group_metadata" and o.get("tombstone"):
+        elif kind == GROUP_METADATA and o.get("tombstone"):
             g.state = "Dead"
 
     def _consumer(self, g: GroupView, kind: str, o: dict) -> None:
         """A consumer-protocol group: members and their reconciliation from the per-member outputs."""
-        if kind == "assignment":
+        if kind == ASSIGNMENT:
             g.member_states[o["member_id"]] = (int(o["member_epoch"]), o.get("state") or "STABLE")
-        elif kind == "target_assignment":
+        elif kind == TARGET_ASSIGNMENT:
             g.assignment_epoch = int(o["assignment_epoch"])
-        elif kind == "member_joined":
+        elif kind == MEMBER_JOINED:
             g.member_states.setdefault(o["member_id"], (0, "STABLE"))
-        elif kind == "member_left":
+        elif kind == MEMBER_LEFT:
             if o.get("temporary"):
                 g.member_states[o["member_id"]] = (-2, "STABLE")
             else:
                 g.member_states.pop(o["member_id"], None)
-        elif kind == "member_replaced":
+        elif kind == MEMBER_REPLACED:
             g.member_states.pop(o.get("previous_member_id"), None)
             g.member_states.setdefault(o["member_id"], (0, "STABLE"))
-        elif kind == "rebalance":
+        elif kind == REBALANCE:
             g.rebalances += 1
             g.generation = int(o.get("group_epoch", g.generation))
             g.protocol = f"consumer/{o.get('assignor') or '?'}"

@@ -35,6 +35,9 @@ from prometheus_client import (CollectorRegistry, Counter, GCCollector, Gauge, H
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 from streaming.coordinator.figures import spans_of
+from streaming.coordinator.outputs import (
+    ASSIGNMENT, DEAD_LETTER, GROUP_METADATA, GROUP_RESTORED, MEMBER_EXPIRED, MEMBER_JOINED, MEMBER_LEFT,
+    MEMBER_REPLACED, REBALANCE, RESTORE_GAP, STATE_CHANGE, TARGET_ASSIGNMENT)
 from streaming.dead_letters import is_step_failure
 
 PREFIX = "rebalance_tracker"
@@ -161,54 +164,54 @@ class Metrics:
 
     def _fold(self, o: dict) -> None:
         kind = o.get("type")
-        if kind == "dead_letter":
+        if kind == DEAD_LETTER:
             self.dead_letters.inc()
             return
         group_id = o.get("group_id")
         if not group_id:
             return
         g = self._group(group_id)
-        if "group_epoch" in o or "instance_id" in o or kind == "target_assignment":
+        if "group_epoch" in o or "instance_id" in o or kind == TARGET_ASSIGNMENT:
             g.consumer = True
-        if kind == "group_restored":
+        if kind == GROUP_RESTORED:
             self.restored.inc()
             g.state, g.generation = o["state"], o.get("generation", o.get("group_epoch", g.generation))
             g.assignment_epoch = o.get("assignment_epoch", g.assignment_epoch)
             g.members = set(o.get("members") or [])
             if g.consumer:
                 g.member_states = {m: (g.generation, "STABLE") for m in g.members}
-        elif kind == "restore_gap":
+        elif kind == RESTORE_GAP:
             self.restore_gaps.inc()
-        elif kind == "state_change":
+        elif kind == STATE_CHANGE:
             g.state = o["to"]
             g.generation = o.get("generation", o.get("group_epoch", g.generation))
             g.assignment_epoch = o.get("assignment_epoch", g.assignment_epoch)
             if g.state == "Dead":
                 g.members.clear()
-        elif kind == "assignment" and "member_epoch" in o:
+        elif kind == ASSIGNMENT and "member_epoch" in o:
             g.member_states[o["member_id"]] = (int(o["member_epoch"]), o.get("state") or "STABLE")
-        elif kind == "target_assignment":
+        elif kind == TARGET_ASSIGNMENT:
             g.assignment_epoch = int(o["assignment_epoch"])
-        elif kind == "member_left" and o.get("temporary"):
+        elif kind == MEMBER_LEFT and o.get("temporary"):
             g.member_states[o["member_id"]] = (-2, "STABLE")   # away, holding its partitions
-        elif kind == "member_joined":
+        elif kind == MEMBER_JOINED:
             g.members.add(o["member_id"])
-        elif kind in ("member_left", "member_expired"):
+        elif kind in (MEMBER_LEFT, MEMBER_EXPIRED):
             g.members.discard(o["member_id"])
             g.member_states.pop(o["member_id"], None)
-            if kind == "member_expired":
+            if kind == MEMBER_EXPIRED:
                 self.expired.labels(group_id).inc()
-        elif kind == "member_replaced":
+        elif kind == MEMBER_REPLACED:
             g.members.discard(o.get("previous_member_id"))
             g.member_states.pop(o.get("previous_member_id"), None)
             g.members.add(o["member_id"])
-        elif kind == "group_metadata":
+        elif kind == GROUP_METADATA:
             if o.get("tombstone"):
                 g.members.clear()
             else:   # the stored record is the authority on who is in the group
                 g.members = {m["member_id"] for m in o.get("members", [])}
                 g.generation = o.get("generation", g.generation)
-        elif kind == "rebalance":
+        elif kind == REBALANCE:
             self.rebalances.labels(group_id).inc()
             self.triggers.labels(group_id, o.get("trigger") or "unknown").inc()
             if o.get("partitions_moved") is not None:

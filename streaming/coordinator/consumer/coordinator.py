@@ -15,17 +15,20 @@ The broker runs that pass every ``offsets.retention.check.interval.ms`` from whe
 cannot know that phase, so, as the classic model does, it expires an offset at its exact expiry time and deletes an
 Empty group without offsets one interval after it became Empty (or was loaded).
 
-Time comes only from events' ``ts`` and ``advance``; nothing reads a clock or draws a random number.
+Time comes only from events' ``ts`` and ``advance``; nothing reads a clock or draws a random number. As in the
+classic coordinator, ``handle`` looks the event's type up in ``HANDLERS``, and every handler and every step returns
+the outputs it produced (``outputs.py`` declares them), in order.
 """
 from __future__ import annotations
 
 import json
 import zlib
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from assignors.server import PartitionAssignorError, get_server_assignor
 from streaming.coordinator import offsets as O
+from streaming.coordinator import outputs
 from streaming.coordinator.consumer import records as R
 from streaming.coordinator.consumer.config import ConsumerGroupConfig
 from streaming.coordinator.consumer.errors import HeartbeatError
@@ -38,9 +41,10 @@ from streaming.coordinator.consumer.regex import regex_error, resolve
 from streaming.coordinator.consumer.target import build_target_assignment
 from streaming.coordinator.consumer.topics import TopicImage
 from streaming.coordinator.figures import Ledger, rebalance_fields
-from streaming.coordinator.restored import Restored, gap_fields, window_end
-from streaming.coordinator.timers import Timers
 from streaming.coordinator.offsets import CommittedOffset, Partition
+from streaming.coordinator.outputs import Output, Outputs
+from streaming.coordinator.restored import Restored, window_end
+from streaming.coordinator.timers import Timers
 
 FORMAT_VERSION = 1
 # First byte of the serialised state: the classic coordinator's state starts with its format version (1), so a
@@ -111,45 +115,34 @@ class ConsumerGroupCoordinator:
         self.image = TopicImage()
         self.now = 0
         self._timers = Timers(self._timer_deadline)
-        self._out: list[dict] = []
         self._unannounced: set[str] = set()   # groups rebuilt from the store whose first step is still to come
 
     # ================================================================ public API
-    def handle(self, event: dict) -> list[dict]:
+    def handle(self, event: dict) -> Outputs:
         """Apply one validated event (``consumer_heartbeat``, ``commit``, ``topic_metadata`` or ``delete_group``).
 
         Timers due strictly before the event's ``ts`` fire first; a heartbeat arriving on its deadline wins."""
         ts = event.get("ts")
         out = self.advance(ts - 1) if ts is not None else self.announcements()
         self._tick(ts)
-        self._out = out
         kind = event["type"]
         if kind in ("consumer_heartbeat", "commit") and event.get("group_id") in self.soft:
-            self._watch_restored(event)
-        if kind == "consumer_heartbeat":
-            self._heartbeat(event)
-        elif kind == "topic_metadata":
-            self._topic_metadata(event)
-        elif kind == "commit":
-            self._commit(event)
-        elif kind == "delete_group":
-            self._delete_group(event)
-        else:
-            self._emit(event.get("group_id") or "", "ignored_event", event_type=kind,
-                       reason="not a request of the consumer group protocol")
-        self._out = []
-        return out
+            out += self._watch_restored(event)
+        handler = self.HANDLERS.get(kind)
+        if handler is None:
+            out.append(outputs.ignored_event(event.get("group_id") or "", self.now, kind,
+                                             "not a request of the consumer group protocol"))
+            return out
+        return out + handler(self, event)
 
-    def advance(self, now_ms: int) -> list[dict]:
+    def advance(self, now_ms: int) -> Outputs:
         """Fire every session and rebalance timeout (and offsets cleanup) due at or before ``now_ms``, in deadline
         order."""
-        out: list[dict] = self.announcements()
-        saved, self._out = self._out, out
+        out = self.announcements()
         for deadline, (kind, group_id, member_id) in self._timers.due(now_ms):
             self._tick(deadline)
-            self._fire(kind, group_id, member_id)
+            out += self._fire(kind, group_id, member_id)
         self._tick(now_ms)
-        self._out = saved
         return out
 
     def next_deadline(self, group_id: str | None = None) -> int | None:
@@ -165,12 +158,11 @@ class ConsumerGroupCoordinator:
     def is_blank(self) -> bool:
         return not self.groups and not self.image.by_name and not self.image.known_ids
 
-    def fetch_offsets(self, group_id: str) -> dict[Partition, dict]:
+    def fetch_offsets(self, group_id: str) -> dict[Partition, outputs.OffsetFetchEntry]:
         """OffsetFetch (as the admin client asks it): the group's committed offsets; empty for an unknown group."""
-        return {tp: {"offset": o.offset, "leader_epoch": o.leader_epoch, "metadata": o.metadata}
-                for tp, o in sorted(self.offsets.get(group_id, {}).items())}
+        return O.fetch(self.offsets.get(group_id, {}))
 
-    def describe_group(self, group_id: str) -> dict:
+    def describe_group(self, group_id: str) -> outputs.ConsumerGroupDescription:
         """ConsumerGroupDescribe: epochs, state, assignor and members with their current and target assignment."""
         group = self.groups.get(group_id)
         if group is None:
@@ -295,39 +287,38 @@ class ConsumerGroupCoordinator:
                                                     set(group.members))
             self._unannounced.add(group_id)
 
-    def announcements(self) -> list[dict]:
+    def announcements(self) -> Outputs:
         """``group_restored`` for each group rebuilt from the store not yet announced (``handle`` and ``advance``
         start with them)."""
         if not self._unannounced:
             return []
-        out = []
+        out: Outputs = []
         for group_id in sorted(self._unannounced):
             r = self.soft[group_id].restored if group_id in self.soft else None
             if r is not None and not r.announced and group_id in self.groups:
                 r.announced = True
                 group = self.groups[group_id]
-                out.append({"type": "group_restored", "group_id": group_id, "ts": r.loaded_ts,
-                            "group_epoch": group.group_epoch, "assignment_epoch": group.assignment_epoch,
-                            "state": group.state(), "members": sorted(group.members),
-                            "committed_partitions": len(self.offsets.get(group_id, {})),
-                            "topics": {n: p for n, (_, p) in sorted(group.subscription_metadata.items())}})
+                out.append(outputs.consumer_group_restored(
+                    group_id, r.loaded_ts, group.group_epoch, group.assignment_epoch, group.state(),
+                    sorted(group.members), len(self.offsets.get(group_id, {})),
+                    {n: p for n, (_, p) in sorted(group.subscription_metadata.items())}))
         self._unannounced.clear()
         return out
 
-    def _watch_restored(self, e: dict) -> None:
+    def _watch_restored(self, e: dict) -> Outputs:
         """The first sign in a restored group's feed of what the store did not hold: a ``restore_gap``, once. A
         member epoch comes only from the coordinator, so one ahead of the member's is the lost checkpoint's."""
         soft, group = self.soft[e["group_id"]], self.groups.get(e["group_id"])
         r = soft.restored
         if r is None or group is None:
-            return
+            return []
         if self.now > r.until:
             soft.restored = None
-            return
+            return []
         member_id = e.get("member_id") or ""
         epoch = e.get("member_epoch") if e["type"] == "consumer_heartbeat" else e.get("generation")
         if not member_id or epoch is None:
-            return
+            return []
         member = group.members.get(member_id)
         if member is not None and epoch > member.member_epoch:
             reason = (f"member {member_id} sends epoch {epoch}, ahead of its {member.member_epoch}: the lost "
@@ -335,9 +326,9 @@ class ConsumerGroupCoordinator:
         elif member is None and epoch > 0:
             reason = f"member {member_id} (epoch {epoch}) is not in the group the store held"
         else:
-            return
-        self._emit(e["group_id"], "restore_gap", **gap_fields(r, e, reason, False, "group_epoch"))
+            return []
         soft.restored = None
+        return [outputs.restore_gap(e["group_id"], self.now, r, e, reason, False, "group_epoch")]
 
     # ================================================================ time and timers
     def _tick(self, ts: int | None) -> None:
@@ -388,7 +379,7 @@ class ConsumerGroupCoordinator:
             soft.rebalance.pop(member_id, None)
             soft.last_heartbeat.pop(member_id, None)
 
-    def _fire(self, kind: int, group_id: str, member_id: str) -> None:
+    def _fire(self, kind: int, group_id: str, member_id: str) -> Outputs:
         group = self.groups.get(group_id)
         if kind == _RETENTION:
             return self._expire_offsets(group_id)
@@ -396,34 +387,31 @@ class ConsumerGroupCoordinator:
         if kind == _SESSION:
             self.soft[group_id].sessions.pop(member_id, None)
             if member is not None:
-                self._fence(group, [member], "session timeout", "the member session expired")
-            return
+                return self._fence(group, [member], "session timeout", "the member session expired")
+            return []
         deadline, epoch = self.soft[group_id].rebalance.pop(member_id)
         if member is not None and member.member_epoch == epoch:
-            self._fence(group, [member], "rebalance timeout",
-                        f"it failed to transition from epoch {epoch} within {member.rebalance_timeout_ms}ms")
+            return self._fence(group, [member], "rebalance timeout",
+                               f"it failed to transition from epoch {epoch} within {member.rebalance_timeout_ms}ms")
+        return []
 
     # ================================================================ outputs
-    def _emit(self, group_id: str, kind: str, **fields) -> None:
-        self._out.append({"type": kind, "group_id": group_id, "ts": self.now, **fields})
-
     def _pairs(self, a: Assignment) -> list[list]:
         return sorted([self.image.name_for(t) or t, p] for t, ps in a.items() for p in ps)
 
     def _answer(self, e: dict, error: str = "NONE", message: str | None = None, member_id: str | None = None,
-                member_epoch: int = 0, heartbeat_interval_ms: int = 0, assignment: Assignment | None = None) -> None:
+                member_epoch: int = 0, heartbeat_interval_ms: int = 0, assignment: Assignment | None = None) -> Output:
         """Kafka's ConsumerGroupHeartbeatResponse (an error answer carries only the error, as Kafka's does; the
         request's member id is repeated for the tracker's readers)."""
-        self._emit(e["group_id"], "consumer_heartbeat_response", member_id=member_id if member_id is not None
-                   else e["member_id"], instance_id=e.get("instance_id"), error=error, error_message=message,
-                   member_epoch=member_epoch, heartbeat_interval_ms=heartbeat_interval_ms,
-                   assignment=None if assignment is None else [
-                       {"topic_id": t, "topic": self.image.name_for(t), "partitions": sorted(assignment[t])}
-                       for t in sorted(assignment)])
+        return outputs.consumer_heartbeat_response(
+            e, self.now, error, message, member_id, member_epoch, heartbeat_interval_ms,
+            None if assignment is None else [
+                {"topic_id": t, "topic": self.image.name_for(t), "partitions": sorted(assignment[t])}
+                for t in sorted(assignment)])
 
     # ================================================================ applying records
     def _apply(self, group: ConsumerGroup, records: list[dict], trigger: str | None = None, detail: str = "",
-               reason: str | None = None) -> None:
+               reason: str | None = None) -> Outputs:
         """Replay ``records`` onto ``group`` (registering a new group), emit them, and what changed for a reader
         (``reason``: why the group's state changed, when it says more than the records)."""
         gid = group.group_id
@@ -433,44 +421,46 @@ class ConsumerGroupCoordinator:
         soft = self.soft[gid]
         before_state, before_epoch, before_target = group.state(), group.group_epoch, group.assignment_epoch
         before = dict(group.members)
+        out: Outputs = []
         for r in records:
             group.replay(r)
-            self._out.append({**r, "ts": self.now})
+            out.append(R.written(r, self.now))
         for r in records:
             if r["type"] == R.CURRENT_MEMBER_ASSIGNMENT and not r["tombstone"]:
-                m = group.members[r["member_id"]]
-                old = before.get(m.member_id)
-                old_parts = set(self._keys(old.assigned_partitions)) if old is not None else set()
-                new_parts = set(self._keys(m.assigned_partitions))
-                self._emit(gid, "assignment", member_id=m.member_id, instance_id=m.instance_id,
-                           member_epoch=m.member_epoch, previous_member_epoch=m.previous_member_epoch,
-                           state=m.state.name, partitions=self._pairs(m.assigned_partitions),
-                           pending_revocation=self._pairs(m.partitions_pending_revocation),
-                           added=self._named(new_parts - old_parts), revoked=self._named(old_parts - new_parts))
+                out.append(self._assignment(group.members[r["member_id"]], before.get(r["member_id"]), gid))
         if group.group_epoch > before_epoch and soft.rebalance_started is None and trigger is not None:
             soft.rebalance_started = [self.now, trigger, detail]
         if not group.deleted:
             self._follow_owners(group, before, records)
         if group.assignment_epoch != before_target and group.assignment_epoch >= 0:
-            self._emit(gid, "target_assignment", assignment_epoch=group.assignment_epoch, assignor=soft.assignor,
-                       assignment={mid: self._pairs(a) for mid, a in sorted(group.target.items())})
+            out.append(outputs.target_assignment(gid, self.now, group.assignment_epoch, soft.assignor,
+                                                 {mid: self._pairs(a) for mid, a in sorted(group.target.items())}))
         if group.deleted:
             del self.groups[gid]
             self.soft.pop(gid, None)
             self.offsets.pop(gid, None)
         after_state = group.state()
         if after_state != before_state:
-            self._emit(gid, "state_change", **{"from": before_state}, to=after_state,
-                       group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
-                       **({"reason": reason} if reason is not None else {}))
+            out.append(outputs.consumer_state_change(gid, self.now, before_state, after_state, group.group_epoch,
+                                                     group.assignment_epoch, reason))
             if after_state == "Empty":
                 soft.empty_since = self.now
         # A rebalance ends when the group is settled again: Stable (every member on the target), or Empty. An epoch
         # bump that leaves the group Stable (new partitions straight to their one member) starts and ends one here.
         if soft.rebalance_started is not None and after_state in (STABLE, "Empty") and not group.deleted:
-            self._rebalance_record(group)
+            out.append(self._rebalance_record(group))
         if not group.deleted and any(r["type"] in (R.MEMBER_METADATA, R.REGULAR_EXPRESSION) for r in records):
             self._refresh_retention(gid)    # the members or their subscriptions changed
+        return out
+
+    def _assignment(self, m: ConsumerGroupMember, old: ConsumerGroupMember | None, group_id: str) -> Output:
+        """A member's current assignment as an output, with what it gained and lost since ``old``."""
+        old_parts = set(self._keys(old.assigned_partitions)) if old is not None else set()
+        new_parts = set(self._keys(m.assigned_partitions))
+        return outputs.consumer_assignment(
+            group_id, self.now, m.member_id, m.instance_id, m.member_epoch, m.previous_member_epoch, m.state.name,
+            self._pairs(m.assigned_partitions), self._pairs(m.partitions_pending_revocation),
+            self._named(new_parts - old_parts), self._named(old_parts - new_parts))
 
     @staticmethod
     def _keys(a: Assignment) -> list[tuple[str, int]]:
@@ -499,7 +489,7 @@ class ConsumerGroupCoordinator:
             figures.assign(now_holding, self.now)
         figures.presence(self.now, bool(group.members))
 
-    def _rebalance_record(self, group: ConsumerGroup) -> None:
+    def _rebalance_record(self, group: ConsumerGroup) -> Output:
         """One line of rebalance history when the group is settled again: Stable (every member reconciled to its
         target) or Empty."""
         soft = self.soft[group.group_id]
@@ -509,13 +499,12 @@ class ConsumerGroupCoordinator:
         settled = soft.figures.settle(
             {m.instance_id or m.member_id: self._keys(m.assigned_partitions) for m in group.members.values()},
             self.now, wanted=target.__contains__)
-        self._emit(group.group_id, "rebalance", rebalance_protocol="consumer", group_epoch=group.group_epoch,
-                   assignment_epoch=group.assignment_epoch, assignor=soft.assignor, trigger=started[1],
-                   trigger_detail=started[2],
-                   **rebalance_fields(settled, started[0], self.now, lambda t: self.image.name_for(t) or t),
-                   members=[{"member_id": m.member_id, "instance_id": m.instance_id, "client_id": m.client_id,
-                             "client_host": m.client_host} for m in group.members.values()],
-                   assignment={m.member_id: self._pairs(m.assigned_partitions) for m in group.members.values()})
+        return outputs.consumer_rebalance(
+            group.group_id, self.now, group.group_epoch, group.assignment_epoch, soft.assignor, started[1], started[2],
+            rebalance_fields(settled, started[0], self.now, lambda t: self.image.name_for(t) or t),
+            [outputs.consumer_rebalance_member(m.member_id, m.instance_id, m.client_id, m.client_host)
+             for m in group.members.values()],
+            {m.member_id: self._pairs(m.assigned_partitions) for m in group.members.values()})
 
     # ================================================================ ConsumerGroupHeartbeat
     def _validate(self, e: dict) -> tuple[str, str] | None:
@@ -552,16 +541,16 @@ class ConsumerGroupCoordinator:
                                             f"{', '.join(self.config.group_consumer_assignors)}.")
         return None
 
-    def _heartbeat(self, e: dict) -> None:
+    def _heartbeat(self, e: dict) -> Outputs:
         invalid = self._validate(e)
         if invalid is not None:
-            return self._answer(e, *invalid)
+            return [self._answer(e, *invalid)]
         try:
             if e["member_epoch"] in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return self._leave(e)
-            self._join_or_heartbeat(e)
-        except HeartbeatError as exc:
-            self._answer(e, exc.error, exc.message)
+            return self._join_or_heartbeat(e)
+        except HeartbeatError as exc:   # raised before anything changed: the answer is all there is
+            return [self._answer(e, exc.error, exc.message)]
 
     def _owned(self, e: dict) -> dict[str, frozenset] | None:
         """The request's owned partitions by topic id (a name the image never knew keeps a name-only key)."""
@@ -588,7 +577,7 @@ class ConsumerGroupCoordinator:
                                  f"({epoch}) than the one known by the group coordinator ({member.member_epoch}). "
                                  "The member must abandon all its partitions and rejoin.")
 
-    def _join_or_heartbeat(self, e: dict) -> None:
+    def _join_or_heartbeat(self, e: dict) -> Outputs:
         gid, member_id, epoch, instance_id = e["group_id"], e["member_id"], e["member_epoch"], e["instance_id"]
         create = epoch == 0
         group = self.groups.get(gid)
@@ -715,17 +704,17 @@ class ConsumerGroupCoordinator:
             soft.assignor = assignor_name
         if bump or soft.refresh_metadata:
             soft.refresh_metadata = False
+        out: Outputs = []
         if replaced is not None:
             self._cancel_timers(gid, replaced.member_id)
-            self._emit(gid, "member_replaced", member_id=member_id, previous_member_id=replaced.member_id,
-                       instance_id=instance_id)
+            out.append(outputs.consumer_member_replaced(gid, self.now, member_id, replaced.member_id, instance_id))
         elif member_id not in group.members:
-            self._emit(gid, "member_joined", member_id=member_id, instance_id=instance_id, client_id=e["client_id"],
-                       client_host=e["client_host"], subscribed_topic_names=sorted(updated.subscribed_topic_names),
-                       subscribed_topic_regex=updated.regex)
+            out.append(outputs.consumer_member_joined(gid, self.now, member_id, instance_id, e["client_id"],
+                                                      e["client_host"], sorted(updated.subscribed_topic_names),
+                                                      updated.regex))
         detail = {"join": f"member {member_id} joined", "subscription": f"member {member_id} changed its subscription",
                   "metadata": "the subscribed topics' metadata changed"}[trigger]
-        self._apply(group, records, trigger, detail)
+        out += self._apply(group, records, trigger, detail)
         if rebalance_timer is True:
             self._schedule_rebalance(gid, updated)
         elif rebalance_timer is False:
@@ -734,11 +723,12 @@ class ConsumerGroupCoordinator:
 
         full = e["rebalance_timeout_ms"] != -1 and (names is not None or regex is not None) and owned is not None
         changed = member.assigned_partitions != updated.assigned_partitions
-        self._answer(e, member_id=updated.member_id, member_epoch=updated.member_epoch,
-                     heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
-                     assignment=updated.assigned_partitions if epoch == 0 or full or changed else None)
+        out.append(self._answer(e, member_id=updated.member_id, member_epoch=updated.member_epoch,
+                                heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
+                                assignment=updated.assigned_partitions if epoch == 0 or full or changed else None))
         if refresh:
-            self._resolve_regexes(group, refresh)
+            out += self._resolve_regexes(group, refresh)
+        return out
 
     def _assignor(self, name: str):
         if self._assignors is not None and name in self._assignors:
@@ -781,11 +771,11 @@ class ConsumerGroupCoordinator:
         require_refresh |= version < self.image.new_topics_version
         return (set(counts) if require_refresh and counts else None), bump
 
-    def _resolve_regexes(self, group: ConsumerGroup, regexes: set[str]) -> None:
+    def _resolve_regexes(self, group: ConsumerGroup, regexes: set[str]) -> Outputs:
         """The asynchronous regex refresh of Kafka, run right after the heartbeat that asked for it:
         ConsumerGroupRegularExpression records, and a new epoch when the topics (or their metadata) changed."""
         if group.group_id not in self.groups:
-            return
+            return []
         gid = group.group_id
         names = {n: list(c) for n, c in group.subscribed_topic_names().items()}
         records, bump = [], False
@@ -811,10 +801,11 @@ class ConsumerGroupCoordinator:
             records.append(R.epoch(gid, group.group_epoch + 1))
             self.soft[gid].refresh_metadata = False
         if records:
-            self._apply(group, records, "regex", f"regular expressions {', '.join(sorted(regexes))} resolved")
+            return self._apply(group, records, "regex", f"regular expressions {', '.join(sorted(regexes))} resolved")
+        return []
 
     # ---------------------------------------------------------------- leaving and fencing
-    def _leave(self, e: dict) -> None:
+    def _leave(self, e: dict) -> Outputs:
         gid, member_id, epoch, instance_id = e["group_id"], e["member_id"], e["member_epoch"], e["instance_id"]
         group = self.groups.get(gid)
         if group is None:
@@ -833,15 +824,14 @@ class ConsumerGroupCoordinator:
             if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 # A temporary leave: the member keeps its assignment until it rejoins or its session expires.
                 leaving = member.with_(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={})
-                self._emit(gid, "member_left", member_id=member_id, instance_id=instance_id, reason="static leave",
-                           temporary=True)
-                self._apply(group, [R.current_assignment(gid, leaving)])
-                return self._answer(e, member_id=member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
-        self._emit(gid, "member_left", member_id=member_id, instance_id=instance_id, reason="leave", temporary=False)
-        self._fence(group, [member], None, "left the group", answer=e)
+                out = [outputs.consumer_member_left(gid, self.now, member_id, instance_id, "static leave", True)]
+                out += self._apply(group, [R.current_assignment(gid, leaving)])
+                return out + [self._answer(e, member_id=member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)]
+        out = [outputs.consumer_member_left(gid, self.now, member_id, instance_id, "leave", False)]
+        return out + self._fence(group, [member], None, "left the group", answer=e)
 
     def _fence(self, group: ConsumerGroup, members: list[ConsumerGroupMember], reason: str | None, why: str,
-               answer: dict | None = None) -> None:
+               answer: dict | None = None) -> Outputs:
         """Kafka's consumerGroupFenceMembers: remove the members' records, drop regexes nobody else uses, refresh
         the subscription metadata and bump the group epoch."""
         gid = group.group_id
@@ -864,41 +854,44 @@ class ConsumerGroupCoordinator:
         if metadata != group.subscription_metadata:
             records.append(R.partition_metadata(gid, metadata))
         records.append(R.epoch(gid, group.group_epoch + 1))
+        out: Outputs = []
         for m in members:
             if reason is not None:
-                self._emit(gid, "member_expired", member_id=m.member_id, instance_id=m.instance_id, reason=reason,
-                           detail=why, last_heartbeat_ts=soft.last_heartbeat.get(m.member_id))
+                out.append(outputs.consumer_member_expired(gid, self.now, m.member_id, m.instance_id, reason, why,
+                                                           soft.last_heartbeat.get(m.member_id)))
             self._cancel_timers(gid, m.member_id)
         trigger = "leave" if reason is None else "expiry"
-        self._apply(group, records, trigger,
-                    f"member {', '.join(m.member_id for m in members)} {'left' if reason is None else 'fenced: ' + why}")
+        out += self._apply(group, records, trigger, f"member {', '.join(m.member_id for m in members)} "
+                                                    f"{'left' if reason is None else 'fenced: ' + why}")
         if answer is not None:
-            self._answer(answer, member_id=answer["member_id"], member_epoch=answer["member_epoch"])
+            out.append(self._answer(answer, member_id=answer["member_id"], member_epoch=answer["member_epoch"]))
+        return out
 
     # ================================================================ topics and deletion
-    def _topic_metadata(self, e: dict) -> None:
+    def _topic_metadata(self, e: dict) -> Outputs:
         name = e["topic"]
         if not self.image.apply(name, e["partitions"], e.get("topic_id"), e.get("partition_racks")):
-            return
+            return []
         # Kafka's onNewMetadataImage: every group subscribed to the topic refreshes its metadata on its next
         # heartbeat (regex groups also re-resolve when a topic was created; see _regex_update).
         for gid, group in self.groups.items():
             if name in group.subscribed_topic_names():
                 self.soft[gid].refresh_metadata = True
+        return []
 
-    def _delete_group(self, e: dict) -> None:
+    def _delete_group(self, e: dict) -> Outputs:
         """DeleteGroups: only an Empty group goes; Kafka's tombstones for all its records, in Kafka's order."""
         gid = e["group_id"]
         group = self.groups.get(gid)
         if group is None:
-            return self._emit(gid, "delete_group_response", error="GROUP_ID_NOT_FOUND")
+            return [outputs.delete_group_response(gid, self.now, "GROUP_ID_NOT_FOUND")]
         if group.state() != "Empty":
-            return self._emit(gid, "delete_group_response", error="NON_EMPTY_GROUP")
+            return [outputs.delete_group_response(gid, self.now, "NON_EMPTY_GROUP")]
         # GroupCoordinatorShard.deleteGroups: the offsets' tombstones (deleteAllOffsets), then the group's.
-        for tp in sorted(self.offsets.pop(gid, {})):
-            self._out.append(O.tombstone(gid, self.now, tp, "group deleted"))
-        self._apply(group, self._tombstones(group), reason="group deleted")
-        self._emit(gid, "delete_group_response", error="NONE")
+        out: Outputs = [O.tombstone(gid, self.now, tp, "group deleted") for tp in sorted(self.offsets.pop(gid, {}))]
+        out += self._apply(group, self._tombstones(group), reason="group deleted")
+        out.append(outputs.delete_group_response(gid, self.now, "NONE"))
+        return out
 
     def _tombstones(self, group: ConsumerGroup) -> list[dict]:
         gid = group.group_id
@@ -911,7 +904,7 @@ class ConsumerGroupCoordinator:
         return records
 
     # ================================================================ OffsetCommit and the offsets cleanup
-    def _commit(self, e: dict) -> None:
+    def _commit(self, e: dict) -> Outputs:
         """OffsetMetadataManager.commitOffset for a consumer group. A commit does not extend the member's session
         (Kafka reschedules the heartbeat only for classic groups)."""
         gid = e["group_id"]
@@ -919,21 +912,22 @@ class ConsumerGroupCoordinator:
         if group is None:
             if e["generation"] < 0:
                 # Kafka creates a simple classic group for it; routing.GroupModel gives it to the classic model.
-                return self._emit(gid, "ignored_event", event_type="commit",
-                                  reason="an OffsetCommit without a member epoch to a group that does not exist "
-                                         "creates a simple classic group, which is the classic model's")
-            return self._commit_answer(e, O.unknown_group_error(e))
+                return [outputs.ignored_event(gid, self.now, "commit", "an OffsetCommit without a member epoch to a "
+                                              "group that does not exist creates a simple classic group, which is "
+                                              "the classic model's")]
+            return [self._commit_answer(e, O.unknown_group_error(e))]
         error = self._commit_error(group, e)
         if error is not None:
-            return self._commit_answer(e, error)
+            return [self._commit_answer(e, error)]
         refused = [O.too_large(o, self.config.offset_metadata_max_bytes) for o in e["offsets"]]
         stored = self.offsets.setdefault(gid, {})
-        self._out += O.store(stored, gid, [o for o, no in zip(e["offsets"], refused) if not no], self.now,
-                             e["retention_ms"])
+        out: Outputs = O.store(stored, gid, [o for o, no in zip(e["offsets"], refused) if not no], self.now,
+                               e["retention_ms"])
         if not stored:
             del self.offsets[gid]
-        self._commit_answer(e, "NONE", refused)
+        out.append(self._commit_answer(e, "NONE", refused))
         self._refresh_retention(gid)
+        return out
 
     @staticmethod
     def _commit_error(group: ConsumerGroup, e: dict) -> str | None:
@@ -955,15 +949,15 @@ class ConsumerGroupCoordinator:
             return "STALE_MEMBER_EPOCH"
         return None
 
-    def _commit_answer(self, e: dict, error: str, refused: list[bool] | None = None) -> None:
+    def _commit_answer(self, e: dict, error: str, refused: list[bool] | None = None) -> Output:
         """OffsetCommitResponse, shaped as the classic model's ``commit_response``: a request-level error is every
         partition's error; ``refused``: which entries' metadata was too large."""
+        if error != "NONE":
+            return outputs.request_refused(e, self.now, error)
         refused = refused or [False] * len(e["offsets"])
-        self._emit(e["group_id"], "commit_response", member_id=e["member_id"],
-                   group_instance_id=e["group_instance_id"], error=error, partitions=[
-                       [o["topic"], o["partition"], error if error != "NONE" else
-                        "OFFSET_METADATA_TOO_LARGE" if no else "NONE"]
-                       for o, no in zip(e["offsets"], refused)])
+        return outputs.commit_response(e, self.now, error, [
+            [o["topic"], o["partition"], "OFFSET_METADATA_TOO_LARGE" if no else "NONE"]
+            for o, no in zip(e["offsets"], refused)])
 
     @staticmethod
     def _retained(group: ConsumerGroup) -> set[str]:
@@ -992,29 +986,31 @@ class ConsumerGroupCoordinator:
             if deadline is not None:
                 self._arm(_RETENTION, group_id, "", deadline)
 
-    def _expire_offsets(self, group_id: str) -> None:
+    def _expire_offsets(self, group_id: str) -> Outputs:
         """GroupCoordinatorShard.cleanupGroupMetadata for one group: cleanupExpiredOffsets, then maybeDeleteGroup --
         an Empty group whose offsets are all gone is deleted (its tombstones, as DeleteGroups writes them)."""
         group, soft = self.groups[group_id], self.soft[group_id]
         soft.retention = None
         offsets = self.offsets.get(group_id, {})
         kept, retention = self._retained(group), self.config.offsets_retention_ms
+        out: Outputs = []
         for tp in sorted(tp for tp, o in offsets.items()
                          if tp[0] not in kept and self.now >= O.expiry_time(o, o.commit_timestamp, retention)):
             del offsets[tp]
-            self._out.append(O.tombstone(group_id, self.now, tp, "retention"))
+            out.append(O.tombstone(group_id, self.now, tp, "retention"))
         if not offsets:
             self.offsets.pop(group_id, None)
             if not group.members:
-                return self._apply(group, self._tombstones(group), reason="empty group without offsets")
+                return out + self._apply(group, self._tombstones(group), reason="empty group without offsets")
         self._refresh_retention(group_id)
+        return out
 
     # ================================================================ for the protocol switch (routing.py)
     def heartbeat_error(self, e: dict) -> tuple[str, str] | None:
         """Kafka's request validation, which comes before the group is looked up: (error, message) or None."""
         return self._validate(e)
 
-    def remove_empty_group(self, group_id: str, now_ms: int) -> list[dict]:
+    def remove_empty_group(self, group_id: str, now_ms: int) -> Outputs:
         """Kafka's maybeDeleteEmptyConsumerGroup (a JoinGroup of the classic protocol for an Empty consumer group):
         the group's tombstones, as DeleteGroups writes them; the outputs. Its committed offsets stay (Kafka keeps
         them for the group that replaces it): take them from ``offsets`` first."""
@@ -1022,10 +1018,7 @@ class ConsumerGroupCoordinator:
         if group.state() != "Empty":
             raise ValueError(f"group {group_id} is not empty")
         self._tick(now_ms)
-        self._out = out = []
-        self._apply(group, self._tombstones(group))
-        self._out = []
-        return out
+        return self._apply(group, self._tombstones(group))
 
     def adopt_offsets(self, group_id: str, offsets: Mapping[Partition, CommittedOffset]) -> None:
         """Offsets the group held under the classic model (Kafka keeps them when a consumer group replaces an Empty
@@ -1042,6 +1035,13 @@ class ConsumerGroupCoordinator:
         for name, partitions in sorted(sizes.items()):
             if partitions > 0 and self.image.get(name) is None:
                 self.image.apply(name, partitions)
+
+    # Event type -> its handler (Kafka's rules for the request; topic metadata is the tracker's own). Every request
+    # ``handle`` answers goes through this table; any other type is ignored, and says so.
+    HANDLERS: dict[str, Callable[["ConsumerGroupCoordinator", dict], Outputs]] = {
+        "consumer_heartbeat": _heartbeat, "commit": _commit, "topic_metadata": _topic_metadata,
+        "delete_group": _delete_group,
+    }
 
 
 def _ledger_of_members(group: ConsumerGroup, now: int) -> Ledger:

@@ -17,6 +17,25 @@ from streaming.coordinator.consumer.member import (
 from streaming.coordinator.consumer.member_state import MemberState
 from streaming.coordinator.consumer.topics import TopicImage
 
+# A consumer group's state (Kafka's ConsumerGroupState) is not stored: ``ConsumerGroup.state`` derives it from the
+# records, so a group rebuilt from them is in the state that wrote them. Each state's contract:
+#
+# Empty        No members. A heartbeat at epoch 0 joins (creating the group); offsets expire from their commit (no
+#              member subscribes to anything); without offsets the group is deleted one offsets cleanup interval
+#              after it became Empty. DeleteGroups deletes it (NON_EMPTY_GROUP in every other state).
+# Assigning    The group epoch is ahead of the target assignment's: members, subscriptions or topic metadata
+#              changed and no target exists for the new epoch yet. The model computes the target in the heartbeat
+#              that bumps the epoch, so a group stays here only after a bump no heartbeat made (a member fenced or
+#              leaving, regular expressions resolved) until the next member's heartbeat -- or as loaded.
+# Reconciling  The target is current, but some member is not at its epoch yet: it must first revoke partitions
+#              (UNREVOKED_PARTITIONS; fenced if that takes longer than its rebalance timeout) or wait for
+#              partitions other members still own (UNRELEASED_PARTITIONS). Each heartbeat moves a member on.
+# Stable       Every member is reconciled to the target epoch.
+# Dead         Deleted (all its tombstones written): the coordinator forgets it; describe_group reports an unknown
+#              group as Dead.
+#
+# Any state may follow any other through one batch of records, but Dead. The tracker's rebalance (one line of
+# history) runs from the first epoch bump after the group was Stable or Empty until it is Stable or Empty again.
 EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD = "Empty", "Assigning", "Reconciling", "Stable", "Dead"
 HOMOGENEOUS, HETEROGENEOUS = "Homogeneous", "Heterogeneous"
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
+from streaming.coordinator.outputs import (
+    HEARTBEAT_RESPONSE, JOIN_RESPONSE, MEMBER_EXPIRED, MEMBER_JOINED, MEMBER_LEFT, MEMBER_REPLACED, SYNC_RESPONSE)
 from streaming.views.replay.settings import REACTION_MS
 
 _HEARTBEAT_INTERVAL_MS = 3_000   # Java's heartbeat.interval.ms default (at most a third of the session)
@@ -154,12 +156,12 @@ class _Replayer:
         way the broker's id now means the replay's. Any other answer refused the join."""
         gid, recorded = self._awaiting_id
         kind, new_id = o["type"], o.get("member_id") or ""
-        if kind == "join_response" and o.get("error") == "MEMBER_ID_REQUIRED":
+        if kind == JOIN_RESPONSE and o.get("error") == "MEMBER_ID_REQUIRED":
             join = self._pending_join
             self.clients[(gid, new_id)] = _Client(_join_fields(join), list(join["protocols"][0].get("topics", [])))
             self._rejoin((gid, new_id), o["ts"])
-        elif kind not in ("member_joined", "member_replaced"):
-            if kind == "join_response":
+        elif kind not in (MEMBER_JOINED, MEMBER_REPLACED):
+            if kind == JOIN_RESPONSE:
                 self._awaiting_id = None
             return
         self._awaiting_id = None
@@ -215,38 +217,38 @@ class _Replayer:
             key = (o["group_id"], o.get("member_id") or "")
             if self._awaiting_id is not None and self._awaiting_id[0] == o["group_id"] and o.get("member_id"):
                 self._observed_answer(o)
-                if kind == "join_response" and o.get("error") == "MEMBER_ID_REQUIRED":
+                if kind == JOIN_RESPONSE and o.get("error") == "MEMBER_ID_REQUIRED":
                     continue
-            if kind in ("member_joined", "member_replaced") and o.get("group_instance_id") is not None:
+            if kind in (MEMBER_JOINED, MEMBER_REPLACED) and o.get("group_instance_id") is not None:
                 known = self._static_joins.get((o["group_id"], o["group_instance_id"]))
                 if known is not None and key not in self.clients:
                     self.clients[key] = _Client(known[0], known[1], awaiting_join=True)
-                if kind == "member_replaced":
+                if kind == MEMBER_REPLACED:
                     self.clients.pop((o["group_id"], o["previous_member_id"]), None)
                 continue
-            if kind in ("member_expired", "member_left") and key in self._recorded:
+            if kind in (MEMBER_EXPIRED, MEMBER_LEFT) and key in self._recorded:
                 self._ids.pop((key[0], self._recorded.pop(key)), None)   # a later join of that id starts anew
             client = self.clients.get(key)
             if client is None:
                 continue
             error = o.get("error")
-            if kind == "join_response" and error == "NONE":
+            if kind == JOIN_RESPONSE and error == "NONE":
                 client.awaiting_join = False
                 client.generation = o["generation"]
                 self._later(o["ts"], {"type": "sync", "group_id": key[0], "member_id": key[1],
                                       "group_instance_id": o.get("group_instance_id"),
                                       "generation": o["generation"]})
-            elif kind == "join_response" and error not in (None, "MEMBER_ID_REQUIRED"):
+            elif kind == JOIN_RESPONSE and error not in (None, "MEMBER_ID_REQUIRED"):
                 client.awaiting_join = False
-            elif kind in ("heartbeat_response", "sync_response") and error == "REBALANCE_IN_PROGRESS":
+            elif kind in (HEARTBEAT_RESPONSE, SYNC_RESPONSE) and error == "REBALANCE_IN_PROGRESS":
                 self._rejoin(key, o["ts"])
-            elif kind == "sync_response" and error == "NONE":
+            elif kind == SYNC_RESPONSE and error == "NONE":
                 new = [list(tp) for tp in o["assignment"]]
                 revoked = {tuple(tp) for tp in client.assignment} - {tuple(tp) for tp in new}
                 client.assignment = new
                 if self.cooperative and revoked:
                     self._rejoin(key, o["ts"])            # the follow-up round hands the revoked partitions on
-            elif kind in ("member_expired", "member_left"):
+            elif kind in (MEMBER_EXPIRED, MEMBER_LEFT):
                 self.clients.pop(key, None)
 
 

@@ -7,6 +7,7 @@ from typing import Callable
 
 from streaming.coordinator import CoordinatorConfig, parse_event
 from streaming.coordinator.consumer import ConsumerGroupConfig
+from streaming.coordinator.outputs import JOIN_RESPONSE, MEMBER_JOINED, MEMBER_REPLACED
 from streaming.views.replay.classic import _Client, _join_fields, _Replayer
 from streaming.views.replay.server import _ConsumerClient, _ConsumerReplayer
 from streaming.views.replay.stimuli import ConsumerFeedStimuli
@@ -178,14 +179,14 @@ class _ConsumerFeedClassicReplayer(_Replayer):
         ``REACTION_MS`` later (KIP-394)."""
         instance = join["group_instance_id"]
         for o in outputs:
-            if instance is None and o["type"] == "join_response" and o["error"] == "MEMBER_ID_REQUIRED":
+            if instance is None and o["type"] == JOIN_RESPONSE and o["error"] == "MEMBER_ID_REQUIRED":
                 self.ids[key] = o["member_id"]
                 self.recorded_ids[(key[0], o["member_id"])] = key
                 topics = self.members[key]["topics"]
                 self.clients[(key[0], o["member_id"])] = _Client(_join_fields(join), topics, awaiting_join=True)
                 self._later(o["ts"], dict(_join_fields(join), member_id=o["member_id"],
                                           protocols=[self._protocol(topics, None)]))
-            elif instance is not None and o["type"] in ("member_joined", "member_replaced") \
+            elif instance is not None and o["type"] in (MEMBER_JOINED, MEMBER_REPLACED) \
                     and o.get("group_instance_id") == instance:
                 self.ids[key] = o["member_id"]
                 self.recorded_ids[(key[0], o["member_id"])] = key

@@ -10,6 +10,7 @@ from typing import Callable
 
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
 from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
+from streaming.coordinator.outputs import CONSUMER_HEARTBEAT_RESPONSE, MEMBER_EXPIRED, MEMBER_JOINED, MEMBER_REPLACED
 from streaming.views.replay.settings import REACTION_MS
 
 KAFKA_HEARTBEAT_INTERVAL_MS = 5_000
@@ -170,7 +171,7 @@ class _ConsumerReplayer:
             if not member_id:
                 if instance is None:
                     return                               # the KIP-394 round trip: the member id comes next
-                member_id = next((o["member_id"] for o in shadow if o["type"] in ("member_joined", "member_replaced")
+                member_id = next((o["member_id"] for o in shadow if o["type"] in (MEMBER_JOINED, MEMBER_REPLACED)
                                   and o.get("group_instance_id") == instance), "")
                 if not member_id:
                     return                               # the recorded broker refused it
@@ -223,12 +224,12 @@ class _ConsumerReplayer:
     def _observe(self, outputs: list[dict]) -> None:
         self.outputs.extend(outputs)
         for o in outputs:
-            if o["type"] == "member_expired":
+            if o["type"] == MEMBER_EXPIRED:
                 client = self.clients.get((o["group_id"], o["member_id"]))
                 if client is not None:      # fenced: its next heartbeat would hear UNKNOWN_MEMBER_ID and rejoin
                     client.epoch, client.owned, client.pending = 0, [], None
                 continue
-            if o["type"] != "consumer_heartbeat_response":
+            if o["type"] != CONSUMER_HEARTBEAT_RESPONSE:
                 continue
             key = (o["group_id"], o["member_id"])
             client = self.clients.get(key)
