@@ -156,6 +156,7 @@ def _run(argv: list[str] | None) -> int:
         stack.callback(tracker.stop)
         print(f"tracking {config.events_topic} on {bootstrap}; outputs -> {config.outputs_topic}, "
               f"store -> {config.store}; Ctrl-C stops", flush=True)
+        print(f"reading Kafka with the {tracker.source} source ({tracker.source_reason})", flush=True)
         if tracker.metrics_url:
             print(f"metrics: {tracker.metrics_url}", flush=True)
         try:

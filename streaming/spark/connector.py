@@ -10,11 +10,15 @@ has can shadow it. ``kafka-clients`` here is the connector's (3.9.x), apart from
 
 The jars land in the project's cache (``$REBALANCE_TRACKER_CACHE`` or ``~/.cache/rebalance-tracker``) on first use
 (``streaming/local/maven.py``; ~8 MB, a few seconds) and are loaded with ``spark.jars`` before the session starts;
-the driver serves them to the executors of a cluster.
+the driver serves them to the executors of a cluster. Under ``spark-submit`` the JVM starts before this package runs:
+``spark-submit --jars "$(rebalance-tracker kafka-connector)" ...`` gives it the same jars (or Spark's own
+``--packages org.apache.spark:spark-sql-kafka-0-10_2.13:<version>``, which resolves them with Ivy).
 """
 from __future__ import annotations
 
+import argparse
 import re
+import sys
 from pathlib import Path
 
 CONNECTOR = "spark-sql-kafka-0-10"
@@ -72,3 +76,22 @@ def with_connector(conf: dict[str, str], jars: list[Path]) -> dict[str, str]:
     """``conf`` with the connector's jars added to ``spark.jars`` (after any the user gave)."""
     given = [j for j in conf.get("spark.jars", "").split(",") if j.strip()]
     return conf | {"spark.jars": ",".join([*given, *(str(j) for j in jars if str(j) not in given)])}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="rebalance-tracker kafka-connector",
+                                description="Print the jars of Spark's Kafka connector for the installed pyspark, "
+                                            "comma-separated (fetched from Maven Central on first use), for "
+                                            "spark-submit --jars.")
+    p.parse_args(argv)
+    try:
+        jars = connector_jars()
+    except ConnectorUnavailable as exc:
+        print(f"kafka-connector: {exc}", file=sys.stderr)
+        return 1
+    print(",".join(str(j) for j in jars))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
