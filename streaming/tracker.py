@@ -162,8 +162,9 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
     sink = TrackerSink(store=store, bootstrap=config.bootstrap, events_topic=config.events_topic,
                        outputs_topic=config.outputs_topic, dlq_topic=dlq_topic, checkpoint=config.checkpoint,
                        on_outputs=on_outputs, producer_config=client,
-                       # librdkafka writes too when it reads: kafka-python's send was most of the sink's time.
-                       producer_client="confluent" if source == "confluent" else "kafka-python",
+                       # librdkafka writes when it reads, and beside Spark's connector (whose brokers are 0.10 and
+                       # later, which librdkafka speaks): kafka-python's send was most of the sink's time.
+                       producer_client="confluent" if source in ("confluent", "builtin") else "kafka-python",
                        record_headers=has_headers(version))
     if config.stage_times is not None:
         _time_sink(sink, config.stage_times)
