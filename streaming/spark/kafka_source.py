@@ -562,15 +562,21 @@ def cluster_id(bootstrap: str, client: dict | None = None) -> str | None:
         consumer.close()
 
 
-def choose_source(source: str, connector_loaded: bool, broker_cluster_id: str | None) -> tuple[str, str]:
+def choose_source(source: str, connector_loaded: bool, broker_cluster_id: str | None,
+                  broker_version: tuple[int, ...] | None = None) -> tuple[str, str]:
     """What ``source`` reads with, and why, in words: ``auto`` is Spark's connector where it is loaded and the broker
-    answers ListOffsets as Kafka does, else this module's source with its default client."""
+    (speaking ``broker_version``, where known) answers as Kafka 0.10 and later do, else this module's source with its
+    default client."""
     if source not in SOURCES:
         raise ValueError(f"kafka source must be {', '.join(CLIENTS)}, python, builtin or auto, not {source!r}")
     if source != "auto":
         return source, "as asked"
     if not connector_loaded:
         return "python", "Spark's Kafka connector is not loaded (see streaming/spark/connector.py)"
+    if broker_version is not None and broker_version < (0, 10):
+        # The connector's kafka-clients opens with ApiVersions, which Kafka 0.9 does not answer.
+        return "python", (f"the broker speaks Kafka {'.'.join(map(str, broker_version))}, older than 0.10, "
+                          f"which Spark's connector cannot read")
     broker = MISREPORTING_CLUSTERS.get(broker_cluster_id or "")
     if broker is not None:
         return "python", (f"the broker is {broker}, whose ListOffsets answer hides the rest of a partition's last "
