@@ -254,7 +254,8 @@ def print_stage_times(times: dict) -> None:
 def expiry_latency(spark, bootstrap: str, session_ms: int, workdir: Path, source: str) -> None:
     from kafka import KafkaProducer
 
-    ensure_topics(bootstrap, {"bench-live": 1})
+    topic = f"bench-live-{source}"
+    ensure_topics(bootstrap, {topic: 1})
     expired_at: dict[str, float] = {}
 
     class Watch(LiveView):
@@ -264,8 +265,8 @@ def expiry_latency(spark, bootstrap: str, session_ms: int, workdir: Path, source
                     expired_at.setdefault(o["member_id"], time.time())
             super().update(batch_id, outputs)
 
-    config = TrackerConfig(bootstrap=bootstrap, events_topic="bench-live", outputs_topic=None,
-                           store=None, checkpoint=str(workdir / "cp-live"), trigger="1 second",
+    config = TrackerConfig(bootstrap=bootstrap, events_topic=topic, outputs_topic=None,
+                           store=None, checkpoint=str(workdir / f"cp-{topic}"), trigger="1 second",
                            time_mode="processing", starting_offsets="latest", kafka_source=source,
                            coordinator={"group.initial.rebalance.delay.ms": 0,
                                         "group.min.session.timeout.ms": min(6_000, session_ms)})
@@ -282,7 +283,7 @@ def expiry_latency(spark, bootstrap: str, session_ms: int, workdir: Path, source
         def play():
             while not stop.is_set():
                 for event in simulator.run_until(int(time.time() * 1000)):
-                    producer.send("bench-live", key=event["group_id"].encode(), value=json.dumps(event).encode())
+                    producer.send(topic, key=event["group_id"].encode(), value=json.dumps(event).encode())
                     last_sent["t"] = time.time()
                 producer.flush()
                 stop.wait(0.05)
@@ -330,7 +331,7 @@ def live_feed(spark, bootstrap: str, rate: int, members: int, seconds: int, sess
 
     groups = max(1, round(rate / events_per_group_second(members)))
     settings = SimulationSettings(groups=groups, members_per_group=members, seed=2)
-    topic = f"bench-steady-{state_key}"
+    topic = f"bench-steady-{state_key}-{source}"
     ensure_topics(bootstrap, {topic: 4})
     expired_at: list[float] = []
     times = stage_times(spark)
@@ -485,8 +486,8 @@ def main() -> None:
     p.add_argument("--feed", default=None, help="a recorded feed (JSON lines); default: recorded once and cached")
     p.add_argument("--sources", default="builtin,confluent",
                    help="what reads Kafka, comma-separated (builtin: Spark's connector; confluent, kafka-python: the "
-                        "Python source with that client): the first runs cold, each runs warm, the first runs the "
-                        "live and expiry figures")
+                        "Python source with that client): the first runs cold, each runs warm and the live and "
+                        "expiry figures")
     p.add_argument("--broker", default="kafka4", choices=("kafka4", "bundled"),
                    help="Apache Kafka 4 from Maven Central, or the bundled Tansu (Python sources only)")
     p.add_argument("--rate", type=int, default=5_000, help="live feed: events/s")
@@ -531,10 +532,12 @@ def main() -> None:
             print_summary(figures)
         if "live" in only:
             for state_key in state_keys:
-                live_feed(spark, broker.bootstrap, args.rate, args.members, args.live_seconds, args.session_ms,
-                          Path(tmp), state_key, sources[0])
+                for source in sources:
+                    live_feed(spark, broker.bootstrap, args.rate, args.members, args.live_seconds, args.session_ms,
+                              Path(tmp), state_key, source)
         if "expiry" in only:
-            expiry_latency(spark, broker.bootstrap, args.session_ms, Path(tmp), sources[0])
+            for source in sources:
+                expiry_latency(spark, broker.bootstrap, args.session_ms, Path(tmp), source)
     spark.stop()
     broker.stop()
 
