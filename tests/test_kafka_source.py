@@ -257,6 +257,9 @@ def test_auto_reads_with_sparks_connector_unless_it_is_missing_or_the_broker_mis
     assert choose_source("auto", True, None, (0, 10, 0))[0] == "builtin"
     source, why = choose_source("auto", True, None, (0, 9))            # Kafka 0.9 answers no ApiVersions
     assert source == "python" and "older than 0.10" in why
+    source, why = choose_source("auto", True, "kafka-cluster-id", (4, 1), secured=True)
+    assert source == "python" and "SASL/SSL" in why
+    assert choose_source("builtin", True, "kafka-cluster-id", (4, 1), secured=True)[0] == "builtin"
     source, why = choose_source("auto", False, "kafka-cluster-id")
     assert source == "python" and "not loaded" in why
     source, why = choose_source("auto", True, "tansu_cluster")          # the bundled broker

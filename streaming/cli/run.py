@@ -58,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="python: the bundled Python source with its default client (kafka-python); kafka-python or "
                         "confluent: the bundled source reading with that client (confluent also writes the "
                         "outputs); builtin: Spark's kafka connector (the outputs are written with confluent-kafka); "
-                        "auto: builtin where Spark has it and the broker is Kafka 0.10 or later, else python "
+                        "auto: builtin where Spark has it, the broker is Kafka 0.10 or later and the connection "
+                        "plaintext, else python "
                         "(default: %(default)s)")
     p.add_argument("--state-key", choices=STATE_KEYS, default=TrackerConfig.state_key,
                    help="what the job keys its state by: each group id, or the group's __consumer_offsets partition "

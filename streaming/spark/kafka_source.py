@@ -563,16 +563,21 @@ def cluster_id(bootstrap: str, client: dict | None = None) -> str | None:
 
 
 def choose_source(source: str, connector_loaded: bool, broker_cluster_id: str | None,
-                  broker_version: tuple[int, ...] | None = None) -> tuple[str, str]:
-    """What ``source`` reads with, and why, in words: ``auto`` is Spark's connector where it is loaded and the broker
-    (speaking ``broker_version``, where known) answers as Kafka 0.10 and later do, else this module's source with its
-    default client."""
+                  broker_version: tuple[int, ...] | None = None, secured: bool = False) -> tuple[str, str]:
+    """What ``source`` reads with, and why, in words: ``auto`` is Spark's connector where it is loaded, the connection
+    is plaintext and the broker (speaking ``broker_version``, where known) answers as Kafka 0.10 and later do, else
+    this module's source with its default client."""
     if source not in SOURCES:
         raise ValueError(f"kafka source must be {', '.join(CLIENTS)}, python, builtin or auto, not {source!r}")
     if source != "auto":
         return source, "as asked"
     if not connector_loaded:
         return "python", "Spark's Kafka connector is not loaded (see streaming/spark/connector.py)"
+    if secured:
+        # The settings were checked against the broker by the Python clients, in kafka-python's terms (PEM files,
+        # username and password); the connector's Java client would take only its own names, and say less.
+        return "python", ("the connection is secured (SASL/SSL): the Python source reads with the settings checked "
+                          "before Spark started; --kafka-source builtin passes them to Spark's connector as they are")
     if broker_version is not None and broker_version < (0, 10):
         # The connector's kafka-clients opens with ApiVersions, which Kafka 0.9 does not answer.
         return "python", (f"the broker speaks Kafka {'.'.join(map(str, broker_version))}, older than 0.10, "
