@@ -65,3 +65,28 @@ def test_builtin_source_leaves_what_the_python_source_leaves(spark, apache_kafka
             for source, config in configs.items()}
     assert dead["auto"] == dead["python"] and len(dead["auto"]) == 1
     assert stored_bytes(configs["auto"]) == stored_bytes(configs["python"])
+
+
+def test_a_checkpoint_the_python_source_wrote_is_resumed_by_the_connector(spark, apache_kafka4, topic_name, tmp_path):
+    """Upgrading to the default ``auto``: a job that read with the Python source restarts on its checkpoint with
+    Spark's connector, which takes the offsets where the Python source left them (same offsets JSON): every event
+    once, the pure model's outputs, dead letter and store."""
+    from streaming.spark.kafka_source import builtin_kafka_available
+
+    if not builtin_kafka_available(spark):
+        pytest.skip("Spark's Kafka connector could not be loaded here (no mvn, or Maven Central unreachable)")
+    bootstrap = apache_kafka4.bootstrap
+    feed = recorded_feed()
+    config = tracker_config(bootstrap, topic_name, tmp_path)
+    first_half(bootstrap, config, feed)
+    for source, expected in (("python", "python"), ("auto", "builtin")):
+        if source == "auto":
+            second_half(bootstrap, config, feed)
+        tracker = start_tracker(spark, dataclasses.replace(config, kafka_source=source),
+                                LiveView(out=io.StringIO(), redraw=False))
+        assert tracker.source == expected, tracker.source_reason
+        try:
+            tracker.query.processAllAvailable()
+        finally:
+            tracker.stop()
+    check_tracker_run(bootstrap, config, feed)
