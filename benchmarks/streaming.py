@@ -15,7 +15,7 @@
    With several ``--sources`` (what reads Kafka: Spark's connector ``builtin``, or the Python source's ``confluent`` /
    ``kafka-python`` client), the first runs cold and each runs warm, side by side in one session; a table at the end
    sets them next to each other with the targets: warm >= 1.0x the pure core's rate, pipeline CPU an event <= 1.5x
-   the core's, cold >= 0.6x warm.
+   the core's, cold >= 0.6x warm. The live feed and the expiry latency run once with each source too.
 2. Live feed: 5k events/s produced steadily for a while against a 1 s trigger, from groups of ``--members``;
    prints micro-batch durations (target: below the trigger) with Spark's parts of a batch, and the expiry latency
    of a member that goes silent under that load.
