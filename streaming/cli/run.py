@@ -57,7 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kafka-source", choices=SOURCES, default=TrackerConfig.kafka_source,
                    help="python: the bundled Python source with its default client (kafka-python); kafka-python or "
                         "confluent: the bundled source reading with that client (confluent also writes the "
-                        "outputs); builtin: Spark's kafka connector; auto: builtin where Spark has it "
+                        "outputs); builtin: Spark's kafka connector (the outputs are written with confluent-kafka); "
+                        "auto: builtin where Spark has it, the broker is Kafka 0.10 or later and the connection "
+                        "plaintext, else python "
                         "(default: %(default)s)")
     p.add_argument("--state-key", choices=STATE_KEYS, default=TrackerConfig.state_key,
                    help="what the job keys its state by: each group id, or the group's __consumer_offsets partition "
@@ -159,6 +161,7 @@ def _run(argv: list[str] | None) -> int:
         stack.callback(tracker.stop)
         print(f"tracking {config.events_topic} on {bootstrap}; outputs -> {config.outputs_topic}, "
               f"store -> {config.store}; Ctrl-C stops", flush=True)
+        print(f"reading Kafka with the {tracker.source} source ({tracker.source_reason})", flush=True)
         if tracker.metrics_url:
             print(f"metrics: {tracker.metrics_url}", flush=True)
         try:
