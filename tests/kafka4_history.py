@@ -1,5 +1,5 @@
 """Issue #29's classic-group histories on Apache Kafka 3.x/4.x: what 0.9 cannot show, run on the broker and kept for
-both feeds' tests (``tests/test_real_broker.py``: the instrumentation; ``tests/test_cluster_feed_kafka.py``: the
+both feeds' tests (``tests/brokers/test_real_broker.py``: the instrumentation; ``tests/feeds/test_cluster_feed_kafka.py``: the
 broker's own ``__consumer_offsets``).
 
 One run drives two groups, each consumer its own process with its own instrumentation producer
