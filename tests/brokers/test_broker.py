@@ -13,6 +13,8 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from streaming.local.broker import kafka_broker, start_bundled_broker
 
+pytestmark = pytest.mark.kafka   # starts bundled brokers of its own
+
 
 def _alive(pid: int) -> bool:
     try:

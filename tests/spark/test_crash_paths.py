@@ -32,12 +32,13 @@ NOW = int(time.time() * 1000)
 
 
 # ------------------------------------------------------------------------------------------------ record times
+# The ids name the cases without NOW, so every pytest-xdist worker collects the same tests.
 @pytest.mark.parametrize("event_ts, record_ms, want", [
     (NOW - 5_000, NOW - 4_000, NOW - 5_000),     # the event's own time
     (None, NOW - 4_000, NOW - 4_000),            # a live feed leaves time to its record
     (NOW - 5_000, -1, NOW - 5_000),              # a record from a broker before 0.10: no timestamp
     (NOW - 5_000, YEAR_9999, NOW - 5_000),       # a record stamped in the far future: the event's time still holds
-])
+], ids=["own-time", "record-time", "record-without-time", "record-in-9999"])
 def test_an_event_keeps_a_time_it_can_be_trusted_with(event_ts, record_ms, want):
     assert trusted_time({"ts": event_ts}, record_ms, NOW, HOUR) == (want, None)
 
@@ -48,7 +49,7 @@ def test_an_event_keeps_a_time_it_can_be_trusted_with(event_ts, record_ms, want)
     (YEAR_9999, NOW - 4_000, "ahead of its record's timestamp"),
     (NOW + 2 * HOUR, -1, f"ahead of the clock ({NOW}; its record's timestamp is -1)"),
     (YEAR_9999, YEAR_9999, f"ahead of the clock ({NOW}; its record's timestamp is {YEAR_9999})"),
-])
+], ids=["no-time", "record-in-9999", "ahead-of-record", "ahead-of-clock", "ahead-of-clock-record-in-9999"])
 def test_a_time_nobody_can_trust_is_a_reason(event_ts, record_ms, words):
     ts, reason = trusted_time({"ts": event_ts}, record_ms, NOW, HOUR)
     assert ts is None and words in reason
