@@ -37,7 +37,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from streaming.views import terminal  # noqa: E402
 from streaming.local.broker import start_bundled_broker  # noqa: E402
-from streaming.feeds.publish import encode_event  # noqa: E402
 from streaming.feeds.simulator import SimulationSettings, Simulator  # noqa: E402
 from streaming.views.live_view import LiveView  # noqa: E402
 from streaming.kafka_client.topics import ensure_topics  # noqa: E402
@@ -200,7 +199,7 @@ def throughput(spark, bootstrap: str, values: list[bytes], workdir: Path, client
           f"{sum(batches):.1f} s ({n / max(sum(batches), 1e-9):,.0f} events/s once started)")
     print_stage_times(times.value)
     used = {k: cpu_after[k] - cpu_before[k] for k in cpu_after} | {"driver (Python)": driver_cpu}
-    print(f"  CPU used in the run: " + ", ".join(f"{k} {v:.1f} s" for k, v in used.items())
+    print("  CPU used in the run: " + ", ".join(f"{k} {v:.1f} s" for k, v in used.items())
           + f"; {sum(used.values()) / elapsed:.2f} cores busy on average over {elapsed:.1f} s")
     if batches:
         print(f"micro-batches with input: {len(batches)}; duration p50 {percentile(batches, 0.5):.2f} s, "

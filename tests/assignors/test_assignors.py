@@ -380,7 +380,9 @@ rr = get_assignor("roundrobin")
 def test_roundrobin_one_consumer_cases():
     assert rr.assign({}, {"c": Subscription([])}) == {"c": []}
     assert rr.assign({}, {"c": Subscription(["topic"])}) == {"c": []}
-    assert rr.assign({"topic": 3, "other": 3}, {"c": Subscription(["topic"])}) == {"c": parse("topic-0, topic-1, topic-2")}
+    assert rr.assign({"topic": 3, "other": 3}, {"c": Subscription(["topic"])}) == {
+        "c": parse("topic-0, topic-1, topic-2")
+    }
     assert rr.assign({"topic1": 1, "topic2": 2}, {"c": Subscription(["topic1", "topic2"])}) == {
         "c": parse("topic1-0, topic2-0, topic2-1")}
 

@@ -22,7 +22,7 @@ def groups(draw, uniform: bool | None = None):
     if uniform is None:
         uniform = draw(st.booleans())
     subs = {}
-    for i, name in enumerate(names):
+    for name in names:
         mine = all_topics if uniform else draw(st.lists(st.sampled_from(all_topics), min_size=1, unique=True))
         static = draw(st.one_of(st.none(), st.sampled_from(["i0", "i1", "i2", "i3", "i4", "i5"])))
         # group.instance.ids are unique within a group

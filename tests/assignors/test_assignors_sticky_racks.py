@@ -138,8 +138,16 @@ def test_rack_aware_assignment_with_non_equal_subscription(kind):
     # rack alignment is best effort: with few rack choices some partitions stay misaligned
     rf1 = ["t1-3, t2-0, t2-2, t2-3, t2-6", "t1-4, t2-1, t2-4, t2-5, t3-0", "t1-0, t1-1, t1-2, t1-5, t3-1"]
     verify_both_ways(a, T3, 1, racks(3), racks(3), ct, rf1, 4)
-    verify_both_ways(a, T3, 2, racks(3), racks(3), ct,
-                     ["t1-3, t2-0, t2-2, t2-5, t2-6", "t1-0, t2-1, t2-3, t2-4, t3-0", "t1-1, t1-2, t1-4, t1-5, t3-1"], 0)
+    verify_both_ways(
+        a,
+        T3,
+        2,
+        racks(3),
+        racks(3),
+        ct,
+        ["t1-3, t2-0, t2-2, t2-5, t2-6", "t1-0, t2-1, t2-3, t2-4, t3-0", "t1-1, t1-2, t1-4, t1-5, t3-1"],
+        0,
+    )
     verify_both_ways(a, T3, 3, racks(2), racks(3), ct, plain, 5)
     if kind is StickyAssignor:
         verify_rack_assignment(a, T3, 1, racks(3), racks(3), ct, None, rf1, 4)
@@ -679,7 +687,7 @@ def test_reassignment_with_random_subscriptions_and_changes(g):
             g.add_topic(t, i + 1)
         num_consumers = 20 + rng.randrange(20)
 
-        def random_sublist():
+        def random_sublist(topics=topics):
             chosen = list(topics)
             for _ in range(rng.randrange(len(topics))):
                 chosen.pop(rng.randrange(len(chosen)))
@@ -823,7 +831,10 @@ def test_assignment_with_multiple_generations(g, equal):
     assert set(r2["consumer2"]) & set(r1["consumer3"])
     check_valid_and_balanced(g.topics, subs, r2)
 
-    subs = {"consumer2": g.owning(c2_topics, r2["consumer2"], 2, 1), "consumer3": g.owning(every, r1["consumer3"], 1, 2)}
+    subs = {
+        "consumer2": g.owning(c2_topics, r2["consumer2"], 2, 1),
+        "consumer3": g.owning(every, r1["consumer3"], 1, 2),
+    }
     r3 = g.assign(subs).assignment
     assert len(r3["consumer2"]) == len(r3["consumer3"]) == 6
     assert not set(r3["consumer2"]) & set(r3["consumer3"])
@@ -848,8 +859,11 @@ def test_assignment_with_multiple_generations_2(g, equal):
     r2 = g.assign(subs).assignment
     assert len(r2["consumer2"]) == 12 and set(r1["consumer2"]) <= set(r2["consumer2"])
 
-    subs = {"consumer1": g.owning(c1_topics, r1["consumer1"], 1, 0), "consumer2": g.owning(every, r2["consumer2"], 2, 1),
-            "consumer3": g.owning(c3_topics, r1["consumer3"], 1, 2)}
+    subs = {
+        "consumer1": g.owning(c1_topics, r1["consumer1"], 1, 0),
+        "consumer2": g.owning(every, r2["consumer2"], 2, 1),
+        "consumer3": g.owning(c3_topics, r1["consumer3"], 1, 2),
+    }
     r3 = g.assign(subs).assignment
     assert [len(r3[c]) for c in ("consumer1", "consumer2", "consumer3")] == [4, 4, 4]
     check_valid_and_balanced(g.topics, subs, r3)

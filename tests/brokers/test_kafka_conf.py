@@ -186,7 +186,7 @@ def test_kafka_store_clients(clients, monkeypatch):
     monkeypatch.setattr(KafkaStore, "_ensure_topic", lambda self, rf: None)
     store = KafkaStore("h:1", "offsets", client=CLIENT)
     with pytest.raises(Stop):
-        store.producer
+        _ = store.producer
     with pytest.raises(Stop):
         store._read_all()
     assert reached(clients, "KafkaProducer") and reached(clients, "KafkaConsumer")
@@ -198,7 +198,7 @@ def test_sink_watcher_and_topic_creation(clients):
     from streaming.spark.sinks import TrackerSink
 
     with pytest.raises(Stop):
-        TrackerSink(bootstrap="h:1", producer_config=CLIENT).producer
+        _ = TrackerSink(bootstrap="h:1", producer_config=CLIENT).producer
     watcher = TopicMetadataWatcher("h:1", "events", client=CLIENT)
     watcher.watched.add("t")
     with pytest.raises(Stop):

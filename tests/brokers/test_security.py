@@ -1,10 +1,10 @@
 """Every command against a secured Kafka 4.x listener: SASL (SCRAM-SHA-512 and PLAIN) over TLS, certificates made by
-the test (``tests/brokers/secured_kafka.py``), the client settings in a ``--command-config`` file as Kafka's own tools take
-them (a JAAS line, a PEM trust store) or under kafka-python's names. ``simulate`` publishes a feed, a real consumer
+the test (``tests/brokers/secured_kafka.py``), the client settings in a ``--command-config`` file as Kafka's own tools
+take them (a JAAS line, a PEM trust store) or under kafka-python's names. ``simulate`` publishes a feed, a real consumer
 group commits, ``run`` (one Spark start) tracks the feed into the outputs topic and a Kafka store, ``offsets`` reads
 that store, ``cluster-feed`` reads the broker's ``__consumer_offsets``: all through the secured listener. Wrong
-credentials, or a CA that did not sign the broker's certificate, give one clear line and exit 2; no password
-appears in what the commands print, in what they write to Kafka, in the checkpoint or its settings file.
+credentials, or a CA that did not sign the broker's certificate, give one clear line and exit 2; no password appears in
+what the commands print, in what they write to Kafka, in the checkpoint or its settings file.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 
 from streaming.kafka_client import kafka_conf
 from streaming.cli import main as cli
-from tests.brokers.secured_kafka import PLAIN_USER, SCRAM_USER, client_properties, start_secured_kafka
+from tests.brokers.secured_kafka import SCRAM_USER, client_properties, start_secured_kafka
 
 pytestmark = pytest.mark.kafka
 

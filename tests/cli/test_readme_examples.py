@@ -24,12 +24,15 @@ REPO = README.parent
 
 # README commands run elsewhere, and where: each such test must exist and run that subcommand.
 RUN_ELSEWHERE = {
-    "make demo": ("tests/cli/test_demo.py", "demo"),                      # `rebalance-tracker demo` under make's venv
-    "make test": (".ci/run", "make test"),                            # the CI command itself
+    "make demo": ("tests/cli/test_demo.py", "demo"),  # `rebalance-tracker demo` under make's venv
+    "make test": (".ci/run", "make test"),  # the CI command itself
     "rebalance-tracker run --master": ("tests/tracker/test_tracker_cluster.py", '"run", "--master"'),
     "rebalance-tracker spark-cluster": ("tests/tracker/test_tracker_cluster.py", "spark_cluster"),
     "spark-submit": ("tests/tracker/test_tracker_cluster.py", "spark-submit"),
-    "rebalance-tracker broker --apache-kafka 4": ("tests/brokers/test_apache_kafka4.py", '"broker", "--apache-kafka", "4"'),
+    "rebalance-tracker broker --apache-kafka 4": (
+        "tests/brokers/test_apache_kafka4.py",
+        '"broker", "--apache-kafka", "4"',
+    ),
     "export KAFKA_BOOTSTRAP": ("tests/cli/test_track_a_cluster.py", "KAFKA_BOOTSTRAP"),
 }
 

@@ -18,22 +18,43 @@ G = "fooup"
 
 
 # ---------------------------------------------------------------- testConsumerHeartbeatRequestValidation
-@pytest.mark.parametrize("fields, error, message", [
-    ({"member_id": ""}, "INVALID_REQUEST", "MemberId can't be empty."),
-    ({"group_id": ""}, "INVALID_REQUEST", "GroupId can't be empty."),
-    ({"group_id": "   "}, "INVALID_REQUEST", "GroupId can't be empty."),
-    ({"member_epoch": 0}, "INVALID_REQUEST", "RebalanceTimeoutMs must be provided in first request."),
-    ({"member_epoch": 0, "rebalance_timeout_ms": 5000}, "INVALID_REQUEST",
-     "TopicPartitions must be empty when (re-)joining."),
-    ({"member_epoch": 0, "rebalance_timeout_ms": 5000, "topic_partitions": []}, "INVALID_REQUEST",
-     "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."),
-    ({"instance_id": ""}, "INVALID_REQUEST", "InstanceId can't be empty."),
-    ({"rack_id": ""}, "INVALID_REQUEST", "RackId can't be empty."),
-    ({"server_assignor": "bar"}, "UNSUPPORTED_ASSIGNOR", "ServerAssignor bar is not supported. Supported assignors: range."),
-    ({"member_epoch": -2, "rebalance_timeout_ms": 5000, "subscribed_topic_names": ["foo", "bar"],
-      "topic_partitions": []}, "INVALID_REQUEST", "InstanceId can't be null."),
-    ({"member_epoch": -3}, "INVALID_REQUEST", "MemberEpoch is invalid."),
-])
+@pytest.mark.parametrize(
+    "fields, error, message",
+    [
+        ({"member_id": ""}, "INVALID_REQUEST", "MemberId can't be empty."),
+        ({"group_id": ""}, "INVALID_REQUEST", "GroupId can't be empty."),
+        ({"group_id": "   "}, "INVALID_REQUEST", "GroupId can't be empty."),
+        ({"member_epoch": 0}, "INVALID_REQUEST", "RebalanceTimeoutMs must be provided in first request."),
+        (
+            {"member_epoch": 0, "rebalance_timeout_ms": 5000},
+            "INVALID_REQUEST",
+            "TopicPartitions must be empty when (re-)joining.",
+        ),
+        (
+            {"member_epoch": 0, "rebalance_timeout_ms": 5000, "topic_partitions": []},
+            "INVALID_REQUEST",
+            "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.",
+        ),
+        ({"instance_id": ""}, "INVALID_REQUEST", "InstanceId can't be empty."),
+        ({"rack_id": ""}, "INVALID_REQUEST", "RackId can't be empty."),
+        (
+            {"server_assignor": "bar"},
+            "UNSUPPORTED_ASSIGNOR",
+            "ServerAssignor bar is not supported. Supported assignors: range.",
+        ),
+        (
+            {
+                "member_epoch": -2,
+                "rebalance_timeout_ms": 5000,
+                "subscribed_topic_names": ["foo", "bar"],
+                "topic_partitions": [],
+            },
+            "INVALID_REQUEST",
+            "InstanceId can't be null.",
+        ),
+        ({"member_epoch": -3}, "INVALID_REQUEST", "MemberEpoch is invalid."),
+    ],
+)
 def test_heartbeat_request_validation(fields, error, message):
     h = Harness()
     request = {"group_id": "foo", "member_id": "m", "member_epoch": 1, **fields}
@@ -58,7 +79,7 @@ def test_regex_validation():
                 topic_partitions=[])[0]["member_epoch"] == 2
 
 
-# ---------------------------------------------------------------- testUnknownGroupId / testUnknownMemberIdJoinsConsumerGroup
+# ----------------------------------------------------------- testUnknownGroupId / testUnknownMemberIdJoinsConsumerGroup
 def test_unknown_group_id():
     h = Harness()
     answer = h.hb("m", 100, rebalance_timeout_ms=5000, subscribed_topic_names=["foo", "bar"], topic_partitions=[])[0]
@@ -161,9 +182,13 @@ def test_new_joining_member_triggers_new_target_assignment():
     assert recs[0] == strip([R.member_subscription(G, expected3.with_(member_epoch=0, previous_member_epoch=-1,
                                                                       state=S.STABLE))])[0]
     assert recs[1] == strip([R.epoch(G, 11)])[0]
-    assert sorted(recs[2:5], key=lambda r: r["member_id"]) == strip([
-        R.target_assignment(G, "m1", h.A(foo=(0, 1), bar=(0,))), R.target_assignment(G, "m2", h.A(foo=(2, 3), bar=(1,))),
-        R.target_assignment(G, "m3", h.A(foo=(4, 5), bar=(2,)))])
+    assert sorted(recs[2:5], key=lambda r: r["member_id"]) == strip(
+        [
+            R.target_assignment(G, "m1", h.A(foo=(0, 1), bar=(0,))),
+            R.target_assignment(G, "m2", h.A(foo=(2, 3), bar=(1,))),
+            R.target_assignment(G, "m3", h.A(foo=(4, 5), bar=(2,))),
+        ]
+    )
     assert recs[5:] == strip([R.target_assignment_epoch(G, 11), R.current_assignment(G, expected3)])
     assert h.group().state() == "Reconciling"
 

@@ -124,12 +124,17 @@ def test_commit_validation_in_kafkas_order():
     assert one(commit(h, epoch=0, group_instance_id="someone-else"), "commit_response")["error"] == "NONE"
 
 
-# ---------------------------------------------------------------- testConsumerGroupOffsetCommitWithOffsetMetadataTooLarge
+# -------------------------------------------------------------- testConsumerGroupOffsetCommitWithOffsetMetadataTooLarge
 def test_metadata_too_large():
     h = Harness({"bar": 2}, offset_metadata_max_bytes=5)
     group_with_member(h)
-    out = commit(h, offsets=[{"topic": "bar", "partition": 0, "offset": 100, "leader_epoch": 10, "metadata": "toolarge"},
-                             {"topic": "bar", "partition": 1, "offset": 100, "leader_epoch": 10, "metadata": "small"}])
+    out = commit(
+        h,
+        offsets=[
+            {"topic": "bar", "partition": 0, "offset": 100, "leader_epoch": 10, "metadata": "toolarge"},
+            {"topic": "bar", "partition": 1, "offset": 100, "leader_epoch": 10, "metadata": "small"},
+        ],
+    )
     answer = one(out, "commit_response")
     assert answer["error"] == "NONE"
     assert answer["partitions"] == [["bar", 0, "OFFSET_METADATA_TOO_LARGE"], ["bar", 1, "NONE"]]
@@ -221,7 +226,7 @@ def test_a_commits_own_retention_still_spares_subscribed_topics():
     assert set(h.c.fetch_offsets(G)) == {("bar", 0)}
 
 
-# ---------------------------------------------------------------- testCleanupGroupMetadata / testConsumerGroupMaybeDelete
+# -------------------------------------------------------------- testCleanupGroupMetadata / testConsumerGroupMaybeDelete
 def test_an_empty_group_is_deleted_when_its_offsets_are_gone():
     h = Harness({"bar": 2}, scripted=False, offsets_retention_minutes=1)
     epoch = h.join("m", ["bar"])[0]["member_epoch"]

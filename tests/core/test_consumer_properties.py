@@ -90,7 +90,7 @@ def run(actions, split=None, max_size=3):
     clients = Clients()
     outputs, history = [], []
     events = [{"type": "topic_metadata", "topic": t, "partitions": 3, "ts": 0} for t in TOPICS]
-    for i, act in enumerate(actions):
+    for act in actions:
         batch = events + clients.events(act)
         events = []
         for raw in batch:
@@ -157,8 +157,12 @@ def test_protocol_following_clients_converge(actions):
     """After the noise, members that keep heartbeating by the protocol reach a Stable group whose current
     assignment is its target assignment. The tail first lets every session lapse: a static instance that rejoined
     without leaving first is refused (UNRELEASED_INSTANCE_ID) until its old session ends, as in Kafka."""
-    clients_tail = [("topic", "foo", 3), ("wait", 46_000)] + [("hb", m) for m in MEMBERS] * 2 + [("revoke", m) for m in MEMBERS] + \
-        [("hb", m) for m in MEMBERS] * 4
+    clients_tail = (
+        [("topic", "foo", 3), ("wait", 46_000)]
+        + [("hb", m) for m in MEMBERS] * 2
+        + [("revoke", m) for m in MEMBERS]
+        + [("hb", m) for m in MEMBERS] * 4
+    )
     c, outputs, _ = run(list(actions) + clients_tail, max_size=10)
     g = c.groups.get("g")
     if g is None or not g.members:
@@ -173,16 +177,25 @@ def test_protocol_following_clients_converge(actions):
 json_values = st.recursive(st.none() | st.booleans() | st.integers(-2**40, 2**40) | st.text(max_size=5),
                            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
                                                                                         max_size=3), max_leaves=4)
-heartbeat_fields = st.fixed_dictionaries({"type": st.just("consumer_heartbeat")}, optional={
-    "group_id": st.sampled_from(["g", "", " "]) | json_values, "member_id": st.sampled_from(["m1", "m2", ""]) | json_values,
-    "member_epoch": st.integers(-4, 5) | json_values, "instance_id": st.sampled_from([None, "i", ""]) | json_values,
-    "rack_id": json_values, "rebalance_timeout_ms": st.sampled_from([-1, 0, 5000]) | json_values,
-    "subscribed_topic_names": st.sampled_from([None, [], ["foo"]]) | json_values,
-    "subscribed_topic_regex": st.sampled_from([None, "", "f.*", "[", "(a"]) | json_values,
-    "server_assignor": st.sampled_from([None, "uniform", "range", "x"]) | json_values,
-    "topic_partitions": st.sampled_from([None, [], [["foo", 0]], [{"topic": "foo", "partitions": [1]}],
-                                         [{"topic_id": "x", "partitions": [0]}]]) | json_values,
-    "ts": st.integers(0, 10**6) | json_values})
+heartbeat_fields = st.fixed_dictionaries(
+    {"type": st.just("consumer_heartbeat")},
+    optional={
+        "group_id": st.sampled_from(["g", "", " "]) | json_values,
+        "member_id": st.sampled_from(["m1", "m2", ""]) | json_values,
+        "member_epoch": st.integers(-4, 5) | json_values,
+        "instance_id": st.sampled_from([None, "i", ""]) | json_values,
+        "rack_id": json_values,
+        "rebalance_timeout_ms": st.sampled_from([-1, 0, 5000]) | json_values,
+        "subscribed_topic_names": st.sampled_from([None, [], ["foo"]]) | json_values,
+        "subscribed_topic_regex": st.sampled_from([None, "", "f.*", "[", "(a"]) | json_values,
+        "server_assignor": st.sampled_from([None, "uniform", "range", "x"]) | json_values,
+        "topic_partitions": st.sampled_from(
+            [None, [], [["foo", 0]], [{"topic": "foo", "partitions": [1]}], [{"topic_id": "x", "partitions": [0]}]]
+        )
+        | json_values,
+        "ts": st.integers(0, 10**6) | json_values,
+    },
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

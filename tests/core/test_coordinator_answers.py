@@ -48,9 +48,14 @@ def group_in(state: str) -> tuple[Harness, str, str]:
 # another member -> FENCED_INSTANCE_ID) of the current generation (ILLEGAL_GENERATION); an anonymous commit to a group
 # with members -> UNKNOWN_MEMBER_ID; only a valid member's commit during CompletingRebalance -> REBALANCE_IN_PROGRESS.
 COMMIT_CASES = {
-    "member, current generation": (("leader", None, "G"), ("UNKNOWN_MEMBER_ID", "NONE", "REBALANCE_IN_PROGRESS", "NONE")),
-    "static member, current generation": (("static", "i1", "G"),
-                                          ("UNKNOWN_MEMBER_ID", "NONE", "REBALANCE_IN_PROGRESS", "NONE")),
+    "member, current generation": (
+        ("leader", None, "G"),
+        ("UNKNOWN_MEMBER_ID", "NONE", "REBALANCE_IN_PROGRESS", "NONE"),
+    ),
+    "static member, current generation": (
+        ("static", "i1", "G"),
+        ("UNKNOWN_MEMBER_ID", "NONE", "REBALANCE_IN_PROGRESS", "NONE"),
+    ),
     "unknown member": (("ghost", None, "G"), ("UNKNOWN_MEMBER_ID",) * 4),
     "wrong generation": (("leader", None, "G+1"), ("UNKNOWN_MEMBER_ID",) + ("ILLEGAL_GENERATION",) * 3),
     "anonymous, generation -1": (("", None, -1), ("NONE",) + ("UNKNOWN_MEMBER_ID",) * 3),
@@ -292,7 +297,10 @@ def test_job_keys_the_empty_group_id_as_a_group_and_global_metadata_apart():
     assert [o["type"] for o in group_outputs] == ["offset_commit", "commit_response", "join_response"]
     assert group_outputs[-1]["error"] == "INVALID_GROUP_ID" and state.exists   # group "" lives on, offsets only
     broadcasts, state = by_key[repr(BROADCAST_KEY)]
-    assert [(o["type"], o["event"]["topic"]) for o in broadcasts] == [("broadcast_event", "t"), ("broadcast_event", "u")]
+    assert [(o["type"], o["event"]["topic"]) for o in broadcasts] == [
+        ("broadcast_event", "t"),
+        ("broadcast_event", "u"),
+    ]
     assert not state.exists
 
 

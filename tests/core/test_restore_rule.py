@@ -1,6 +1,6 @@
-"""What the tracker does with a group rebuilt from the store after a lost checkpoint (streaming/coordinator/restored.py),
-one rule at a time. The whole-feed checks are in test_recovery.py (simulated, normal mode) and test_real_broker.py
-(Apache Kafka, observe mode)."""
+"""What the tracker does with a group rebuilt from the store after a lost checkpoint
+(streaming/coordinator/restored.py), one rule at a time. The whole-feed checks are in test_recovery.py (simulated,
+normal mode) and test_real_broker.py (Apache Kafka, observe mode)."""
 from __future__ import annotations
 
 from tests.coordinator_harness import Harness, of_type, one
@@ -32,7 +32,7 @@ def test_a_partition_a_member_owns_is_assigned_even_beyond_the_size_the_tracker_
 
 # ---------------------------------------------------------------- rebuilding and saying so
 from offsets_store.store import STORE_TYPES   # noqa: E402
-from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event   # noqa: E402
+from streaming.coordinator import parse_event   # noqa: E402
 from streaming.coordinator.routing import Configs, GroupModel   # noqa: E402
 from streaming.spark.group_step import step_group   # noqa: E402
 from streaming.spark.restore import group_states   # noqa: E402
@@ -123,7 +123,12 @@ def test_a_restored_member_that_went_quiet_before_the_restore_expires_and_says_s
     out += model.advance(h.now + 12_000)
     expired = one(out, "member_expired", b)
     gap = one(out, "restore_gap")
-    assert (gap["member_id"], gap["request"], expired["ts"], expired["reason"]) == (b, "expiry", h.now + 10_000, "unknown")
+    assert (gap["member_id"], gap["request"], expired["ts"], expired["reason"]) == (
+        b,
+        "expiry",
+        h.now + 10_000,
+        "unknown",
+    )
 
 
 # ---------------------------------------------------------------- observe mode: the broker's word wins
@@ -144,7 +149,9 @@ def test_observe_a_member_that_rejoined_before_the_restore_answers_in_the_next_g
     observed_stable_group(h, [a, b])
     model = restored(h, h.now, OBSERVE)
     # Both had rejoined before the checkpoint was lost; the broker's generation 2 is in the feed only from here.
-    out = feed(model, type="sync", member_id=a, generation=2, ts=h.now + 100, assignments={a: [["t", 0]], b: [["t", 1]]})
+    out = feed(
+        model, type="sync", member_id=a, generation=2, ts=h.now + 100, assignments={a: [["t", 0]], b: [["t", 1]]}
+    )
     out += feed(model, type="sync", member_id=b, generation=2, ts=h.now + 101)
     gap = one(out, "restore_gap")
     assert (gap["member_id"], gap["follows"]) == (a, True)
@@ -190,8 +197,9 @@ def test_consumer_group_a_member_epoch_ahead_of_the_store_is_a_gap():
     outputs, _ = run_feed(events)
     now = events[-1]["ts"]
     configs = Configs()
-    model = GroupModel.from_bytes(group_states([o for o in outputs if o["type"] in STORE_TYPES], now, configs)["group-0"],
-                                  configs)
+    model = GroupModel.from_bytes(
+        group_states([o for o in outputs if o["type"] in STORE_TYPES], now, configs)["group-0"], configs
+    )
     (said,) = model.announcements()
     assert said["type"] == "group_restored" and said["group_epoch"] >= 1 and said["members"]
     member = model.model.groups["group-0"].members[said["members"][0]]

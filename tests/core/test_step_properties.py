@@ -20,9 +20,8 @@ import uuid
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from streaming.coordinator import CoordinatorConfig
 from streaming.coordinator.consumer import ConsumerGroupCoordinator
 from streaming.coordinator.coordinator import GroupCoordinator
 from streaming.coordinator.events import parse_event
@@ -148,9 +147,10 @@ class StepMachine(RuleBasedStateMachine):
         if data.draw(st.booleans()):
             self._emit({"type": "leave", "member_id": self._some_member(data),
                         "group_instance_id": data.draw(st.sampled_from(INSTANCES))}, late)
-        else:   # an admin removal of a static member
-            self._emit({"type": "leave", "member_id": "", "group_instance_id": data.draw(st.sampled_from(INSTANCES[2:]))},
-                       late)
+        else:  # an admin removal of a static member
+            self._emit(
+                {"type": "leave", "member_id": "", "group_instance_id": data.draw(st.sampled_from(INSTANCES[2:]))}, late
+            )
 
     @rule(data=st.data(), late=st.sampled_from([0, 0, 1_000, 5_000]))
     def commit(self, data, late):
@@ -257,7 +257,11 @@ class StepMachine(RuleBasedStateMachine):
         for o in self.outputs:
             if o["type"] == "state_change":
                 assert o["from"] != o["to"]
-        generations = [o["generation"] for o in self.outputs if o["type"] == "rebalance" and "generation" in o and not o.get("late")]
+        generations = [
+            o["generation"]
+            for o in self.outputs
+            if o["type"] == "rebalance" and "generation" in o and not o.get("late")
+        ]
         if not self.observe:
             assert generations == sorted(generations), "rebalance generations went back"
         # The same feed uncut, where no cut's clock ran past an event of a later batch: the same outputs.
@@ -268,6 +272,10 @@ class StepMachine(RuleBasedStateMachine):
 
 
 # STEP_PROPERTY_EXAMPLES=5000 for a longer search than the suite's.
-StepMachine.TestCase.settings = settings(max_examples=int(os.environ.get("STEP_PROPERTY_EXAMPLES", 150)), stateful_step_count=60, deadline=None,
-                                         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+StepMachine.TestCase.settings = settings(
+    max_examples=int(os.environ.get("STEP_PROPERTY_EXAMPLES", 150)),
+    stateful_step_count=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 test_step_group_never_raises_and_keeps_kafka_states = StepMachine.TestCase

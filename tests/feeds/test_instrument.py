@@ -94,10 +94,18 @@ class Member(threading.Thread):
 
     def __init__(self, bootstrap, topic, group, name, producer, feed_topic, client=None):
         super().__init__(daemon=True, name=name)
-        self.consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, client_id=name, **(client or {}),
-                                      session_timeout_ms=3_000, heartbeat_interval_ms=500,
-                                      enable_auto_commit=False, auto_offset_reset="earliest",
-                                      partition_assignment_strategy=[RangePartitionAssignor])
+        self.consumer = KafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            client_id=name,
+            **(client or {}),
+            session_timeout_ms=3_000,
+            heartbeat_interval_ms=500,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            partition_assignment_strategy=[RangePartitionAssignor],
+        )
         instrument(self.consumer, producer, feed_topic, heartbeat_every_ms=1_000)
         self.stop_event = threading.Event()
         self.commit_offset: int | None = None   # set by the test: commit this offset on every owned partition
@@ -115,7 +123,7 @@ class Member(threading.Thread):
                 generation = self.consumer._coordinator._generation.generation_id
                 if self.use_async:
                     done = threading.Event()
-                    self.consumer.commit_async(offsets, callback=lambda *_: done.set())
+                    self.consumer.commit_async(offsets, callback=lambda *_, done=done: done.set())
                     while not done.is_set():
                         self.consumer.poll(timeout_ms=50)
                 else:

@@ -117,7 +117,9 @@ def _cases() -> list[tuple[str, object, list[str]]]:
         for _ in range(30):
             r = _offset_case(rng)
             r["expire_timestamp"] = r["expire_timestamp"] if version == 1 else -1
-            cases.append((f"offset-value-{version}", r, ["\t".join(["offset-value", str(version), *_offset_fields(r)])]))
+            cases.append(
+                (f"offset-value-{version}", r, ["\t".join(["offset-value", str(version), *_offset_fields(r)])])
+            )
     for _ in range(20):
         r = _offset_case(rng)
         cases.append(("offset-tombstone", r, ["\t".join(["offset-tombstone", *_offset_fields(r)[:3]])]))
@@ -243,8 +245,13 @@ def test_group_metadata_is_kafkas_bytes_with_its_members_in_hashmap_order(answer
         assert encode_record(ordered) == (kafka_key, kafka_value), record
         decoded = decode_record(kafka_key, kafka_value)
         assert decoded["value_version"] == 3
-        assert _without_versions(decoded) == {**ordered, "members": [
-            {**m, "subscription": {**m["subscription"]}, "assignment": {**m["assignment"]}} for m in ordered["members"]]}
+        assert _without_versions(decoded) == {
+            **ordered,
+            "members": [
+                {**m, "subscription": {**m["subscription"]}, "assignment": {**m["assignment"]}}
+                for m in ordered["members"]
+            ],
+        }
         sizes.add(len(ids))
     assert sizes == {0, 1, 2, 3, 6, 13}
 

@@ -9,10 +9,10 @@ the same checkpoint. The kill points:
   again. This window is microseconds wide, so the job kills itself there (its ``REBALANCE_TRACKER_CRASH_AFTER_OUTPUTS``
   crash point), and the topic then really holds duplicates for the readers' rule to drop.
 
-Each kill lands at a random micro-batch a few batches after the previous one, so the kills spread over the feed. The first
-three windows are hit without any hook in the job: the test polls the checkpoint, the sink's marker and the store;
-when the wanted window shows, it freezes the job's whole process group (SIGSTOP), checks again on the frozen job,
-and SIGKILLs it there (or lets it go on and waits for the next batch). At the end the store and the outputs topic,
+Each kill lands at a random micro-batch a few batches after the previous one, so the kills spread over the feed. The
+first three windows are hit without any hook in the job: the test polls the checkpoint, the sink's marker and the store;
+when the wanted window shows, it freezes the job's whole process group (SIGSTOP), checks again on the frozen job, and
+SIGKILLs it there (or lets it go on and waits for the next batch). At the end the store and the outputs topic,
 deduplicated by the ``batch_id``/``seq`` headers as README tells readers to, must be the pure model's, record for
 record, and the dead-letter topic must hold the one bad record once.
 

@@ -2,13 +2,13 @@
 
 Real kafka-python consumers go through issue #11's history on Apache Kafka 4 and on 0.9.0.1 (two start, one is
 added, one closes, one is killed, one is added, the rest close), reporting to the instrumentation feed; the broker
-writes its own ``__consumer_offsets``, which the cluster feed reads. Each feed goes through the tracker in observe mode with the
-checkpoint lost after every one of its events (the pure model, as the job runs it: ``tests/lost_checkpoint.py``),
-and once through the Spark job (Kafka 4's feed) with the checkpoint lost in the middle of a rebalance. The groups are rebuilt from
-the store, as Kafka's next coordinator loads them; after that the broker's word wins: the generations the tracker
-reports are the ones the consumers were given and the committed offsets are the broker's. What it cannot know (a
-round begun before the restore, why a member that went quiet before it is gone) it says: ``restore_gap``, reason
-``unknown``.
+writes its own ``__consumer_offsets``, which the cluster feed reads. Each feed goes through the tracker in observe mode
+with the checkpoint lost after every one of its events (the pure model, as the job runs it:
+``tests/lost_checkpoint.py``), and once through the Spark job (Kafka 4's feed) with the checkpoint lost in the middle of
+a rebalance. The groups are rebuilt from the store, as Kafka's next coordinator loads them; after that the broker's word
+wins: the generations the tracker reports are the ones the consumers were given and the committed offsets are the
+broker's. What it cannot know (a round begun before the restore, why a member that went quiet before it is gone) it
+says: ``restore_gap``, reason ``unknown``.
 """
 from __future__ import annotations
 

@@ -150,5 +150,7 @@ def test_groups_rebuilt_from_the_store_and_their_gaps_are_counted(endpoint):
     metrics.update(0, restore_story())
     families = scrape(url)
     assert _get(families, "groups_restored_total") == 2 and _get(families, "restore_gaps_total") == 1
-    assert _get(families, "group_generation", group="quiet") == 1 and _get(families, "group_members", group="quiet") == 2
+    assert (
+        _get(families, "group_generation", group="quiet") == 1 and _get(families, "group_members", group="quiet") == 2
+    )
     assert _get(families, "groups", state="Stable") == 2

@@ -103,8 +103,11 @@ def test_replay_progress_bars_finish_in_place_then_the_table(tmp_path):
     subprocess.run([sys.executable, "-m", "streaming", "simulate", "--out", "feed.jsonl", "--groups", "3",
                     "--duration", "300", "--seed", "5"], cwd=tmp_path, check=True, capture_output=True,
                    env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
-    term = Tmux(f"env PYTHONPATH={REPO} {sys.executable} -m streaming replay --feed feed.jsonl --assignor range,sticky; "
-                f"touch done; sleep 30", tmp_path)
+    term = Tmux(
+        f"env PYTHONPATH={REPO} {sys.executable} -m streaming replay --feed feed.jsonl --assignor range,sticky; "
+        f"touch done; sleep 30",
+        tmp_path,
+    )
     try:
         term.wait_for(lambda: (tmp_path / "done").exists(), "replay finished")
         screen = term.history()
