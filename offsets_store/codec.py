@@ -1,4 +1,4 @@
-"""``__consumer_offsets`` records <-> the coordinator's record dicts (see the README's "Outputs").
+"""``__consumer_offsets`` records <-> the coordinator's record dicts (see docs/outputs.md).
 
 ``encode_record`` writes a new record (one without versions) as a current broker writes it: OffsetCommitKey v1
 with OffsetCommitValue v3 (v1 when the commit carried an explicit expire timestamp), GroupMetadataKey v2 with

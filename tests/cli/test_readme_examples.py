@@ -1,6 +1,6 @@
-"""README's examples, run as a reader runs them: the commands as written, in a fresh directory, with only the
-broker address (``kafka:9092``) swapped for the test's broker. A README example that no test runs fails the first
-test, so the README cannot drift from the tool again."""
+"""The examples of README and ``docs/``, run as a reader runs them: the commands as written, in a fresh directory,
+with only the broker address (``kafka:9092``) swapped for the test's broker. An example in any of them that no test
+runs fails the first test, so the documents cannot drift from the tool again."""
 from __future__ import annotations
 
 import json
@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,10 +20,12 @@ import pytest
 from streaming.coordinator import parse_event
 from streaming.local.broker import _die_with_parent
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-REPO = README.parent
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "README.md"
+# Every document whose examples are checked: the front page and each file of docs/.
+DOCUMENTS = [README, *sorted((REPO / "docs").glob("*.md"))]
 
-# README commands run elsewhere, and where: each such test must exist and run that subcommand.
+# Commands of the documents run elsewhere, and where: each such test must exist and run that subcommand.
 RUN_ELSEWHERE = {
     "make demo": ("tests/cli/test_demo.py", "demo"),  # `rebalance-tracker demo` under make's venv
     "make test": (".ci/run", "make test"),  # the CI command itself
@@ -37,16 +40,33 @@ RUN_ELSEWHERE = {
 }
 
 
-# README sections whose commands are one workflow, run as a script by a test of their own (each command's subcommand
-# and options must appear there).
+# Sections (a document's title or a ``##`` heading, in README or docs/) whose commands are one workflow, run as a
+# script by a test of their own (each command's subcommand and options must appear there).
 SECTIONS_ELSEWHERE = {"Track a real cluster": "tests/cli/test_track_a_cluster.py"}
 
 
+def sections_of(document: Path) -> Iterator[tuple[str, str]]:
+    """(heading, text) of each section of a document: its title (``#``) and each ``##`` heading start one; a ``###``
+    stays in its section, and a ``#`` line inside a fenced block is a shell comment, not a heading."""
+    heading, text, fenced = None, [], False
+    for line in document.read_text().splitlines(keepends=True):
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and re.match(r"##? ", line):
+            if heading is not None:
+                yield heading, "".join(text)
+            heading, text = line.lstrip("#").strip(), []
+            continue
+        text.append(line)
+    if heading is not None:
+        yield heading, "".join(text)
+
+
 def readme_commands(sections: bool = False) -> list:
-    """Every command of README's ``bash`` blocks: continuation lines joined, comments dropped (with ``sections``:
-    (section heading, command) pairs)."""
+    """Every command of the documents' ``bash`` blocks: continuation lines joined, comments dropped (with
+    ``sections``: (section heading, command) pairs)."""
     commands = []
-    for heading, body in re.findall(r"^## (.*?)\n(.*?)(?=^## |\Z)", README.read_text(), re.S | re.M):
+    for heading, body in (pair for doc in DOCUMENTS for pair in sections_of(doc)):
         for block in re.findall(r"^```bash\n(.*?)^```", body, re.S | re.M):
             for line in block.replace("\\\n", " ").splitlines():
                 words = [w for w in shlex.split(line, comments=True) if w != "&"]
@@ -56,11 +76,11 @@ def readme_commands(sections: bool = False) -> list:
 
 
 def examples(prefix: str) -> list[list[str]]:
-    """The README commands starting with ``prefix`` that this file runs (not those of SECTIONS_ELSEWHERE), as
+    """The documents' commands starting with ``prefix`` that this file runs (not those of SECTIONS_ELSEWHERE), as
     argv."""
     found = [shlex.split(c) for section, c in readme_commands(sections=True)
              if c.startswith(prefix) and section not in SECTIONS_ELSEWHERE]
-    assert found, f"README has no '{prefix}' example any more: update this test"
+    assert found, f"README and docs/ have no '{prefix}' example any more: update this test"
     return found
 
 
@@ -80,7 +100,7 @@ def test_every_readme_command_is_run_by_a_test():
             needles = ([words[1]] if words[0] == "rebalance-tracker" else [words[0]]) + \
                 [w for w in words if w.startswith("--")]
             missing = [n for n in needles if f'"{n}"' not in script]
-            assert not missing, f"{SECTIONS_ELSEWHERE[section]} does not run README's {command!r} ({missing})"
+            assert not missing, f"{SECTIONS_ELSEWHERE[section]} does not run the documents' {command!r} ({missing})"
             continue
         elsewhere = [k for k in RUN_ELSEWHERE if command.startswith(k)]
         if elsewhere:
@@ -88,11 +108,11 @@ def test_every_readme_command_is_run_by_a_test():
             assert needle in (REPO / path).read_text(), f"{path} no longer runs {command!r}"
         else:
             assert runs_here(command) and not command.startswith("rebalance-tracker run --master"), \
-                f"README example not run by any test: {command!r}"
+                f"example in README or docs/ not run by any test: {command!r}"
 
 
 def test_readme_event_example_is_a_valid_event():
-    blocks = re.findall(r"^```json\n(.*?)^```", README.read_text(), re.S | re.M)
+    blocks = [b for doc in DOCUMENTS for b in re.findall(r"^```json\n(.*?)^```", doc.read_text(), re.S | re.M)]
     assert blocks
     for block in blocks:
         event, error = parse_event(block)
@@ -101,7 +121,7 @@ def test_readme_event_example_is_a_valid_event():
 
 
 def cli(argv: list[str], cwd: Path, bootstrap: str | None = None) -> list[str]:
-    """A README command as argv for this environment: our own ``rebalance-tracker``, the test's broker."""
+    """A documented command as argv for this environment: our own ``rebalance-tracker``, the test's broker."""
     assert argv[0] == "rebalance-tracker"
     argv = [sys.executable, "-m", "streaming", *argv[1:]]
     return [a.replace("kafka:9092", bootstrap) if bootstrap else a for a in argv]
@@ -109,7 +129,7 @@ def cli(argv: list[str], cwd: Path, bootstrap: str | None = None) -> list[str]:
 
 def env() -> dict[str, str]:
     e = dict(os.environ, PYTHONPATH=str(REPO), SPARK_LOCAL_IP="127.0.0.1")
-    e.pop("KAFKA_BOOTSTRAP", None)   # a bare `run` starts its own bundled broker, as the README says
+    e.pop("KAFKA_BOOTSTRAP", None)   # a bare `run` starts its own bundled broker, as docs/running.md says
     return e
 
 
@@ -153,7 +173,7 @@ def test_offline_example_replays_a_consumer_protocol_feed(tmp_path):
 
 
 class Background:
-    """A long-running README command in its own process group, stopped with Ctrl-C as a reader would."""
+    """A long-running documented command in its own process group, stopped with Ctrl-C as a reader would."""
 
     def __init__(self, argv: list[str], cwd: Path, name: str) -> None:
         self.log = cwd / f"{name}.log"

@@ -1,4 +1,5 @@
-"""README "Track a real cluster", as a person types it: every command a subprocess, on Apache Kafka 4.x and 0.9.0.1.
+"""docs/real-cluster.md (and README's short version), as a person types it: every command a subprocess, on Apache Kafka
+4.x and 0.9.0.1.
 
 A real kafka-python group goes through issue #11's history (two consumers start, a third is added, one closes, one is
 killed, one more is added, the rest close) while ``cluster-feed --follow`` turns the broker's ``__consumer_offsets``
@@ -83,7 +84,8 @@ def broker_generations(bootstrap: str, group: str, client: dict) -> list[tuple]:
 
 @pytest.fixture(params=["apache-kafka-4", "apache-kafka-0.9"])
 def cluster(request):
-    """The cluster to observe, and what its commands need (README: ``--kafka-conf api.version=0.9`` for 0.9)."""
+    """The cluster to observe, and what its commands need (docs/real-cluster.md: ``--kafka-conf api.version=0.9``
+    for 0.9)."""
     from types import SimpleNamespace
 
     if request.param == "apache-kafka-4":
@@ -98,7 +100,7 @@ def test_track_a_real_cluster_as_readme_says(cluster, tmp_path, kafka_bootstrap)
     bootstrap, conf, suffix = cluster.kafka.bootstrap, cluster.conf, uuid.uuid4().hex[:8]
     group, data, events = f"orders-{suffix}", f"orders-data-{suffix}", f"rebalance-events-{suffix}"
     outputs_topic, dlq = f"rebalance-assignments-{suffix}", f"{events}.dlq"
-    env = job_env({"KAFKA_BOOTSTRAP": bootstrap})          # README: export KAFKA_BOOTSTRAP=...
+    env = job_env({"KAFKA_BOOTSTRAP": bootstrap})          # the docs: export KAFKA_BOOTSTRAP=...
     topics = ["--events-topic", events, "--assignments-topic", outputs_topic]
     cluster.kafka.create_topics({data: 6})                 # the group's own topic
     run_args = [*topics, "--store", "sqlite:data/offsets.db", "--checkpoint", "data/checkpoint", *OBSERVER, *conf]
@@ -110,7 +112,7 @@ def test_track_a_real_cluster_as_readme_says(cluster, tmp_path, kafka_bootstrap)
         (line,) = refused.stderr.strip().splitlines()
         assert "cannot create topics" in line and f"{events} (4 partitions)" in line \
             and f"{outputs_topic} (1 partition)" in line and f"{dlq} (1 partition)" in line and "kafka-topics" in line
-        cluster.kafka.create_topics({events: 4, outputs_topic: 1, dlq: 1})   # README: Kafka's TopicCommand
+        cluster.kafka.create_topics({events: 4, outputs_topic: 1, dlq: 1})   # the docs: Kafka's TopicCommand
 
     feed = Command(["cluster-feed", "--follow", "--events-topic", events, *conf], tmp_path, env, "cluster-feed")
     job = Command(["run", *run_args], tmp_path, env, "run")

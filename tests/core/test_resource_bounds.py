@@ -1,7 +1,7 @@
 """Resource bounds (issue #13): a group of 10k members and a member owning 10k partitions go through the pure model
 and the job's per-group step with its state encoding (``step_group``: the bytes Spark keeps as the group's state),
 without a crash and in bounded time. Memory per group and per member is measured by
-``python benchmarks/resource_bounds.py`` (README, "Failure and recovery")."""
+``python benchmarks/resource_bounds.py`` (docs/recovery.md)."""
 from __future__ import annotations
 
 import time

@@ -364,7 +364,7 @@ def test_max_partitions_groups_whole_kafka_partitions_into_fewer_read_tasks(kafk
 
 
 def test_settings_for_other_clients_do_not_reach_the_readers():
-    """``--kafka-conf`` goes to every client: a producer's setting (README tells users to raise
+    """``--kafka-conf`` goes to every client: a producer's setting (docs/recovery.md tells users to raise
     ``max.request.size``) must not make the source's consumers refuse to start."""
     from streaming.spark.kafka_source import client_config, confluent_config
 

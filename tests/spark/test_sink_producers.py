@@ -1,4 +1,4 @@
-"""The sink writes the same records with either Kafka client (README "Outputs"): kafka-python by default,
+"""The sink writes the same records with either Kafka client (docs/outputs.md): kafka-python by default,
 confluent-kafka when the job reads with it (``--kafka-source confluent``). Same topics, keys, values, headers and --
 so that a group's events appended to the events topic stay in the group's partition -- the same partitions as Kafka's
 Java client; a record Kafka refuses is a clear error; a broker that goes away is waited for, nothing lost."""

@@ -3,7 +3,7 @@ feed on a broker that keeps its log across a restart (the bundled Tansu on S3 st
 tests/persistent_broker.py). After a few micro-batches the broker goes away for ``OUTAGE_S`` seconds (30 by default,
 as in the issue) and comes back on the same port. Meanwhile the job must stay up and say in its live table that it
 waits for the broker -- no stack trace -- then go on: the outputs topic (deduplicated by the ``batch_id``/``seq``
-headers as README tells readers to) and the store must be the pure model's, record for record, the bad record
+headers as docs/outputs.md tells readers to) and the store must be the pure model's, record for record, the bad record
 dead-lettered once."""
 from __future__ import annotations
 

@@ -13,8 +13,8 @@ Each kill lands at a random micro-batch a few batches after the previous one, so
 first three windows are hit without any hook in the job: the test polls the checkpoint, the sink's marker and the store;
 when the wanted window shows, it freezes the job's whole process group (SIGSTOP), checks again on the frozen job, and
 SIGKILLs it there (or lets it go on and waits for the next batch). At the end the store and the outputs topic,
-deduplicated by the ``batch_id``/``seq`` headers as README tells readers to, must be the pure model's, record for
-record, and the dead-letter topic must hold the one bad record once.
+deduplicated by the ``batch_id``/``seq`` headers as docs/outputs.md tells readers to, must be the pure model's,
+record for record, and the dead-letter topic must hold the one bad record once.
 
 The first start is also a loaded machine's: Spark gives the Python worker that runs the Kafka source a fixed 10 s to
 connect back, and a worker that misses it kills the query before it plans anything ("Python worker failed to
@@ -179,7 +179,7 @@ def test_sigkill_at_random_points_then_restart(kafka_bootstrap, topic_name, tmp_
             job.kill()
 
     context = f"KILL_SEED={seed}, kills: {hits}"
-    # The outputs topic, read as README tells readers to: the model's outputs, record for record, once.
+    # The outputs topic, read as docs/outputs.md tells readers to: the model's outputs, record for record, once.
     raw = read_all(kafka_bootstrap, f"{topic_name}-out")
     got: dict[str, list[dict]] = {}
     for r in deduplicate(raw):

@@ -50,7 +50,7 @@ def rounds(outputs: list[dict], after_ts: int | None = None) -> dict[str, list[t
 
 @pytest.mark.parametrize("store_kind, second_key", [
     ("sqlite", "group"), ("kafka", "group"),
-    # The way README gives to change the keying: a new checkpoint, the groups rebuilt from the store.
+    # The way docs/design.md gives to change the keying: a new checkpoint, the groups rebuilt from the store.
     ("sqlite", "coordinator-partition"),
 ])
 def test_a_lost_checkpoint_is_rebuilt_from_the_store(spark, kafka_bootstrap, topic_name, tmp_path, store_kind,
