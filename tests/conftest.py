@@ -187,11 +187,8 @@ def uses_jvm_or_broker(item: pytest.Item) -> bool:
 
 
 @pytest.hookimpl(tryfirst=True)   # before xdist's own hook reads the xdist_group marks
-def pytest_collection_modifyitems(config, items):
-    grouped = [item for item in items if uses_jvm_or_broker(item)]
-    for item in grouped:
-        item.add_marker(pytest.mark.xdist_group(JVM_GROUP))
-    if getattr(config.option, "numprocesses", None):
-        # The group is the longest piece of work: started first, it does not end alone after the pure tests.
-        ids = {id(item) for item in grouped}
-        items[:] = grouped + [item for item in items if id(item) not in ids]
+def pytest_collection_modifyitems(items):
+    # xdist hands out the largest group first (--loadscope-reorder, its default): this one, the longest piece of work.
+    for item in items:
+        if uses_jvm_or_broker(item):
+            item.add_marker(pytest.mark.xdist_group(JVM_GROUP))
