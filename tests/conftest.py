@@ -192,3 +192,18 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if uses_jvm_or_broker(item):
             item.add_marker(pytest.mark.xdist_group(JVM_GROUP))
+
+
+class GroupingLost(Exception):
+    """pytest-xdist did not group the tests: each worker would start Spark and the brokers (pytest-xdist#1386)."""
+
+
+@pytest.hookimpl(trylast=True)    # after xdist's hook: it tells the scheduler a test's group by a suffix of its id
+def pytest_collection_finish(session):
+    if not getattr(session.config.option, "loadgroup", False):   # set in xdist's workers under --dist loadgroup
+        return
+    lost = [item.nodeid for item in session.items
+            if item.get_closest_marker("xdist_group") and not item.nodeid.endswith(f"@{JVM_GROUP}")]
+    if lost:   # it fails silently otherwise
+        raise GroupingLost(f"pytest-xdist did not group {len(lost)} tests by their xdist_group mark (first: "
+                           f"{lost[0]}): this pytest and pytest-xdist do not work together; see pyproject.toml")
