@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test install bench clean
+.PHONY: demo test lint install bench clean
 
 $(STAMP): pyproject.toml
 	@command -v java >/dev/null 2>&1 || { echo "ERROR: Java 17+ is required by Spark and no 'java' is on PATH (Debian/Ubuntu: apt-get install openjdk-17-jre-headless)." >&2; exit 1; }
@@ -21,8 +21,15 @@ BROKER ?= bundled
 demo: $(STAMP)
 	$(VENV)/bin/rebalance-tracker demo --broker $(BROKER)
 
+# The pure tests run on every core; those using Spark or a broker in one worker (tests/conftest.py). TEST_WORKERS=0
+# runs everything in this process.
+TEST_WORKERS ?= auto
+
 test: $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check
 
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

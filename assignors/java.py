@@ -7,8 +7,8 @@
   sizes ``new HashSet<>(c)``.
 * Kafka's ``TopicPartition.hashCode`` and ``Utils.abs``, ``Utils.toPositive``, ``Utils.murmur2``.
 
-Each is checked against a JVM: ``tests/test_javahash_jvm.py`` (``String.hashCode`` and ``HashMap`` order, with and
-without an initial capacity) and ``tests/test_java_hashes_kafka_oracle.py`` (Kafka's own classes).
+Each is checked against a JVM: ``tests/core/test_javahash_jvm.py`` (``String.hashCode`` and ``HashMap`` order, with and
+without an initial capacity) and ``tests/core/test_java_hashes_kafka_oracle.py`` (Kafka's own classes).
 
 It lives in ``assignors/``, the lowest layer, which imports nothing else of this project: the assignors, the
 coordinators (``streaming/coordinator``), the ``__consumer_offsets`` partitioning (``offsets_store``) and the producer

@@ -1,6 +1,7 @@
 """Name -> assignor lookup.  Names are the protocol names consumers advertise (``partition.assignment.strategy``).
 
-Server-side (KIP-848) assignors have their own lookup under the broker's names: ``assignors.server.get_server_assignor``.
+Server-side (KIP-848) assignors have their own lookup under the broker's names:
+``assignors.server.get_server_assignor``.
 """
 from __future__ import annotations
 

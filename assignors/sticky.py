@@ -1,4 +1,6 @@
-"""Kafka's StickyAssignor (eager): balance first, then keep as many owned partitions as possible (rack-aware, KIP-881)."""
+"""Kafka's StickyAssignor (eager): balance first, then keep as many owned partitions as possible (rack-aware,
+KIP-881)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping

@@ -1,6 +1,6 @@
 """Template for your own assignor: copy this file, rename the class and ``name``, change ``assign``.
 
-Rules every assignor must follow (the tests in tests/test_assignors_properties.py check them for ours):
+Rules every assignor must follow (the tests in tests/assignors/test_assignors_properties.py check them for ours):
 
 * return every member id of ``subscriptions`` as a key, even with an empty list;
 * give a member only partitions of topics it subscribes to, and only partitions that exist

@@ -117,8 +117,10 @@ def run_rack_case(label: str, num_topics: int, parts: int, num_members: int) -> 
     topics = {f"topic-{i}": parts for i in range(num_topics)}
     every = list(topics)
     total = num_topics * parts
-    print(f"\n== racks, {label}: {num_topics} topics x {parts} partitions = {total:,} partitions, {num_members} members,"
-          f" 3 racks, replicas on 2 of them ==")
+    print(
+        f"\n== racks, {label}: {num_topics} topics x {parts} partitions = {total:,} partitions, {num_members} members,"
+        f" 3 racks, replicas on 2 of them =="
+    )
     start = time.perf_counter()
     on_two = [frozenset({RACKS[k], RACKS[(k + 1) % 3]}) for k in range(3)]
     partition_racks = {}

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from streaming.coordinator import CoordinatorConfig  # noqa: E402
 from streaming.spark.group_step import step_group  # noqa: E402
-from tests.big_groups import commit_all, new_coordinator, stable_group  # noqa: E402
+from tests.core.big_groups import commit_all, new_coordinator, stable_group  # noqa: E402
 
 
 def measure(build) -> tuple[object, int]:

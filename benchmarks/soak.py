@@ -6,9 +6,10 @@
 The job runs as ``rebalance-tracker run`` would with its defaults (processing time, 1 s trigger, state keyed by
 group, the Python Kafka source, the outputs topic, a SQLite offsets store) on the bundled broker, fed live by a
 separate process: ``--groups`` simulated consumer groups (~1.3-1.6 events/s each with the simulator's defaults,
-~370-450/s for 300: a group's rate falls as it ages and its members churn), members joining, leaving, crashing and restarting all the time, and groups coming and going: every
-``--turnover`` seconds the oldest cohort of ``--cohort`` groups goes silent (its members expire) and is deleted
-(DeleteGroups, as ``kafka-consumer-groups --delete`` does), and a new cohort of new group ids starts.
+~370-450/s for 300: a group's rate falls as it ages and its members churn), members joining, leaving, crashing and
+restarting all the time, and groups coming and going: every ``--turnover`` seconds the oldest cohort of ``--cohort``
+groups goes silent (its members expire) and is deleted (DeleteGroups, as ``kafka-consumer-groups --delete`` does), and a
+new cohort of new group ids starts.
 
 Every ``--interval`` seconds it prints one row: the driver's resident memory (this process), the JVM's (and its
 heap: in use, and the old generation after the last collection, which is what a leak on the heap moves), Spark's
@@ -200,12 +201,19 @@ def sample(spark, query, jvm_pid: int, started: float, seen: dict) -> tuple[dict
            "workers": sum(w["rss"] for w in workers.values()) / MB, "n_workers": len(workers),
            "state_rows": operators.get("numRowsTotal"), "state_mb": operators.get("memoryUsedBytes", 0) / MB,
            "p50": percentile(durations, 0.5), "p90": percentile(durations, 0.9),
-           "load": os.getloadavg()[0]}   # the machine is shared: batch times follow its load
-    detail = dict(row, batches=len(durations), heap_max=heap["heap_max"] / MB, old_used=heap["old_used"] / MB, non_heap=heap["non_heap_used"] / MB,
-                  workers_pss=sum(w["pss"] for w in workers.values()) / MB,
-                  state_metrics=operators.get("customMetrics", {}),
-                  processes={pid: {"kind": w["kind"], "rss": w["rss"] / MB, "pss": w["pss"] / MB}
-                             for pid, w in sorted(workers.items())})
+           "load": os.getloadavg()[0]}  # the machine is shared: batch times follow its load
+    detail = dict(
+        row,
+        batches=len(durations),
+        heap_max=heap["heap_max"] / MB,
+        old_used=heap["old_used"] / MB,
+        non_heap=heap["non_heap_used"] / MB,
+        workers_pss=sum(w["pss"] for w in workers.values()) / MB,
+        state_metrics=operators.get("customMetrics", {}),
+        processes={
+            pid: {"kind": w["kind"], "rss": w["rss"] / MB, "pss": w["pss"] / MB} for pid, w in sorted(workers.items())
+        },
+    )
     return row, detail
 
 

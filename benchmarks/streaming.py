@@ -46,7 +46,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from streaming.views import terminal  # noqa: E402
 from streaming.local.broker import start_bundled_broker  # noqa: E402
-from streaming.feeds.publish import encode_event  # noqa: E402
 from streaming.feeds.simulator import SimulationSettings, Simulator  # noqa: E402
 from streaming.views.live_view import LiveView  # noqa: E402
 from streaming.kafka_client.topics import ensure_topics  # noqa: E402
@@ -215,7 +214,7 @@ def throughput(spark, bootstrap: str, values: list[bytes], workdir: Path, source
     print_stage_times(times.value)
     used = {k: cpu_after[k] - cpu_before[k] for k in cpu_after} | {"driver (Python)": driver_cpu}
     cpu_ratio = sum(used.values()) / n * pure
-    print(f"  CPU used in the run: " + ", ".join(f"{k} {v:.1f} s" for k, v in used.items())
+    print("  CPU used in the run: " + ", ".join(f"{k} {v:.1f} s" for k, v in used.items())
           + f"; {sum(used.values()) / elapsed:.2f} cores busy on average over {elapsed:.1f} s; "
           f"{sum(used.values()) / n * 1e6:.1f} us an event = {cpu_ratio:.2f}x the pure core's {1e6 / pure:.1f} us "
           f"(target <= 1.5)")
@@ -385,7 +384,8 @@ def live_feed(spark, bootstrap: str, rate: int, members: int, seconds: int, sess
     finally:
         tracker.stop()
     batches = [p["durationMs"].get("triggerExecution", 0) / 1000 for p in progress]
-    print(f"live feed, {source} source, state keyed by {state_key}: {feed_rate:,.0f} events/s for {seconds} s ({groups} groups of "
+    print(f"live feed, {source} source, state keyed by {state_key}: {feed_rate:,.0f} events/s for {seconds} s "
+          f"({groups} groups of "
           f"{members}), trigger 1 s: "
           f"{len(batches)} batches with input, duration p50 {percentile(batches, 0.5):.2f} s, "
           f"p90 {percentile(batches, 0.9):.2f} s, max {max(batches, default=float('nan')):.2f} s "

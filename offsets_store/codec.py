@@ -1,4 +1,4 @@
-"""``__consumer_offsets`` records <-> the coordinator's record dicts (see the README's "Outputs").
+"""``__consumer_offsets`` records <-> the coordinator's record dicts (see docs/outputs.md).
 
 ``encode_record`` writes a new record (one without versions) as a current broker writes it: OffsetCommitKey v1
 with OffsetCommitValue v3 (v1 when the commit carried an explicit expire timestamp), GroupMetadataKey v2 with
@@ -174,8 +174,14 @@ def _fast_offset_commit(record: dict) -> tuple[bytes, bytes]:
         raise ValueError("a string of an offset commit is longer than Kafka's 32767 bytes")
     key = b"".join((_KEY_HEAD.pack(OFFSET_KEY_VERSION, len(group)), group, _H.pack(len(topic)), topic,
                     _I.pack(int(record["partition"]))))
-    value = b"".join((_VALUE_HEAD.pack(OFFSET_VALUE_VERSION, int(record["offset"]), int(record.get("leader_epoch", -1))),
-                      _H.pack(len(metadata)), metadata, _Q.pack(int(record["commit_timestamp"]))))
+    value = b"".join(
+        (
+            _VALUE_HEAD.pack(OFFSET_VALUE_VERSION, int(record["offset"]), int(record.get("leader_epoch", -1))),
+            _H.pack(len(metadata)),
+            metadata,
+            _Q.pack(int(record["commit_timestamp"])),
+        )
+    )
     return key, value
 
 

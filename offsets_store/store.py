@@ -76,7 +76,7 @@ class Store(ABC):
     def groups(self) -> list[str]:
         return sorted({r["group_id"] for r in self.load_records()})
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional: a store without resources keeps this)
         pass
 
     def __enter__(self) -> "Store":

@@ -113,9 +113,9 @@ def apache_kafka4(request):
 
 @pytest.fixture(scope="session")
 def kafka4_histories(apache_kafka4, tmp_path_factory):
-    """Issue #29's classic-group histories on ``apache_kafka4`` (``tests/kafka4_history.py``): ``kafka4_histories(name)``
-    runs them the first time a name is asked for (~50 s) and keeps the run for the session, so the instrumentation's
-    tests and the cluster feed's read the same runs."""
+    """Issue #29's classic-group histories on ``apache_kafka4`` (``tests/kafka4_history.py``):
+    ``kafka4_histories(name)`` runs them the first time a name is asked for (~50 s) and keeps the run for the session,
+    so the instrumentation's tests and the cluster feed's read the same runs."""
     from tests.kafka4_history import run_kafka4
 
     runs = {}
@@ -167,3 +167,43 @@ def group_broker(request):
     kafka = request.getfixturevalue("apache_kafka")
     return SimpleNamespace(bootstrap=kafka.bootstrap, client={"api_version": (0, 9)},
                            create_topics=kafka.create_topics)
+
+
+# ------------------------------------------------------------------ one worker for the JVMs and the brokers
+# `make test` runs the suite in pytest-xdist workers (`-n auto --dist loadgroup`). Each worker is a pytest session of
+# its own, with its own session fixtures: a test using Spark or a broker in two workers would start two
+# SparkSessions, two brokers, two Apache Kafkas -- on 2 cores, slower and flakier than one. So every such test goes to
+# one group, which xdist runs in one worker, and the pure tests share the other workers (and this one, when its group
+# is done). A test belongs to the group by its markers or by the fixtures it uses.
+JVM_GROUP = "jvm-and-brokers"
+JVM_MARKERS = {"spark", "kafka", "spark_cluster"}
+JVM_FIXTURES = {"spark", "spark_cluster", "kafka_bootstrap", "apache_kafka", "apache_kafka4", "kafka4_histories",
+                "kafka_oracle_classpath", "persistent_broker", "group_broker"}
+
+
+def uses_jvm_or_broker(item: pytest.Item) -> bool:
+    return bool(JVM_MARKERS & {m.name for m in item.iter_markers()}
+                or JVM_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+@pytest.hookimpl(tryfirst=True)   # before xdist's own hook reads the xdist_group marks
+def pytest_collection_modifyitems(items):
+    # xdist hands out the largest group first (--loadscope-reorder, its default): this one, the longest piece of work.
+    for item in items:
+        if uses_jvm_or_broker(item):
+            item.add_marker(pytest.mark.xdist_group(JVM_GROUP))
+
+
+class GroupingLost(Exception):
+    """pytest-xdist did not group the tests: each worker would start Spark and the brokers (pytest-xdist#1386)."""
+
+
+@pytest.hookimpl(trylast=True)    # after xdist's hook: it tells the scheduler a test's group by a suffix of its id
+def pytest_collection_finish(session):
+    if not getattr(session.config.option, "loadgroup", False):   # set in xdist's workers under --dist loadgroup
+        return
+    lost = [item.nodeid for item in session.items
+            if item.get_closest_marker("xdist_group") and not item.nodeid.endswith(f"@{JVM_GROUP}")]
+    if lost:   # it fails silently otherwise
+        raise GroupingLost(f"pytest-xdist did not group {len(lost)} tests by their xdist_group mark (first: "
+                           f"{lost[0]}): this pytest and pytest-xdist do not work together; see pyproject.toml")

@@ -1,7 +1,7 @@
 """The tracker as a user runs it -- ``rebalance-tracker run`` in its own process (a Python driver and its JVM, one
 process group) -- and what the tests read beside it: the checkpoint's offset and commit logs, the sinks' batch
 marker, the SQLite store's last batch, and the outputs topic deduplicated by its ``batch_id``/``seq`` headers
-exactly as README's "Outputs" tells readers to."""
+exactly as docs/outputs.md tells readers to."""
 from __future__ import annotations
 
 import json
@@ -145,13 +145,13 @@ def wait_for(condition, timeout_s: float, what: str, job: JobProcess | None = No
         time.sleep(interval_s)
 
 
-# ------------------------------------------------------------------ reading the outputs as README tells readers to
+# ------------------------------------------------------- reading the outputs as docs/outputs.md tells readers to
 def header(record, name: str) -> int:
     return int(dict(record.headers)[name])
 
 
 def deduplicate(records: list) -> list:
-    """README "Outputs": a record whose ``batch_id`` is the previous record's and whose ``seq`` is not above the
+    """docs/outputs.md: a record whose ``batch_id`` is the previous record's and whose ``seq`` is not above the
     previous record's ``seq`` repeats a batch re-sent after a crash: drop it."""
     kept, last = [], None
     for r in records:

@@ -1,6 +1,6 @@
 """Issue #29's classic-group histories on Apache Kafka 3.x/4.x: what 0.9 cannot show, run on the broker and kept for
-both feeds' tests (``tests/test_real_broker.py``: the instrumentation; ``tests/test_cluster_feed_kafka.py``: the
-broker's own ``__consumer_offsets``).
+both feeds' tests (``tests/brokers/test_real_broker.py``: the instrumentation;
+``tests/feeds/test_cluster_feed_kafka.py``: the broker's own ``__consumer_offsets``).
 
 One run drives two groups, each consumer its own process with its own instrumentation producer
 (``tests/real_consumer.py``):
@@ -204,8 +204,14 @@ def run_kafka4(kafka, workdir: Path) -> Kafka4Run:
     events = read_feed(kafka.bootstrap, feed_topic, {})
     # Beside the truth files, for a look after a failure: the feed, and __consumer_offsets (key, value: base64).
     (workdir / "feed.json").write_text(json.dumps(events))
-    (workdir / "consumer_offsets.json").write_text(json.dumps(
-        [[base64.b64encode(k).decode(), None if v is None else base64.b64encode(v).decode(), ts] for k, v, ts in pairs]))
+    (workdir / "consumer_offsets.json").write_text(
+        json.dumps(
+            [
+                [base64.b64encode(k).decode(), None if v is None else base64.b64encode(v).decode(), ts]
+                for k, v, ts in pairs
+            ]
+        )
+    )
     return Kafka4Run(kafka.version, eager, cooperative, topics, truths,
                      {g: h.steps for g, h in histories.items()}, events, pairs,
                      {g: committed_on(kafka.bootstrap, g, topics[g], GROWN_TO if g == eager else PARTITIONS)

@@ -23,7 +23,8 @@ KAFKA_PACKAGE = "org.apache.kafka.coordinator.group.assignor."
 def register_server_assignor(
     factory: ServerAssignorFactory, name: str | None = None, *, aliases: Iterable[str] = (), replace: bool = False
 ) -> ServerAssignorFactory:
-    """Make ``get_server_assignor(name)`` (and each alias) return ``factory()``; ``name`` defaults to ``factory.name``."""
+    """Make ``get_server_assignor(name)`` (and each alias) return ``factory()``; ``name`` defaults to
+    ``factory.name``."""
     key = name if name is not None else getattr(factory, "name", None)
     if not key or not isinstance(key, str):
         raise ValueError("a server-side assignor needs a non-empty string name")

@@ -150,8 +150,14 @@ class GroupCoordinator:
             self._adopt(_group_from_dict(d))
 
     def to_bytes(self) -> bytes:
-        return _pack({"v": FORMAT_VERSION, "default_topics": self.default_topics,
-                      "pending_topics": self.pending_topics, "groups": [_group_to_dict(g) for g in self.groups.values()]})
+        return _pack(
+            {
+                "v": FORMAT_VERSION,
+                "default_topics": self.default_topics,
+                "pending_topics": self.pending_topics,
+                "groups": [_group_to_dict(g) for g in self.groups.values()],
+            }
+        )
 
     @classmethod
     def from_bytes(cls, data: bytes, config: CoordinatorConfig | None = None) -> "GroupCoordinator":

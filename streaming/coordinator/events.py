@@ -280,7 +280,7 @@ def _normalise(s: Struct) -> dict:
     """The Struct as the coordinator's event dict: defaults filled, pairs as lists, protocols and offsets as dicts."""
     kind = s.__struct_config__.tag
     event: dict[str, Any] = {"type": kind}
-    for name, required, nullable, default in _FIELDS[kind]:
+    for name, required, _nullable, default in _FIELDS[kind]:
         value = getattr(s, name)
         if value is None or value is UNSET:
             if required:

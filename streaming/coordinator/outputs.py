@@ -2,7 +2,7 @@
 ``__consumer_offsets`` records.
 
 An output is a plain dict with a ``type``, a ``group_id`` and a ``ts``: the public JSON shape that the job writes
-(README "Outputs", docs/figures.md), the views and replays read and stored feeds hold. Each type's shape is a
+(docs/outputs.md, docs/figures.md), the views and replays read and stored feeds hold. Each type's shape is a
 TypedDict below, and each is built by one function below -- the only place a dict of that type is written; every
 other module names output types by the constants here. The answers of the models' queries (``describe_group``,
 ``fetch_offsets``) are declared here too; each model builds its own, in one place.

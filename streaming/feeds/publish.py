@@ -95,8 +95,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--churn-interval-ms", type=int, default=20_000, help="mean time between disruptions per group")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--speed", type=float, default=1.0, help="virtual seconds per real second")
-    p.add_argument("--duration", type=float, default=None, help="seconds to run (default: until Ctrl-C; to a file: 60, and the file gets duration x speed "
-                        "simulated seconds at once)")
+    p.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        help="seconds to run (default: until Ctrl-C; to a file: 60, and the file gets duration x speed "
+        "simulated seconds at once)",
+    )
     p.add_argument("--start-ms", type=int, default=None, help="virtual start time (default: now)")
     kafka_conf.add_arguments(p)
     return p

@@ -325,7 +325,10 @@ class Simulator:
         self._send(type="heartbeat", group_id=client.group_id, member_id=client.member_id,
                    group_instance_id=client.instance_id, generation=client.generation)
         if client.phase in ("syncing", "stable"):
-            self._at(self.now + self.settings.heartbeat_interval_ms, self._guard(client, lambda: self._heartbeat_loop(client)))
+            self._at(
+                self.now + self.settings.heartbeat_interval_ms,
+                self._guard(client, lambda: self._heartbeat_loop(client)),
+            )
 
     def _offsets(self, client: Client) -> list[dict]:
         return [{"topic": t, "partition": p,
@@ -341,7 +344,9 @@ class Simulator:
                        group_instance_id=client.instance_id, generation=client.generation,
                        offsets=self._offsets(client))
         if client.phase != "gone":
-            self._at(self.now + self.settings.commit_interval_ms, self._guard(client, lambda: self._commit_loop(client)))
+            self._at(
+                self.now + self.settings.commit_interval_ms, self._guard(client, lambda: self._commit_loop(client))
+            )
 
     # ------------------------------------------------------------------ consumer protocol (KIP-848) clients
     def _consumer_heartbeat(self, client: Client, epoch: int, **fields) -> None:

@@ -39,9 +39,9 @@ def is_fresh(query_checkpoint: str) -> bool:
 
 def group_states(records: list[dict], now_ms: int, config) -> dict[str, bytes]:
     """Each stored group's coordinator state, as Kafka's loader rebuilds it at ``now_ms``: classic groups from their
-    group metadata and offsets, consumer-protocol (KIP-848) groups from their consumer-group and offset records, each with its
-    sessions restarted at ``now_ms`` and its topics seeded from its subscription metadata (the job keeps one topic
-    image per group). A consumer group wins over the offsets-only classic group its offsets would make (Kafka
+    group metadata and offsets, consumer-protocol (KIP-848) groups from their consumer-group and offset records, each
+    with its sessions restarted at ``now_ms`` and its topics seeded from its subscription metadata (the job keeps one
+    topic image per group). A consumer group wins over the offsets-only classic group its offsets would make (Kafka
     replaces a simple classic group the same way). ``config``: ``routing.Configs`` or a ``CoordinatorConfig``."""
     from streaming.coordinator import ConsumerGroupCoordinator, GroupCoordinator
     from streaming.coordinator.consumer.records import is_record

@@ -599,9 +599,15 @@ _HANDLERS = {
     GROUP_METADATA: HistoryBuilder._group_metadata,
     ASSIGNMENT: HistoryBuilder._assignment,
     TARGET_ASSIGNMENT: HistoryBuilder._target_assignment,
-    **{kind: HistoryBuilder._consumer_record for kind in ("consumer_group_metadata", "consumer_group_partition_metadata",
-                                                          "consumer_group_member_metadata",
-                                                          "consumer_group_regular_expression")},
+    **{
+        kind: HistoryBuilder._consumer_record
+        for kind in (
+            "consumer_group_metadata",
+            "consumer_group_partition_metadata",
+            "consumer_group_member_metadata",
+            "consumer_group_regular_expression",
+        )
+    },
 }
 
 

@@ -1,8 +1,8 @@
 """``rebalance-tracker outputs``: the tracker's outputs topic (or its dead letters) as JSON lines, every output once.
 
-README "Reading the topics exactly once": the job writes each micro-batch once, except the batch it was writing when
-it died, which the restarted job sends again, whole. Every record carries its batch id and its place in the batch:
-headers ``batch_id`` and ``seq``, or, on a broker without record headers (before Kafka 0.11), fields of the same
+docs/outputs.md, "Reading the topics exactly once": the job writes each micro-batch once, except the batch it was
+writing when it died, which the restarted job sends again, whole. Every record carries its batch id and its place in the
+batch: headers ``batch_id`` and ``seq``, or, on a broker without record headers (before Kafka 0.11), fields of the same
 names in its JSON value. Per partition, in offset order, a record whose ``batch_id`` is the previous record's and whose
 ``seq`` is not above the previous one's repeats that batch and is dropped. What is left is every output once, in the
 order the job wrote it: the JSON-lines file ``report --outputs`` reads (the bookkeeping fields taken out).

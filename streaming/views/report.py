@@ -334,7 +334,7 @@ def _reconciling_spans(h: GroupHistory, lane: str, t1: int) -> list[tuple[int, i
     """(start, end, target epoch) of each time the member was not Stable, from its epoch timeline."""
     spans, start = [], None
     points = h.member_epochs.get(lane, [])
-    for i, (ts, epoch, state) in enumerate(points):
+    for ts, epoch, state in points:
         if state != "STABLE" and start is None:
             start = ts
         elif state == "STABLE" and start is not None:

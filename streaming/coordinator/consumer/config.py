@@ -41,7 +41,9 @@ class ConsumerGroupConfig:
         if self.group_consumer_session_timeout_ms <= 0 or self.group_consumer_heartbeat_interval_ms <= 0:
             raise ValueError("session timeout and heartbeat interval must be positive")
         if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
-            raise ValueError("group.consumer.heartbeat.interval.ms must be lower than group.consumer.session.timeout.ms")
+            raise ValueError(
+                "group.consumer.heartbeat.interval.ms must be lower than group.consumer.session.timeout.ms"
+            )
         if self.offsets_retention_minutes <= 0 or self.offsets_retention_check_interval_ms <= 0:
             raise ValueError("offsets.retention.minutes and offsets.retention.check.interval.ms must be positive")
 

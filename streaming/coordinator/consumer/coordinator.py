@@ -150,8 +150,11 @@ class ConsumerGroupCoordinator:
     def next_deadline(self, group_id: str | None = None) -> int | None:
         softs = [self.soft[group_id]] if group_id is not None and group_id in self.soft else \
             ([] if group_id is not None else list(self.soft.values()))
-        deadlines = [d for s in softs for d in s.sessions.values()] + \
-            [r[0] for s in softs for r in s.rebalance.values()] + [s.retention for s in softs if s.retention is not None]
+        deadlines = (
+            [d for s in softs for d in s.sessions.values()]
+            + [r[0] for s in softs for r in s.rebalance.values()]
+            + [s.retention for s in softs if s.retention is not None]
+        )
         return min(deadlines, default=None)
 
     def group_ids(self) -> list[str]:

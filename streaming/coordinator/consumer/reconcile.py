@@ -75,7 +75,9 @@ def _next(member: ConsumerGroupMember, epoch: int, current: Assignment, target_e
         return member.update_member_epoch(epoch, state=MemberState.UNREVOKED_PARTITIONS,
                                           assigned_partitions=keep_a, partitions_pending_revocation=revoke_a)
     if add_a:
-        merged = assignment({t: keep_a.get(t, frozenset()) | add_a.get(t, frozenset()) for t in set(keep_a) | set(add_a)})
+        merged = assignment(
+            {t: keep_a.get(t, frozenset()) | add_a.get(t, frozenset()) for t in set(keep_a) | set(add_a)}
+        )
         return member.update_member_epoch(
             target_epoch, state=MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE,
             assigned_partitions=merged, partitions_pending_revocation={})

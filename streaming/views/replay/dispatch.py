@@ -53,7 +53,7 @@ def replay_outputs(events: Iterable[dict], assignor: str, config: CoordinatorCon
     if not kip848 or any(e["type"] != "topic_metadata" for e in classic):
         runs.append(_replay_classic_feed(classic, assignor, config, on_progress))
     if kip848:
-        shifted = None if on_progress is None else (lambda n, done=len(classic): on_progress(done + n))
+        shifted = None if on_progress is None else (lambda n, done=len(classic): on_progress(done + n))  # noqa: B008 (binds the count now)
         runs.append(_replay_consumer_feed(kip848, assignor, config, consumer_config or ConsumerGroupConfig(),
                                           shifted))
     if on_progress is not None:

@@ -76,7 +76,7 @@ def compare(events: list[dict], assignors: Iterable[str], config: CoordinatorCon
     with terminal.Progress() as bars:
         for a in assignors:
             task = bars.task(f"replay {a}", total=len(events))
-            outputs = replay_outputs(events, a, config, lambda n: task.update(completed=n), consumer_config)
+            outputs = replay_outputs(events, a, config, lambda n, task=task: task.update(completed=n), consumer_config)
             bars.finish(task)
             scores.append(score(a, outputs, group_id))
     return scores

@@ -10,7 +10,7 @@ import org.apache.kafka.common.utils.Utils;
 // computes it), Uuid parsing, hashCode and order, TopicPartition.hashCode, HashSet iteration orders, and the
 // producer's Utils.murmur2 and Utils.toPositive.
 // One command a line, tab-separated, text in hex (UTF-8); one answer line each. The protocol is
-// tests/test_java_hashes_kafka_oracle.py's.
+// tests/core/test_java_hashes_kafka_oracle.py's.
 public class HashOracle {
     static String str(String hex) { return new String(HexFormat.of().parseHex(hex), StandardCharsets.UTF_8); }
     static String hex(String s) { return HexFormat.of().formatHex(s.getBytes(StandardCharsets.UTF_8)); }

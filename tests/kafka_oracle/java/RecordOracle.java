@@ -24,7 +24,7 @@ import org.apache.kafka.coordinator.group.generated.OffsetCommitValue;
 // __consumer_offsets records as Kafka's group coordinator writes them: its record helpers (what the broker calls)
 // and GroupCoordinatorRecordSerde, plus the embedded consumer protocol from kafka-clients' ConsumerProtocol.
 // One command a line, tab-separated; strings and bytes in hex ("-" for null); one answer line each (hex, or
-// "error ..."). The protocol is tests/test_offsets_codec_kafka_oracle.py's.
+// "error ..."). The protocol is tests/offsets/test_offsets_codec_kafka_oracle.py's.
 public class RecordOracle {
     static final GroupCoordinatorRecordSerde SERDE = new GroupCoordinatorRecordSerde();
 

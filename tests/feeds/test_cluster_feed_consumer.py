@@ -1,0 +1,466 @@
+"""The cluster feed over KIP-848 consumer-group records: what the consumer model writes for a scripted history (two
+joins, a new member and a slow revocation, a static member, a crash expiry, a leave, a static restart, a topic
+growing) is encoded with the codec, read back (in memory, and from a compacted topic on the session broker), and
+turned into consumer_heartbeat events; fed to a fresh consumer model, those events make it write the same records
+at the same times, so the timeline -- epochs, members, target vs current assignments, revocation latency -- is the
+history's own. Then records written by hand, byte by byte, as a broker lays them out."""
+from __future__ import annotations
+
+import collections
+
+import pytest
+from kafka import KafkaProducer
+
+from offsets_store import decode_record, encode_record, partition_for
+from streaming.kafka_client.topics import ensure_topics
+from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
+from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
+from streaming.feeds.cluster_feed import OBSERVER_SETTINGS, ClusterFeed, events_from, read_offsets_topic, summary
+from streaming.feeds.consumer_feed import (
+    CONSUMER_OBSERVER_SETTINGS, consumer_group_timeline, is_consumer_group_record, normalise)
+from tests.consumer_history import SECOND, START, Client, History, random_history, scripted_history
+from tests.offsets.test_offsets_kip848 import AUDIT_ID, NO_TAGS, ORDERS, ORDERS_ID, carr, cstr, i8, i16, i32, key
+
+GROUP = "orders-app"
+
+
+def broker_records(history) -> list[dict]:
+    """What the broker wrote, as the codec's record dicts with their log timestamps."""
+    return [o for o in history.outputs if is_consumer_group_record(o)]
+
+
+def log(records: list[dict]) -> list[tuple]:
+    """(key, value, timestamp) as a reader of __consumer_offsets gets them."""
+    return [encode_record({k: v for k, v in r.items() if k != "ts"}) + (r["ts"],) for r in records]
+
+
+def track(events: list[dict], until: int | None = None) -> list[dict]:
+    """The events through fresh consumer models, one per group as the tracker keeps its state (the feed emits a
+    group's events in its order; two groups' events may interleave otherwise); then, with ``until``, each group's
+    clock runs to that time (its timers fire)."""
+    models: dict[str, ConsumerGroupCoordinator] = {}
+    outputs = []
+    for raw in events:
+        event, error = parse_event(raw)   # what the job does with every record of the events topic
+        assert error is None, error
+        model = models.setdefault(event["group_id"], ConsumerGroupCoordinator(
+            ConsumerGroupConfig.from_properties(CONSUMER_OBSERVER_SETTINGS)))
+        outputs += model.handle(event)
+    for model in models.values() if until is not None else ():
+        outputs += model.advance(until)
+    return outputs
+
+
+def same_records(a: list[dict], b: list[dict]) -> bool:
+    return [(normalise(r), r["ts"]) for r in a] == [(normalise(r), r["ts"]) for r in b]
+
+
+def lifecycle(outputs: list[dict]) -> list[tuple]:
+    return [(o["ts"] - START, o["type"], o["member_id"], o.get("reason"))
+            for o in outputs if o["type"] in ("member_joined", "member_left", "member_expired", "member_replaced")]
+
+
+def model_view(outputs: list[dict], kinds=("assignment", "target_assignment")) -> list[dict]:
+    return [o for o in outputs if o["type"] in kinds]
+
+
+@pytest.fixture(scope="module")
+def history():
+    return scripted_history(GROUP)
+
+
+def check_feed_reproduces(history, events: list[dict], feed: ClusterFeed) -> None:
+    broker = broker_records(history)
+    outputs = track(events)
+    assert feed.consumer.counts["unexplained records"] == 0
+    assert feed.consumer.counts["consumer group records"] == len(broker)
+    # The model fed the feed's events writes the broker's records, in its order, at its times.
+    assert same_records([o for o in outputs if is_consumer_group_record(o)], broker)
+    # So every view of the model agrees: member epochs, states, assignments, pending revocations, targets.
+    assert model_view(outputs) == model_view(history.outputs)
+    # ... but who left and who was expired: the records are the same, and the feed says "leave".
+    assert lifecycle(history.outputs) == [
+        (1_000, "member_joined", "member-a", None), (3_000, "member_joined", "member-b", None),
+        (13_000, "member_joined", "member-c", None), (23_000, "member_joined", "member-s1", None),
+        (78_000, "member_expired", "member-b", "session timeout"), (93_000, "member_left", "member-c", "leave"),
+        (103_000, "member_left", "member-s1", "static leave"), (106_000, "member_replaced", "member-s2", None)]
+    assert lifecycle(outputs) == [
+        (1_000, "member_joined", "member-a", None), (3_000, "member_joined", "member-b", None),
+        (13_000, "member_joined", "member-c", None), (23_000, "member_joined", "member-s1", None),
+        (78_000, "member_left", "member-b", "leave"), (93_000, "member_left", "member-c", "leave"),
+        (103_000, "member_left", "member-s1", "static leave"), (106_000, "member_replaced", "member-s2", None)]
+
+
+def check_timeline(history, records: list[dict]) -> None:
+    """The timeline read from the records the model fed by the feed wrote is the history's."""
+    timeline = consumer_group_timeline(records)
+    assert timeline == consumer_group_timeline(broker_records(history))
+    by = collections.defaultdict(list)
+    for e in timeline:
+        by[e["type"]].append(e)
+    assert [e["group_epoch"] for e in by["group_epoch"]] == [1, 2, 3, 4, 5, 6, 7]
+    assert [(e["ts"] - START, e["member_id"], e.get("replaces")) for e in by["member_joined"]] == [
+        (1_000, "member-a", None), (3_000, "member-b", None), (13_000, "member-c", None),
+        (23_000, "member-s1", None), (106_000, "member-s2", "member-s1")]
+    assert [(e["ts"] - START, e["member_id"]) for e in by["member_left"]] == [
+        (78_000, "member-b"), (93_000, "member-c"), (106_000, "member-s1")]
+    # member-a takes 3 s to give partitions up, the others answer on their next heartbeat (1 s).
+    assert [(e["member_id"], e["partitions"], e["started_ts"] - START, e["latency_ms"])
+            for e in by["revocation"]] == [
+        ("member-a", [["orders", 3], ["orders", 4], ["orders", 5]], 4_000, 3_000),
+        ("member-b", [["orders", 5]], 14_000, 1_000), ("member-a", [["orders", 2]], 14_000, 3_000),
+        ("member-c", [["orders", 5]], 24_000, 1_000)]
+    # A partition has no owner from the record that asked its member to revoke it (the member stops fetching it
+    # then) or removed the member, to the one that gave it to the next (docs/figures.md): the revocations above
+    # (3 s for member-a, 1 s for the others), then the partitions of the members removed (crashed, left) until the
+    # next member's heartbeat; the group always had members.
+    assert [(e["partition"], e["member_id"], e["unowned_ms"], e["no_members_ms"])
+            for e in by["partition_unowned"]] == [
+        (["orders", 3], "member-b", 3_000, 0), (["orders", 4], "member-b", 3_000, 0),
+        (["orders", 5], "member-b", 3_000, 0), (["orders", 5], "member-c", 1_000, 0),
+        (["orders", 2], "member-c", 3_000, 0), (["orders", 5], "member-s1", 1_000, 0),
+        (["orders", 3], "member-c", 1_000, 0), (["orders", 4], "member-s1", 1_000, 0),
+        (["orders", 2], "member-a", 1_000, 0), (["orders", 3], "member-s1", 1_000, 0)]
+    # Target vs current: when member-c joined, its target was set at once and its current followed in steps.
+    c = [(e["ts"] - START, e["member_epoch"], e["state"], e["assigned"], e["target"])
+         for e in by["member_epoch"] if e["member_id"] == "member-c"][:4]
+    assert c == [(13_000, 3, 2, [], [["orders", 2], ["orders", 5]]),
+                 (14_000, 3, 2, [], [["orders", 2], ["orders", 5]]),
+                 (15_000, 3, 2, [["orders", 5]], [["orders", 2], ["orders", 5]]),
+                 (17_000, 3, 0, [["orders", 2], ["orders", 5]], [["orders", 2], ["orders", 5]])]
+    # The topic grew to 8 partitions: a new epoch whose target spreads the two new ones.
+    assert by["target_assignment"][-1]["assignment"] == {
+        "member-a": [["orders", 0], ["orders", 1], ["orders", 2], ["orders", 6]],
+        "member-s2": [["orders", 3], ["orders", 4], ["orders", 5], ["orders", 7]]}
+
+
+# ---------------------------------------------------------------- the scripted history, in memory
+def test_feed_events_make_the_consumer_model_write_the_brokers_records(history):
+    feed = ClusterFeed()
+    events = list(events_from(log(broker_records(history)), feed))
+    check_feed_reproduces(history, events, feed)
+    check_timeline(history, [o for o in track(events) if is_consumer_group_record(o)])
+    kinds = collections.Counter(e["type"] for e in events)
+    assert kinds == {"consumer_heartbeat": 32, "topic_metadata": 2}   # of 342 heartbeats: those that wrote
+    assert sum(1 for o in history.outputs if o["type"] == "consumer_heartbeat_response") == 342
+    assert any("76 KIP-848 consumer-group records became 34" in line for line in summary(feed, len(events), "ev"))
+
+
+def test_what_the_events_say_the_members_sent(history):
+    events, _ = feed_events_of(history)
+    hb = [e for e in events if e["type"] == "consumer_heartbeat"]
+    joins = [(e["member_id"], e["instance_id"], e["subscribed_topic_names"]) for e in hb if e["member_epoch"] == 0]
+    assert joins == [("member-a", None, ["orders"]), ("member-b", None, ["orders"]), ("member-c", None, ["orders"]),
+                     ("member-s1", "static-1", ["orders"]), ("member-s2", "static-1", ["orders"])]
+    assert [(e["ts"] - START, e["member_id"], e["member_epoch"]) for e in hb if e["member_epoch"] < 0] == [
+        (78_000, "member-b", -1), (93_000, "member-c", -1), (103_000, "member-s1", -2)]
+    # member-a's revocation: it reported all its partitions, then (3 s later) only those it kept.
+    topic_id = next(e["topic_id"] for e in events if e["type"] == "topic_metadata")
+    a = [(e["ts"] - START, e["topic_partitions"]) for e in hb if e["member_id"] == "member-a" and e["member_epoch"] > 0]
+    assert a[:2] == [(4_000, [{"topic_id": topic_id, "partitions": [0, 1, 2, 3, 4, 5]}]),
+                     (7_000, [{"topic_id": topic_id, "partitions": [0, 1, 2]}])]
+    assert [(e["ts"] - START, e["partitions"]) for e in events if e["type"] == "topic_metadata"] == [
+        (1_000, 6), (117_000, 8)]
+
+
+def feed_events_of(history):
+    feed = ClusterFeed()
+    return list(events_from(log(broker_records(history)), feed)), feed
+
+
+def test_a_batch_is_held_until_it_is_complete(history):
+    """A request's records are one batch, all stamped with the time of the write: the feed says which request
+    wrote them once a record of another time comes (or the reader has caught up)."""
+    pairs = log(broker_records(history))
+    feed = ClusterFeed()
+    assert [feed.events_for_bytes(*p) for p in pairs[:6]] == [[]] * 6   # member-a's join: 6 records at 1 s
+    assert [e["type"] for e in feed.events_for_bytes(*pairs[6])] == ["topic_metadata", "consumer_heartbeat"]
+    # Record by record, then a flush (the reader caught up): the same events as reading it all at once.
+    one_by_one = [e for p in pairs[7:] for e in feed.events_for_bytes(*p)] + feed.flush()
+    assert one_by_one == feed_events_of(history)[0][2:]
+    caught_up = ClusterFeed()
+    assert [caught_up.events_for_bytes(*p) for p in pairs[:6]] == [[]] * 6
+    assert [e["type"] for e in caught_up.flush()] == ["topic_metadata", "consumer_heartbeat"]
+
+
+# ---------------------------------------------------------------- on the broker
+def publish(bootstrap: str, topic: str, records: list[dict]) -> None:
+    """Records laid out as in __consumer_offsets (50 partitions, partition_for(group), Kafka's bytes), each with its
+    log timestamp."""
+    ensure_topics(bootstrap, {topic: 50})
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=10)
+    for r in records:
+        key_bytes, value = encode_record({k: v for k, v in r.items() if k != "ts"})
+        producer.send(topic, key=key_bytes, value=value, partition=partition_for(r["group_id"]),
+                      timestamp_ms=r.get("ts"))
+    producer.flush()
+    producer.close()
+
+
+@pytest.mark.kafka
+def test_cluster_feed_reads_consumer_group_records_from_the_broker(kafka_bootstrap, topic_name, history):
+    topic = f"{topic_name}-consumer-offsets"
+    publish(kafka_bootstrap, topic, broker_records(history))
+    triples = list(read_offsets_topic(kafka_bootstrap, topic, timestamps=True))
+    assert [t for _, _, t in triples] == [r["ts"] for r in broker_records(history)]   # the broker kept the times
+    feed = ClusterFeed()
+    events = list(events_from(triples, feed))
+    check_feed_reproduces(history, events, feed)
+    check_timeline(history, [o for o in track(events) if is_consumer_group_record(o)])
+
+
+@pytest.mark.kafka
+def test_the_cluster_feed_command_publishes_the_consumer_groups_events(kafka_bootstrap, topic_name, history, capsys):
+    from streaming.cli import main as cli
+    from tests.broker_history import read_feed
+
+    topic, events_topic = f"{topic_name}-consumer-offsets", f"{topic_name}-events"
+    publish(kafka_bootstrap, topic, broker_records(history))
+    ensure_topics(kafka_bootstrap, {events_topic: 4})
+    assert cli.main(["cluster-feed", "--bootstrap", kafka_bootstrap, "--offsets-topic", topic,
+                     "--events-topic", events_topic]) == 0
+    err = capsys.readouterr().err
+    assert "76 KIP-848 consumer-group records became 34" in err
+    assert "group.consumer.session.timeout.ms=2147483647" in err
+    assert read_feed(kafka_bootstrap, events_topic, {}) == feed_events_of(history)[0]   # one group: one partition
+
+
+@pytest.mark.kafka
+def test_a_mixed_classic_and_consumer_feed(kafka_bootstrap, topic_name, history):
+    """Classic groups (the simulator's, GroupMetadata and OffsetCommit records) and the consumer-protocol group in one
+    log: each kind becomes its own events, and each model reproduces its groups."""
+    from tests.feeds.test_cluster_feed import simulated_history, timeline
+
+    classic_records, classic_outputs, classic_broker = simulated_history()
+    consumer_records = broker_records(history)
+    merged = sorted(classic_records + consumer_records,   # one log, in time order
+                    key=lambda r: r.get("ts") or r.get("commit_timestamp") or r.get("current_state_timestamp"))
+    topic = f"{topic_name}-consumer-offsets"
+    publish(kafka_bootstrap, topic, merged)
+    feed = ClusterFeed()
+    events = list(events_from(read_offsets_topic(kafka_bootstrap, topic, timestamps=True), feed))
+    consumer_events = [e for e in events if e["group_id"] == GROUP]
+    classic_events = [e for e in events if e["group_id"] != GROUP]
+    assert {e["type"] for e in consumer_events} == {"consumer_heartbeat", "topic_metadata"}
+    assert "consumer_heartbeat" not in {e["type"] for e in classic_events}
+
+    check_feed_reproduces(history, consumer_events, feed)
+    tracker = GroupCoordinator(CoordinatorConfig.from_properties(OBSERVER_SETTINGS))
+    seen = []
+    for raw in classic_events:
+        event, error = parse_event(raw)
+        assert error is None, error
+        seen += tracker.handle(event)
+    assert timeline(seen) == timeline(classic_outputs) and len(timeline(seen)) == 3
+    for group_id in classic_broker.group_ids():
+        assert tracker.fetch_offsets(group_id) == classic_broker.fetch_offsets(group_id)
+
+
+# ---------------------------------------------------------------- records written by hand, as a broker lays them out
+def join_batch() -> list[tuple[bytes, bytes]]:
+    """Member m-1 joins grp subscribed to orders (3 partitions): Kafka's six records, partitions in hash-set order."""
+    orders = [ORDERS.bytes + carr([i32(2), i32(0), i32(1)]) + NO_TAGS]
+    return [
+        (key(5, "grp", "m-1"), i16(0) + cstr(None) + cstr("rack-a") + cstr("app") + cstr("/10.0.0.7")
+         + carr([cstr("orders")]) + cstr(None) + i32(45_000) + cstr(None) + NO_TAGS),
+        (key(4, "grp"), i16(0) + carr([ORDERS.bytes + cstr("orders") + i32(3) + carr([]) + NO_TAGS]) + NO_TAGS),
+        (key(3, "grp"), i16(0) + i32(1) + NO_TAGS),
+        (key(7, "grp", "m-1"), i16(0) + carr(orders) + NO_TAGS),
+        (key(6, "grp"), i16(0) + i32(1) + NO_TAGS),
+        (key(8, "grp", "m-1"), i16(0) + i32(1) + i32(0) + i8(0) + carr(orders) + carr([]) + NO_TAGS)]
+
+
+def test_a_join_written_by_hand_becomes_the_members_first_heartbeat():
+    feed = ClusterFeed()
+    events = list(events_from([(k, v, START) for k, v in join_batch()], feed))
+    assert events == [
+        {"type": "topic_metadata", "group_id": "grp", "ts": START, "topic": "orders", "partitions": 3,
+         "topic_id": ORDERS_ID},
+        {"type": "consumer_heartbeat", "group_id": "grp", "ts": START, "member_id": "m-1", "member_epoch": 0,
+         "instance_id": None, "rack_id": "rack-a", "rebalance_timeout_ms": 45_000,
+         "subscribed_topic_names": ["orders"], "subscribed_topic_regex": None, "server_assignor": None,
+         "topic_partitions": [], "client_id": "app", "client_host": "/10.0.0.7"}]
+    assert feed.consumer.counts["unexplained records"] == 0
+
+
+def test_a_leave_and_a_deletion_written_by_hand():
+    leave = [(key(8, "grp", "m-1"), None), (key(7, "grp", "m-1"), None), (key(5, "grp", "m-1"), None),
+             (key(4, "grp"), i16(0) + carr([]) + NO_TAGS), (key(3, "grp"), i16(0) + i32(2) + NO_TAGS)]
+    delete = [(key(6, "grp"), None), (key(4, "grp"), None), (key(3, "grp"), None)]
+    log_ = [(k, v, START) for k, v in join_batch()] + [(k, v, START + 5_000) for k, v in leave] + \
+        [(k, v, START + 9_000) for k, v in delete]
+    feed = ClusterFeed()
+    events = list(events_from(log_, feed))
+    assert [(e["type"], e["ts"] - START, e.get("member_epoch")) for e in events] == [
+        ("topic_metadata", 0, None), ("consumer_heartbeat", 0, 0), ("consumer_heartbeat", 5_000, -1),
+        ("delete_group", 9_000, None)]
+    assert feed.consumer.counts["unexplained records"] == 0
+    outputs = track(events)
+    assert [o["type"] for o in outputs if o["type"] in ("member_joined", "member_left", "delete_group_response")] \
+        == ["member_joined", "member_left", "delete_group_response"]
+    assert [(normalise(o), o["ts"]) for o in outputs if is_consumer_group_record(o)] == \
+        [(normalise(decode_record(k, v)), ts) for k, v, ts in log_]
+
+
+def test_target_records_in_another_order_and_newer_fields_are_still_explained():
+    """Kafka writes the members' targets from a hash map and partitions from hash sets, and a newer broker adds
+    tagged fields (metadataHash, assignmentTimestamp) the model does not write: none of it changes what a batch
+    says."""
+    head = [(k, v, START) for k, v in join_batch()]
+    model = ConsumerGroupCoordinator(ConsumerGroupConfig.from_properties(CONSUMER_OBSERVER_SETTINGS))
+    for e in events_from(head):
+        model.handle(parse_event(e)[0])
+    model.handle(parse_event({"type": "topic_metadata", "topic": "audit", "partitions": 1, "topic_id": AUDIT_ID,
+                              "ts": START})[0])
+    out = model.handle(parse_event({"type": "consumer_heartbeat", "group_id": "grp", "ts": START + 1_000,
+                                    "member_id": "m-2", "member_epoch": 0, "rebalance_timeout_ms": 45_000,
+                                    "subscribed_topic_names": ["orders", "audit"], "topic_partitions": [],
+                                    "client_id": "app", "client_host": "/10.0.0.8"})[0])
+    written = [o for o in out if is_consumer_group_record(o)]
+    targets = [r for r in written if r["type"] == "consumer_group_target_assignment_member"]
+    assert [r["member_id"] for r in targets] == ["m-1", "m-2"]
+    i = written.index(targets[0])
+    broker = written[:i] + targets[::-1] + written[i + 2:]
+    for n, r in enumerate(broker):
+        if r["type"] == "consumer_group_metadata":
+            broker[n] = {**r, "metadataHash": 12345, "creationTimeMs": START}
+        elif r["type"] == "consumer_group_target_assignment_metadata":
+            broker[n] = {**r, "assignmentTimestamp": START + 1_000}
+        elif r["type"] in ("consumer_group_target_assignment_member", "consumer_group_current_member_assignment"):
+            field = "topicPartitions" if "topicPartitions" in r else "assignedPartitions"
+            broker[n] = {**r, field: [{**tp, "partitions": tp["partitions"][::-1]} for tp in r[field][::-1]]}
+    batch = [encode_record({k: v for k, v in r.items() if k != "ts"}) for r in broker]
+    assert batch != [encode_record({k: v for k, v in r.items() if k != "ts"}) for r in written]
+    feed = ClusterFeed()
+    events = list(events_from(head + [(k, v, START + 1_000) for k, v in batch], feed))
+    assert [(e["type"], e.get("member_id"), e.get("topic")) for e in events] == [
+        ("topic_metadata", None, "orders"), ("consumer_heartbeat", "m-1", None),
+        ("topic_metadata", None, "audit"), ("consumer_heartbeat", "m-2", None)]
+    assert feed.consumer.counts["unexplained records"] == 0
+
+
+def test_records_no_request_explains_are_counted_and_applied():
+    """A current assignment for a member the group never had: no request writes it. The feed counts it, applies it
+    to its shadow as Kafka's loader would, and goes on with the next batch."""
+    stray = (key(8, "grp", "ghost"), i16(0) + i32(7) + i32(6) + i8(0) + carr([]) + carr([]) + NO_TAGS)
+    feed = ClusterFeed()
+    events = list(events_from([(k, v, START) for k, v in join_batch()] + [stray + (START + 1,)], feed))
+    assert [e["type"] for e in events] == ["topic_metadata", "consumer_heartbeat"]
+    assert feed.consumer.counts["unexplained records"] == 1
+    assert any("1 records no request explains" in line for line in summary(feed, len(events), "ev"))
+    assert "ghost" in feed.consumer.shadows["grp"].groups["grp"].members
+
+
+def test_a_static_member_restart_written_by_the_model_is_told_from_a_leave(history):
+    """The old id's three tombstones start both a leave and a static restart; what follows decides."""
+    events, _ = feed_events_of(history)
+    at = [e for e in events if e["ts"] - START == 106_000]
+    assert [(e["member_id"], e["member_epoch"], e["instance_id"]) for e in at] == [("member-s2", 0, "static-1")]
+
+
+
+# ---------------------------------------------------------------- seeded churn
+@pytest.mark.parametrize("seed", [4, 6, 7, 8])   # seeds whose histories have rebalance-timeout fences
+def test_seeded_churn_on_two_groups_is_reproduced(seed):
+    """Members join (some static, some slow to revoke, some slower than their rebalance timeout), crash, leave and
+    restart on two groups while topics grow: every record is explained, the models agree step by step, and only
+    session expiries read as leaves."""
+    history = random_history(seed)
+    broker = broker_records(history)
+    feed = ClusterFeed()
+    events = list(events_from(log(broker), feed))
+    assert feed.consumer.counts["unexplained records"] == 0
+    assert {e["type"] for e in events} <= {"consumer_heartbeat", "topic_metadata"}
+    # A member fenced by its rebalance timeout is the model's own timer: it fires when the group's clock passes it.
+    outputs = track(events, until=history.now)
+    expired = [o for o in outputs if o["type"] == "member_expired"]
+    assert expired and {o["reason"] for o in expired} == {"rebalance timeout"}
+    for group_id in sorted({e["group_id"] for e in events}):
+        mine = [o for o in outputs if o.get("group_id") == group_id]
+        theirs = [o for o in history.outputs if o.get("group_id") == group_id]
+        assert same_records([o for o in mine if is_consumer_group_record(o)],
+                            [o for o in theirs if is_consumer_group_record(o)])
+        # Two requests in the same millisecond whose records one request could write are told as that one: the
+        # model's outputs of that millisecond come in another order.
+        assert same_time_unordered(model_view(mine)) == same_time_unordered(model_view(theirs))
+        # Removals: a session expiry reads as a leave (same records); rebalance-timeout fences stay expiries.
+        assert [r[:3] for r in removals(mine)] == [(ts, m, "member_left" if reason == "session timeout" else kind)
+                                  for ts, m, kind, reason in removals(theirs)]
+        assert consumer_group_timeline(o for o in mine if is_consumer_group_record(o)) == \
+            consumer_group_timeline(r for r in broker if r["group_id"] == group_id)
+
+
+def removals(outputs: list[dict]) -> list[tuple]:
+    return [(o["ts"], o["member_id"], o["type"], o.get("reason")) for o in outputs
+            if o["type"] in ("member_left", "member_expired") and o.get("reason") != "static leave"]
+
+
+def same_time_unordered(outputs: list[dict]) -> list[dict]:
+    return sorted(outputs, key=lambda o: (o["ts"], o["type"], o.get("member_id") or ""))
+
+
+# ---------------------------------------------------------------- offset commits of consumer-protocol groups
+def offsets_view(outputs: list[dict]) -> list[tuple]:
+    return [(o["ts"], o["group_id"], o["topic"], o["partition"], o.get("offset"), o.get("commit_timestamp"),
+             o["tombstone"]) for o in outputs if o["type"] == "offset_commit"]
+
+
+def test_a_consumer_groups_commits_become_commits_the_model_takes():
+    """OffsetCommit records carry no member id: the feed names the partition's owner at its epoch (the shadow's),
+    the epoch the broker checked. Fed to the model, every commit is taken and the model writes the broker's offset
+    records, interleaved with the group's own records as in the log -- a member committing before it revokes too."""
+    history = scripted_history(GROUP, commit_interval_ms=5_000)
+    log_records = [o for o in history.outputs if is_consumer_group_record(o) or o["type"] == "offset_commit"]
+    feed = ClusterFeed()
+    events = list(events_from(log(log_records), feed))
+    assert feed.consumer.counts["unexplained records"] == 0
+    commits = [e for e in events if e["type"] == "commit"]
+    assert len(commits) == sum(o["type"] == "offset_commit" for o in log_records) > 50
+    assert feed.consumer.counts["commits by the partition's owner"] == len(commits)
+    assert "commits the model refuses" not in feed.consumer.counts
+    outputs = track(events)
+    assert {o["error"] for o in outputs if o["type"] == "commit_response"} == {"NONE"}
+    assert offsets_view(outputs) == offsets_view(log_records)
+    assert same_records([o for o in outputs if is_consumer_group_record(o)], broker_records(history))
+    # Each commit (one a record, so one a partition) names the member that sent it and the epoch it sent.
+    def per_partition(es):
+        return sorted((e["ts"], e["member_id"], e["generation"], o["topic"], o["partition"])
+                      for e in es for o in e["offsets"])
+    assert per_partition(commits) == per_partition(e for e in history.events if e["type"] == "commit")
+    assert any("commit events: " in line for line in summary(feed, len(events), "ev"))
+
+
+def test_an_admin_commit_and_a_deletion_of_a_consumer_group():
+    """After its members left, an Empty consumer group takes an admin commit (epoch -1) and is deleted with
+    DeleteGroups: the offsets' tombstones are no events (the model writes its own), the group's become delete_group."""
+    h = History()
+    h.topic("orders", 2)
+    h.now += SECOND
+    a = Client(GROUP, "member-a", ["orders"])
+    h.join(a)
+    h.run_until(h.now + 3 * SECOND)
+    h.leave(a)
+    h.now += SECOND
+    h.send(type="commit", group_id=GROUP, member_id="", generation=-1,
+           offsets=[{"topic": "orders", "partition": 1, "offset": 99}])
+    h.now += SECOND
+    h.send(type="delete_group", group_id=GROUP)
+    log_records = [o for o in h.outputs if is_consumer_group_record(o) or o["type"] == "offset_commit"]
+    assert [o["type"] for o in log_records].count("offset_commit") == 2      # the commit and its tombstone
+    feed = ClusterFeed()
+    events = list(events_from(log(log_records), feed))
+    (commit,) = [e for e in events if e["type"] == "commit"]
+    assert (commit["member_id"], commit["generation"]) == ("", -1) and feed.consumer.counts["admin commits"] == 1
+    assert [e["type"] for e in events][-2:] == ["commit", "delete_group"]
+    outputs = track(events)
+    assert offsets_view(outputs) == offsets_view(log_records)
+    assert same_records([o for o in outputs if is_consumer_group_record(o)],
+                        [o for o in h.outputs if is_consumer_group_record(o)])
+
+
+def test_commits_of_a_classic_group_are_still_the_classic_feeds():
+    feed = ClusterFeed()
+    record = {"type": "offset_commit", "group_id": "simple", "topic": "t", "partition": 0, "offset": 5,
+              "leader_epoch": -1, "metadata": "", "commit_timestamp": START, "expire_timestamp": -1}
+    (event,) = feed.events_for(record)
+    assert (event["member_id"], event["generation"]) == ("", -1) and not feed.consumer.shadows
