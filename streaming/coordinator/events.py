@@ -83,6 +83,7 @@ class Sync(_Member, tag="sync"):
     protocol_name: Union[str, None] | UnsetType = UNSET
     assignments: Union[dict[str, Partitions], None] | UnsetType = UNSET
     assigned: Union[Partitions, None] | UnsetType = UNSET
+    ts_inferred: Union[str, None] | UnsetType = UNSET   # the cluster feed's: where ``ts`` came from, if not the record
 
 
 class Heartbeat(_Member, tag="heartbeat"):
@@ -180,7 +181,8 @@ _FIELDS: dict[str, list[tuple[str, bool, bool, Any]]] = {
         ("generation", False, True, None), ("leader", False, True, None)],
     "sync": _COMMON + _MEMBER + [
         ("generation", True, False, None), ("protocol_type", False, True, None),
-        ("protocol_name", False, True, None), ("assignments", False, True, None), ("assigned", False, True, None)],
+        ("protocol_name", False, True, None), ("assignments", False, True, None), ("assigned", False, True, None),
+        ("ts_inferred", False, True, None)],
     "heartbeat": _COMMON + _MEMBER + [("generation", True, False, None)],
     "leave": _COMMON + _MEMBER + [("reason", False, True, None)],
     "commit": _COMMON + _MEMBER + [("generation", False, False, -1), ("offsets", True, False, None),

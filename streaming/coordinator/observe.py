@@ -270,7 +270,8 @@ class BrokerObserver:
         if group.is_(S.COMPLETING_REBALANCE):
             member.awaiting_sync = True       # answered once the leader's assignment is known
             if leader is not None:
-                out += self._complete_observed_round(group, member, e["assignments"])
+                out += self._complete_observed_round(group, member, e["assignments"],
+                                                     dated_by_neighbours=e.get("ts_inferred") is not None)
             return out
         if group.is_(S.STABLE):
             out.append(self.rules.answer_sync(group, member))
@@ -278,8 +279,11 @@ class BrokerObserver:
             out += self.rules.observe_delivery(group, member, e["assigned"])
         return out
 
-    def _complete_observed_round(self, group: Group, leader: Member, assignments: dict[str, list]) -> Outputs:
-        """The leader's SyncGroup: its assignment names the generation's members."""
+    def _complete_observed_round(self, group: Group, leader: Member, assignments: dict[str, list],
+                                 dated_by_neighbours: bool = False) -> Outputs:
+        """The leader's SyncGroup: its assignment names the generation's members. ``dated_by_neighbours``: its time
+        is not the broker's but inferred by the feed (a record with no time of its own: the group's nearest commit,
+        or when a following reader read it)."""
         out: Outputs = []
         on_the_way = []
         unheard = group.restored.unheard if group.restored is not None else set()
@@ -291,7 +295,7 @@ class BrokerObserver:
                 on_the_way.append(m)
                 group.members.pop(m.member_id)   # out of this generation's books only: it is back below
                 continue
-            out += self._left_out(group, m, unheard)
+            out += self._left_out(group, m, unheard, dated_by_neighbours)
         for member_id in assignments:
             if member_id not in group.members:
                 stand_in, joined = self._stand_in(group, member_id, None)
@@ -306,7 +310,7 @@ class BrokerObserver:
             m.awaiting_join = True
         return out + self.release_deferred(group)
 
-    def _left_out(self, group: Group, m: Member, unheard: set[str]) -> Outputs:
+    def _left_out(self, group: Group, m: Member, unheard: set[str], dated_by_neighbours: bool) -> Outputs:
         """A member the leader's assignment leaves out: why it went, as far as the feed can tell."""
         # Silent for half a session or more: it died and the broker expired it (a live member reports at least
         # every heartbeat interval, a third of the session by convention; the broker's session clock may run
@@ -315,7 +319,7 @@ class BrokerObserver:
         # session. Otherwise it was alive but did not rejoin in time, or it left. (A member restored from the
         # store counts as heard at the load.)
         dead = group.clock - m.last_heartbeat_ts >= m.session_timeout_ms // 2 and \
-            not self._within_a_session_of_the_last_join(group, m)
+            not self._within_a_session_of_the_last_join(group, m, dated_by_neighbours)
         out: Outputs = []
         if m.member_id in unheard:       # silent since the group was rebuilt: it went quiet before the restore
             if group.restored is not None:
@@ -338,12 +342,17 @@ class BrokerObserver:
                                               reason="session timeout" if dead else "rebalance timeout")
 
     @staticmethod
-    def _within_a_session_of_the_last_join(group: Group, member: Member) -> bool:
+    def _within_a_session_of_the_last_join(group: Group, member: Member, dated_by_neighbours: bool) -> bool:
         """Kafka restarts every member's session when a join completes: none can expire within a session of the
-        previous generation's join (``not_before``)."""
+        previous generation's join (``not_before``). A member that dies just after a join expires exactly a session
+        after it, so this holds only on the broker's own times: records dated by their neighbours (Kafka 0.9's, by
+        the group's last commit before them, which the members make until their next heartbeat tells them of a
+        round) may each be off by a heartbeat -- a third of the session, by Kafka's advice -- and prove it only
+        that much sooner. (A killed member read as gone 9.9 s after a join with a 10 s session had expired.)"""
         rb = group.rebalance
         since = rb.not_before if rb is not None else None
-        return since is not None and since >= 0 and group.clock - since < member.session_timeout_ms
+        margin = member.session_timeout_ms // 3 if dated_by_neighbours else 0
+        return since is not None and since >= 0 and group.clock - since < member.session_timeout_ms - margin
 
     def _round_shorter_than_its_timeout(self, group: Group) -> bool:
         """The round that ends now began after the previous generation's join (``not_before``): if less than the

@@ -297,6 +297,27 @@ def test_a_member_gone_within_a_session_of_the_last_join_left():
     assert departures(seen) == ([B], [])
 
 
+def test_a_member_killed_just_after_a_join_expired_though_dated_records_say_a_session_had_not_passed():
+    """Kafka 0.9 (CI, issue-#11 history): a was killed just after generation 2's join; its session ran out exactly
+    a session after it, and b, rejoining, made generation 3. Dated by the group's last commits before them (0.9's
+    records carry no time), the two records were 5.9 s apart with a 6 s session -- each may be off by a heartbeat,
+    so that proves no "within a session": a, silent since just after the join, expired. The same records with the
+    broker's own times (GroupMetadataValue v3) do prove it: a left."""
+    def history(snapshot, commit, dated: bool) -> list[dict]:
+        at = (lambda ts: {}) if dated else (lambda ts: {"at": ts})
+        return [commit(0, 1, START), snapshot(2, {A: [["t", 0]], B: [["t", 1]]}, A, **at(START + 10)),
+                commit(0, 2, START + 20), commit(1, 2, START + 30),
+                *[commit(1, 3 + i, START + 1_000 * (i + 1)) for i in range(5)], commit(1, 8, START + 5_900),
+                snapshot(3, {B: [["t", 0], ["t", 1]]}, B, **at(START + 5_920))]
+
+    old = history(lambda g, m, leader: v0_snapshot(g, m, leader), v1_commit, dated=True)
+    seen, _ = observe([encode_record(r) for r in old], from_bytes=True)
+    assert departures(seen) == ([], [(A, "session timeout")])
+    new = history(lambda g, m, leader, at: v3_snapshot(g, m, leader, at, rebalance=6_000), v3_commit, dated=False)
+    seen, _ = observe([encode_record(r) for r in new], from_bytes=True)
+    assert departures(seen) == ([A], [])
+
+
 def test_a_static_member_restarted_in_its_session_replaces_its_old_id():
     S1, S2 = "s0-01", "s0-02"
     static = {S1: "s0", S2: "s0"}
