@@ -303,17 +303,16 @@ def test_a_member_killed_just_after_a_join_expired_though_dated_records_say_a_se
     records carry no time), the two records were 5.9 s apart with a 6 s session -- each may be off by a heartbeat,
     so that proves no "within a session": a, silent since just after the join, expired. The same records with the
     broker's own times (GroupMetadataValue v3) do prove it: a left."""
-    def history(snapshot, commit, dated: bool) -> list[dict]:
-        at = (lambda ts: {}) if dated else (lambda ts: {"at": ts})
-        return [commit(0, 1, START), snapshot(2, {A: [["t", 0]], B: [["t", 1]]}, A, **at(START + 10)),
+    def history(snapshot, commit) -> list[dict]:   # snapshot(generation, members, leader, when the broker wrote it)
+        return [commit(0, 1, START), snapshot(2, {A: [["t", 0]], B: [["t", 1]]}, A, START + 10),
                 commit(0, 2, START + 20), commit(1, 2, START + 30),
                 *[commit(1, 3 + i, START + 1_000 * (i + 1)) for i in range(5)], commit(1, 8, START + 5_900),
-                snapshot(3, {B: [["t", 0], ["t", 1]]}, B, **at(START + 5_920))]
+                snapshot(3, {B: [["t", 0], ["t", 1]]}, B, START + 5_920)]
 
-    old = history(lambda g, m, leader: v0_snapshot(g, m, leader), v1_commit, dated=True)
+    old = history(lambda g, m, leader, _written: v0_snapshot(g, m, leader), v1_commit)   # 0.9: no time of its own
     seen, _ = observe([encode_record(r) for r in old], from_bytes=True)
     assert departures(seen) == ([], [(A, "session timeout")])
-    new = history(lambda g, m, leader, at: v3_snapshot(g, m, leader, at, rebalance=6_000), v3_commit, dated=False)
+    new = history(lambda g, m, leader, written: v3_snapshot(g, m, leader, written, rebalance=6_000), v3_commit)
     seen, _ = observe([encode_record(r) for r in new], from_bytes=True)
     assert departures(seen) == ([A], [])
 
