@@ -157,7 +157,7 @@ def test_groups_rebuilt_from_the_store_and_their_gaps_are_counted():
 
 
 def test_the_lag_column_shows_the_worst_partition_and_a_rebalance_cost_is_noted():
-    from tests.test_lag import commit, rebalance, sample
+    from tests.core.test_lag import commit, rebalance, sample
 
     view = LiveView(out=io.StringIO(), redraw=False)
     outputs = []

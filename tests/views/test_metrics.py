@@ -157,7 +157,7 @@ def test_groups_rebuilt_from_the_store_and_their_gaps_are_counted(endpoint):
 
 
 def test_lag_per_group_and_partition_with_bounded_series_and_rebalance_costs(endpoint):
-    from tests.test_lag import commit, rebalance, sample
+    from tests.core.test_lag import commit, rebalance, sample
 
     metrics, url = endpoint
     metrics.max_partition_series = 2
