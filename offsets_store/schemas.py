@@ -69,6 +69,7 @@ OFFSET_COMMIT_VALUE = Struct("OffsetCommitValue", (
     Field("metadata", "string"),
     Field("commitTimestamp", "int64"),
     Field("expireTimestamp", "int64", 1, 1, -1),
+    Field("topicId", "uuid", 4, None, "AAAAAAAAAAAAAAAAAAAAAA", tag=0),   # Kafka 4.1+: absent when unknown
 ), versions=(0, 4), flexible=4)
 
 MEMBER_METADATA = Struct("MemberMetadata", (
