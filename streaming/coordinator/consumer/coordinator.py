@@ -584,7 +584,7 @@ class ConsumerGroupCoordinator:
         if group is None:
             if not create:
                 raise HeartbeatError("GROUP_ID_NOT_FOUND", f"Consumer group {gid} not found.")
-            group = ConsumerGroup(gid)
+            group = ConsumerGroup(gid, self.config.initial_group_epoch)
         soft = self.soft.get(gid) or _Soft()
         limit = self.config.group_consumer_max_size
         if len(group.members) >= limit and member_id not in group.members:

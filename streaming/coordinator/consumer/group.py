@@ -52,10 +52,11 @@ class ResolvedRegex:
 
 
 class ConsumerGroup:
-    def __init__(self, group_id: str) -> None:
+    def __init__(self, group_id: str, epoch: int = 0) -> None:
+        """``epoch``: a new group's group and assignment epoch (``ConsumerGroupConfig.initial_group_epoch``)."""
         self.group_id = group_id
-        self.group_epoch = 0
-        self.assignment_epoch = 0
+        self.group_epoch = epoch
+        self.assignment_epoch = epoch
         self.members: dict[str, ConsumerGroupMember] = {}
         self.target: dict[str, dict[str, frozenset]] = {}
         self.subscription_metadata: dict[str, tuple[str, int]] = {}   # topic name -> (topic id, partitions)
