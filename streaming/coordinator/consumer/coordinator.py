@@ -680,7 +680,7 @@ class ConsumerGroupCoordinator:
             try:
                 result = build_target_assignment(
                     gid, group_epoch, self._assignor(assignor_name), group.members, group.static_members, metadata,
-                    subscription_type, group.target, group.resolved_regexes, self.image, updates)
+                    subscription_type, group.target, group.resolved_regexes, self.image, updates, group.member_slots)
             except (PartitionAssignorError, ValueError, KeyError) as exc:
                 raise HeartbeatError("UNKNOWN_SERVER_ERROR", f"Failed to compute a new target assignment for epoch "
                                      f"{group_epoch}: {exc}") from None
