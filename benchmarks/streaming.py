@@ -2,8 +2,9 @@
 
     python benchmarks/streaming.py [--groups 300] [--minutes 10] [--session-ms 6000] [--feed FILE]
                                    [--rate 5000] [--members 3] [--live-seconds 60]
-                                   [--state-key group|coordinator-partition|both]
-                                   [--only throughput,live,expiry,memory] [--conf KEY=VALUE ...]
+                                   [--state-key group|coordinator-partition|both] [--broker kafka4|bundled]
+                                   [--sources builtin,confluent] [--only throughput,live,expiry,memory]
+                                   [--conf KEY=VALUE ...]
 
 1. Throughput: a recorded simulator feed (recorded once into ~/.cache/rebalance-tracker, or --feed) is produced to
    the events topic first, then the tracker (event-time mode) processes all of it. Prints events/s (SparkSession
@@ -11,6 +12,10 @@
    the Kafka reader's own rate, and where the time went per stage (CPU seconds of the Python work inside the tasks:
    parse/validate, stateful incl. state decode/encode, the sink on the driver). Targets: >= 20k events/s, ratio >= 1.
    Twice: cold (the first query of the SparkSession) and warm (a second query of the same session, on its own topic).
+   With several ``--sources`` (what reads Kafka: Spark's connector ``builtin``, or the Python source's ``confluent`` /
+   ``kafka-python`` client), the first runs cold and each runs warm, side by side in one session; a table at the end
+   sets them next to each other with the targets: warm >= 1.0x the pure core's rate, pipeline CPU an event <= 1.5x
+   the core's, cold >= 0.6x warm. The live feed and the expiry latency run once with each source too.
 2. Live feed: 5k events/s produced steadily for a while against a 1 s trigger, from groups of ``--members``;
    prints micro-batch durations (target: below the trigger) with Spark's parts of a batch, and the expiry latency
    of a member that goes silent under that load.
@@ -19,6 +24,10 @@
 With ``--state-key`` the job keys its state by group id (the default), by the group's __consumer_offsets partition,
 or runs the throughput and live figures once with each.
 4. Memory: the coordinator state of 10k groups x 20 members (bytes a group, bytes a member, old vs new format).
+
+The broker is Apache Kafka 4 from Maven Central (``--broker kafka4``, the default) or the bundled Tansu
+(``--broker bundled``), which only the Python source reads correctly (its ListOffsets answer hides a partition's last
+records from Spark's connector). The broker runs in its own process: its CPU is not the pipeline's.
 """
 from __future__ import annotations
 
@@ -157,26 +166,29 @@ THROUGHPUT_RUNS = {
 }
 
 
-def throughput(spark, bootstrap: str, values: list[bytes], workdir: Path, client: str, run: str,
-               state_key: str) -> None:
-    print(f"-- {run} run, state keyed by {state_key}: {THROUGHPUT_RUNS[run]}")
-    topic = f"bench-events-{run}-{state_key}"
+def throughput(spark, bootstrap: str, values: list[bytes], workdir: Path, source: str, run: str,
+               state_key: str, read_rates: bool = False) -> dict:
+    """One run over the backlog; returns its figures for the summary table."""
+    print(f"-- {run} run, {source} source, state keyed by {state_key}: {THROUGHPUT_RUNS[run]}")
+    name = f"{run}-{source}-{state_key}"
+    topic = f"bench-events-{name}"
     ensure_topics(bootstrap, {topic: 4})
     keys = [json.loads(v)["group_id"].encode() for v in values]
     n = produce(bootstrap, topic, zip(keys, values))
     load = os.getloadavg()[0]
     pure, parts = pure_core_rate(values)
-    read = {c: kafka_read_rate(bootstrap, topic, c) for c in ("kafka-python", "confluent")}
+    read = {c: kafka_read_rate(bootstrap, topic, c) for c in ("kafka-python", "confluent")} if read_rates else {}
     times = stage_times(spark)
-    config = TrackerConfig(bootstrap=bootstrap, events_topic=topic, outputs_topic=f"bench-outputs-{run}-{state_key}",
-                           store=f"sqlite:{workdir / f'offsets-{run}-{state_key}.db'}",
-                           checkpoint=str(workdir / f"cp-throughput-{run}-{state_key}"),
+    config = TrackerConfig(bootstrap=bootstrap, events_topic=topic, outputs_topic=f"bench-outputs-{name}",
+                           store=f"sqlite:{workdir / f'offsets-{name}.db'}",
+                           checkpoint=str(workdir / f"cp-throughput-{name}"),
                            trigger="500 milliseconds", time_mode="event", watermark_delay="30 seconds",
-                           kafka_source=client, stage_times=times, state_key=state_key)
+                           kafka_source=source, stage_times=times, state_key=state_key)
     jvm_pid = spark.sparkContext._gateway.proc.pid
     cpu_before, driver_before = tree_cpu_seconds(jvm_pid), time.process_time()
     started, started_at = time.perf_counter(), time.time()
     tracker = start_tracker(spark, config, LiveView(out=io.StringIO(), redraw=False))
+    assert tracker.source == source, tracker.source_reason
     try:
         tracker.query.processAllAvailable()
         elapsed = time.perf_counter() - started
@@ -192,19 +204,43 @@ def throughput(spark, bootstrap: str, values: list[bytes], workdir: Path, client
     print(f"load average at the start: {load:.1f} (2 cores; figures are noisy above ~2)")
     print(f"pure core, one process: {pure:,.0f} events/s CPU; per event "
           + ", ".join(f"{k} {v:.1f} us" for k, v in parts.items()))
-    print("Kafka reader alone, one process: " + ", ".join(f"{c} {r:,.0f} records/s" for c, r in read.items()))
-    print(f"throughput, {run} ({client} source): {n:,} events in {elapsed:.1f} s = {rate:,.0f} events/s "
+    if read:
+        print("Python source's Kafka reader alone, one process: "
+              + ", ".join(f"{c} {r:,.0f} records/s" for c, r in read.items()))
+    print(f"throughput, {run} ({source} source): {n:,} events in {elapsed:.1f} s = {rate:,.0f} events/s "
           f"({rate / TARGET_EVENTS_PER_S:.2f}x the {TARGET_EVENTS_PER_S:,}/s target; SparkSession start excluded)")
     print(f"pipeline / pure core single-process rate: {rate / pure:.2f} (target >= 1.0)")
     print(f"  of the {elapsed:.1f} s: tracker and query start {query_start:.1f} s, micro-batches with input "
           f"{sum(batches):.1f} s ({n / max(sum(batches), 1e-9):,.0f} events/s once started)")
     print_stage_times(times.value)
     used = {k: cpu_after[k] - cpu_before[k] for k in cpu_after} | {"driver (Python)": driver_cpu}
+    cpu_ratio = sum(used.values()) / n * pure
     print(f"  CPU used in the run: " + ", ".join(f"{k} {v:.1f} s" for k, v in used.items())
-          + f"; {sum(used.values()) / elapsed:.2f} cores busy on average over {elapsed:.1f} s")
+          + f"; {sum(used.values()) / elapsed:.2f} cores busy on average over {elapsed:.1f} s; "
+          f"{sum(used.values()) / n * 1e6:.1f} us an event = {cpu_ratio:.2f}x the pure core's {1e6 / pure:.1f} us "
+          f"(target <= 1.5)")
     if batches:
         print(f"micro-batches with input: {len(batches)}; duration p50 {percentile(batches, 0.5):.2f} s, "
               f"p90 {percentile(batches, 0.9):.2f} s, max {max(batches):.2f} s")
+    return {"run": run, "source": source, "state_key": state_key, "rate": rate, "ratio": rate / pure,
+            "cpu_ratio": cpu_ratio, "load": load}
+
+
+def print_summary(figures: list[dict]) -> None:
+    """The runs side by side, with the targets: warm >= 1.0x the pure core's rate, CPU an event <= 1.5x, cold >= 0.6x
+    warm (the cold run's source against its own warm run)."""
+    if not figures:
+        return
+    print("-- summary (ratios are to the pure core measured in the same run)")
+    print(f"  {'run':<5} {'source':<12} {'state key':<22} {'events/s':>9} {'x core rate':>11} {'x core CPU':>10} "
+          f"{'cold/warm':>9} {'load':>5}")
+    warm = {(f["source"], f["state_key"]): f["rate"] for f in figures if f["run"] == "warm"}
+    for f in figures:
+        cold = f"{f['rate'] / warm[(f['source'], f['state_key'])]:.2f}" \
+            if f["run"] == "cold" and (f["source"], f["state_key"]) in warm else ""
+        print(f"  {f['run']:<5} {f['source']:<12} {f['state_key']:<22} {f['rate']:>9,.0f} {f['ratio']:>11.2f} "
+              f"{f['cpu_ratio']:>10.2f} {cold:>9} {f['load']:>5.1f}")
+    print("  targets: warm >= 1.0x the core's rate; CPU an event <= 1.5x the core's; cold >= 0.6x warm")
 
 
 def print_stage_times(times: dict) -> None:
@@ -215,10 +251,11 @@ def print_stage_times(times: dict) -> None:
               f"{seconds / max(rows, 1) * 1e6:6.1f} us a row, {seconds / max(calls, 1) * 1e6:7.1f} us a call")
 
 
-def expiry_latency(spark, bootstrap: str, session_ms: int, workdir: Path) -> None:
+def expiry_latency(spark, bootstrap: str, session_ms: int, workdir: Path, source: str) -> None:
     from kafka import KafkaProducer
 
-    ensure_topics(bootstrap, {"bench-live": 1})
+    topic = f"bench-live-{source}"
+    ensure_topics(bootstrap, {topic: 1})
     expired_at: dict[str, float] = {}
 
     class Watch(LiveView):
@@ -228,9 +265,9 @@ def expiry_latency(spark, bootstrap: str, session_ms: int, workdir: Path) -> Non
                     expired_at.setdefault(o["member_id"], time.time())
             super().update(batch_id, outputs)
 
-    config = TrackerConfig(bootstrap=bootstrap, events_topic="bench-live", outputs_topic=None,
-                           store=None, checkpoint=str(workdir / "cp-live"), trigger="1 second",
-                           time_mode="processing", starting_offsets="latest",
+    config = TrackerConfig(bootstrap=bootstrap, events_topic=topic, outputs_topic=None,
+                           store=None, checkpoint=str(workdir / f"cp-{topic}"), trigger="1 second",
+                           time_mode="processing", starting_offsets="latest", kafka_source=source,
                            coordinator={"group.initial.rebalance.delay.ms": 0,
                                         "group.min.session.timeout.ms": min(6_000, session_ms)})
     tracker = start_tracker(spark, config, Watch(out=io.StringIO(), redraw=False))
@@ -246,7 +283,7 @@ def expiry_latency(spark, bootstrap: str, session_ms: int, workdir: Path) -> Non
         def play():
             while not stop.is_set():
                 for event in simulator.run_until(int(time.time() * 1000)):
-                    producer.send("bench-live", key=event["group_id"].encode(), value=json.dumps(event).encode())
+                    producer.send(topic, key=event["group_id"].encode(), value=json.dumps(event).encode())
                     last_sent["t"] = time.time()
                 producer.flush()
                 stop.wait(0.05)
@@ -268,7 +305,7 @@ def expiry_latency(spark, bootstrap: str, session_ms: int, workdir: Path) -> Non
         return
     latency = min(expired_at.values()) - silent_since
     bound = session_ms / 1000 + 1 + 1
-    print(f"expiry latency: {latency:.2f} s from the last heartbeat to member_expired "
+    print(f"expiry latency ({source} source): {latency:.2f} s from the last heartbeat to member_expired "
           f"(session {session_ms / 1000:.0f} s, trigger 1 s; bound {bound:.0f} s -> "
           f"{'within' if latency <= bound else 'OVER'} the target)")
 
@@ -280,7 +317,7 @@ def events_per_group_second(members: int) -> float:
 
 
 def live_feed(spark, bootstrap: str, rate: int, members: int, seconds: int, session_ms: int, workdir: Path,
-              state_key: str) -> None:
+              state_key: str, source: str) -> None:
     """A steady live feed of about ``rate`` events/s from groups of ``members`` against a 1 s trigger (processing
     time), with one member that goes silent half way: micro-batch durations against the trigger, and that member's
     expiry latency. The same rate from fewer, larger groups is a different load: Spark's applyInPandasWithState
@@ -294,7 +331,7 @@ def live_feed(spark, bootstrap: str, rate: int, members: int, seconds: int, sess
 
     groups = max(1, round(rate / events_per_group_second(members)))
     settings = SimulationSettings(groups=groups, members_per_group=members, seed=2)
-    topic = f"bench-steady-{state_key}"
+    topic = f"bench-steady-{state_key}-{source}"
     ensure_topics(bootstrap, {topic: 4})
     expired_at: list[float] = []
     times = stage_times(spark)
@@ -308,7 +345,7 @@ def live_feed(spark, bootstrap: str, rate: int, members: int, seconds: int, sess
     config = TrackerConfig(bootstrap=bootstrap, events_topic=topic, outputs_topic=f"{topic}-out",
                            store=f"sqlite:{workdir / f'{topic}.db'}", checkpoint=str(workdir / f"cp-{topic}"),
                            trigger="1 second", time_mode="processing", starting_offsets="latest",
-                           kafka_source="confluent", stage_times=times, state_key=state_key,
+                           kafka_source=source, stage_times=times, state_key=state_key,
                            coordinator={"group.min.session.timeout.ms": min(6_000, session_ms)})
     tracker = start_tracker(spark, config, Watch(out=io.StringIO(), redraw=False))
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
@@ -348,7 +385,7 @@ def live_feed(spark, bootstrap: str, rate: int, members: int, seconds: int, sess
     finally:
         tracker.stop()
     batches = [p["durationMs"].get("triggerExecution", 0) / 1000 for p in progress]
-    print(f"live feed, state keyed by {state_key}: {feed_rate:,.0f} events/s for {seconds} s ({groups} groups of "
+    print(f"live feed, {source} source, state keyed by {state_key}: {feed_rate:,.0f} events/s for {seconds} s ({groups} groups of "
           f"{members}), trigger 1 s: "
           f"{len(batches)} batches with input, duration p50 {percentile(batches, 0.5):.2f} s, "
           f"p90 {percentile(batches, 0.9):.2f} s, max {max(batches, default=float('nan')):.2f} s "
@@ -447,8 +484,12 @@ def main() -> None:
     p.add_argument("--minutes", type=int, default=10)
     p.add_argument("--session-ms", type=int, default=6_000)
     p.add_argument("--feed", default=None, help="a recorded feed (JSON lines); default: recorded once and cached")
-    p.add_argument("--client", default="confluent", choices=("kafka-python", "confluent"),
-                   help="the Kafka client the job's source reads with")
+    p.add_argument("--sources", default="builtin,confluent",
+                   help="what reads Kafka, comma-separated (builtin: Spark's connector; confluent, kafka-python: the "
+                        "Python source with that client): the first runs cold, each runs warm and the live and "
+                        "expiry figures")
+    p.add_argument("--broker", default="kafka4", choices=("kafka4", "bundled"),
+                   help="Apache Kafka 4 from Maven Central, or the bundled Tansu (Python sources only)")
     p.add_argument("--rate", type=int, default=5_000, help="live feed: events/s")
     p.add_argument("--members", type=int, default=3, help="live feed: members a group (the rate sets the groups)")
     p.add_argument("--live-seconds", type=int, default=60)
@@ -463,25 +504,40 @@ def main() -> None:
         memory()
     if not only - {"memory"}:
         return
+    sources = args.sources.split(",")
+    if args.broker == "bundled" and "builtin" in sources:
+        p.error("Spark's connector cannot read the bundled broker (Tansu) correctly: --broker kafka4, or Python "
+                "sources only")
     values = recorded_feed(args.groups, args.minutes, args.feed) if "throughput" in only else []
-    broker = start_bundled_broker()
+    if args.broker == "kafka4":
+        from streaming.local.apache_kafka_kraft import start_kraft_kafka
+
+        broker = start_kraft_kafka()
+    else:
+        broker = start_bundled_broker()
     spark = build_spark_session("rebalance-tracker-bench", conf=parse_conf(args.conf))
     state_keys = ("group", "coordinator-partition") if args.state_key == "both" else (args.state_key,)
+    figures: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         if "throughput" in only:
             for i, state_key in enumerate(state_keys):
                 for run in THROUGHPUT_RUNS:
-                    if run == "cold" and i > 0:
-                        print(f"-- cold run, state keyed by {state_key}: skipped, the session is warm now (run "
-                              f"with --state-key {state_key} alone for it)")
-                        continue
-                    throughput(spark, broker.bootstrap, values, Path(tmp), args.client, run, state_key)
+                    for j, source in enumerate(sources):
+                        if run == "cold" and (i > 0 or j > 0):
+                            print(f"-- cold run, {source} source, state keyed by {state_key}: skipped, the session "
+                                  f"is warm now (run with --sources {source} --state-key {state_key} for it)")
+                            continue
+                        figures.append(throughput(spark, broker.bootstrap, values, Path(tmp), source, run,
+                                                  state_key, read_rates=i == 0 and run == "cold"))
+            print_summary(figures)
         if "live" in only:
             for state_key in state_keys:
-                live_feed(spark, broker.bootstrap, args.rate, args.members, args.live_seconds, args.session_ms,
-                          Path(tmp), state_key)
+                for source in sources:
+                    live_feed(spark, broker.bootstrap, args.rate, args.members, args.live_seconds, args.session_ms,
+                              Path(tmp), state_key, source)
         if "expiry" in only:
-            expiry_latency(spark, broker.bootstrap, args.session_ms, Path(tmp))
+            for source in sources:
+                expiry_latency(spark, broker.bootstrap, args.session_ms, Path(tmp), source)
     spark.stop()
     broker.stop()
 

@@ -2,7 +2,12 @@
 ``--members``: its members with their epochs, like ``--describe --members --verbose``. Classic groups show their
 generation as every member's epoch; consumer-protocol (KIP-848) groups show each member's epoch, the target
 assignment's epoch and the member's state. Their partitions are named from ConsumerGroupPartitionMetadata when the
-store has it (brokers before 4.1 wrote it); otherwise a partition's topic shows as its topic id."""
+store has it (brokers before 4.1 wrote it); otherwise a partition's topic shows as its topic id.
+
+LAG-SECONDS (after kafka-consumer-groups' columns, so theirs keep their places): how old the oldest unconsumed
+record is, read from that record itself -- now minus the timestamp of the record at the committed offset
+(CreateTime or LogAppendTime, as the topic keeps it) -- where the running tracker interpolates it from log-end
+samples (docs/lag.md); 0 when caught up."""
 from __future__ import annotations
 
 import argparse
@@ -13,7 +18,8 @@ from streaming.kafka_client import kafka_conf, log_end
 from offsets_store.factory import DEFAULT_STORE, open_store, store_bootstrap
 
 HEADER = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
-          "CLIENT-ID")
+          "CLIENT-ID", "LAG-SECONDS")
+LAG_SECONDS_NOTE = "LAG-SECONDS: now - the timestamp of the record at the committed offset (the oldest unconsumed)"
 MEMBERS_HEADER = ("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "EPOCH",
                   "TARGET-EPOCH", "STATE")
 MEMBER_STATES = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS"}
@@ -47,7 +53,9 @@ def member_rows(store, group_id: str) -> list[tuple]:
              _dash(m.get("state"))) for m in _members(store, group_id)]
 
 
-def describe_rows(store, group_id: str, log_end: dict[tuple[str, int], int] | None = None) -> list[tuple]:
+def describe_rows(store, group_id: str, log_end: dict[tuple[str, int], int] | None = None,
+                  ages: dict[tuple[str, int], float] | None = None) -> list[tuple]:
+    """``ages``: per partition, the seconds since its oldest unconsumed record was written (``record_ages``)."""
     owners = {}
     for m in _members(store, group_id):
         for topic, partition in (m.get("assignment") or {}).get("partitions", []):
@@ -57,10 +65,12 @@ def describe_rows(store, group_id: str, log_end: dict[tuple[str, int], int] | No
     for tp in sorted(set(committed) | set(owners)):
         current = committed.get(tp)
         end = (log_end or {}).get(tp)
-        lag = end - current if end is not None and current is not None else None
+        lag = max(end - current, 0) if end is not None and current is not None else None
+        age = 0.0 if lag == 0 else (ages or {}).get(tp)
         m = owners.get(tp)
         rows.append((group_id, tp[0], tp[1], _dash(current), _dash(end), _dash(lag),
-                     m["member_id"] if m else "-", m["client_host"] if m else "-", m["client_id"] if m else "-"))
+                     m["member_id"] if m else "-", m["client_host"] if m else "-", m["client_id"] if m else "-",
+                     "-" if age is None else f"{age:.1f}"))
     return rows
 
 
@@ -84,6 +94,45 @@ def log_end_offsets(bootstrap: str, partitions: list[tuple[str, int]], timeout_m
         known = consumer.topics()
         tps = [TopicPartition(t, p) for t, p in partitions if t in known]
         return {(tp.topic, tp.partition): o for tp, o in log_end.log_end_offsets(consumer, tps).items()}
+    except KafkaError:
+        return {}
+    finally:
+        consumer.close()
+
+
+def record_ages(bootstrap: str, committed: dict[tuple[str, int], int], timeout_ms: int = 3_000,
+                client: dict | None = None, now_ms: int | None = None) -> dict[tuple[str, int], float]:
+    """Seconds since the record at each committed offset was written (its timestamp), for partitions with lag; a
+    partition whose record does not come within ``timeout_ms`` (or that retention removed: the oldest kept record
+    is read instead) is left out or answered from what came."""
+    import time
+
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.errors import KafkaError
+
+    if not committed:
+        return {}
+    try:
+        consumer = KafkaConsumer(**kafka_conf.for_client(
+            KafkaConsumer, client, bootstrap_servers=bootstrap, request_timeout_ms=5_000, enable_auto_commit=False,
+            auto_offset_reset="earliest", max_poll_records=500, bootstrap_timeout_ms=timeout_ms,
+            client_id="rebalance-tracker-describe"))
+    except KafkaError:
+        return {}
+    try:
+        tps = {TopicPartition(t, p): o for (t, p), o in committed.items()}
+        consumer.assign(list(tps))
+        for tp, offset in tps.items():
+            consumer.seek(tp, offset)
+        stamps: dict[tuple[str, int], int] = {}
+        deadline = time.monotonic() + timeout_ms / 1000
+        while len(stamps) < len(tps) and time.monotonic() < deadline:
+            for tp, records in consumer.poll(timeout_ms=100).items():
+                if records and (tp.topic, tp.partition) not in stamps:
+                    stamps[(tp.topic, tp.partition)] = records[0].timestamp
+                    consumer.pause(tp)
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        return {tp: max(now - ts, 0) / 1000 for tp, ts in stamps.items() if ts is not None and ts >= 0}
     except KafkaError:
         return {}
     finally:
@@ -138,7 +187,10 @@ def main(argv: list[str] | None = None) -> int:
         rows = [row for g in groups for row in describe_rows(store, g)]
         if args.bootstrap and rows:
             ends = log_end_offsets(args.bootstrap, [(r[1], r[2]) for r in rows], client=client)
-            rows = [row for g in groups for row in describe_rows(store, g, ends)]
+            behind = {(r[1], r[2]): int(r[3]) for r in rows if r[3] != "-" and ends.get((r[1], r[2]), 0) > int(r[3])}
+            ages = record_ages(args.bootstrap, behind, client=client)
+            rows = [row for g in groups for row in describe_rows(store, g, ends, ages)]
+            print(LAG_SECONDS_NOTE, file=sys.stderr)
     finally:
         store.close()
     if not rows:

@@ -20,6 +20,7 @@ from pathlib import Path
 from streaming.kafka_client import kafka_conf
 from streaming.kafka_client.topics import TopicsMissing, ensure_topics
 from offsets_store.factory import DEFAULT_STORE
+from streaming.feeds.log_end_sampler import LogEndSampler
 from streaming.feeds.metadata_watch import TopicMetadataWatcher
 from streaming.spark.options import JobOptions
 from streaming.spark.sinks import TrackerSink
@@ -48,12 +49,17 @@ class TrackerConfig:
     timeout_grace_ms: int = JobOptions.timeout_grace_ms      # processing mode: how far timers run behind the clock
     state_key: str = JobOptions.state_key                    # streaming.spark.options.STATE_KEYS
     max_event_ahead_ms: int = JobOptions.max_event_ahead_ms  # events stamped further ahead are dead-lettered
-    kafka_source: str = "python"                # what reads the events: streaming.spark.kafka_source.SOURCES
+    # What reads the events (streaming.spark.kafka_source.SOURCES). auto: Spark's connector where it is loaded and the
+    # broker can be read by it, which took ~25% less CPU an event than the Python source in benchmarks/streaming.py.
+    kafka_source: str = "auto"
     starting_offsets: str = "earliest"
     max_offsets_per_trigger: int | None = None
     coordinator: dict = field(default_factory=dict)   # coordinator settings under Kafka's names
     events_partitions: int = 4                  # the events topic's partitions, when the tracker creates it
     metadata_refresh_s: float = 30.0            # how often topic sizes are checked against the broker
+    # How often the groups' log ends are sampled for lag (docs/lag.md); None: never. Off unless asked: the sampler
+    # adds events of its own to the events topic, which a tracker did not do before.
+    log_end_sample_s: float | None = None
     metrics_port: int | None = None             # serve Prometheus metrics on this port (0 = any free port)
     kafka: dict = field(default_factory=dict)   # Kafka client settings under Kafka's names (kafka_client.kafka_conf)
     broker_version: tuple | None = None         # the clients' API version with the broker (None: found by preflight)
@@ -69,6 +75,9 @@ class RunningTracker:
     watcher: TopicMetadataWatcher | None = None
     metrics_server: object = None
     metrics_url: str | None = None
+    sampler: LogEndSampler | None = None
+    source: str = ""            # what reads the events (kafka_source.SOURCES, auto resolved)
+    source_reason: str = ""     # why, in words
 
     def stop(self, grace_s: float = 10.0) -> None:
         """Stop between micro-batches when possible: interrupting one mid-flight only spills stack traces (its
@@ -88,6 +97,8 @@ class RunningTracker:
             self.query.stop()
         if self.watcher is not None:
             self.watcher.stop()
+        if self.sampler is not None:
+            self.sampler.stop()
         if self.metrics_server is not None:
             self.metrics_server.shutdown()
         self.sink.close()
@@ -119,7 +130,7 @@ def preflight(config: "TrackerConfig") -> tuple[int, ...]:
 def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) -> RunningTracker:
     """Start the streaming query; returns handles to stop it and to read what it produced."""
     from streaming.spark.job import build_tracker_stream
-    from streaming.spark.kafka_source import read_kafka_stream
+    from streaming.spark.kafka_source import builtin_kafka_available, choose_source, cluster_id, read_kafka_stream
 
     from streaming.kafka_client.broker_features import has_headers
 
@@ -128,6 +139,10 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
     dlq_topic = config.dlq_topic or f"{config.events_topic}.dlq"
     client = kafka_conf.to_kwargs(config.kafka)   # the Python clients' view of the same settings
     version = config.broker_version or preflight(config)
+    source, source_reason = choose_source(
+        config.kafka_source, config.kafka_source == "auto" and builtin_kafka_available(spark),
+        cluster_id(config.bootstrap, client) if config.kafka_source == "auto" else None, version,
+        secured=str(client.get("security_protocol") or "PLAINTEXT").upper() != "PLAINTEXT")
     store = None
     if config.store:
         from offsets_store import open_store
@@ -137,6 +152,8 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
         store = open_store(config.store, client)
     view = view or LiveView()
     watcher = TopicMetadataWatcher(config.bootstrap, config.events_topic, config.metadata_refresh_s, client).start()
+    sampler = LogEndSampler(config.bootstrap, config.events_topic, config.log_end_sample_s, client).start() \
+        if config.log_end_sample_s else None
 
     metrics_server = metrics_url = None
     if config.metrics_port is not None:
@@ -147,6 +164,8 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
 
     def on_outputs(batch_id: int, outputs: list[dict]) -> None:
         watcher.observe(outputs)
+        if sampler is not None:
+            sampler.observe(outputs)
         try:   # the views must never stop the job: a view that cannot read an output says so and carries on
             view.update(batch_id, outputs)
             if metrics_server is not None:
@@ -157,15 +176,16 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
     sink = TrackerSink(store=store, bootstrap=config.bootstrap, events_topic=config.events_topic,
                        outputs_topic=config.outputs_topic, dlq_topic=dlq_topic, checkpoint=config.checkpoint,
                        on_outputs=on_outputs, producer_config=client,
-                       # librdkafka writes too when it reads: kafka-python's send was most of the sink's time.
-                       producer_client="confluent" if config.kafka_source == "confluent" else "kafka-python",
+                       # librdkafka writes when it reads, and beside Spark's connector (whose brokers are 0.10 and
+                       # later, which librdkafka speaks): kafka-python's send was most of the sink's time.
+                       producer_client="confluent" if source in ("confluent", "builtin") else "kafka-python",
                        record_headers=has_headers(version))
     if config.stage_times is not None:
         _time_sink(sink, config.stage_times)
     restore, starting_offsets = _prepare_restore(spark, config, store, query_checkpoint)
     raw = read_kafka_stream(spark, config.bootstrap, [config.events_topic],
                             starting_offsets=starting_offsets,
-                            max_offsets_per_trigger=config.max_offsets_per_trigger, source=config.kafka_source,
+                            max_offsets_per_trigger=config.max_offsets_per_trigger, source=source,
                             extra_options=kafka_conf.spark_options(config.kafka))
     options = JobOptions(time_mode=config.time_mode, watermark_delay=config.watermark_delay,
                          timeout_grace_ms=config.timeout_grace_ms, coordinator=config.coordinator,
@@ -179,7 +199,8 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
               .foreachBatch(sink))
     query = _start_query(writer)
     running.append(query)
-    return RunningTracker(query, sink, view, store, watcher, metrics_server, metrics_url)
+    return RunningTracker(query, sink, view, store, watcher, metrics_server, metrics_url, sampler, source,
+                          source_reason)
 
 
 def check_checkpoint(config: TrackerConfig) -> None:

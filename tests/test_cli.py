@@ -28,7 +28,7 @@ def test_every_command_is_listed_and_has_help(capsys):
 def test_run_defaults_work_against_the_bundled_broker():
     args = build_parser().parse_args([])
     assert args.bootstrap is None and args.events_topic == "rebalance-events"
-    assert args.store == "sqlite:data/offsets.db" and args.time_mode == "processing" and args.kafka_source == "python"
+    assert args.store == "sqlite:data/offsets.db" and args.time_mode == "processing" and args.kafka_source == "auto"
     args = build_parser().parse_args(["--coordinator-conf", "group.max.size=3", "--time-mode", "event"])
     assert args.coordinator_conf == ["group.max.size=3"] and args.time_mode == "event"
 

@@ -193,6 +193,7 @@ def test_kafka_store_clients(clients, monkeypatch):
 
 
 def test_sink_watcher_and_topic_creation(clients):
+    from streaming.feeds.log_end_sampler import LogEndSampler
     from streaming.feeds.metadata_watch import TopicMetadataWatcher
     from streaming.kafka_client.topics import ensure_topics
     from streaming.spark.sinks import TrackerSink
@@ -203,6 +204,10 @@ def test_sink_watcher_and_topic_creation(clients):
     watcher.watched.add("t")
     with pytest.raises(Stop):
         watcher.poll_once()
+    sampler = LogEndSampler("h:1", "events", client=CLIENT)
+    sampler.observe([{"type": "offset_commit", "group_id": "g", "topic": "t"}])
+    with pytest.raises(Stop):
+        sampler.sample_once()
     with pytest.raises(Stop):   # its metadata look-up first, ...
         ensure_topics("h:1", {"t": 1}, CLIENT)
 
@@ -242,6 +247,7 @@ def test_run_gives_them_to_the_python_clients_and_to_the_spark_source(clients, m
     monkeypatch.setattr(run, "ensure_topics",
                         lambda bootstrap, topics, client, can_create=None: seen.update(client=client))
     monkeypatch.setattr(run, "TopicMetadataWatcher", lambda *a: type("W", (), {"start": lambda self: self})())
+    monkeypatch.setattr(run, "LogEndSampler", lambda *a: type("S", (), {"start": lambda self: self})())
     monkeypatch.setattr(kafka_source, "read_kafka_stream", read_kafka_stream)
     props = kafka_conf.parse_pairs([s for s in SETTINGS if s != "--kafka-conf"])
     with pytest.raises(Stop):

@@ -231,21 +231,54 @@ def test_a_subscribed_topic_created_later_is_read_from_its_start(kafka_bootstrap
 
 @pytest.mark.spark
 def test_option_checks_and_source_switch(spark, kafka_bootstrap):
-    from pyspark.errors import AnalysisException
-
     from streaming.spark.kafka_source import builtin_kafka_available
 
     with pytest.raises(ValueError, match="subscribe"):
         reader_for(kafka_bootstrap)
     with pytest.raises(ValueError, match="python, builtin or auto"):
         read_kafka_stream(spark, kafka_bootstrap, ["t"], source="jars")
-    if builtin_kafka_available(spark):
-        pytest.skip("Spark's Kafka connector is on the classpath here")
-    # Without the connector jars "builtin" fails as Spark does, and "auto" falls back to this source.
-    with pytest.raises(AnalysisException, match="kafka"):
-        read_kafka_stream(spark, kafka_bootstrap, ["t"], source="builtin")
-    plan = read_kafka_stream(spark, kafka_bootstrap, ["t"], source="auto")._jdf.queryExecution().logical()
-    assert f", {FORMAT}, " in plan.toString()
+
+    def plan(source: str) -> str:
+        return read_kafka_stream(spark, kafka_bootstrap, ["t"], source=source)._jdf.queryExecution().logical() \
+            .toString()
+
+    assert f", {FORMAT}, " in plan("python")
+    if not builtin_kafka_available(spark):
+        pytest.skip("Spark's Kafka connector could not be loaded here (no mvn, or Maven Central unreachable)")
+    # The session loaded the connector (streaming/spark/connector.py): "auto" reads with it.
+    assert "KafkaSourceProvider" in plan("builtin") and "KafkaSourceProvider" in plan("auto")
+
+
+def test_auto_reads_with_sparks_connector_unless_it_is_missing_or_the_broker_misreports():
+    from streaming.spark.kafka_source import choose_source
+
+    assert choose_source("auto", True, "kafka-cluster-id")[0] == "builtin"
+    assert choose_source("auto", True, None)[0] == "builtin"            # brokers before 0.10.1 give no cluster id
+    assert choose_source("auto", True, None, (0, 10, 0))[0] == "builtin"
+    source, why = choose_source("auto", True, None, (0, 9))            # Kafka 0.9 answers no ApiVersions
+    assert source == "python" and "older than 0.10" in why
+    source, why = choose_source("auto", True, "kafka-cluster-id", (4, 1), secured=True)
+    assert source == "python" and "SASL/SSL" in why
+    assert choose_source("builtin", True, "kafka-cluster-id", (4, 1), secured=True)[0] == "builtin"
+    source, why = choose_source("auto", False, "kafka-cluster-id")
+    assert source == "python" and "not loaded" in why
+    source, why = choose_source("auto", True, "tansu_cluster")          # the bundled broker
+    assert source == "python" and "Tansu" in why and "ListOffsets" in why
+    assert choose_source("confluent", False, "tansu_cluster") == ("confluent", "as asked")
+    with pytest.raises(ValueError, match="python, builtin or auto"):
+        choose_source("jars", True, None)
+
+
+def test_the_bundled_broker_is_known_by_its_cluster_id(kafka_bootstrap):
+    """Tansu's Metadata answer names its cluster ``tansu_cluster``: what ``auto`` tells it by. (Its ListOffsets
+    answer is test_planned_end_covers_every_record_of_a_multi_record_batch's case.)"""
+    import os
+
+    from streaming.spark.kafka_source import MISREPORTING_CLUSTERS, cluster_id
+
+    if os.environ.get("KAFKA_BOOTSTRAP"):
+        pytest.skip("a broker of the user's: not the bundled one")
+    assert cluster_id(kafka_bootstrap) in MISREPORTING_CLUSTERS
 
 
 @pytest.mark.spark

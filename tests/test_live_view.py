@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import io
 
-from streaming.views.live_view import LiveView
+from streaming.views.live_view import LiveView, clock
 
 
 def test_rebalances_expiries_and_commits_show_in_the_table():
@@ -81,7 +81,7 @@ def test_not_a_terminal_gets_plain_lines():
     assert text.count("batch 3  groups 1  dead letters 0  input 120 ev/s  processed 900 ev/s  batch took 230 ms") == 2
     row = next(line for line in text.splitlines() if line.startswith("orders"))
     assert row.split() == ["orders", "Stable", "4", "cooperative-sticky", "3", "1", "00:00:04", "expiry", "1.2s",
-                           "2", "1", "1"]
+                           "2", "1", "1", "-"]
 
 
 def test_a_terminal_gets_a_rich_table_redrawn_in_place():
@@ -106,7 +106,7 @@ def test_a_terminal_gets_a_rich_table_redrawn_in_place():
     rows = [line for line in plain.splitlines() if line.startswith("│ orders")]
     cells = [c.strip() for c in rows[0].strip().strip("│").split("│")]
     assert cells == ["orders", "Stable", "4", "cooperative-sticky", "3", "1", "00:00:04", "expiry", "1.2s", "2",
-                     "1", "1"]
+                     "1", "1", "-"]
     assert "PreparingRebalance" in rows[-1]
     assert "batch 4  groups 1  dead letters 0  input 120 ev/s" in plain
 
@@ -153,4 +153,29 @@ def test_groups_rebuilt_from_the_store_and_their_gaps_are_counted():
     text = view.render()
     assert "restored 2 (gaps 1)" in text and "2 groups rebuilt from the store" in text
     assert "g: the store did not hold all (restore gap): generation 2 is newer" in text
-    assert next(line for line in text.splitlines() if line.startswith("quiet")).split()[-1] == "1"   # committed
+    assert next(line for line in text.splitlines() if line.startswith("quiet")).split()[-2] == "1"   # committed
+
+
+def test_the_lag_column_shows_the_worst_partition_and_a_rebalance_cost_is_noted():
+    from tests.test_lag import commit, rebalance, sample
+
+    view = LiveView(out=io.StringIO(), redraw=False)
+    outputs = []
+    for s in range(0, 17):
+        for p in (0, 1):
+            if s <= 10 or p == 0:                       # t-1's owner stops committing at 10 s
+                outputs.append(commit(s * 1_000, s * 10, partition=p))
+            outputs.append(sample(s * 1_000, s * 10, partition=p))
+    outputs.insert(outputs.index(sample(12_000, 120, partition=1)) + 1,
+                   rebalance(12_500, [["t", 1, 10_000, 12_500, 0]]))
+    outputs.append(commit(16_500, 160, partition=1))    # the new owner's first commit
+    view.update(0, outputs)
+    assert "cost" not in view.render()                  # measured once a sample brackets the commit
+    view.update(1, [sample(17_000, 170, partition=1)])
+    text = view.render()
+    row = next(line for line in text.splitlines() if line.startswith("g "))
+    # t-0 at 16 s: caught up; t-1 at 17 s, its new owner's commit of 160 made: 10 records, offset 160 came at 16.1 s.
+    assert row.split()[-2:] == ["10/0.9s", "t-1"]
+    # From its release at 10 s (caught up) to 16.5 s (log end 165 between the samples): 65 records, 6.4 s.
+    assert "g: the rebalance of 00:00:12 cost 65 records, 6.4 s (interpolated) of lag" in text.replace(
+        clock(12_500), "00:00:12")

@@ -160,3 +160,30 @@ def test_groups_rebuilt_from_the_store_and_their_gaps_are_counted(endpoint):
     assert _get(families, "groups_restored_total") == 2 and _get(families, "restore_gaps_total") == 1
     assert _get(families, "group_generation", group="quiet") == 1 and _get(families, "group_members", group="quiet") == 2
     assert _get(families, "groups", state="Stable") == 2
+
+
+def test_lag_per_group_and_partition_with_bounded_series_and_rebalance_costs(endpoint):
+    from tests.test_lag import commit, rebalance, sample
+
+    metrics, url = endpoint
+    metrics.max_partition_series = 2
+    outputs = []
+    for s in range(0, 17):
+        for p in range(3):                 # t-p's consumer stops committing at 4 s, 7 s, 10 s: the last least behind
+            if s <= 4 + 3 * p:
+                outputs.append(commit(s * 1_000, s * 10, partition=p))
+            outputs.append(sample(s * 1_000, s * 10, partition=p))
+        if s == 12:
+            outputs.append(rebalance(12_500, [["t", 2, 10_000, 12_500, 0]]))
+    outputs += [commit(16_500, 160, partition=2), sample(17_000, 170, partition=2)]
+    metrics.update(0, outputs)
+    families = scrape(url)
+    assert _get(families, "group_lag_records", group="g") == 120                  # t-0: 160 - 40
+    assert _get(families, "group_lag_seconds", group="g") == pytest.approx(11.9)  # offset 40 came at 4.1 s
+    assert _get(families, "partition_lag_records", group="g", topic="t", partition="1") == 90
+    assert _get(families, "partition_lag_seconds", group="g", topic="t", partition="1") == pytest.approx(8.9)
+    with pytest.raises(KeyError):          # the third partition is over the bound of 2 series
+        _get(families, "partition_lag_records", group="g", topic="t", partition="2")
+    assert _get(families, "group_rebalance_lag_records_total", group="g") == 65   # log end 165 at 16.5 s
+    assert _get(families, "group_rebalance_lag_seconds_count", group="g") == 1
+    assert _get(families, "group_rebalance_lag_seconds_sum", group="g") == pytest.approx(6.4)

@@ -10,7 +10,7 @@ from offsets_store.describe import default_bootstrap
 from offsets_store.describe import main as describe_main
 
 TS = 1_700_000_000_000
-HEADER = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"]
+HEADER = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID", "LAG-SECONDS"]
 
 
 def commit(group, topic, partition, offset):
@@ -36,9 +36,9 @@ def test_table_without_a_broker(tmp_path, capsys):
                      group_record("orders", "m-1", [["t", 0], ["t", 1], ["t", 2]])], batch_id=0)
     assert describe_main(["--group", "orders", "--store", url, "--bootstrap", ""]) == 0
     lines = [line.split() for line in capsys.readouterr().out.splitlines()]
-    assert lines == [HEADER, ["orders", "t", "0", "40", "-", "-", "m-1", "/10.0.0.7", "app"],
-                     ["orders", "t", "1", "41", "-", "-", "m-1", "/10.0.0.7", "app"],
-                     ["orders", "t", "2", "-", "-", "-", "m-1", "/10.0.0.7", "app"]]
+    assert lines == [HEADER, ["orders", "t", "0", "40", "-", "-", "m-1", "/10.0.0.7", "app", "-"],
+                     ["orders", "t", "1", "41", "-", "-", "m-1", "/10.0.0.7", "app", "-"],
+                     ["orders", "t", "2", "-", "-", "-", "m-1", "/10.0.0.7", "app", "-"]]
     assert describe_main(["--group", "nobody", "--store", url, "--bootstrap", ""]) == 1
 
 
@@ -49,7 +49,7 @@ def test_unreachable_broker_shows_dashes_quickly(tmp_path, capsys):
     started = time.monotonic()
     assert describe_main(["--group", "g", "--store", url, "--bootstrap", "127.0.0.1:1"]) == 0
     assert time.monotonic() - started < 15
-    assert capsys.readouterr().out.splitlines()[1].split() == ["g", "t", "0", "4", "-", "-", "-", "-", "-"]
+    assert capsys.readouterr().out.splitlines()[1].split() == ["g", "t", "0", "4", "-", "-", "-", "-", "-", "-"]
 
 
 def test_default_bootstrap(monkeypatch):
@@ -60,25 +60,29 @@ def test_default_bootstrap(monkeypatch):
     assert default_bootstrap("sqlite:data/o.db") == "b:1"
 
 
-def produce(bootstrap, topic, partition, n):
+def produce(bootstrap, topic, partition, n, age_s=0.0):
+    """``n`` records, each stamped (CreateTime) ``age_s`` seconds ago."""
     from kafka import KafkaProducer
 
     producer = KafkaProducer(bootstrap_servers=bootstrap)
     for _ in range(n):
-        producer.send(topic, value=b"x", partition=partition)
+        producer.send(topic, value=b"x", partition=partition, timestamp_ms=int((time.time() - age_s) * 1000))
     producer.flush()
     producer.close()
 
 
 @pytest.mark.kafka
 def test_lag_from_the_broker(tmp_path, capsys, kafka_bootstrap, topic_name):
-    produce(kafka_bootstrap, topic_name, 0, 10)
+    produce(kafka_bootstrap, topic_name, 0, 4, age_s=600)      # consumed
+    produce(kafka_bootstrap, topic_name, 0, 6, age_s=90)       # not yet: the oldest unconsumed is 90 s old
     url = f"sqlite:{tmp_path / 'o.db'}"
     with open_store(url) as store:
         store.write([commit("g", topic_name, 0, 4)], batch_id=0)
     assert describe_main(["--group", "g", "--store", url, "--bootstrap", kafka_bootstrap]) == 0
-    row = capsys.readouterr().out.splitlines()[1].split()
+    out = capsys.readouterr()
+    row = out.out.splitlines()[1].split()
     assert row[3:6] == ["4", "10", "6"]
+    assert 90 <= float(row[9]) < 120 and "LAG-SECONDS: now - the timestamp of the record" in out.err
 
 
 @pytest.mark.kafka
@@ -90,4 +94,4 @@ def test_kafka_store_brings_its_own_broker(capsys, kafka_bootstrap, topic_name, 
         store.write([commit("g", topic_name, 0, 2), group_record("g", "m-9", [[topic_name, 0]])], batch_id=0)
     assert describe_main(["--group", "g", "--store", url]) == 0
     row = capsys.readouterr().out.splitlines()[1].split()
-    assert row == ["g", topic_name, "0", "2", "7", "5", "m-9", "/10.0.0.7", "app"]
+    assert row[:9] == ["g", topic_name, "0", "2", "7", "5", "m-9", "/10.0.0.7", "app"] and float(row[9]) >= 0

@@ -453,10 +453,10 @@ def test_describe_shows_consumer_protocol_members_with_epochs(tmp_path, capsys):
              "leader_epoch": -1, "metadata": "", "commit_timestamp": TS, "expire_timestamp": -1}], batch_id=0)
     assert describe_main(["--group", "grp", "--store", url, "--bootstrap", ""]) == 0
     lines = [line.split() for line in capsys.readouterr().out.splitlines()]
-    assert lines[1:] == [["grp", "orders", "0", "9", "-", "-", "m-1", "/10.0.0.7", "app-m-1"],
-                         ["grp", "orders", "1", "-", "-", "-", "m-2", "/10.0.0.7", "app-m-2"],
-                         ["grp", "orders", "2", "-", "-", "-", "m-1", "/10.0.0.7", "app-m-1"],
-                         ["grp", "orders", "3", "-", "-", "-", "m-2", "/10.0.0.7", "app-m-2"]]
+    assert lines[1:] == [["grp", "orders", "0", "9", "-", "-", "m-1", "/10.0.0.7", "app-m-1", "-"],
+                         ["grp", "orders", "1", "-", "-", "-", "m-2", "/10.0.0.7", "app-m-2", "-"],
+                         ["grp", "orders", "2", "-", "-", "-", "m-1", "/10.0.0.7", "app-m-1", "-"],
+                         ["grp", "orders", "3", "-", "-", "-", "m-2", "/10.0.0.7", "app-m-2", "-"]]
     assert describe_main(["--group", "grp", "--store", url, "--members"]) == 0
     lines = [line.split() for line in capsys.readouterr().out.splitlines()]
     assert lines[0] == ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "EPOCH",

@@ -255,3 +255,27 @@ def test_png_without_chromium_is_a_clear_error(tmp_path, monkeypatch, capsys):
                         "--png", str(tmp_path / "r.png")])
     assert code == 3 and "apt-get install -y chromium" in capsys.readouterr().err
     assert (tmp_path / "r.html").exists() and not (tmp_path / "r.png").exists()
+
+
+def test_the_lag_line_is_drawn_under_the_timeline_with_each_rebalance_and_its_cost():
+    from streaming.coordinator.routing import run_feed
+    from streaming.feeds.simulator import SimulationSettings, Simulator
+    import re
+
+    from streaming.views.history import build_history
+    from streaming.views.report import render_html, render_lag_svg
+
+    sim = Simulator(SimulationSettings(groups=1, log_end_interval_ms=1_000, seed=3))
+    h = build_history(run_feed(sim.run_until(120_000))[0], "group-0")
+    svg = render_lag_svg(h)
+    page = render_html(h)
+    assert page.index('class="timeline"') < page.index('class="lag"') < page.index("Generations")
+    points = re.search(r'class="lag-seconds" points="([^"]+)"', svg)[1].split()
+    assert len(points) == len([p for p in h.lag if p[1] is not None])     # a point per moment with a figure
+    assert len(re.findall(r'class="lag-rebalance"', svg)) == len(h.generations)
+    costs = [g.lag_cost for g in h.generations if g.lag_cost and g.lag_cost["lag_records"] is not None]
+    assert costs and re.findall(r'class="lag-cost"[^>]*>\+(\d+) rec / ([\d.]+)s', svg) == [
+        (str(c["lag_records"]), f"{c['lag_seconds']:.1f}") for c in costs]
+    assert "Lag cost of each rebalance" in page
+    assert render_lag_svg(build_history(run_feed(Simulator(SimulationSettings(groups=1, seed=3)).run_until(
+        30_000))[0], "group-0")) == ""                                    # no samples: no lag panel

@@ -142,3 +142,49 @@ def test_tracker_on_a_standalone_cluster_with_a_restart(spark_cluster, kafka_boo
 
     # The same outputs topic, dead letters and store as the local run (test_tracker_kafka): the pure model's.
     check_tracker_run(kafka_bootstrap, config, feed)
+
+
+def test_builtin_source_on_a_standalone_cluster_with_a_restart(spark_cluster, apache_kafka4, topic_name, tmp_path):
+    """Spark's Kafka connector on the cluster's executors: ``run --master`` serves the jars the session loaded
+    (``spark.jars``), ``spark-submit`` is given them with ``--jars "$(rebalance-tracker kafka-connector)"``; the
+    restart from the first run's checkpoint leaves what the Python source leaves (``check_tracker_run``). On Apache
+    Kafka 4: the bundled Tansu's ListOffsets answer hides a partition's last records from the connector."""
+    from streaming.spark.connector import CONNECTOR, ConnectorUnavailable, connector_jars
+
+    try:
+        jars = connector_jars()
+    except ConnectorUnavailable as exc:
+        pytest.skip(str(exc))
+    connector_jar = next(j.name for j in jars if j.name.startswith(CONNECTOR))
+    bootstrap = apache_kafka4.bootstrap
+    feed = recorded_feed()
+    config = tracker_config(bootstrap, topic_name, tmp_path)
+    args = [*job_args(config), "--kafka-source", "builtin"]
+    first_half(bootstrap, config, feed)
+
+    command = Path(sys.executable).with_name("rebalance-tracker")
+    run = [str(command)] if command.exists() else [sys.executable, "-m", "streaming.cli.main"]
+    before = set(spark_cluster.executor_dirs())
+    code = run_until_caught_up([*run, "run", "--master", spark_cluster.master_url, *QUICK, *args],
+                               config, tmp_path, tmp_path / "run.log")
+    assert code == 0, tail(tmp_path / "run.log")
+    assert "reading Kafka with the builtin source" in (tmp_path / "run.log").read_text(errors="replace")
+    first_executors = new_executor_dirs(spark_cluster, before)
+
+    second_half(bootstrap, config, feed)
+    listed = subprocess.run([*run, "kafka-connector"], capture_output=True, text=True, env=user_env(), timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    assert sorted(listed.stdout.strip().split(",")) == sorted(str(j) for j in jars)
+    before = set(spark_cluster.executor_dirs())
+    run_until_caught_up([str(spark_home() / "bin" / "spark-submit"), "--master", spark_cluster.master_url, *QUICK,
+                         "--jars", listed.stdout.strip(), str(REPO / "streaming" / "cli" / "run.py"), *args],
+                        config, tmp_path, tmp_path / "spark-submit.log", settle_s=1.5)
+    second_executors = new_executor_dirs(spark_cluster, before)
+
+    # Both applications' executors, on both workers, were given the connector (and read with it: without its
+    # classes on an executor the micro-batch fails).
+    for executors in (first_executors, second_executors):
+        assert {d.parent.parent.name for d in executors if (d / connector_jar).is_file()} == {"worker-0", "worker-1"}, \
+            [(d, sorted(p.name for p in d.iterdir())) for d in executors]
+
+    check_tracker_run(bootstrap, config, feed)

@@ -43,7 +43,7 @@ def test_crashed_member_is_expired_and_its_partitions_reassigned(spark, kafka_bo
     tracker = start_tracker(spark, config, view)
     simulator = Simulator(SimulationSettings(groups=1, members_per_group=2, churn_interval_ms=10**9,
                                              session_timeout_ms=6_000, heartbeat_interval_ms=1_000,
-                                             static_fraction=0.0),
+                                             static_fraction=0.0, log_end_interval_ms=1_000),
                           start_ms=int(time.time() * 1000), config=CoordinatorConfig.from_properties(SETTINGS))
     producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks=1)
     stop, crashed = threading.Event(), {}
@@ -86,3 +86,8 @@ def test_crashed_member_is_expired_and_its_partitions_reassigned(spark, kafka_bo
     assert survivor != crashed["member_id"]
     assert sorted(map(tuple, final["assignment"][survivor])) == \
         [(f"topic-0-{t}", p) for t in range(2) for p in range(6)]
+    # The feed's log-end samples went through the job: the live table has the group's lag from them.
+    assert any(o["type"] == "log_end" for o in view.outputs)
+    figures = view.lag.current("group-0")
+    assert len(figures) == 12 and all(f["lag_records"] is not None and f["lag_seconds"] >= 0 for f in figures)
+    assert view.groups["group-0"].worst_lag in figures

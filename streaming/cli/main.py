@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "offsets": ("offsets_store.describe", "show a group's committed offsets and lag from the store"),
     "broker": ("streaming.local.broker", "run the bundled Kafka-compatible broker (Tansu) on loopback"),
     "spark-cluster": ("streaming.local.spark_cluster", "run a Spark standalone master and workers on loopback"),
+    "kafka-connector": ("streaming.spark.connector", "print Spark's Kafka connector jars, for spark-submit --jars"),
 }
 
 

@@ -57,7 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kafka-source", choices=SOURCES, default=TrackerConfig.kafka_source,
                    help="python: the bundled Python source with its default client (kafka-python); kafka-python or "
                         "confluent: the bundled source reading with that client (confluent also writes the "
-                        "outputs); builtin: Spark's kafka connector; auto: builtin where Spark has it "
+                        "outputs); builtin: Spark's kafka connector (the outputs are written with confluent-kafka); "
+                        "auto: builtin where Spark has it, the broker is Kafka 0.10 or later and the connection "
+                        "plaintext, else python "
                         "(default: %(default)s)")
     p.add_argument("--state-key", choices=STATE_KEYS, default=TrackerConfig.state_key,
                    help="what the job keys its state by: each group id, or the group's __consumer_offsets partition "
@@ -73,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="coordinator setting with Kafka's name, e.g. group.initial.rebalance.delay.ms=0")
     p.add_argument("--metrics-port", type=int, default=TrackerConfig.metrics_port,
                    help="serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0 = a free port)")
+    p.add_argument("--lag-sample-s", type=float, default=TrackerConfig.log_end_sample_s,
+                   help="sample the groups' log ends every this many seconds, for lag in records and seconds "
+                        "(docs/lag.md; e.g. 5; default: never)")
     p.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     kafka_conf.add_arguments(p)
     add_spark_arguments(p)
@@ -139,7 +144,7 @@ def _run(argv: list[str] | None) -> int:
             state_key=args.state_key,
             kafka_source=args.kafka_source, starting_offsets=args.starting_offsets,
             max_offsets_per_trigger=args.max_offsets_per_trigger, coordinator=coordinator_conf,
-            metrics_port=args.metrics_port, kafka=kafka)
+            metrics_port=args.metrics_port, log_end_sample_s=args.lag_sample_s or None, kafka=kafka)
         try:   # before Spark's start-up, which takes a while
             check_checkpoint(config)
             config.broker_version = preflight(config)
@@ -156,6 +161,7 @@ def _run(argv: list[str] | None) -> int:
         stack.callback(tracker.stop)
         print(f"tracking {config.events_topic} on {bootstrap}; outputs -> {config.outputs_topic}, "
               f"store -> {config.store}; Ctrl-C stops", flush=True)
+        print(f"reading Kafka with the {tracker.source} source ({tracker.source_reason})", flush=True)
         if tracker.metrics_url:
             print(f"metrics: {tracker.metrics_url}", flush=True)
         try:

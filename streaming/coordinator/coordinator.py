@@ -67,6 +67,8 @@ class GroupCoordinator:
         heartbeat that arrives on the deadline still keeps its member."""
         out = self.advance(event["ts"] - 1) if event.get("ts") is not None else self.announcements()
         kind = event["type"]
+        if kind == "log_end":   # not a request: passed on, after the timers due before it, for the lag views
+            return out + [outputs.log_end(event)]
         if kind in _GROUP_ID_REQUIRED and not event["group_id"]:
             out.append(outputs.request_refused(event, event.get("ts") or 0, "INVALID_GROUP_ID"))
             return out

@@ -140,7 +140,16 @@ class DeleteGroup(_Event, tag="delete_group"):
     pass
 
 
-_TYPES = (Join, Sync, Heartbeat, Leave, Commit, TopicMetadata, DeleteGroup, ConsumerHeartbeat)
+class LogEnd(_Event, tag="log_end"):
+    """A sample of where a partition the group consumes ends (ListOffsets latest, read at ``ts``): what lag is
+    measured against (streaming/coordinator/lag.py). Published per group by the log-end sampler
+    (streaming/feeds/log_end_sampler.py), so it travels with the group's other events."""
+    topic: Union[str, None] | UnsetType = UNSET
+    partition: Union[PartitionId, None] | UnsetType = UNSET
+    offset: Union[Annotated[int, Meta(ge=0, le=_INT64[1])], None] | UnsetType = UNSET
+
+
+_TYPES = (Join, Sync, Heartbeat, Leave, Commit, TopicMetadata, DeleteGroup, ConsumerHeartbeat, LogEnd)
 EVENT_TYPES = tuple(t.__struct_config__.tag for t in _TYPES)
 _Any = Union[_TYPES]
 _DECODER = msgspec.json.Decoder(_Any)
@@ -181,6 +190,8 @@ _FIELDS: dict[str, list[tuple[str, bool, bool, Any]]] = {
                        ("topic", True, False, None), ("partitions", True, False, None),
                        ("topic_id", False, True, None), ("partition_racks", False, True, None)],
     "delete_group": list(_COMMON),
+    "log_end": _COMMON + [("topic", True, False, None), ("partition", True, False, None),
+                          ("offset", True, False, None)],
     "consumer_heartbeat": _COMMON + [
         ("member_id", False, False, ""), ("member_epoch", True, False, None), ("instance_id", False, True, None),
         ("rack_id", False, True, None), ("rebalance_timeout_ms", False, False, -1),
@@ -299,6 +310,9 @@ def _normalise(s: Struct) -> dict:
             event["topic_id"] = _uuid("topic_metadata.topic_id", event["topic_id"])
         if event["partition_racks"] is not None:
             event["partition_racks"] = _racks("topic_metadata.partition_racks", event["partition_racks"])
+    elif kind == "log_end":
+        if not event["topic"] or not event["group_id"]:
+            raise InvalidEvent(f"log_end: {'topic' if not event['topic'] else 'group_id'} must be a non-empty string")
     elif kind == "consumer_heartbeat":
         if event["subscribed_topic_names"] is not None:
             event["subscribed_topic_names"] = list(event["subscribed_topic_names"])

@@ -55,6 +55,8 @@ RESTORE_GAP = "restore_gap"
 PROTOCOL_SWITCH = "protocol_switch"
 PROTOCOL_CONVERSION_UNSUPPORTED = "protocol_conversion_unsupported"
 IGNORED_EVENT = "ignored_event"
+# A partition's log end as sampled for the group (a ``log_end`` event, passed on): what lag is measured against.
+LOG_END = "log_end"
 # What the job could not use (streaming/dead_letters.py builds it).
 DEAD_LETTER = "dead_letter"
 # __consumer_offsets records: the classic ones, and the KIP-848 consumer group's (record type ids in
@@ -893,3 +895,20 @@ Output = Union[Answer, JoinResponse, JoinAnswer, SyncResponse, CommitResponse, D
                GroupRestored, ConsumerGroupRestored, RestoreGap, ProtocolSwitch, ProtocolConversionUnsupported,
                IgnoredEvent, DeadLetter, OffsetCommitRecord, GroupMetadataRecord, ConsumerGroupRecord]
 Outputs = list[Output]
+
+
+class LogEnd(TypedDict):
+    """A ``log_end`` event passed on as it came (validated; ``ts`` as the job trusts it), so that the views and
+    replays measure lag (streaming/coordinator/lag.py) from the same samples as the job."""
+    type: str
+    group_id: str
+    ts: int
+    topic: str
+    partition: int
+    offset: int
+
+
+def log_end(event: Mapping) -> LogEnd:
+    """A validated ``log_end`` event as its output (both models and a group without a model pass it on)."""
+    return {"type": LOG_END, "group_id": event["group_id"], "ts": event.get("ts") or 0, "topic": event["topic"],
+            "partition": event["partition"], "offset": event["offset"]}

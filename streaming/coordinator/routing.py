@@ -127,6 +127,8 @@ class GroupModel:
     def handle(self, event: dict) -> Outputs:
         kind = event["type"]
         if self.model is None:
+            if kind == "log_end":    # a sample alone makes no group
+                return [outputs.log_end(event)]
             if kind == "topic_metadata" and not event.get("group_id") and self.topics is not None:
                 return []            # already in ``topics``, which the model copies when the group's request comes
             self.model = self._new(CONSUMER if kind == "consumer_heartbeat" else CLASSIC)

@@ -64,6 +64,9 @@ class SimulationSettings:
     churn_interval_ms: int = 20_000
     static_fraction: float = 0.3
     records_per_second: int = 50           # how fast committed offsets advance on each partition
+    # Log-end samples (``log_end`` events) of each group's partitions this often, as the tracker's sampler sends
+    # them; the producers write ``records_per_second`` to every partition. None: no samples (lag unknown).
+    log_end_interval_ms: int | None = None
     seed: int = 0
     # Which protocol the groups speak: "classic", "consumer" (KIP-848) or "mixed" (group-0 classic, group-1
     # consumer, and so on).
@@ -198,6 +201,8 @@ class Simulator:
         event, error = parse_event(fields)
         assert error is None, error  # the simulator only sends well-formed events
         self._events.append(event)
+        if event["type"] == "log_end":       # for the tracker's lag, not a request to the coordinators
+            return
         if event["type"] == "consumer_heartbeat" or (event["type"] == "commit"
                                                      and event["group_id"] in self.consumer_groups):
             self._dispatch(self.consumer_coordinator.handle(event))
@@ -226,6 +231,15 @@ class Simulator:
             for _ in range(s.members_per_group):
                 self._start_client(self._new_client(group_id, protocol), delay=self.rng.randrange(0, 500))
             self._at(self.now + self._churn_delay(), lambda gid=group_id: self._disrupt(gid))
+            if s.log_end_interval_ms:
+                self._at(self.now + s.log_end_interval_ms, lambda gid=group_id: self._sample_log_ends(gid))
+
+    def _sample_log_ends(self, group_id: str) -> None:
+        end = (self.now - self.start_ms) * self.settings.records_per_second // 1000
+        for topic in self.group_topics[group_id]:
+            for partition in range(self.topic_sizes[topic]):
+                self._send(type="log_end", group_id=group_id, topic=topic, partition=partition, offset=end)
+        self._at(self.now + self.settings.log_end_interval_ms, lambda: self._sample_log_ends(group_id))
 
     def _new_client(self, group_id: str, protocol: str) -> Client:
         self._client_seq += 1

@@ -2,7 +2,8 @@
 
 ``fetch_jars(name, artifacts)`` writes a throw-away POM listing the artifacts and lets Maven's dependency plugin copy
 them with their runtime dependencies into ``<cache>/<name>/`` (Maven's own ``~/.m2`` keeps the downloads, so a second
-folder from the same artifacts costs no network). The folder appears in one step, complete or not at all: an
+folder from the same artifacts costs no network), leaving out the artifact ids in ``exclude`` (jars the class path
+they join has already). The folder appears in one step, complete or not at all: an
 interrupted or concurrent fetch never leaves half a class path.
 """
 from __future__ import annotations
@@ -12,6 +13,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Iterable
 from xml.sax.saxutils import escape
 
 from streaming.local.jvm import cache_dir
@@ -34,9 +36,10 @@ def _pom(artifacts: list[str]) -> str:
             f"<dependencies>{''.join(dependencies)}</dependencies></project>\n")
 
 
-def fetch_jars(name: str, artifacts: list[str], timeout_s: float = 600.0) -> Path:
+def fetch_jars(name: str, artifacts: list[str], timeout_s: float = 600.0, exclude: Iterable[str] = ()) -> Path:
     """The folder ``<cache>/<name>`` holding ``artifacts`` (``group:artifact:version``) and their runtime
-    dependencies, fetched on first use. ``name`` must change whenever ``artifacts`` do."""
+    dependencies but those whose artifact id is in ``exclude``, fetched on first use. ``name`` must change whenever
+    ``artifacts`` or ``exclude`` do."""
     target = cache_dir() / name
     if target.is_dir():
         return target
@@ -48,11 +51,12 @@ def fetch_jars(name: str, artifacts: list[str], timeout_s: float = 600.0) -> Pat
         pom = Path(scratch) / "pom.xml"
         pom.write_text(_pom(artifacts))
         jars = Path(scratch) / "jars"
+        command = [mvn, "-B", "-q", "-f", str(pom), f"{DEPENDENCY_PLUGIN}:copy-dependencies",
+                   "-DincludeScope=runtime", f"-DoutputDirectory={jars}"]
+        if exclude:
+            command.append(f"-DexcludeArtifactIds={','.join(sorted(exclude))}")
         try:
-            done = subprocess.run(
-                [mvn, "-B", "-q", "-f", str(pom), f"{DEPENDENCY_PLUGIN}:copy-dependencies", "-DincludeScope=runtime",
-                 f"-DoutputDirectory={jars}"], capture_output=True, text=True, timeout=timeout_s,
-                stdin=subprocess.DEVNULL)
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             raise MavenError(f"mvn did not fetch {name} within {timeout_s:.0f}s") from None
         if done.returncode != 0 or not jars.is_dir():

@@ -24,6 +24,8 @@ DEFAULT_OUTPUT_TYPES = frozenset({
     "target_assignment", "protocol_switch", "protocol_conversion_unsupported", "ignored_event",
     # A lost checkpoint: each group rebuilt from the store, and the first sign of what the store did not hold.
     "group_restored", "restore_gap",
+    # Log-end samples, passed on: lag is measured from them and the commits (streaming/coordinator/lag.py).
+    "log_end",
 }) | CONSUMER_GROUP_RECORDS
 
 

@@ -533,12 +533,60 @@ def _rate_limit(start: dict, latest: dict, max_rows: int) -> dict:
 
 # ---------------------------------------------------------------------------------------------------------------
 def builtin_kafka_available(spark) -> bool:
-    """Is Spark's own Kafka connector on the JVM classpath?"""
+    """Is Spark's own Kafka connector on the JVM classpath? (Asked of Spark's class loader, which holds
+    ``spark.jars``; py4j's ``Class.forName`` sees only the JVM's start-up class path.)"""
     try:
-        spark.sparkContext._jvm.java.lang.Class.forName("org.apache.spark.sql.kafka010.KafkaSourceProvider")
+        spark.sparkContext._jvm.org.apache.spark.util.Utils.classForName(
+            "org.apache.spark.sql.kafka010.KafkaSourceProvider", False, False)
         return True
     except Exception:  # py4j wraps ClassNotFoundException; any failure means "not usable"
         return False
+
+
+# Brokers whose ListOffsets(latest) answer Spark's connector cannot read by: Tansu (the bundled broker) answers with the
+# start of a partition's last record batch + 1, so the connector would not see the rest of that batch until more
+# records arrive. Known by the cluster id in their Metadata answer; this module's source reads them correctly.
+MISREPORTING_CLUSTERS = {"tansu_cluster": "Tansu"}
+
+
+def cluster_id(bootstrap: str, client: dict | None = None) -> str | None:
+    """The cluster id the broker gives in its Metadata answer (None from brokers before Kafka 0.10.1)."""
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(**for_client(KafkaConsumer, client, bootstrap_servers=bootstrap,
+                                          client_id="rebalance-tracker-admin"))
+    try:
+        consumer.topics()   # a Metadata request
+        return consumer._client.cluster.cluster_id
+    finally:
+        consumer.close()
+
+
+def choose_source(source: str, connector_loaded: bool, broker_cluster_id: str | None,
+                  broker_version: tuple[int, ...] | None = None, secured: bool = False) -> tuple[str, str]:
+    """What ``source`` reads with, and why, in words: ``auto`` is Spark's connector where it is loaded, the connection
+    is plaintext and the broker (speaking ``broker_version``, where known) answers as Kafka 0.10 and later do, else
+    this module's source with its default client."""
+    if source not in SOURCES:
+        raise ValueError(f"kafka source must be {', '.join(CLIENTS)}, python, builtin or auto, not {source!r}")
+    if source != "auto":
+        return source, "as asked"
+    if not connector_loaded:
+        return "python", "Spark's Kafka connector is not loaded (see streaming/spark/connector.py)"
+    if secured:
+        # The settings were checked against the broker by the Python clients, in kafka-python's terms (PEM files,
+        # username and password); the connector's Java client would take only its own names, and say less.
+        return "python", ("the connection is secured (SASL/SSL): the Python source reads with the settings checked "
+                          "before Spark started; --kafka-source builtin passes them to Spark's connector as they are")
+    if broker_version is not None and broker_version < (0, 10):
+        # The connector's kafka-clients opens with ApiVersions, which Kafka 0.9 does not answer.
+        return "python", (f"the broker speaks Kafka {'.'.join(map(str, broker_version))}, older than 0.10, "
+                          f"which Spark's connector cannot read")
+    broker = MISREPORTING_CLUSTERS.get(broker_cluster_id or "")
+    if broker is not None:
+        return "python", (f"the broker is {broker}, whose ListOffsets answer hides the rest of a partition's last "
+                          f"record batch from Spark's connector")
+    return "builtin", "Spark's Kafka connector is loaded"
 
 
 def read_kafka_stream(spark, bootstrap: str, topics: list[str], starting_offsets: str = "earliest",
@@ -548,11 +596,12 @@ def read_kafka_stream(spark, bootstrap: str, topics: list[str], starting_offsets
 
     ``source``: ``python`` (this module, reading with its default client), ``kafka-python`` or ``confluent`` (this
     module with that client), ``builtin`` (Spark's connector, which must be on the classpath) or ``auto`` (builtin
-    when available)."""
+    when it is loaded: ``choose_source``, which the tracker also asks about the broker)."""
     if source not in SOURCES:
         raise ValueError(f"kafka source must be {', '.join(CLIENTS)}, python, builtin or auto, not {source!r}")
-    use_builtin = source == "builtin" or (source == "auto" and builtin_kafka_available(spark))
-    if use_builtin:
+    if source == "auto":
+        source = choose_source(source, builtin_kafka_available(spark), None)[0]
+    if source == "builtin":
         reader = spark.readStream.format("kafka")
     else:
         spark.dataSource.register(KafkaPythonDataSource)

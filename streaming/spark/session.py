@@ -7,6 +7,10 @@ On any master, Python workers run the driver's own interpreter unless ``PYSPARK_
 says otherwise (PySpark's fallback is whatever ``python3`` is on PATH, which lacks pandas/pyarrow and this package).
 On a master other than ``local[...]`` the driver also ships its own copy of the tracker's packages to the executors
 (``addPyFile``), so executors run exactly the driver's code and need only the dependencies installed.
+
+Spark's own Kafka connector (``streaming/spark/connector.py``) joins the session's ``spark.jars`` when its jars can be
+had (fetched from Maven Central on first use); without them the session starts all the same and reads Kafka with the
+Python source. Under ``spark-submit`` the JVM is up before this runs: give it the jars there (``--jars``).
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import atexit
 import hashlib
 import importlib.util
 import io
+import logging
 import os
 import re
 import shutil
@@ -23,6 +28,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 from typing import Mapping
+
+log = logging.getLogger(__name__)
 
 # The packages executors import (pyproject's [tool.setuptools.packages.find]).
 CODE_PACKAGES = ("streaming", "assignors", "offsets_store")
@@ -86,11 +93,12 @@ def parse_conf(pairs: list[str] | None) -> dict[str, str]:
 
 
 def build_spark_session(app_name: str = "rebalance-tracker", master: str | None = None,
-                        conf: Mapping[str, str] | None = None, quiet: bool = True):
+                        conf: Mapping[str, str] | None = None, quiet: bool = True, kafka_connector: bool = True):
     """Create (or reuse) the SparkSession.
 
     ``master`` defaults to ``local[2]`` unless one is already set (e.g. by ``spark-submit``); the local defaults apply
-    only to a local master, and ``conf`` always wins.
+    only to a local master, and ``conf`` always wins. ``kafka_connector``: load Spark's Kafka connector where its
+    jars can be had.
     """
     check_java()
     from pyspark.sql import SparkSession
@@ -105,6 +113,8 @@ def build_spark_session(app_name: str = "rebalance-tracker", master: str | None 
         for key, value in LOCAL_DEFAULTS.items():
             builder = builder.config(key, value)
     os.environ["PYSPARK_PYTHON"] = worker_python(conf)
+    if kafka_connector and not submitted:
+        conf = connector_conf(dict(conf or {}))
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -113,6 +123,17 @@ def build_spark_session(app_name: str = "rebalance-tracker", master: str | None 
     if not is_local_master(spark.sparkContext.master):
         ship_code(spark.sparkContext)
     return spark
+
+
+def connector_conf(conf: dict[str, str]) -> dict[str, str]:
+    """``conf`` with Spark's Kafka connector in ``spark.jars``; as it is, saying why, where the jars cannot be had."""
+    from streaming.spark.connector import ConnectorUnavailable, connector_jars, with_connector
+
+    try:
+        return with_connector(conf, connector_jars())
+    except ConnectorUnavailable as exc:
+        log.warning("%s; reading Kafka with the Python source instead", exc)
+        return conf
 
 
 def worker_python(conf: Mapping[str, str] | None = None) -> str:

@@ -18,6 +18,10 @@ long the member took to give the partitions up.
 The figures of each rebalance -- its time, partitions moved, every span in which a partition had no owner -- are the
 coordinator's, read from its ``rebalance`` records (``streaming/coordinator/figures.py``; docs/figures.md defines
 them); the history only names the lanes involved and adds them up. Unknown figures stay ``None``.
+
+Lag comes from the same outputs through ``streaming.coordinator.lag.LagBook`` (docs/lag.md): the group's worst
+partition at each log-end sample (``GroupHistory.lag``), and each rebalance's lag cost (``Generation.lag_cost``, the
+``rebalance_lag`` it was followed by).
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 from streaming.coordinator.figures import max_known, spans_of, sum_known
+from streaming.coordinator.lag import PARTITION_LAG, REBALANCE_LAG, LagBook
 from streaming.coordinator.outputs import (
     ASSIGNMENT, GROUP_METADATA, MEMBER_EXPIRED, MEMBER_JOINED, MEMBER_LEFT, MEMBER_REPLACED, REBALANCE, STATE_CHANGE,
     TARGET_ASSIGNMENT)
@@ -87,6 +92,7 @@ class Generation:
     unknown_topics: list[str] = field(default_factory=list)
     spans: list[UnownedSpan] = field(default_factory=list)      # partitions it gave an owner after a time without
     awaiting_owner: list[UnownedSpan] = field(default_factory=list)   # partitions it left without one
+    lag_cost: dict | None = None      # its ``rebalance_lag``: the lag it cost, once its new owners committed
 
     @property
     def shown_start_ts(self) -> int:
@@ -224,6 +230,9 @@ class GroupHistory:
     protocol: str = "classic"
     targets: list[TargetEpoch] = field(default_factory=list)
     member_epochs: dict[str, list[tuple[int, int, str]]] = field(default_factory=dict)  # lane -> (ts, epoch, state)
+    # At each log-end sample, the group's worst partition: (ts, records, seconds) -- the most of each over the
+    # partitions' latest figures (None: not known for any).
+    lag: list[tuple[int, int | None, float | None]] = field(default_factory=list)
     reconciliations: list[Reconciliation] = field(default_factory=list)
     revocations: list[Revocation] = field(default_factory=list)
     group_epochs: list[tuple[int, int]] = field(default_factory=list)        # (ts, group epoch) at each bump
@@ -267,6 +276,7 @@ class GroupHistory:
         return GroupHistory(
             self.group_id,
             generations=[g for g in self.generations if g.completed_ts >= ts],
+            lag=[p for p in self.lag if p[0] >= ts],
             lanes=lanes,
             departures=[d for d in self.departures if d.ts >= ts],
             states=states,
@@ -292,6 +302,7 @@ class HistoryBuilder:
         self._lane_of: dict[tuple[str, str], str] = {}     # (group, member id) -> lane key
         self._last_owner: dict[str, dict[Partition, str]] = {}   # group -> partition -> the lane that last had it
         self._consumer: dict[str, _ConsumerFold] = {}       # consumer-protocol groups: what the fold remembers
+        self.lag = LagBook()
 
     def add_all(self, outputs: Iterable[dict]) -> "HistoryBuilder":
         for o in outputs:
@@ -301,6 +312,8 @@ class HistoryBuilder:
     def add(self, o: dict) -> None:
         group_id = o.get("group_id")
         kind = o.get("type")
+        for derived in self.lag.add(o) if group_id else ():
+            self._lag(derived)
         if not group_id or kind not in _HANDLERS:
             return
         h = self.groups.get(group_id)
@@ -310,6 +323,25 @@ class HistoryBuilder:
         h.first_ts = ts if h.first_ts is None else min(h.first_ts, ts)
         h.last_ts = ts if h.last_ts is None else max(h.last_ts, ts)
         _HANDLERS[kind](self, h, o, ts)
+
+    def _lag(self, d: dict) -> None:
+        h = self.groups.get(d["group_id"])
+        if h is None:
+            h = self.groups[d["group_id"]] = GroupHistory(d["group_id"])
+        if d["type"] == PARTITION_LAG:
+            latest = self.lag.current(d["group_id"])
+            records = [f["lag_records"] for f in latest if f["lag_records"] is not None]
+            seconds = [f["lag_seconds"] for f in latest if f["lag_seconds"] is not None]
+            point = (d["ts"], max(records, default=None), max(seconds, default=None))
+            if h.lag and h.lag[-1][0] == d["ts"]:
+                h.lag[-1] = point        # one point per sampling moment, with every partition sampled then
+            else:
+                h.lag.append(point)
+        elif d["type"] == REBALANCE_LAG:
+            for g in reversed(h.generations):
+                if g.completed_ts == d["rebalance_ts"] and g.generation == d["generation"]:
+                    g.lag_cost = d
+                    break
 
     # ------------------------------------------------------------------ lanes
     def _lane(self, h: GroupHistory, member_id: str, instance_id: str | None, client_id: str | None = None) -> Lane:

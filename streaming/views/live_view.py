@@ -3,6 +3,10 @@
 People watching a long-running job want the current picture (which groups, what state, which generation, who is in
 them, when the last rebalance happened and how long it took) rather than a scrolling log. On a terminal the table is
 redrawn in place (streaming/views/terminal.py); into a pipe or a log each batch appends the same picture as plain text.
+
+LAG is the group's worst partition at the last log-end sample (streaming/coordinator/lag.py, docs/lag.md): its lag
+in records and in seconds, and which partition it is; each rebalance's lag cost goes to the recent events when its
+new owners have committed.
 """
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from streaming.coordinator.lag import PARTITION_LAG, REBALANCE_LAG, LagBook
 from streaming.coordinator.outputs import (
     ASSIGNMENT, DEAD_LETTER, GROUP_METADATA, GROUP_RESTORED, MEMBER_EXPIRED, MEMBER_JOINED, MEMBER_LEFT,
     MEMBER_REPLACED, OFFSET_COMMIT, PROTOCOL_SWITCH, REBALANCE, RESTORE_GAP, STATE_CHANGE, TARGET_ASSIGNMENT)
@@ -49,11 +54,19 @@ class GroupView:
     assignment_epoch: int = 0
     member_states: dict = field(default_factory=dict)   # member id -> (member epoch, state)
     restored_committed: int = 0    # partitions committed when the group was rebuilt from the store
+    worst_lag: dict | None = None  # the partition_lag of its partition furthest behind (seconds, then records)
 
     @property
     def reconciling(self) -> int:
         return sum(1 for epoch, state in self.member_states.values()
                    if epoch >= 0 and (state != "STABLE" or epoch < self.assignment_epoch))
+
+
+def _lag_cell(figure: dict | None) -> str:
+    """The worst partition's ``records/seconds topic-partition``; '-' before a sample with a committed offset."""
+    if figure is None:
+        return "-"
+    return f"{figure['lag_records']}/{figure['lag_seconds']:.1f}s {figure['topic']}-{figure['partition']}"
 
 
 class LiveView:
@@ -79,6 +92,7 @@ class LiveView:
         self.restore_gaps = 0     # of those, the ones whose feed showed what the store did not hold
         self.recent: list[str] = []
         self.waiting: str | None = None   # why the job is not moving (its broker gone), shown above the table
+        self.lag = LagBook()
         self._lock = threading.Lock()
 
     # -- folding outputs into the picture ------------------------------------------------------------------------
@@ -110,6 +124,10 @@ class LiveView:
                 self._note(f"dead letter ({o.get('reason')})", o.get("ts"))
             return
         if not gid:
+            return
+        for derived in self.lag.add(o):
+            self._lag(derived)
+        if kind in (PARTITION_LAG, "log_end"):
             return
         g = self._group(gid)
         if kind == GROUP_RESTORED:
@@ -176,6 +194,16 @@ class LiveView:
         elif kind == GROUP_METADATA and o.get("tombstone"):
             g.state = "Dead"
 
+    def _lag(self, d: dict) -> None:
+        g = self._group(d["group_id"])
+        if d["type"] == PARTITION_LAG:
+            known = [f for f in self.lag.current(g.group_id) if f["lag_records"] is not None]
+            g.worst_lag = max(known, key=lambda f: (f["lag_seconds"], f["lag_records"]), default=None)
+        elif d["type"] == REBALANCE_LAG:
+            cost = "?" if d["lag_records"] is None else \
+                f"{d['lag_records']} records, {d['lag_seconds']:.1f} s ({d['lag_seconds_method']})"
+            self._note(f"{g.group_id}: the rebalance of {clock(d['rebalance_ts'])} cost {cost} of lag", d["ts"])
+
     def _consumer(self, g: GroupView, kind: str, o: dict) -> None:
         """A consumer-protocol group: members and their reconciliation from the per-member outputs."""
         if kind == ASSIGNMENT:
@@ -220,7 +248,7 @@ class LiveView:
 
     # -- drawing -------------------------------------------------------------------------------------------------
     HEADER = ("GROUP", "STATE", "GEN/EPOCH", "PROTOCOL", "MEMBERS", "REBALANCES", "LAST REBALANCE", "TRIGGER", "TOOK",
-              "MOVED", "EXPIRED", "COMMITTED")
+              "MOVED", "EXPIRED", "COMMITTED", "LAG")
     NUMERIC = (2, 4, 5, 8, 9, 10, 11)
 
     def _picture(self, progress: dict | None) -> tuple[str, list[tuple[str, ...]], str | None, list[str]]:
@@ -239,7 +267,7 @@ class LiveView:
                              str(g.rebalances), when, g.last_trigger or "-", took,
                              "-" if not g.rebalances else "?" if g.last_moved is None else str(g.last_moved),
                              str(g.expired),
-                             str(len(g.committed) or g.restored_committed)))
+                             str(len(g.committed) or g.restored_committed), _lag_cell(g.worst_lag)))
             more = f"... and {len(self.groups) - self.max_rows} more groups" \
                 if len(self.groups) > self.max_rows else None
             status = f"batch {self.last_batch_id}  groups {len(self.groups)}  dead letters {self.dead_letters}"

@@ -21,6 +21,13 @@ followed from its ``__consumer_offsets`` records) is not observed, so a histogra
 After a lost checkpoint, ``groups_restored_total`` counts the groups rebuilt from the store and
 ``restore_gaps_total`` those whose feed then showed what the store did not hold (``streaming/coordinator/restored.py``).
 
+Lag (streaming/coordinator/lag.py, docs/lag.md), at the last log-end sample: per group its worst partition,
+``group_lag_records`` and ``group_lag_seconds``; per partition ``partition_lag_records`` and
+``partition_lag_seconds``, for at most ``max_partition_series`` partitions in all (the furthest behind in seconds,
+then records), so that the series stay bounded however many partitions the groups hold. Each rebalance's lag cost,
+once its new owners have committed: ``group_rebalance_lag_records_total`` and the histogram
+``group_rebalance_lag_seconds``.
+
 This module is the one place that knows ``prometheus_client``: the rest of the tracker calls
 :meth:`Metrics.update` once per micro-batch and :func:`serve` once.
 """
@@ -35,6 +42,7 @@ from prometheus_client import (CollectorRegistry, Counter, GCCollector, Gauge, H
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 from streaming.coordinator.figures import spans_of
+from streaming.coordinator.lag import PARTITION_LAG, REBALANCE_LAG, LagBook
 from streaming.coordinator.outputs import (
     ASSIGNMENT, DEAD_LETTER, GROUP_METADATA, GROUP_RESTORED, MEMBER_EXPIRED, MEMBER_JOINED, MEMBER_LEFT,
     MEMBER_REPLACED, REBALANCE, RESTORE_GAP, STATE_CHANGE, TARGET_ASSIGNMENT)
@@ -70,9 +78,11 @@ class Metrics:
     """Thread-safe: the streaming job updates it once per micro-batch while the HTTP thread reads it. A scrape sees
     whole micro-batches: collection takes the same lock as :meth:`update`."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_partition_series: int = 500) -> None:
         self._lock = threading.Lock()
         self._groups: dict[str, _Group] = {}
+        self._lag = LagBook()
+        self.max_partition_series = max_partition_series
         self._last_batch_id: int | None = None
 
         def name(n: str) -> str:
@@ -120,6 +130,24 @@ class Metrics:
                                 registry=None)
         self.restore_gaps = Counter(name("restore_gaps"), "Restored groups whose feed showed what the store did not "
                                     "hold (restore_gap outputs).", registry=None)
+        self.group_lag_records = Gauge(name("group_lag_records"), "Lag in records of the group's partition furthest "
+                                       "behind, at the last log-end sample.", ["group"], registry=None)
+        self.group_lag_seconds = Gauge(name("group_lag_seconds"), "Age of the oldest unconsumed record over the "
+                                       "group's partitions, at the last log-end sample (interpolated from the "
+                                       "samples).", ["group"], registry=None)
+        self.partition_lag_records = Gauge(name("partition_lag_records"), "Log end - committed offset, for the "
+                                           "partitions furthest behind (bounded in number).",
+                                           ["group", "topic", "partition"], registry=None)
+        self.partition_lag_seconds = Gauge(name("partition_lag_seconds"), "Age of the partition's oldest "
+                                           "unconsumed record, for the partitions furthest behind (bounded in "
+                                           "number).", ["group", "topic", "partition"], registry=None)
+        self.rebalance_lag_records = Counter(name("group_rebalance_lag_records"),
+                                             "Records of lag built by rebalances, from each partition's release to "
+                                             "its new owner's first commit.", ["group"], registry=None)
+        self.rebalance_lag_seconds = Histogram(name("group_rebalance_lag_seconds"),
+                                               "Per rebalance, the most seconds of lag a partition it left without "
+                                               "an owner built until its new owner's first commit.", ["group"],
+                                               buckets=REBALANCE_BUCKETS, registry=None)
         self.batches = Counter(name("batches"), "Micro-batches processed.", registry=None)
         self.input_rows = Counter(name("input_rows"), "Input rows read, as reported by the streaming query.",
                                   registry=None)
@@ -169,6 +197,14 @@ class Metrics:
             return
         group_id = o.get("group_id")
         if not group_id:
+            return
+        for derived in self._lag.add(o):
+            if derived["type"] == REBALANCE_LAG:
+                if derived["lag_records"] is not None:
+                    self.rebalance_lag_records.labels(group_id).inc(derived["lag_records"])
+                if derived["lag_seconds"] is not None:
+                    self.rebalance_lag_seconds.labels(group_id).observe(derived["lag_seconds"])
+        if kind in (PARTITION_LAG, "log_end"):
             return
         g = self._group(group_id)
         if "group_epoch" in o or "instance_id" in o or kind == TARGET_ASSIGNMENT:
@@ -238,13 +274,32 @@ class Metrics:
                 self.group_reconciling.labels(group_id).set(g.reconciling)
             else:
                 self.group_generation.labels(group_id).set(g.generation)
+        self._set_lag_gauges()
+
+    def _set_lag_gauges(self) -> None:
+        figures = [f for group_id in sorted(self._lag.latest) for f in self._lag.current(group_id)
+                   if f["lag_records"] is not None]
+        for group_id in sorted({f["group_id"] for f in figures}):
+            mine = [f for f in figures if f["group_id"] == group_id]
+            self.group_lag_records.labels(group_id).set(max(f["lag_records"] for f in mine))
+            self.group_lag_seconds.labels(group_id).set(max(f["lag_seconds"] for f in mine))
+        self.partition_lag_records.clear()       # only the partitions furthest behind now: bounded series
+        self.partition_lag_seconds.clear()
+        worst = sorted(figures, key=lambda f: (-f["lag_seconds"], -f["lag_records"], f["group_id"], f["topic"],
+                                               f["partition"]))[:self.max_partition_series]
+        for f in worst:
+            labels = (f["group_id"], f["topic"], str(f["partition"]))
+            self.partition_lag_records.labels(*labels).set(f["lag_records"])
+            self.partition_lag_seconds.labels(*labels).set(f["lag_seconds"])
 
     def _collect(self):
         with self._lock:
             instruments = [self.groups, self.group_state, self.group_members, self.group_generation,
                            self.group_epoch, self.group_assignment_epoch, self.group_reconciling,
                            self.rebalances, self.triggers, self.rebalance_duration, self.unavailability,
-                           self.expired, self.moved,
+                           self.expired, self.moved, self.group_lag_records, self.group_lag_seconds,
+                           self.partition_lag_records, self.partition_lag_seconds, self.rebalance_lag_records,
+                           self.rebalance_lag_seconds,
                            self.dead_letters, self.step_failures, self.restored, self.restore_gaps, self.batches,
                            self.input_rows,
                            self.batch_duration]

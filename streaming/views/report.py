@@ -9,6 +9,10 @@ to Stable), each member's reconciling time shaded on its lane with its epoch wri
 what only that protocol has: the target assignments (trigger, changed partitions, how long until every member was on
 them), target against current assignment at the end, per-member epochs and reconciliation times, revocations and
 how long each member took to give partitions up, and every span in which a partition had no owner.
+
+Under the timeline, on the same time axis, the group's lag when the feed has log-end samples (docs/lag.md): its
+worst partition in seconds (a line) and in records (a second, lighter line, on its own scale), with every rebalance
+shaded and its lag cost written at its end; a table lists each rebalance's cost.
 """
 from __future__ import annotations
 
@@ -41,6 +45,9 @@ BAND_FILLS = ("#eef3fb", "#f7f7f7")
 REBALANCE_FILL = {"eager": "#ffb84d", "cooperative": "#8fc7ff", "consumer": "#c3b2f2"}
 LANE_FILL = "#c9d3df"
 RECONCILING_FILL = "#8a63d2"    # a consumer-protocol member not yet Stable on its target
+LAG_SECONDS_BLUE = "#1f5fbf"
+LAG_RECORDS_TEAL = "#2aa198"
+LAG_H = 150                     # the lag panel's height (px)
 
 
 # ==================================================================== inputs
@@ -247,6 +254,60 @@ def render_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
 
 
 # ==================================================================== tables
+def render_lag_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
+    """The group's lag over time under the timeline (same time axis): the worst partition's seconds and records at
+    each log-end sample, rebalances shaded and marked with their lag cost. Empty without samples."""
+    points = [p for p in h.lag if p[1] is not None]
+    if not points:
+        return ""
+    t0 = h.first_ts or 0
+    t1 = max(h.last_ts or t0, t0 + 1)
+    x = _Scale(t0, t1, LABEL_W, width - RIGHT_PAD)
+    top, bottom = 22, LAG_H - 22
+    max_s = max((p[2] or 0.0) for p in points) or 1.0
+    max_r = max(p[1] for p in points) or 1
+
+    def y(value: float, top_value: float) -> float:
+        return round(bottom - (bottom - top) * value / top_value, 1)
+
+    el = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{LAG_H}" viewBox="0 0 {width} {LAG_H}" '
+          f'font-family="sans-serif" font-size="11" role="img" aria-label="lag of {escape(h.group_id)}">',
+          f'<rect x="0" y="0" width="{width}" height="{LAG_H}" fill="#ffffff"/>']
+    for g in h.generations:
+        x_a, x_b = x(g.shown_start_ts), x(g.completed_ts)
+        fill = REBALANCE_FILL.get(g.rebalance_protocol, REBALANCE_FILL["eager"])
+        el.append(f'<rect class="lag-rebalance" data-generation="{g.generation}" x="{x_a}" y="{top}" '
+                  f'width="{max(x_b - x_a, 2)}" height="{bottom - top}" fill="{fill}" fill-opacity="0.55"/>'
+                  f'<line x1="{x_b}" y1="{top - 6}" x2="{x_b}" y2="{bottom}" stroke="#b36b00" '
+                  f'stroke-dasharray="3 2"/>')
+        cost = g.lag_cost
+        if cost is not None and cost["lag_records"] is not None:
+            near_end = x_b > width - RIGHT_PAD - 120     # written leftwards there, so it stays on the picture
+            el.append(f'<text class="lag-cost" x="{x_b - 3 if near_end else x_b + 3}" y="{top - 8}" '
+                      f'text-anchor="{"end" if near_end else "start"}" fill="#8a4b00">+{cost["lag_records"]} '
+                      f'rec / {cost["lag_seconds"]:.1f}s<title>lag cost of {"epoch" if h.is_consumer else "gen"} '
+                      f'{g.generation}: built from release to the first commit of its new owner</title></text>')
+    el.append(f'<line x1="{LABEL_W}" y1="{bottom}" x2="{width - RIGHT_PAD}" y2="{bottom}" stroke="#889"/>')
+    seconds = " ".join(f"{x(t)},{y(s or 0.0, max_s)}" for t, _, s in points)
+    records = " ".join(f"{x(t)},{y(r, max_r)}" for t, r, _ in points)
+    el.append(f'<polyline class="lag-records" points="{records}" fill="none" stroke="{LAG_RECORDS_TEAL}" '
+              f'stroke-width="1.5" stroke-dasharray="5 3"/>')
+    el.append(f'<polyline class="lag-seconds" points="{seconds}" fill="none" stroke="{LAG_SECONDS_BLUE}" '
+              f'stroke-width="2"/>')
+    el.append(f'<text x="8" y="{top + 10}" fill="#223" font-weight="bold">lag, worst partition</text>'
+              f'<text x="8" y="{top + 30}" fill="{LAG_SECONDS_BLUE}">seconds (max {max_s:.1f})</text>'
+              f'<text x="8" y="{top + 48}" fill="{LAG_RECORDS_TEAL}">records (max {max_r})</text>'
+              f'<text x="8" y="{bottom - 4}" fill="#667">interpolated from log-end samples</text>')
+    el.append("</svg>")
+    return "\n".join(el)
+
+
+def _lag_rows(h: GroupHistory) -> list[list[object]]:
+    return [[g.generation, iso(g.completed_ts), len(g.lag_cost["partitions"]), shown(g.lag_cost["lag_records"]),
+             shown(g.lag_cost["lag_seconds"]), g.lag_cost["lag_seconds_method"] or "",
+             iso(g.lag_cost["ts"])] for g in h.generations if g.lag_cost is not None]
+
+
 def _table(caption: str, headers: list[str], rows: list[list[object]], cls: str) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
@@ -511,7 +572,11 @@ table.summary th {{ background: #f5f7fa; font-weight: normal; }} .legend {{ font
 <table class="summary">{facts}</table>
 {legend}
 <div class="timeline">{render_svg(h)}</div>
+<div class="lag">{render_lag_svg(h)}</div>
 {gen_table}
+{_table("Lag cost of each rebalance (from each partition's release to its new owner's first commit)",
+        ["epoch" if consumer else "generation", "completed", "partitions", "records", "seconds (the worst)",
+         "seconds from", "known at"], _lag_rows(h), "lag-cost") if any(g.lag_cost for g in gens) else ""}
 {_table("Unavailability per partition", ["partition", "times without an owner", "unavailable ms, total",
                                          "unavailable ms, max", "+ no members ms, total"], _per_partition_rows(h),
          "per-partition")}
@@ -528,8 +593,8 @@ table.summary th {{ background: #f5f7fa; font-weight: normal; }} .legend {{ font
 
 def page_height(h: GroupHistory) -> int:
     """Height (px) that shows the whole page in a screenshot, estimated from the row counts."""
-    svg = AXIS_H + max(len(h.lanes), 1) * LANE_H + BOTTOM_PAD
-    rows = (len(h.generations) + sum(len(_grouped_changes(g)) for g in h.generations) + len(h.departures)
+    svg = AXIS_H + max(len(h.lanes), 1) * LANE_H + BOTTOM_PAD + (LAG_H if h.lag else 0)
+    rows = (len(h.generations) * 2 + sum(len(_grouped_changes(g)) for g in h.generations) + len(h.departures)
             + len(h.lanes) + len({u.partition for g in h.generations for u in g.spans}))
     if h.is_consumer:
         revocations = len({(r.lane, r.started_ts) for r in h.revocations})

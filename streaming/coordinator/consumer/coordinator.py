@@ -126,6 +126,8 @@ class ConsumerGroupCoordinator:
         out = self.advance(ts - 1) if ts is not None else self.announcements()
         self._tick(ts)
         kind = event["type"]
+        if kind == "log_end":   # not a request: passed on, after the timers due before it, for the lag views
+            return out + [outputs.log_end(event)]
         if kind in ("consumer_heartbeat", "commit") and event.get("group_id") in self.soft:
             out += self._watch_restored(event)
         handler = self.HANDLERS.get(kind)
