@@ -118,6 +118,10 @@ class JavaHashSet(Generic[K]):
         if len(self._entries) > self._capacity * 3 // 4:   # HashMap's threshold: (int) (capacity * 0.75f)
             self._grow()
 
+    def discard(self, key: K) -> None:
+        if key in self._entries:
+            self.remove(key)
+
     def remove(self, key: K) -> None:
         h, _ = self._entries.pop(key)
         if self._capacity < MIN_TREEIFY_CAPACITY:
@@ -141,6 +145,44 @@ class JavaHashSet(Generic[K]):
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+# ------------------------------------------------------------------ Kafka's TimelineHashMap
+TIMELINE_MIN_CAPACITY = 2
+
+
+def timeline_capacity_after_adding(capacity: int, size: int) -> int:
+    """The table of Kafka's ``BaseHashTable`` (``TimelineHashMap``, ``TimelineHashSet``) after adding an element to
+    ``size`` others: it doubles when (size + 1) * 0.75 passes the table's length, and never shrinks."""
+    while (size + 1) * 0.75 > capacity:
+        capacity *= 2
+    return capacity
+
+
+def timeline_hash_order(keys: Iterable[K], capacity: int = TIMELINE_MIN_CAPACITY,
+                        hash_fn: Callable[[K], int] | None = None) -> list[K]:
+    """Iteration order of a Kafka ``TimelineHashMap`` (``BaseHashTable``) after adding ``keys`` in this order to an
+    empty table of ``capacity`` slots (it grows as it fills, see ``timeline_capacity_after_adding``). A key's slot
+    is the top bits of its ``hashCode()`` times -7046029254386353131 (Knuth's multiplicative hashing), as many bits
+    as the table needs; a slot keeps its keys in the order they came (growth re-adds them slot by slot); iteration
+    goes through the slots in index order and through each slot's keys from the last to the first."""
+    hash_fn = hash_fn or _cached_string_hash
+
+    def slot(key: K, size: int) -> int:
+        product = (_signed32(hash_fn(key)) * -7046029254386353131) & 0xFFFFFFFFFFFFFFFF
+        return product >> (65 - size.bit_length())
+
+    table: list[list[K]] = [[] for _ in range(capacity)]
+    size = 0
+    for key in keys:
+        grown = timeline_capacity_after_adding(len(table), size)
+        if grown != len(table):
+            old, table = table, [[] for _ in range(grown)]
+            for kept in (k for bucket in old for k in bucket):
+                table[slot(kept, grown)].append(kept)
+        table[slot(key, len(table))].append(key)
+        size += 1
+    return [k for bucket in table for k in reversed(bucket)]
 
 
 def _table_size_for(capacity: int) -> int:

@@ -1,13 +1,15 @@
 """``__consumer_offsets`` records <-> the coordinator's record dicts (see docs/outputs.md).
 
 ``encode_record`` writes a new record (one without versions) as a current broker writes it: OffsetCommitKey v1
-with OffsetCommitValue v3 (v1 when the commit carried an explicit expire timestamp), GroupMetadataKey v2 with
+with OffsetCommitValue v4 (Kafka 4.1+; v1 when the commit carried an explicit expire timestamp; Kafka 4.0 and
+earlier write v3: give ``"value_version": 3``), GroupMetadataKey v2 with
 GroupMetadataValue v3 whose members embed ConsumerProtocolSubscription / ConsumerProtocolAssignment v3.
 ``decode_record`` reads every version, reports the share-group and streams-group record types it does not model as
 ``{"type": "unknown", "key_version": N, "record_type": "<Kafka name>"}``, and raises only ``CodecError``. A decoded
 record keeps its versions (``key_version``, ``value_version``, the embedded ``version``), so encoding it again gives
 the bytes it was read from. Fields an old version lacks take the value Kafka's loader gives them (a v0 member's
-rebalance timeout is its session timeout).
+rebalance timeout is its session timeout). An offset commit has ``"topic_id"`` (a Kafka ``Uuid`` string) only when
+its value carries one (v4, when the committer named the topic by id); encoded, it goes to v4's tagged field.
 
 KIP-848 consumer-group records (the new consumer protocol; key = int16 record type + key fields, value = int16
 version 0 + flexible body). Key fields are snake_case like the classic records' (``group_id``, ``member_id``,
@@ -52,11 +54,11 @@ import struct
 from itertools import groupby
 
 from offsets_store import schemas as s
-from offsets_store.wire import UNKNOWN_TAGS, CodecError, Reader, decode, encode
+from offsets_store.wire import UNKNOWN_TAGS, ZERO_UUID, CodecError, Reader, decode, encode, uuid_bytes
 
 OFFSET_KEY_VERSION = 1
 GROUP_KEY_VERSION = 2
-OFFSET_VALUE_VERSION = 3
+OFFSET_VALUE_VERSION = 4
 OFFSET_VALUE_WITH_EXPIRY = 1
 GROUP_VALUE_VERSION = 3
 CONSUMER_PROTOCOL_VERSION = 3
@@ -111,7 +113,8 @@ def record_identity(record: dict) -> tuple:
 def encode_record(record: dict) -> tuple[bytes, bytes | None]:
     """(key, value); value None is a tombstone."""
     if record["type"] == "offset_commit" and not record.get("tombstone") and \
-            record.get("expire_timestamp") in (None, -1) and record.get("value_version", 3) == 3 and \
+            record.get("expire_timestamp") in (None, -1) and UNKNOWN_TAGS not in record and \
+            record.get("value_version", OFFSET_VALUE_VERSION) == OFFSET_VALUE_VERSION and \
             record.get("key_version", OFFSET_KEY_VERSION) == OFFSET_KEY_VERSION:
         return _fast_offset_commit(record)
     key = record_key(record)
@@ -128,7 +131,7 @@ def encode_record(record: dict) -> tuple[bytes, bytes | None]:
         return key, encode(s.OFFSET_COMMIT_VALUE, version, {
             "offset": int(record["offset"]), "leaderEpoch": int(record.get("leader_epoch", -1)),
             "metadata": record.get("metadata") or "", "commitTimestamp": int(record["commit_timestamp"]),
-            "expireTimestamp": expire, **_tags_to_wire(record)})
+            "expireTimestamp": expire, "topicId": record.get("topic_id") or ZERO_UUID, **_tags_to_wire(record)})
     consumer = record.get("protocol_type") == "consumer"
     members = []
     for m in record.get("members") or []:
@@ -166,7 +169,7 @@ _Q = struct.Struct(">q")
 
 
 def _fast_offset_commit(record: dict) -> tuple[bytes, bytes]:
-    """OffsetCommitKey v1 + OffsetCommitValue v3 without the generic walker: the hot path of every commit.
+    """OffsetCommitKey v1 + OffsetCommitValue v4 without the generic walker: the hot path of every commit.
     Byte-identical to ``encode`` over the schemas (tested)."""
     group, topic = record["group_id"].encode("utf-8"), record["topic"].encode("utf-8")
     metadata = (record.get("metadata") or "").encode("utf-8")
@@ -174,15 +177,22 @@ def _fast_offset_commit(record: dict) -> tuple[bytes, bytes]:
         raise ValueError("a string of an offset commit is longer than Kafka's 32767 bytes")
     key = b"".join((_KEY_HEAD.pack(OFFSET_KEY_VERSION, len(group)), group, _H.pack(len(topic)), topic,
                     _I.pack(int(record["partition"]))))
-    value = b"".join(
-        (
-            _VALUE_HEAD.pack(OFFSET_VALUE_VERSION, int(record["offset"]), int(record.get("leader_epoch", -1))),
-            _H.pack(len(metadata)),
-            metadata,
-            _Q.pack(int(record["commit_timestamp"])),
-        )
-    )
+    topic_id = uuid_bytes(record["topic_id"]) if record.get("topic_id") else bytes(16)
+    # tagged fields: topicId (tag 0, 16 bytes), left out when zero (Kafka's "unknown", its default)
+    tags = b"\x00" if topic_id == bytes(16) else b"\x01\x00\x10" + topic_id
+    head = _VALUE_HEAD.pack(OFFSET_VALUE_VERSION, int(record["offset"]), int(record.get("leader_epoch", -1)))
+    value = b"".join((head, _uvarint_bytes(len(metadata) + 1), metadata, _Q.pack(int(record["commit_timestamp"])),
+                      tags))
     return key, value
+
+
+def _uvarint_bytes(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
 
 
 def decode_record(key: bytes, value: bytes | None) -> dict:
@@ -208,8 +218,9 @@ def decode_record(key: bytes, value: bytes | None) -> dict:
         if value is None:
             return {**record, "tombstone": True}
         version, v = decode(value_schema, value)
+        topic_id = {"topic_id": v["topicId"]} if v.get("topicId", ZERO_UUID) != ZERO_UUID else {}
         return {**record, "offset": v["offset"], "leader_epoch": v["leaderEpoch"], "metadata": v["metadata"],
-                "commit_timestamp": v["commitTimestamp"], "expire_timestamp": v["expireTimestamp"],
+                "commit_timestamp": v["commitTimestamp"], "expire_timestamp": v["expireTimestamp"], **topic_id,
                 "tombstone": False, "value_version": version, **_tags_from_wire(v)}
     if value is None:
         return {"type": "group_metadata", "group_id": k["group"], "tombstone": True}

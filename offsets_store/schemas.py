@@ -69,6 +69,7 @@ OFFSET_COMMIT_VALUE = Struct("OffsetCommitValue", (
     Field("metadata", "string"),
     Field("commitTimestamp", "int64"),
     Field("expireTimestamp", "int64", 1, 1, -1),
+    Field("topicId", "uuid", 4, None, "AAAAAAAAAAAAAAAAAAAAAA", tag=0),   # Kafka 4.1+: absent when unknown
 ), versions=(0, 4), flexible=4)
 
 MEMBER_METADATA = Struct("MemberMetadata", (
@@ -163,7 +164,10 @@ CONSUMER_GROUP_MEMBER_METADATA_VALUE = _value(
     _r("subscribedTopicRegex", "nullable_string"),
     _r("rebalanceTimeoutMs", "int32", -1),
     _r("serverAssignor", "nullable_string"),
-    _r("classicMemberMetadata", nullable_struct(CLASSIC_MEMBER_METADATA), None, tag=0))   # members on the old protocol
+    # Members on the classic protocol. Kafka's generated class defaults this to an empty struct, not to the null its
+    # schema names: a consumer-protocol member's null is written (tag 0, one byte 0), an empty struct is not.
+    _r("classicMemberMetadata", nullable_struct(CLASSIC_MEMBER_METADATA),
+       {"sessionTimeoutMs": 0, "supportedProtocols": []}, tag=0))
 
 CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY = _key("ConsumerGroupTargetAssignmentMetadataKey", 6, "groupId")
 CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = _value(

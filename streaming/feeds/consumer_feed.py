@@ -43,7 +43,12 @@ What cannot be inferred:
     completed, all but the revoked ones), not the request's;
   - topics come from ConsumerGroupPartitionMetadata (brokers before 4.1): a topic's creation or growth is emitted
     just before the request that saw it; a deleted topic cannot be told from an unsubscribed one; brokers 4.1+ write
-    no such record (the feed cannot give the model the topics, and their records stay unexplained);
+    no such record, so the feed takes the cluster's topics from ``topics`` (name -> topic id and partition count,
+    e.g. from a metadata request: ``describe_topics``) and emits each subscribed topic the shadow does not know as
+    it is there, before the request that subscribed to it -- the topics as they are now, not as they were (a topic
+    grown or recreated meanwhile is not seen; Kafka 4.1+ only shows that change as a new ``metadataHash``). The
+    model writes Kafka 4.0's records, subscription metadata included; with ``topics`` those are not looked for in
+    the log (the model's epoch bumps on changed subscription metadata are 4.1+'s on a changed metadata hash);
   - a broker whose assignor differs from the model's (a custom one, or another ``group.consumer.assignors``) or a
     regular expression resolved differently (the record's image version) gives records the model does not write;
   - who committed an offset, and at which epoch (see above); the broker's offsets cleanup runs on its own clock
@@ -53,7 +58,7 @@ What cannot be inferred:
 from __future__ import annotations
 
 import collections
-from typing import Iterable
+from typing import Callable, Iterable
 
 from offsets_store.codec import CONSUMER_GROUP_TYPES
 from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
@@ -127,8 +132,11 @@ def _same(got: list[tuple], want: list[tuple]) -> bool:
 class ConsumerGroupFeed:
     """Per group: the records not yet explained, and the shadow model fed every event emitted so far."""
 
-    def __init__(self, config: ConsumerGroupConfig | None = None) -> None:
+    def __init__(self, config: ConsumerGroupConfig | None = None,
+                 topics: Callable[[str], tuple[str, int] | None] | None = None) -> None:
         self.config = config or ConsumerGroupConfig.from_properties(CONSUMER_OBSERVER_SETTINGS)
+        # brokers 4.1+: a topic name -> (topic id, partitions) in the cluster, None if it has none (module docstring)
+        self.topics = topics
         self.shadows: dict[str, ConsumerGroupCoordinator] = {}
         self.pending: dict[str, list[dict]] = {}
         self.last_ts: dict[str, int] = {}
@@ -220,7 +228,8 @@ class ConsumerGroupFeed:
                     outputs = [o for e, _ in parsed for o in copy.handle(e)]
                 else:   # no request: the model's own timers, up to the batch's time
                     outputs = copy.advance(pending[0]["ts"])
-                got = [normalise(o) for o in outputs if is_consumer_group_record(o)]
+                got = [normalise(o) for o in outputs if is_consumer_group_record(o)
+                       and not (self.topics is not None and o["type"] == "consumer_group_partition_metadata")]
                 n = len(got)
                 if not n:
                     continue
@@ -313,20 +322,27 @@ class ConsumerGroupFeed:
         yield from heartbeats([self._heartbeat(group_id, m, m.member_epoch, ts, owned)
                                for m in order if m.member_epoch >= 0 for owned in _owned_variants(m)])
 
-    @staticmethod
-    def _topic_events(shadow: ConsumerGroupCoordinator, pending: list[dict]) -> list[dict]:
-        """``topic_metadata`` for the topics of the first subscription metadata record ahead that the shadow does
-        not know as they are (created, grown, or another id)."""
+    def _topic_events(self, shadow: ConsumerGroupCoordinator, pending: list[dict]) -> list[dict]:
+        """``topic_metadata`` for the topics the shadow does not know as they are (created, grown, or another id):
+        those of the first subscription metadata record ahead, else (brokers 4.1+) those the batch's member
+        metadata records subscribe to, from ``topics``."""
         record = next((r for r in pending if r["type"] == "consumer_group_partition_metadata"
                        and not r.get("tombstone")), None)
-        if record is None:
+        if record is not None:
+            described = [(t["topicName"], t["topicId"], t["numPartitions"]) for t in record["topics"]]
+        elif self.topics is not None:
+            names = sorted({name for r in pending if r["ts"] == pending[0]["ts"]
+                            and r["type"] == "consumer_group_member_metadata" and not r.get("tombstone")
+                            for name in r.get("subscribedTopicNames") or []})
+            described = [(name, *found) for name in names if (found := self.topics(name)) is not None]
+        else:
             return []
         events = []
-        for t in record["topics"]:
-            known = shadow.image.get(t["topicName"])
-            if known is None or (known.topic_id, known.partitions) != (t["topicId"], t["numPartitions"]):
-                events.append({"type": "topic_metadata", "group_id": record["group_id"], "ts": pending[0]["ts"],
-                               "topic": t["topicName"], "partitions": t["numPartitions"], "topic_id": t["topicId"]})
+        for name, topic_id, partitions in described:
+            known = shadow.image.get(name)
+            if known is None or (known.topic_id, known.partitions) != (topic_id, partitions):
+                events.append({"type": "topic_metadata", "group_id": pending[0]["group_id"], "ts": pending[0]["ts"],
+                               "topic": name, "partitions": partitions, "topic_id": topic_id})
         return events
 
     @staticmethod

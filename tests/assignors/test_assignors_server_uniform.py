@@ -1,5 +1,7 @@
-"""Server-side UniformAssignor (KIP-848): expectations ported from Kafka's OptimizedUniformAssignmentBuilderTest
-(homogeneous builder) and UniformHeterogeneousAssignmentBuilderTest, plus properties.
+"""Server-side UniformAssignor (KIP-848): expectations ported from Kafka 4.1+'s
+UniformHomogeneousAssignmentBuilderTest (formerly OptimizedUniformAssignmentBuilderTest; three expectations changed
+with KAFKA-18688, Kafka 4.0's noted beside them), CommonAssignorTests and UniformHeterogeneousAssignmentBuilderTest,
+plus properties.
 
 Kafka's tests put members in a ``TreeMap`` (sorted ids; the heterogeneous test also sorts ``memberIds()``), so
 the groups here are built from sorted dicts.  Topic ids are Kafka's test Uuids, so the ``HashSet<Uuid>`` order the
@@ -9,6 +11,7 @@ homogeneous builder iterates and the ``Uuid`` order the heterogeneous one breaks
 """
 from __future__ import annotations
 
+import itertools
 import random
 import uuid
 
@@ -117,7 +120,7 @@ def test_group_spec_resolves_names_and_derives_subscription_type():
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# OptimizedUniformAssignmentBuilderTest (homogeneous)
+# UniformHomogeneousAssignmentBuilderTest
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -133,14 +136,14 @@ def test_one_member_subscribed_to_nonexistent_topic():
 def test_first_assignment_two_members_two_topics_no_member_racks():
     members = {"A": member(T1, T3), "B": member(T1, T3)}
     result = uniform.assign(spec(members, HOMOGENEOUS), describer(T1=3, T3=2))
-    assert result == {"A": {T1: {0}, T3: {0, 1}}, "B": {T1: {1, 2}}}
+    assert result == {"A": {T3: {0, 1}}, "B": {T1: {0, 1, 2}}}  # Kafka 4.0: A {T1: {0}, T3: {0, 1}}, B {T1: {1, 2}}
     check_validity_and_balance(members, result)
 
 
 def test_first_assignment_num_members_greater_than_total_num_partitions():
     members = {"A": member(T3), "B": member(T3), "C": member(T3)}
     result = uniform.assign(spec(members, HOMOGENEOUS), describer(T3=2))
-    assert result == {"A": {T3: {0}}, "B": {T3: {1}}, "C": {}}
+    assert result == {"A": {}, "B": {T3: {0}}, "C": {T3: {1}}}  # Kafka 4.0: A {T3: {0}}, B {T3: {1}}, C {}
     check_validity_and_balance(members, result)
 
 
@@ -172,7 +175,8 @@ def test_reassignment_when_partitions_are_added_for_two_members_two_topics():
     members = {"A": member(T1, T2, assignment={T1: [0, 2], T2: [0]}),
                "B": member(T1, T2, assignment={T1: [1], T2: [1, 2]})}
     result = uniform.assign(spec(members, HOMOGENEOUS), describer(T1=6, T2=5))
-    assert result == {"A": {T1: {0, 2, 3}, T2: {0, 3, 4}}, "B": {T1: {1, 4, 5}, T2: {1, 2}}}
+    # Kafka 4.0: A {T1: {0, 2, 3}, T2: {0, 3, 4}}, B {T1: {1, 4, 5}, T2: {1, 2}}
+    assert result == {"A": {T1: {0, 2}, T2: {0, 3, 4}}, "B": {T1: {1, 3, 4, 5}, T2: {1, 2}}}
     check_validity_and_balance(members, result)
 
 
@@ -199,6 +203,43 @@ def test_reassignment_when_one_subscription_removed_after_initial_assignment_wit
     result = uniform.assign(spec(members, HOMOGENEOUS), describer(T1=2, T2=2))
     assert result == {"A": {T2: {0}}, "B": {T2: {1}}}
     check_validity_and_balance(members, result)
+
+
+def test_kafka_4_0_builder_is_kept_behind_a_setting():
+    members = {"A": member(T1, T3), "B": member(T1, T3)}
+    result = UniformAssignor(kafka_4_0=True).assign(spec(members, HOMOGENEOUS), describer(T1=3, T3=2))
+    assert result == {"A": {T1: {0}, T3: {0, 1}}, "B": {T1: {1, 2}}}
+
+
+# CommonAssignorTests: an assignment fed back is kept, whatever order the members come in (the order-dependence
+# KAFKA-18688 removed from the homogeneous builder; the heterogeneous one never had it).
+
+
+@pytest.mark.parametrize("subscription_type", [HOMOGENEOUS, HETEROGENEOUS])
+def test_iteration_order_stickiness(subscription_type):
+    every = (T1, T2, T3)
+    topics = describer(T1=2, T2=5, T3=7)
+    first = uniform.assign(GroupSpec({m: member(*every) for m in "ABC"}, subscription_type=subscription_type),
+                           topics)
+    for order in itertools.permutations("ABC"):
+        again = GroupSpec({m: member(*every, assignment=first[m]) for m in order}, subscription_type=subscription_type)
+        assert uniform.assign(again, topics) == first, order
+
+
+@pytest.mark.parametrize("subscription_type", [HOMOGENEOUS, HETEROGENEOUS])
+@pytest.mark.parametrize("replaced", "ABC")
+def test_member_replacement_stickiness(subscription_type, replaced):
+    """A member leaves and a new one joins (Kafka's test: in the leaver's place in the member order, or a static
+    member's new member id given the old target): the newcomer takes exactly the leaver's partitions."""
+    every = (T1, T2, T3)
+    topics = describer(T1=2, T2=5, T3=7)
+    first = uniform.assign(GroupSpec({m: member(*every) for m in "ABC"}, subscription_type=subscription_type),
+                           topics)
+    for static in (False, True):
+        members = {("D" if m == replaced else m):
+                   member(*every, assignment=first[m] if m != replaced or static else None) for m in "ABC"}
+        result = uniform.assign(GroupSpec(members, subscription_type=subscription_type), topics)
+        assert result == {("D" if m == replaced else m): first[m] for m in "ABC"}, static
 
 
 # ---------------------------------------------------------------------------------------------------------------

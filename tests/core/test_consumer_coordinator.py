@@ -119,6 +119,21 @@ def test_fenced_member_may_rejoin_with_epoch_zero():
     assert answer["assignment"][0]["partitions"] == list(range(6))
 
 
+def test_a_new_group_starts_at_epoch_one_since_kafka_4_3():
+    """KAFKA-20268 (Kafka 4.3; initial.group.epoch=1): a new group is at group and assignment epoch 1 with an empty
+    target, so its first member's join makes epoch 2 -- what Apache Kafka 4.4.0 wrote (tests/test_kip848_kafka.py)."""
+    h = Harness({"foo": 3}, scripted=False, initial_group_epoch=1)
+    answer, recs, _ = h.join("m", ["foo"])
+    assert (answer["error"], answer["member_epoch"]) == ("NONE", 2)
+    epochs = [(r["type"], r.get("epoch", r.get("assignmentEpoch", r.get("memberEpoch")))) for r in recs
+              if r["type"] in ("consumer_group_metadata", "consumer_group_target_assignment_metadata",
+                               "consumer_group_current_member_assignment")]
+    assert epochs == [("consumer_group_metadata", 2), ("consumer_group_target_assignment_metadata", 2),
+                      ("consumer_group_current_member_assignment", 2)]
+    with pytest.raises(ValueError):
+        Harness(initial_group_epoch=2)
+
+
 # ---------------------------------------------------------------- testMemberJoinsEmptyConsumerGroup
 def test_member_joins_empty_consumer_group():
     h = Harness({"foo": 6, "bar": 3})

@@ -15,8 +15,9 @@ from collections import Counter
 import pytest
 
 from assignors.base import TopicPartition
-from assignors.java import (java_hash_order, java_hashset_capacity_from_collection, java_string_hash,
-                            java_topic_partition_hash, murmur2, to_positive)
+from assignors.java import (TIMELINE_MIN_CAPACITY, java_hash_order, java_hashset_capacity_from_collection,
+                            java_string_hash, java_topic_partition_hash, murmur2, timeline_capacity_after_adding,
+                            timeline_hash_order, to_positive)
 from assignors.server.types import parse_uuid, uuid_hash, uuid_sort_key
 from offsets_store import partition_for
 from tests.kafka_oracle.oracle import JAVA
@@ -87,6 +88,10 @@ def kafka(kafka_oracle_classpath):
     lines += [f"uuids\t{','.join(s)}" for s in uuid_sets]
     lines += [f"partitions\t{','.join(f'{tp.topic.encode().hex()}:{tp.partition}' for tp in s)}" for s in tp_sets]
     lines += [f"murmur2\t{d.hex()}" for d in data]
+    member_sets = [[_member_id(rng) for _ in range(rng.choice([1, 2, 3, 5, 7, 13, 40]))] for _ in range(300)]
+    removals = [rng.sample(ids, rng.randint(0, len(ids) - 1)) for ids in member_sets]
+    lines += [f"timeline\t{','.join(m.encode().hex() for m in ids)}\t{','.join(m.encode().hex() for m in gone)}"
+              for ids, gone in zip(member_sets, removals)]
     out = subprocess.run([*JAVA, "-cp", kafka_oracle_classpath, "HashOracle"], input="\n".join(lines) + "\n",
                          capture_output=True, text=True, check=True, timeout=120).stdout.splitlines()
     assert len(out) == len(lines) and not [a for a in out if a.startswith("error")], out[:3]
@@ -95,7 +100,9 @@ def kafka(kafka_oracle_classpath):
             "uuid": [(t, next(answers)) for t in uuid_texts],
             "uuids": [(s, next(answers).split("\t")) for s in uuid_sets],
             "partitions": [(s, next(answers).split("\t")) for s in tp_sets],
-            "murmur2": [(d, next(answers).split("\t")) for d in data]}
+            "murmur2": [(d, next(answers).split("\t")) for d in data],
+            "timeline": [(ids, gone, [bytes.fromhex(m).decode() for m in next(answers).split(",") if m])
+                         for ids, gone in zip(member_sets, removals)]}
 
 
 def test_string_hash_and_the_offsets_partition_of_a_group_are_kafkas(kafka):
@@ -144,3 +151,21 @@ def test_topic_partition_hash_and_hashset_orders_are_kafkas(kafka):
 def test_murmur2_and_to_positive_are_kafkas(kafka):
     for data, (hash_code, positive) in kafka["murmur2"]:
         assert murmur2(data) == int(hash_code) and to_positive(murmur2(data)) == int(positive), data.hex()
+
+
+def _member_id(rng: random.Random) -> str:
+    """A member id as a consumer makes one (a Uuid's text), or a classic-looking one."""
+    if rng.random() < 0.8:
+        return base64.urlsafe_b64encode(rng.randbytes(16)).decode().rstrip("=")
+    return f"consumer-{rng.randrange(100)}-{rng.randbytes(4).hex()}"
+
+
+def test_a_timeline_hash_maps_order_is_kafkas(kafka):
+    """The order the group coordinator's member table (a TimelineHashMap) gives its members, which the target
+    assignment hands on to the assignor (streaming/coordinator/consumer/target.py): members added in order, some
+    removed; the table keeps the size it grew to."""
+    for ids, gone, kafka_order in kafka["timeline"]:
+        slots = TIMELINE_MIN_CAPACITY
+        for size in range(len(ids)):
+            slots = timeline_capacity_after_adding(slots, size)
+        assert timeline_hash_order([m for m in ids if m not in gone], slots) == kafka_order, (ids, gone)

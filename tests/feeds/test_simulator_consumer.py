@@ -151,7 +151,9 @@ def test_the_scenario_covers_crashes_leaves_static_restarts_subscription_and_top
     _, outputs = _model_outputs(events, sim.settings, START + 10 * MINUTES)
     kinds = collections.Counter(o["type"] for o in outputs)
     assert kinds["member_expired"] > 0 and kinds["member_left"] > 0 and kinds["member_replaced"] > 0
-    assert {o["reason"] for o in outputs if o["type"] == "member_expired"} == {"session timeout"}
+    # Crashed members run out of session; one that crashes while revoking runs out of its rebalance timeout first.
+    reasons = collections.Counter(o["reason"] for o in outputs if o["type"] == "member_expired")
+    assert reasons["session timeout"] > 0 and set(reasons) <= {"session timeout", "rebalance timeout"}
     assert {o["temporary"] for o in outputs if o["type"] == "member_left"} == {True, False}
     # What bumped the group epoch to each new target (a rebalance names only the first bump before Stable).
     triggers = {t.trigger for h in build_histories(outputs).values() for t in h.targets}
@@ -183,9 +185,14 @@ def test_left_alone_every_group_becomes_stable_with_every_partition_owned_once(s
     c = sim.consumer_coordinator
     assert sim.consumer_errors == []
     assert sorted(c.group_ids()) == [f"group-{g}" for g in range(4)]
+    stable = 0
     for group_id in c.group_ids():
         d = c.describe_group(group_id)
+        if not any(cl.group_id == group_id and cl.phase != "gone" for cl in sim.clients.values()):
+            assert d["state"] == "Empty" and not d["members"], d   # its last client crashed just before the calm
+            continue
         assert d["state"] == "Stable" and d["members"], d
+        stable += 1
         subscribed = {t for m in d["members"] for t in m["subscribed_topic_names"]}
         owned = [tuple(tp) for m in d["members"] for tp in m["assignment"]]
         expected = {(t, p) for t in subscribed for p in range(sim.topic_sizes[t])}
@@ -198,6 +205,7 @@ def test_left_alone_every_group_becomes_stable_with_every_partition_owned_once(s
         assert set(clients) == {m["member_id"] for m in d["members"]}
         for m in d["members"]:
             assert sorted(map(list, clients[m["member_id"]].assignment)) == m["assignment"]
+    assert stable >= 3
 
 
 def test_a_tracker_replaying_the_feed_sees_what_the_simulated_broker_did():

@@ -53,7 +53,8 @@ def offset_record(**kw) -> dict:
 
 def test_offset_commit_key_and_value_bytes():
     key, value = encode_record(offset_record())
-    assert key.hex() == OFFSET_KEY_V1 and value.hex() == OFFSET_VALUE_V3
+    assert key.hex() == OFFSET_KEY_V1 and value.hex() == OFFSET_VALUE_V4   # Kafka 4.1+
+    assert encode_record(offset_record(value_version=3))[1].hex() == OFFSET_VALUE_V3   # Kafka 4.0
 
 
 def test_explicit_expiry_is_written_as_value_v1():
@@ -197,11 +198,14 @@ def test_offset_records_round_trip(group, topic, partition, offset, metadata, ep
        offset=st.integers(-2**63, 2**63 - 1), metadata=st.text(max_size=30), epoch=st.integers(-2**31, 2**31 - 1),
        ts=st.integers(-2**63, 2**63 - 1))
 def test_fast_offset_encoder_equals_the_schema_walker(group, topic, partition, offset, metadata, epoch, ts):
-    key, value = encode_record(offset_record(group_id=group, topic=topic, partition=partition, offset=offset,
-                                             metadata=metadata, leader_epoch=epoch, commit_timestamp=ts))
-    assert key == encode(s.OFFSET_COMMIT_KEY, 1, {"group": group, "topic": topic, "partition": partition})
-    assert value == encode(s.OFFSET_COMMIT_VALUE, 3, {"offset": offset, "leaderEpoch": epoch, "metadata": metadata,
-                                                      "commitTimestamp": ts})
+    for topic_id in (None, "T1-A4s3VTwiI5CTbEp6POw"):
+        named = {"topic_id": topic_id} if topic_id else {}
+        key, value = encode_record(offset_record(group_id=group, topic=topic, partition=partition, offset=offset,
+                                                 metadata=metadata, leader_epoch=epoch, commit_timestamp=ts, **named))
+        assert key == encode(s.OFFSET_COMMIT_KEY, 1, {"group": group, "topic": topic, "partition": partition})
+        assert value == encode(s.OFFSET_COMMIT_VALUE, 4, {
+            "offset": offset, "leaderEpoch": epoch, "metadata": metadata, "commitTimestamp": ts,
+            "topicId": topic_id or "AAAAAAAAAAAAAAAAAAAAAA"})
 
 
 def test_decoding_is_strict_about_trailing_and_truncated_bytes():
@@ -375,7 +379,7 @@ def test_new_records_are_written_with_the_newest_versions():
     assert again["members"][0]["subscription"]["version"] == again["members"][0]["assignment"]["version"] == 3
     assert encode_subscription({"topics": ["t"]})[:2] == encode_assignment({"partitions": []})[:2] == b"\x00\x03"
     key, value = encode_record(offset_record())
-    assert key[:2] == b"\x00\x01" and value[:2] == b"\x00\x03"
+    assert key[:2] == b"\x00\x01" and value[:2] == b"\x00\x04"
 
 
 def test_embedded_bytes_our_writer_would_lay_out_differently_are_kept():

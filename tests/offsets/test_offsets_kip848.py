@@ -80,8 +80,8 @@ def member_case(classic=True):
               "serverAssignor": "uniform", "classicMemberMetadata": None}
     body = (cstr(None) + cstr("rack-a") + cstr("app") + cstr("/10.0.0.7") + carr([cstr("audit"), cstr("orders")])
             + cstr(None) + i32(300_000) + cstr("uniform"))
-    if not classic:
-        return record, key(5, "grp", "m-1"), i16(0) + body + NO_TAGS
+    if not classic:   # Kafka writes the null (its generated class's default is an empty struct, not null)
+        return record, key(5, "grp", "m-1"), i16(0) + body + tags((0, uv(0)))
     record["classicMemberMetadata"] = {"sessionTimeoutMs": 45_000, "supportedProtocols": [
         {"name": "range", "metadata": base64.b64encode(b"\x00\x03sub").decode()}]}
     # A tagged nullable struct: varint 1 (not null), the struct (with its own tag section), all inside the tag's size.
@@ -160,9 +160,9 @@ def test_defaults_may_be_left_out_and_tagged_defaults_are_not_written():
     _, k, v = metadata_case()
     assert encode_record({"type": "consumer_group_metadata", "group_id": "grp", "epoch": 42}) == (k, v)
     record, k, v = member_case(classic=False)
-    lean = {f: x for f, x in record.items() if f not in ("classicMemberMetadata",)}
-    assert encode_record(lean) == (k, v)
-    _, v = encode_record({f: x for f, x in lean.items() if f != "rebalanceTimeoutMs"})
+    lean = {f: x for f, x in record.items() if f not in ("rebalanceTimeoutMs",)}
+    assert encode_record({**lean, "rebalanceTimeoutMs": -1}) == encode_record(lean)
+    _, v = encode_record(lean)
     assert decode_record(k, v)["rebalanceTimeoutMs"] == -1   # the schema's default
     # A tagged field present at its default (Kafka never writes one) is read; writing drops it, as Kafka does.
     _, k, v = metadata_case()
@@ -250,11 +250,32 @@ def test_unknown_tagged_fields_are_kept_in_place():
     assert encode_record(record) == (k, value)
 
 
-def test_a_null_classic_member_metadata_in_the_tag_reads_as_absent():
+def test_classic_member_metadata_null_and_absent_are_kept_apart_as_kafka_does():
+    """Kafka's generated ConsumerGroupMemberMetadataValue defaults classicMemberMetadata to an empty struct: a
+    consumer-protocol member's null is written (tag 0, one byte 0: Apache Kafka 4.4.0 writes it so), and a value
+    without the tag reads as the empty struct, which is not written."""
     record, k, v = member_case(classic=False)
-    with_null = v[:-1] + tags((0, uv(0)))
-    assert decode_record(k, with_null)["classicMemberMetadata"] is None
-    assert encode_record(decode_record(k, with_null)) == (k, v)
+    assert v.endswith(tags((0, uv(0)))) and decode_record(k, v)["classicMemberMetadata"] is None
+    assert encode_record(record) == (k, v)
+    absent = v[:-len(tags((0, uv(0))))] + NO_TAGS
+    read = decode_record(k, absent)
+    assert read["classicMemberMetadata"] == {"sessionTimeoutMs": 0, "supportedProtocols": []}
+    assert encode_record(read) == (k, absent)
+    assert encode_record({f: x for f, x in record.items() if f != "classicMemberMetadata"}) == (k, absent)
+
+
+# A consumer-protocol member's metadata as Apache Kafka 4.4.0 wrote it (confluent-kafka 2.16, group.protocol=consumer)
+BROKER_MEMBER_KEY = "0005000b6b3834382d3932363332300016684e2f734b4268625274714e314f5a337a7556575141"
+BROKER_MEMBER_VALUE = "000000000363300b2f3132372e302e302e310209612d39323633323001000493e00001000100"
+
+
+def test_a_member_record_kafka_4_4_wrote_round_trips():
+    k, v = bytes.fromhex(BROKER_MEMBER_KEY), bytes.fromhex(BROKER_MEMBER_VALUE)
+    record = decode_record(k, v)
+    assert (record["clientId"], record["clientHost"], record["subscribedTopicNames"], record["rebalanceTimeoutMs"],
+            record["serverAssignor"], record["classicMemberMetadata"]) == \
+        ("c0", "/127.0.0.1", ["a-926320"], 300_000, None, None)
+    assert encode_record(record) == (k, v)
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -26,6 +26,9 @@ class ConsumerGroupConfig:
     offsets_retention_minutes: int = 10_080
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4_096
+    # Not a Kafka setting: the epoch a new group starts at (group and target assignment). 0 up to Kafka 4.2; 1 since
+    # 4.3 (KAFKA-20268: an empty target at epoch 1, so the first computed one is epoch 2).
+    initial_group_epoch: int = 0
 
     def __post_init__(self) -> None:
         if isinstance(self.group_consumer_assignors, str):
@@ -44,6 +47,8 @@ class ConsumerGroupConfig:
             raise ValueError(
                 "group.consumer.heartbeat.interval.ms must be lower than group.consumer.session.timeout.ms"
             )
+        if self.initial_group_epoch not in (0, 1):
+            raise ValueError("initial.group.epoch is 0 (Kafka up to 4.2) or 1 (Kafka 4.3+)")
         if self.offsets_retention_minutes <= 0 or self.offsets_retention_check_interval_ms <= 0:
             raise ValueError("offsets.retention.minutes and offsets.retention.check.interval.ms must be positive")
 

@@ -589,7 +589,7 @@ class ConsumerGroupCoordinator:
         if group is None:
             if not create:
                 raise HeartbeatError("GROUP_ID_NOT_FOUND", f"Consumer group {gid} not found.")
-            group = ConsumerGroup(gid)
+            group = ConsumerGroup(gid, self.config.initial_group_epoch)
         soft = self.soft.get(gid) or _Soft()
         limit = self.config.group_consumer_max_size
         if len(group.members) >= limit and member_id not in group.members:
@@ -685,7 +685,7 @@ class ConsumerGroupCoordinator:
             try:
                 result = build_target_assignment(
                     gid, group_epoch, self._assignor(assignor_name), group.members, group.static_members, metadata,
-                    subscription_type, group.target, group.resolved_regexes, self.image, updates)
+                    subscription_type, group.target, group.resolved_regexes, self.image, updates, group.member_slots)
             except (PartitionAssignorError, ValueError, KeyError) as exc:
                 raise HeartbeatError("UNKNOWN_SERVER_ERROR", f"Failed to compute a new target assignment for epoch "
                                      f"{group_epoch}: {exc}") from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from assignors.java import java_hash_order, java_string_hash
+from assignors.java import TIMELINE_MIN_CAPACITY, java_hash_order, java_string_hash, timeline_capacity_after_adding
 from streaming.coordinator.consumer import records as R
 from streaming.coordinator.consumer.member import (
     LEAVE_GROUP_MEMBER_EPOCH, Assignment, ConsumerGroupMember, assignment, assignment_to_json)
@@ -52,11 +52,15 @@ class ResolvedRegex:
 
 
 class ConsumerGroup:
-    def __init__(self, group_id: str) -> None:
+    def __init__(self, group_id: str, epoch: int = 0) -> None:
+        """``epoch``: a new group's group and assignment epoch (``ConsumerGroupConfig.initial_group_epoch``)."""
         self.group_id = group_id
-        self.group_epoch = 0
-        self.assignment_epoch = 0
-        self.members: dict[str, ConsumerGroupMember] = {}
+        self.group_epoch = epoch
+        self.assignment_epoch = epoch
+        self.members: dict[str, ConsumerGroupMember] = {}   # in the order they joined (Kafka's member table's)
+        # The size of Kafka's member table (a TimelineHashMap: it grows as members join, never shrinks): with the
+        # members' order it gives the order the assignor sees them in (target.py).
+        self.member_slots = TIMELINE_MIN_CAPACITY
         self.target: dict[str, dict[str, frozenset]] = {}
         self.subscription_metadata: dict[str, tuple[str, int]] = {}   # topic name -> (topic id, partitions)
         self.resolved_regexes: dict[str, ResolvedRegex] = {}
@@ -140,6 +144,8 @@ class ConsumerGroup:
         old = self.members.get(new.member_id)
         if old is not None:
             self._remove_partition_epochs(old)
+        else:
+            self.member_slots = timeline_capacity_after_adding(self.member_slots, len(self.members))
         self.members[new.member_id] = new
         self._add_partition_epochs(new.assigned_partitions, new.member_epoch)
         self._add_partition_epochs(new.partitions_pending_revocation, new.member_epoch)
@@ -275,7 +281,7 @@ class ConsumerGroup:
                 "subscription_metadata": {n: list(v) for n, v in self.subscription_metadata.items()},
                 "resolved_regexes": {r: [sorted(v.topics), v.version, v.timestamp]
                                      for r, v in self.resolved_regexes.items()},
-                "deleted": self.deleted}
+                "deleted": self.deleted, "member_slots": self.member_slots}
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "ConsumerGroup":
@@ -288,10 +294,12 @@ class ConsumerGroup:
         group.resolved_regexes = {r: ResolvedRegex(frozenset(v[0]), v[1], v[2])
                                   for r, v in d["resolved_regexes"].items()}
         group.deleted = d["deleted"]
+        group.member_slots = max(group.member_slots, d.get("member_slots", TIMELINE_MIN_CAPACITY))
         return group
 
     def durable_view(self) -> dict:
         """What the records determine: two groups with equal views are the same group."""
         d = self.to_dict()
         d["members"] = sorted(d["members"], key=lambda m: m["member_id"])
+        del d["member_slots"]   # history (members that left), not records
         return d

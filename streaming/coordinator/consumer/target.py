@@ -8,15 +8,19 @@ member that replaces a departed one starts from the departed member's target ass
 Output: the new target assignment of every member, and the records -- one ``ConsumerGroupTargetAssignmentMember``
 per member whose target changed, then ``ConsumerGroupTargetAssignmentMetadata`` with the new epoch.
 
-Member order: Kafka hands the assignor a ``HashMap`` of member ids, and its tie breaks follow that order; here the
-members are given in ``java.util.HashMap`` order of their ids too (``assignors.java.java_hash_order``).
+Member order: Kafka hands the assignor a ``HashMap`` of member ids, and its tie breaks follow that order (the
+uniform assignor's extra partitions, for one). Kafka fills that map from the group's members -- a ``TimelineHashMap``,
+iterated in its own order (``assignors.java.timeline_hash_order``: the members in the order they joined, in a table
+of ``member_slots`` slots) -- then adds the joining member and removes the replaced one; ids in the same ``HashMap``
+bucket keep that insertion order. Built the same way here. (A broker that reloaded the group from its log rebuilt
+its table from the members then present, possibly smaller: not known from the records.)
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Mapping
 
-from assignors.java import java_hash_order, java_string_hash
+from assignors.java import JavaHashSet, java_hash_order, java_string_hash, timeline_hash_order
 from assignors.server import GroupSpec, MemberSubscription, SubscribedTopicDescriber, TopicMetadata
 from assignors.server.types import uuid_hash, uuid_sort_key
 from streaming.coordinator.consumer import records as R
@@ -42,8 +46,11 @@ def build_target_assignment(group_id: str, group_epoch: int, assignor, members: 
                             static_members: Mapping[str, str], subscription_metadata: Mapping[str, tuple[str, int]],
                             subscription_type: str, target: Mapping[str, Mapping[str, frozenset]],
                             resolved_regexes: Mapping[str, ResolvedRegex], image: TopicImage,
-                            updates: Mapping[str, ConsumerGroupMember | None] = {}) -> TargetAssignmentResult:
-    """``updates``: member id -> the member as it will be (None: removed). Raises the assignor's errors."""
+                            updates: Mapping[str, ConsumerGroupMember | None] = {},
+                            member_slots: int | None = None) -> TargetAssignmentResult:
+    """``updates``: member id -> the member as it will be (None: removed), in the order the request made them;
+    ``members`` in the order they joined the group, ``member_slots`` its member table's size (None: as small as
+    the members allow). Raises the assignor's errors."""
     specs: dict[str, ConsumerGroupMember] = {mid: m for mid, m in members.items()}
     current: dict[str, Mapping[str, frozenset]] = {mid: target.get(mid, {}) for mid in members}
     for member_id, member in updates.items():
@@ -59,7 +66,15 @@ def build_target_assignment(group_id: str, group_epoch: int, assignor, members: 
         specs[member_id] = member
         current[member_id] = start
 
-    order = java_hash_order(sorted(specs), java_string_hash)   # colliding ids: the same order however built
+    spec_order = JavaHashSet(java_string_hash)   # TargetAssignmentBuilder.build's memberSpecs
+    for member_id in timeline_hash_order(members, **({"capacity": member_slots} if member_slots else {})):
+        spec_order.add(member_id)
+    for member_id in java_hash_order(list(updates), java_string_hash):   # its updatedMembers, a HashMap too
+        if updates[member_id] is None:
+            spec_order.discard(member_id)
+        else:
+            spec_order.add(member_id)
+    order = list(spec_order)
     describer = SubscribedTopicDescriber(
         TopicMetadata(topic_id, name, partitions)
         for name, (topic_id, partitions) in sorted(subscription_metadata.items()))
