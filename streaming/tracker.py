@@ -141,7 +141,7 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
     version = config.broker_version or preflight(config)
     source, source_reason = choose_source(
         config.kafka_source, config.kafka_source == "auto" and builtin_kafka_available(spark),
-        cluster_id(config.bootstrap, client) if config.kafka_source == "auto" else None, version,
+        lambda: cluster_id(config.bootstrap, client), version,
         secured=str(client.get("security_protocol") or "PLAINTEXT").upper() != "PLAINTEXT")
     store = None
     if config.store:

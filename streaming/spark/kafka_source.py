@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from streaming.kafka_client.delivery import RETRY_S, broker_reachable, unreachable
 from streaming.kafka_client.kafka_conf import for_client, to_kwargs
@@ -562,11 +562,12 @@ def cluster_id(bootstrap: str, client: dict | None = None) -> str | None:
         consumer.close()
 
 
-def choose_source(source: str, connector_loaded: bool, broker_cluster_id: str | None,
+def choose_source(source: str, connector_loaded: bool, broker_cluster_id: str | None | Callable[[], str | None],
                   broker_version: tuple[int, ...] | None = None, secured: bool = False) -> tuple[str, str]:
     """What ``source`` reads with, and why, in words: ``auto`` is Spark's connector where it is loaded, the connection
     is plaintext and the broker (speaking ``broker_version``, where known) answers as Kafka 0.10 and later do, else
-    this module's source with its default client."""
+    this module's source with its default client. ``broker_cluster_id`` may be a function, asked only when the
+    answer depends on it (it talks to the broker)."""
     if source not in SOURCES:
         raise ValueError(f"kafka source must be {', '.join(CLIENTS)}, python, builtin or auto, not {source!r}")
     if source != "auto":
@@ -582,6 +583,8 @@ def choose_source(source: str, connector_loaded: bool, broker_cluster_id: str | 
         # The connector's kafka-clients opens with ApiVersions, which Kafka 0.9 does not answer.
         return "python", (f"the broker speaks Kafka {'.'.join(map(str, broker_version))}, older than 0.10, "
                           f"which Spark's connector cannot read")
+    if callable(broker_cluster_id):
+        broker_cluster_id = broker_cluster_id()
     broker = MISREPORTING_CLUSTERS.get(broker_cluster_id or "")
     if broker is not None:
         return "python", (f"the broker is {broker}, whose ListOffsets answer hides the rest of a partition's last "

@@ -80,11 +80,11 @@ def test_flexible_versions_use_compact_lengths_and_tagged_fields():
 
 def test_unknown_tagged_fields_are_kept_apart_and_written_back():
     v4 = encode(s.OFFSET_COMMIT_VALUE, 4, {"offset": 1, "leaderEpoch": 0, "metadata": "x", "commitTimestamp": 2})
-    with_tags = v4[:-1] + bytes([2, 0, 1, 0xAA, 7, 2, 0xBB, 0xCC])   # two tagged fields: tag 0 (1 byte), tag 7
+    with_tags = v4[:-1] + bytes([2, 1, 1, 0xAA, 7, 2, 0xBB, 0xCC])   # two unknown tagged fields: tag 1 (1 byte), tag 7
     version, value = decode(s.OFFSET_COMMIT_VALUE, with_tags)
-    assert value.pop(UNKNOWN_TAGS) == [[0, b"\xaa"], [7, b"\xbb\xcc"]]
+    assert value.pop(UNKNOWN_TAGS) == [[1, b"\xaa"], [7, b"\xbb\xcc"]]
     assert (version, value) == decode(s.OFFSET_COMMIT_VALUE, v4)
-    assert encode(s.OFFSET_COMMIT_VALUE, 4, {**value, UNKNOWN_TAGS: [[0, b"\xaa"], [7, b"\xbb\xcc"]]}) == with_tags
+    assert encode(s.OFFSET_COMMIT_VALUE, 4, {**value, UNKNOWN_TAGS: [[1, b"\xaa"], [7, b"\xbb\xcc"]]}) == with_tags
 
 
 @settings(max_examples=400, deadline=None)

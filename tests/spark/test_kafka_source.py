@@ -254,6 +254,8 @@ def test_auto_reads_with_sparks_connector_unless_it_is_missing_or_the_broker_mis
 
     assert choose_source("auto", True, "kafka-cluster-id")[0] == "builtin"
     assert choose_source("auto", True, None)[0] == "builtin"            # brokers before 0.10.1 give no cluster id
+    asked = []
+    assert choose_source("auto", True, lambda: asked.append(1), (4, 1), secured=True)[0] == "python" and not asked
     assert choose_source("auto", True, None, (0, 10, 0))[0] == "builtin"
     source, why = choose_source("auto", True, None, (0, 9))            # Kafka 0.9 answers no ApiVersions
     assert source == "python" and "older than 0.10" in why
