@@ -4,11 +4,15 @@ Balance first, then stickiness to the group's current target assignment.  Two bu
 subscription type exactly as Kafka chooses them:
 
 * homogeneous (``UniformHomogeneousAssignmentBuilder``): every member subscribes to the same topics.  The total
-  partition count is split into quotas (the first ``total % members`` members, in member order, get one more);
-  each member keeps its current partitions up to its quota -- visiting its current assignment in order -- and
-  releases the rest and any of topics it no longer subscribes to; then the members below quota, in member order,
-  are filled from the list of unassigned partitions (topics in ``HashSet<Uuid>`` order, partitions ascending,
-  then the released ones).
+  partition count is split into a minimum quota and ``total % members`` extra partitions.  In member order, each
+  member keeps its current partitions up to the minimum quota plus one while extras remain -- visiting its
+  current assignment in order -- and releases the rest and any of topics it no longer subscribes to.  Since Kafka
+  4.1 (KAFKA-18688) a member that would need new partitions to fill that extra one gives the extra up, so that a
+  later member already holding minimum + 1 keeps its own, unless the members left are only as many as the extras
+  left (they must take them); Kafka 4.0 handed the extras to the first members in order, moving partitions
+  between members of a group that was already balanced (``UniformAssignor(kafka_4_0=True)``).  Then the members
+  below quota, in member order, are filled from the list of unassigned partitions (topics in ``HashSet<Uuid>``
+  order, partitions ascending, then the released ones).
 * heterogeneous (``UniformHeterogeneousAssignmentBuilder``, the KAFKA-17710 rewrite): every member keeps all its
   current partitions of subscribed topics; unassigned partitions are dealt, topic by topic (most partitions per
   subscriber first, then fewest subscribers, then topic id), to the topic's least loaded subscribers; then, for up
@@ -21,6 +25,7 @@ racks are accepted in the inputs and do not change the result, as in Kafka.
 Deviation: a current assignment naming a partition beyond the topic's partition count is ignored (Kafka never
 sees one, since partition counts only grow; its builders would fail on it).
 """
+
 from __future__ import annotations
 
 from ..java import java_hash_order, java_hashset_capacity_from_collection
@@ -46,15 +51,20 @@ class UniformAssignor:
 
     name = "uniform"
 
+    def __init__(self, *, kafka_4_0: bool = False) -> None:
+        #: homogeneous groups as Kafka 4.0 and earlier assigned them (before KAFKA-18688, Kafka 4.1)
+        self.kafka_4_0 = kafka_4_0
+
     def assign(self, group_spec: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
         if not group_spec.member_ids:
             return {}
         if group_spec.subscription_type == HOMOGENEOUS:
-            return _homogeneous(group_spec, topics)
+            return _homogeneous(group_spec, topics, give_up_extra=not self.kafka_4_0)
         return _Heterogeneous(group_spec, topics).build()
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(name={self.name!r})"
+        version = ", kafka_4_0=True" if self.kafka_4_0 else ""
+        return f"{type(self).__name__}(name={self.name!r}{version})"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -62,7 +72,7 @@ class UniformAssignor:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _homogeneous(spec: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
+def _homogeneous(spec: GroupSpec, topics: SubscribedTopicDescriber, give_up_extra: bool) -> GroupAssignment:
     member_ids = spec.member_ids
     first = spec.member_subscription(member_ids[0]).topic_ids
     # Kafka copies the first member's subscription into a HashSet<Uuid> and iterates that
@@ -78,7 +88,8 @@ def _homogeneous(spec: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssi
         n = topics.num_partitions(topic_id)
         if n == -1:
             raise PartitionAssignorError(
-                f"Members are subscribed to topic {topic_id} which doesn't exist in the topic metadata.")
+                f"Members are subscribed to topic {topic_id} which doesn't exist in the topic metadata."
+            )
         owned = spec.owners.get(topic_id, {})
         unassigned.extend((topic_id, p) for p in range(n) if p not in owned)
         sizes[topic_id] = n
@@ -87,11 +98,11 @@ def _homogeneous(spec: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssi
     min_quota, extra = divmod(total, len(member_ids))
     target: dict[str, dict[str, list[int]]] = {}
     unfilled: list[tuple[str, int]] = []
-    for member_id in member_ids:
+    for index, member_id in enumerate(member_ids):
         quota = min_quota
-        if extra > 0:
+        has_extra = extra > 0
+        if has_extra:
             quota += 1
-            extra -= 1
         kept: dict[str, list[int]] = {}
         for topic_id, partitions in spec.member_assignment(member_id).items():
             if topic_id not in subscribed_set:
@@ -109,20 +120,27 @@ def _homogeneous(spec: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssi
                 else:
                     unassigned.append((topic_id, p))
             kept[topic_id] = mine
+        if give_up_extra and has_extra and quota > 0 and len(member_ids) - index > extra:
+            # 4.1+: an extra partition this member would have to be given goes to a later member that already
+            # holds one, unless only the last ``extra`` members are left to take the extras
+            quota -= 1
+            has_extra = False
         if quota > 0:
             unfilled.append((member_id, quota))
+        if has_extra:
+            extra -= 1
         target[member_id] = kept
 
-    index = 0
+    next_free = 0
     for member_id, quota in unfilled:
         mine = target[member_id]
         for _ in range(quota):
-            if index >= len(unassigned):
+            if next_free >= len(unassigned):
                 break
-            topic_id, p = unassigned[index]
-            index += 1
+            topic_id, p = unassigned[next_free]
+            next_free += 1
             mine.setdefault(topic_id, []).append(p)
-    if index < len(unassigned):
+    if next_free < len(unassigned):
         raise PartitionAssignorError("Partitions were left unassigned")
     return {member_id: _frozen(parts) for member_id, parts in target.items()}
 
@@ -139,8 +157,17 @@ class _Balancer:
     leftwards as its members each give one up.  ``sizes`` is shared with the builder and read live.
     """
 
-    __slots__ = ("sizes", "members", "least_end", "least_count", "next_least", "most_start", "most_end",
-                 "most_count", "next_most")
+    __slots__ = (
+        "sizes",
+        "members",
+        "least_end",
+        "least_count",
+        "next_least",
+        "most_start",
+        "most_end",
+        "most_count",
+        "next_most",
+    )
 
     def __init__(self, sizes: list[int]) -> None:
         self.sizes = sizes
@@ -209,7 +236,8 @@ class _Heterogeneous:
                 n = topics.num_partitions(topic_id)
                 if n == -1:
                     raise PartitionAssignorError(
-                        f"Members are subscribed to topic {topic_id} which doesn't exist in the topic metadata.")
+                        f"Members are subscribed to topic {topic_id} which doesn't exist in the topic metadata."
+                    )
                 self.num_partitions[topic_id] = n
                 self.subscribers.setdefault(topic_id, []).append(index)
         self.sizes = [0] * len(self.member_ids)

@@ -2,6 +2,7 @@
 
 The ``offsets.*`` and ``offset.metadata.max.bytes`` settings are the broker's, shared with the classic coordinator
 (``streaming.coordinator.config.CoordinatorConfig``; ``routing.Configs`` gives both models the same values)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
@@ -26,15 +27,23 @@ class ConsumerGroupConfig:
     offsets_retention_minutes: int = 10_080
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4_096
+    # Not a Kafka setting: the epoch a new group starts at (group and target assignment). 0 up to Kafka 4.2; 1 since
+    # 4.3 (KAFKA-20268: an empty target at epoch 1, so the first computed one is epoch 2).
+    initial_group_epoch: int = 0
 
     def __post_init__(self) -> None:
         if isinstance(self.group_consumer_assignors, str):
-            object.__setattr__(self, "group_consumer_assignors",
-                               tuple(a.strip() for a in self.group_consumer_assignors.split(",") if a.strip()))
+            object.__setattr__(
+                self,
+                "group_consumer_assignors",
+                tuple(a.strip() for a in self.group_consumer_assignors.split(",") if a.strip()),
+            )
         policy = str(self.group_consumer_migration_policy).strip().lower()
         if policy not in MIGRATION_POLICIES:
-            raise ValueError(f"group.consumer.migration.policy must be one of {', '.join(MIGRATION_POLICIES)}, "
-                             f"not {self.group_consumer_migration_policy!r}")
+            raise ValueError(
+                f"group.consumer.migration.policy must be one of {', '.join(MIGRATION_POLICIES)}, "
+                f"not {self.group_consumer_migration_policy!r}"
+            )
         object.__setattr__(self, "group_consumer_migration_policy", policy)
         if not self.group_consumer_assignors:
             raise ValueError("group.consumer.assignors must name at least one assignor")
@@ -44,6 +53,8 @@ class ConsumerGroupConfig:
             raise ValueError(
                 "group.consumer.heartbeat.interval.ms must be lower than group.consumer.session.timeout.ms"
             )
+        if self.initial_group_epoch not in (0, 1):
+            raise ValueError("initial.group.epoch is 0 (Kafka up to 4.2) or 1 (Kafka 4.3+)")
         if self.offsets_retention_minutes <= 0 or self.offsets_retention_check_interval_ms <= 0:
             raise ValueError("offsets.retention.minutes and offsets.retention.check.interval.ms must be positive")
 
@@ -81,5 +92,9 @@ class ConsumerGroupConfig:
         return self.group_consumer_migration_policy in ("downgrade", "bidirectional")
 
     def to_properties(self) -> dict[str, object]:
-        return {f.name.replace("_", "."): (",".join(getattr(self, f.name)) if f.name == "group_consumer_assignors"
-                                           else getattr(self, f.name)) for f in fields(self)}
+        return {
+            f.name.replace("_", "."): (
+                ",".join(getattr(self, f.name)) if f.name == "group_consumer_assignors" else getattr(self, f.name)
+            )
+            for f in fields(self)
+        }

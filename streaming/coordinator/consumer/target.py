@@ -8,15 +8,20 @@ member that replaces a departed one starts from the departed member's target ass
 Output: the new target assignment of every member, and the records -- one ``ConsumerGroupTargetAssignmentMember``
 per member whose target changed, then ``ConsumerGroupTargetAssignmentMetadata`` with the new epoch.
 
-Member order: Kafka hands the assignor a ``HashMap`` of member ids, and its tie breaks follow that order; here the
-members are given in ``java.util.HashMap`` order of their ids too (``assignors.java.java_hash_order``).
+Member order: Kafka hands the assignor a ``HashMap`` of member ids, and its tie breaks follow that order (the
+uniform assignor's extra partitions, for one). Kafka fills that map from the group's members -- a ``TimelineHashMap``,
+iterated in its own order (``assignors.java.timeline_hash_order``: the members in the order they joined, in a table
+of ``member_slots`` slots) -- then adds the joining member and removes the replaced one; ids in the same ``HashMap``
+bucket keep that insertion order. Built the same way here. (A broker that reloaded the group from its log rebuilt
+its table from the members then present, possibly smaller: not known from the records.)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Mapping
 
-from assignors.java import java_hash_order, java_string_hash
+from assignors.java import JavaHashSet, java_hash_order, java_string_hash, timeline_hash_order
 from assignors.server import GroupSpec, MemberSubscription, SubscribedTopicDescriber, TopicMetadata
 from assignors.server.types import uuid_hash, uuid_sort_key
 from streaming.coordinator.consumer import records as R
@@ -38,12 +43,23 @@ def member_topics(member: ConsumerGroupMember, resolved: Mapping[str, ResolvedRe
     return topics
 
 
-def build_target_assignment(group_id: str, group_epoch: int, assignor, members: Mapping[str, ConsumerGroupMember],
-                            static_members: Mapping[str, str], subscription_metadata: Mapping[str, tuple[str, int]],
-                            subscription_type: str, target: Mapping[str, Mapping[str, frozenset]],
-                            resolved_regexes: Mapping[str, ResolvedRegex], image: TopicImage,
-                            updates: Mapping[str, ConsumerGroupMember | None] = {}) -> TargetAssignmentResult:
-    """``updates``: member id -> the member as it will be (None: removed). Raises the assignor's errors."""
+def build_target_assignment(
+    group_id: str,
+    group_epoch: int,
+    assignor,
+    members: Mapping[str, ConsumerGroupMember],
+    static_members: Mapping[str, str],
+    subscription_metadata: Mapping[str, tuple[str, int]],
+    subscription_type: str,
+    target: Mapping[str, Mapping[str, frozenset]],
+    resolved_regexes: Mapping[str, ResolvedRegex],
+    image: TopicImage,
+    updates: Mapping[str, ConsumerGroupMember | None] = {},
+    member_slots: int | None = None,
+) -> TargetAssignmentResult:
+    """``updates``: member id -> the member as it will be (None: removed), in the order the request made them;
+    ``members`` in the order they joined the group, ``member_slots`` its member table's size (None: as small as
+    the members allow). Raises the assignor's errors."""
     specs: dict[str, ConsumerGroupMember] = {mid: m for mid, m in members.items()}
     current: dict[str, Mapping[str, frozenset]] = {mid: target.get(mid, {}) for mid in members}
     for member_id, member in updates.items():
@@ -59,27 +75,43 @@ def build_target_assignment(group_id: str, group_epoch: int, assignor, members: 
         specs[member_id] = member
         current[member_id] = start
 
-    order = java_hash_order(sorted(specs), java_string_hash)   # colliding ids: the same order however built
+    spec_order = JavaHashSet(java_string_hash)  # TargetAssignmentBuilder.build's memberSpecs
+    for member_id in timeline_hash_order(members, **({"capacity": member_slots} if member_slots else {})):
+        spec_order.add(member_id)
+    for member_id in java_hash_order(list(updates), java_string_hash):  # its updatedMembers, a HashMap too
+        if updates[member_id] is None:
+            spec_order.discard(member_id)
+        else:
+            spec_order.add(member_id)
+    order = list(spec_order)
     describer = SubscribedTopicDescriber(
         TopicMetadata(topic_id, name, partitions)
-        for name, (topic_id, partitions) in sorted(subscription_metadata.items()))
+        for name, (topic_id, partitions) in sorted(subscription_metadata.items())
+    )
     spec_members = {}
     for member_id in order:
         m = specs[member_id]
         # Names resolve against the cluster's topics (Kafka's TopicIds over the metadata image).
-        ids = tuple(sorted(image.by_name[n].topic_id for n in member_topics(m, resolved_regexes)
-                           if n in image.by_name))
+        ids = tuple(sorted(image.by_name[n].topic_id for n in member_topics(m, resolved_regexes) if n in image.by_name))
         spec_members[member_id] = MemberSubscription(
-            topic_ids=ids, rack=m.rack_id, instance_id=m.instance_id,
+            topic_ids=ids,
+            rack=m.rack_id,
+            instance_id=m.instance_id,
             # Kafka's HashMap of topic ids, whatever order this dict was built in (a group rebuilt from its records
             # or from its serialised state must get the same answer).
-            assignment={t: tuple(sorted(current[member_id][t])) for t in java_hash_order(
-                sorted(current[member_id], key=uuid_sort_key), uuid_hash)})
+            assignment={
+                t: tuple(sorted(current[member_id][t]))
+                for t in java_hash_order(sorted(current[member_id], key=uuid_sort_key), uuid_hash)
+            },
+        )
     spec = GroupSpec(spec_members, describer, subscription_type=subscription_type)
     result = assignor.assign(spec, describer) if spec_members else {}
 
     new_assignment = {mid: assignment(result.get(mid, {})) for mid in order}
-    records = [R.target_assignment(group_id, mid, new_assignment[mid]) for mid in order
-               if target.get(mid) is None or new_assignment[mid] != target.get(mid)]
+    records = [
+        R.target_assignment(group_id, mid, new_assignment[mid])
+        for mid in order
+        if target.get(mid) is None or new_assignment[mid] != target.get(mid)
+    ]
     records.append(R.target_assignment_epoch(group_id, group_epoch))
     return TargetAssignmentResult(records, new_assignment)

@@ -4,6 +4,8 @@ import java.util.*;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.utils.Utils;
+import org.apache.kafka.timeline.SnapshotRegistry;
+import org.apache.kafka.timeline.TimelineHashMap;
 
 // What Kafka's and Java's classes answer where our code computes the same by hand: String.hashCode and the
 // __consumer_offsets partition of a group (Utils.abs(groupId.hashCode()) % partitions, as the group coordinator
@@ -19,6 +21,21 @@ public class HashOracle {
         StringJoiner j = new StringJoiner(",");
         for (T t : items) j.add(show.apply(t));
         return j.toString();
+    }
+
+    // LogContext moved to common.utils.internals in Kafka 4.4: found by name, for the broker version the oracle runs.
+    static SnapshotRegistry snapshotRegistry() {
+        try {
+            Class<?> logContext;
+            try {
+                logContext = Class.forName("org.apache.kafka.common.utils.internals.LogContext");
+            } catch (ClassNotFoundException e) {
+                logContext = Class.forName("org.apache.kafka.common.utils.LogContext");
+            }
+            return SnapshotRegistry.class.getConstructor(logContext).newInstance(logContext.getConstructor().newInstance());
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     static String answer(String[] f) {
@@ -52,6 +69,12 @@ public class HashOracle {
             case "murmur2": {   // bytes (hex): Utils.murmur2, then Utils.toPositive of it
                 int h = Utils.murmur2(HexFormat.of().parseHex(f[1]));
                 return h + "\t" + Utils.toPositive(h);
+            }
+            case "timeline": {   // keys (hex, comma) put in order into a TimelineHashMap, then those removed: its order
+                TimelineHashMap<String, Boolean> map = new TimelineHashMap<>(snapshotRegistry(), 0);
+                for (String k : f[1].split(",")) map.put(str(k), true);
+                if (f.length > 2 && !f[2].isEmpty()) for (String k : f[2].split(",")) map.remove(str(k));
+                return order(map.keySet(), HashOracle::hex);
             }
             default:
                 return "error unknown command " + f[0];

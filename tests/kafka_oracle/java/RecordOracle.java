@@ -46,17 +46,18 @@ public class RecordOracle {
         int epoch = Integer.parseInt(f[i + 4]);
         long expire = Long.parseLong(f[i + 7]);
         return new OffsetAndMetadata(Long.parseLong(f[i + 3]), epoch < 0 ? OptionalInt.empty() : OptionalInt.of(epoch),
-            str(f[i + 5]), Long.parseLong(f[i + 6]), expire < 0 ? OptionalLong.empty() : OptionalLong.of(expire), Uuid.ZERO_UUID);
+            str(f[i + 5]), Long.parseLong(f[i + 6]), expire < 0 ? OptionalLong.empty() : OptionalLong.of(expire),
+            f.length > i + 8 && !f[i + 8].equals("-") ? Uuid.fromString(f[i + 8]) : Uuid.ZERO_UUID);
     }
 
     static String answer(String[] f, BufferedReader in) throws IOException {
         switch (f[0]) {
-            case "offset":   // group topic partition offset epoch metadata commit expire
+            case "offset":   // group topic partition offset epoch metadata commit expire topicId
                 return record(GroupCoordinatorRecordHelpers.newOffsetCommitRecord(str(f[1]), str(f[2]), Integer.parseInt(f[3]), offset(f, 1)));
             case "offset-value": {   // version, then as "offset": the generated value class at that version
                 OffsetAndMetadata o = offset(f, 2);
                 OffsetCommitValue v = new OffsetCommitValue().setOffset(o.committedOffset).setLeaderEpoch(o.leaderEpoch.orElse(-1))
-                    .setMetadata(o.metadata).setCommitTimestamp(o.commitTimestampMs).setExpireTimestamp(o.expireTimestampMs.orElse(-1));
+                    .setMetadata(o.metadata).setCommitTimestamp(o.commitTimestampMs).setExpireTimestamp(o.expireTimestampMs.orElse(-1)).setTopicId(o.topicId);
                 return hex(MessageUtil.toVersionPrefixedBytes(Short.parseShort(f[1]), v));
             }
             case "offset-tombstone":
