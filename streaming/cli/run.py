@@ -11,6 +11,7 @@ import logging
 import os
 import sys
 
+from streaming.feeds.log_end_sampler import LOG_END_SAMPLE_S
 from streaming.kafka_client import kafka_conf
 from streaming.spark.kafka_source import SOURCES
 from streaming.spark.options import STATE_KEYS, TIME_MODES
@@ -75,13 +76,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="coordinator setting with Kafka's name, e.g. group.initial.rebalance.delay.ms=0")
     p.add_argument("--metrics-port", type=int, default=TrackerConfig.metrics_port,
                    help="serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0 = a free port)")
-    p.add_argument("--lag-sample-s", type=float, default=TrackerConfig.log_end_sample_s,
-                   help="sample the groups' log ends every this many seconds, for lag in records and seconds "
-                        "(docs/lag.md; e.g. 5; default: never)")
+    p.add_argument("--lag-sample-s", type=seconds, default=TrackerConfig.log_end_sample_s, metavar="SECONDS",
+                   help="sample the tracked groups' log ends every this many seconds, for lag in records and seconds "
+                        f"(docs/lag.md); 0: never. Default: {LOG_END_SAMPLE_S:g} in processing time -- a round is one "
+                        "batched ListOffsets whatever the groups, and consumers commit every 5 s by default, so "
+                        "finer rounds add events without showing more, coarser ones blur lag in seconds, "
+                        "interpolated between samples; never in event time, as a sample carries the wall clock, "
+                        "not a replayed feed's time")
     p.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     kafka_conf.add_arguments(p)
     add_spark_arguments(p)
     return p
+
+
+def seconds(text: str) -> float:
+    value = float(text)
+    if not value >= 0:   # NaN too
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return value
 
 
 def parse_trigger(text: str) -> str:
@@ -144,7 +156,7 @@ def _run(argv: list[str] | None) -> int:
             state_key=args.state_key,
             kafka_source=args.kafka_source, starting_offsets=args.starting_offsets,
             max_offsets_per_trigger=args.max_offsets_per_trigger, coordinator=coordinator_conf,
-            metrics_port=args.metrics_port, log_end_sample_s=args.lag_sample_s or None, kafka=kafka)
+            metrics_port=args.metrics_port, log_end_sample_s=args.lag_sample_s, kafka=kafka)
         try:   # before Spark's start-up, which takes a while
             check_checkpoint(config)
             config.broker_version = preflight(config)

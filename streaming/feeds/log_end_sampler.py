@@ -25,6 +25,14 @@ log = logging.getLogger(__name__)
 
 Partition = tuple[str, int]
 
+# The default interval, where the tracker samples by default (``TrackerConfig.log_end_interval_s``). A round costs
+# one batched ListOffsets (and one fetch for the high-water marks) whatever the number of groups: little next to the
+# consumers' own fetches. Finer rounds would add events (one per group and partition) without adding what can be
+# seen: lag is seen through commits, which consumers make every 5 s by default (auto.commit.interval.ms). Coarser
+# ones would blur lag in seconds, interpolated between the samples around the committed offset: the spacing bounds
+# its error for an unsteady producer. LagBook's 32 samples a partition then reach 160 s back.
+LOG_END_SAMPLE_S = 5.0
+
 
 def log_end_events(group_topics: dict[str, set[str]], ends: dict[Partition, int], ts: int) -> list[dict]:
     """One ``log_end`` event per group and partition of its topics whose end is known, in a fixed order."""
@@ -34,7 +42,7 @@ def log_end_events(group_topics: dict[str, set[str]], ends: dict[Partition, int]
 
 
 class LogEndSampler:
-    def __init__(self, bootstrap: str, events_topic: str, interval_s: float = 5.0, client: dict | None = None,
+    def __init__(self, bootstrap: str, events_topic: str, interval_s: float = LOG_END_SAMPLE_S, client: dict | None = None,
                  max_partitions: int = 1000) -> None:
         self.bootstrap = bootstrap
         self.client = client or {}   # kafka-python settings (see streaming.kafka_client.kafka_conf)
