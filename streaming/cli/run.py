@@ -11,7 +11,7 @@ import logging
 import os
 import sys
 
-from streaming.feeds.log_end_sampler import LOG_END_SAMPLE_S
+from streaming.feeds.log_end_sampler import LOG_END_SAMPLE_S, sample_interval
 from streaming.kafka_client import kafka_conf
 from streaming.spark.kafka_source import SOURCES
 from streaming.spark.options import STATE_KEYS, TIME_MODES
@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="coordinator setting with Kafka's name, e.g. group.initial.rebalance.delay.ms=0")
     p.add_argument("--metrics-port", type=int, default=TrackerConfig.metrics_port,
                    help="serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0 = a free port)")
-    p.add_argument("--lag-sample-s", type=seconds, default=TrackerConfig.log_end_sample_s, metavar="SECONDS",
+    p.add_argument("--lag-sample-s", type=sample_interval, default=TrackerConfig.log_end_sample_s, metavar="SECONDS",
                    help="sample the tracked groups' log ends every this many seconds, for lag in records and seconds "
                         f"(docs/lag.md); 0: never. Default: {LOG_END_SAMPLE_S:g} in processing time -- a round is one "
                         "batched ListOffsets whatever the groups, and consumers commit every 5 s by default, so "
@@ -87,13 +87,6 @@ def build_parser() -> argparse.ArgumentParser:
     kafka_conf.add_arguments(p)
     add_spark_arguments(p)
     return p
-
-
-def seconds(text: str) -> float:
-    value = float(text)
-    if not value >= 0:   # NaN too
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
-    return value
 
 
 def parse_trigger(text: str) -> str:
