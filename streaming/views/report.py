@@ -305,6 +305,7 @@ def render_lag_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
 def _lag_rows(h: GroupHistory) -> list[list[object]]:
     return [[g.generation, iso(g.completed_ts), len(g.lag_cost["partitions"]), shown(g.lag_cost["lag_records"]),
              shown(g.lag_cost["lag_seconds"]), g.lag_cost["lag_seconds_method"] or "",
+             shown(g.lag_cost.get("no_members_lag_records")), shown(g.lag_cost.get("no_members_lag_seconds")),
              iso(g.lag_cost["ts"])] for g in h.generations if g.lag_cost is not None]
 
 
@@ -576,7 +577,8 @@ table.summary th {{ background: #f5f7fa; font-weight: normal; }} .legend {{ font
 {gen_table}
 {_table("Lag cost of each rebalance (from each partition's release to its new owner's first commit)",
         ["epoch" if consumer else "generation", "completed", "partitions", "records", "seconds (the worst)",
-         "seconds from", "known at"], _lag_rows(h), "lag-cost") if any(g.lag_cost for g in gens) else ""}
+         "seconds from", "+ no members records", "+ no members s", "known at"], _lag_rows(h), "lag-cost")
+  if any(g.lag_cost for g in gens) else ""}
 {_table("Unavailability per partition", ["partition", "times without an owner", "unavailable ms, total",
                                          "unavailable ms, max", "+ no members ms, total"], _per_partition_rows(h),
          "per-partition")}
