@@ -21,7 +21,7 @@ from pathlib import Path
 from streaming.kafka_client import kafka_conf
 from streaming.kafka_client.topics import TopicsMissing, ensure_topics
 from offsets_store.factory import DEFAULT_STORE
-from streaming.feeds.log_end_sampler import LogEndSampler
+from streaming.feeds.log_end_sampler import LOG_END_SAMPLE_S, LogEndSampler
 from streaming.feeds.metadata_watch import TopicMetadataWatcher
 from streaming.spark.options import JobOptions
 from streaming.spark.sinks import TrackerSink
@@ -69,13 +69,21 @@ class TrackerConfig:
     coordinator: dict = field(default_factory=dict)  # coordinator settings under Kafka's names
     events_partitions: int = 4  # the events topic's partitions, when the tracker creates it
     metadata_refresh_s: float = 30.0  # how often topic sizes are checked against the broker
-    # How often the groups' log ends are sampled for lag (docs/lag.md); None: never. Off unless asked: the sampler
-    # adds events of its own to the events topic, which a tracker did not do before.
+    # How often the groups' log ends are sampled for lag (docs/lag.md), in seconds; 0: never; None: the default,
+    # see log_end_interval_s.
     log_end_sample_s: float | None = None
     metrics_port: int | None = None  # serve Prometheus metrics on this port (0 = any free port)
     kafka: dict = field(default_factory=dict)  # Kafka client settings under Kafka's names (kafka_client.kafka_conf)
     broker_version: tuple | None = None  # the clients' API version with the broker (None: found by preflight)
     stage_times: object = None  # a streaming.spark.stage_times accumulator (benchmarks)
+
+    def log_end_interval_s(self) -> float | None:
+        """How often the sampler runs (None: it does not). By default every ``LOG_END_SAMPLE_S`` in processing time,
+        and never in event time: a sample carries the wall clock, which is not a replayed feed's time, and in event
+        time it would move the watermark past the feed and expire its members. Asked for, it runs in either."""
+        if self.log_end_sample_s is None:
+            return LOG_END_SAMPLE_S if self.time_mode == "processing" else None
+        return self.log_end_sample_s or None
 
 
 @dataclass
@@ -176,11 +184,8 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
         store = open_store(config.store, client)
     view = view or LiveView()
     watcher = TopicMetadataWatcher(config.bootstrap, config.events_topic, config.metadata_refresh_s, client).start()
-    sampler = (
-        LogEndSampler(config.bootstrap, config.events_topic, config.log_end_sample_s, client).start()
-        if config.log_end_sample_s
-        else None
-    )
+    sample_s = config.log_end_interval_s()
+    sampler = LogEndSampler(config.bootstrap, config.events_topic, sample_s, client).start() if sample_s else None
 
     metrics_server = metrics_url = None
     if config.metrics_port is not None:

@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 
+from streaming.feeds.log_end_sampler import LOG_END_SAMPLE_S, sample_interval
 from streaming.kafka_client import kafka_conf
 from streaming.spark.kafka_source import SOURCES
 from streaming.spark.options import STATE_KEYS, TIME_MODES
@@ -145,10 +146,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--lag-sample-s",
-        type=float,
+        type=sample_interval,
         default=TrackerConfig.log_end_sample_s,
-        help="sample the groups' log ends every this many seconds, for lag in records and seconds "
-        "(docs/lag.md; e.g. 5; default: never)",
+        metavar="SECONDS",
+        help="sample the tracked groups' log ends every this many seconds, for lag in records and seconds "
+        f"(docs/lag.md); 0: never. Default: {LOG_END_SAMPLE_S:g} in processing time -- a round is one "
+        "batched ListOffsets whatever the groups, and consumers commit every 5 s by default, so "
+        "finer rounds add events without showing more, coarser ones blur lag in seconds, "
+        "interpolated between samples; never in event time, as a sample carries the wall clock, "
+        "not a replayed feed's time",
     )
     p.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     kafka_conf.add_arguments(p)
@@ -226,7 +232,7 @@ def _run(argv: list[str] | None) -> int:
             max_offsets_per_trigger=args.max_offsets_per_trigger,
             coordinator=coordinator_conf,
             metrics_port=args.metrics_port,
-            log_end_sample_s=args.lag_sample_s or None,
+            log_end_sample_s=args.lag_sample_s,
             kafka=kafka,
         )
         try:  # before Spark's start-up, which takes a while

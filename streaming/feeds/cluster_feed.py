@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import os
 import sys
@@ -50,10 +51,12 @@ from typing import Iterable, Iterator
 from streaming.kafka_client import kafka_conf
 from offsets_store.codec import CONSUMER_GROUP_TYPES, CodecError, decode_record
 from streaming.feeds.consumer_feed import CONSUMER_OBSERVER_SETTINGS, ConsumerGroupFeed
+from streaming.feeds.log_end_sampler import LOG_END_SAMPLE_S, LogEndSampler, sample_interval
 from streaming.views import terminal
 
 OBSERVER_SETTINGS = {"tracker.adopt.unknown.members": "true", "tracker.expire.members": "false"}
 CAUGHT_UP = object()  # yielded by a following reader when it has read everything there is (for now)
+POLLED = object()  # yielded by a following reader after each poll once it has caught up: a moment for other work
 
 
 class ClusterFeed:
@@ -339,9 +342,10 @@ def read_offsets_topic(
 ) -> Iterator:
     """Key/value pairs (``timestamps``: key, value, log timestamp) of every partition, in each partition's order,
     from the beginning (to the end, or for ever with ``follow``, yielding ``CAUGHT_UP`` whenever it has read all
-    there is; once it has, ``timestamps`` adds the reader's clock when it read the record: its arrival, within a poll
-    of its write, the only time a Kafka 0.9 tombstone has). ``client``: kafka-python settings (see
-    ``streaming.kafka_client.kafka_conf``), e.g. ``{"api_version": (0, 9)}`` for a 0.9 broker."""
+    there is, and ``POLLED`` after every poll from the first time on; once it has, ``timestamps`` adds the reader's
+    clock when it read the record: its arrival, within a poll of its write, the only time a Kafka 0.9 tombstone has).
+    ``client``: kafka-python settings (see ``streaming.kafka_client.kafka_conf``), e.g. ``{"api_version": (0, 9)}``
+    for a 0.9 broker."""
     from kafka import KafkaConsumer, TopicPartition
 
     from streaming.kafka_client.log_end import log_end_offsets
@@ -381,6 +385,8 @@ def read_offsets_topic(
                     live = True
                     yield CAUGHT_UP
                 caught_up = not batches
+            if live:  # every poll, records or not: a busy log never shows the end and a quiet one yields nothing
+                yield POLLED
     finally:
         consumer.close()
 
@@ -390,6 +396,8 @@ def events_from(pairs: Iterable, feed: ClusterFeed | None = None) -> Iterator[di
     for pair in pairs:
         if pair is CAUGHT_UP:
             yield from feed.flush()
+        elif pair is POLLED:
+            continue
         else:
             yield from feed.events_for_bytes(*pair)
     yield from feed.flush()
@@ -473,6 +481,17 @@ def main(argv: list[str] | None = None) -> int:
         help="write the events as JSON lines to this file instead ('-': stdout), for replay and report",
     )
     p.add_argument("--follow", action="store_true", help="keep reading new records until Ctrl-C")
+    p.add_argument(
+        "--lag-sample-s",
+        type=sample_interval,
+        default=None,
+        metavar="SECONDS",
+        help="publish log-end samples of the groups' topics, read from the observed cluster, every this "
+        "many seconds once caught up (without --follow: once, at the end), for lag (docs/lag.md); "
+        f"0: never. Default: {LOG_END_SAMPLE_S:g} (as run's sampler, which says why) when the events "
+        "go to a file or another cluster; never when they go to the observed cluster, whose run "
+        "samples the same log ends itself",
+    )
     kafka_conf.add_arguments(p)
     kafka_conf.add_arguments(p, prefix="feed-")
     args = p.parse_args(argv)
@@ -550,6 +569,26 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
     feed, publisher = ClusterFeed(), Publisher(producer, args.events_topic)
+    interval = (
+        args.lag_sample_s
+        if args.lag_sample_s is not None
+        else LOG_END_SAMPLE_S
+        if args.out or not same_cluster
+        else 0.0
+    )
+    rounds = (
+        LogEndRounds(LogEndSampler(args.bootstrap, args.events_topic, interval, client), publisher)
+        if interval
+        else None
+    )
+    print(
+        f"log-end samples of the groups' topics, for lag: every {interval:g} s once caught up"
+        if interval and args.follow
+        else "log-end samples of the groups' topics, for lag: once, at the end"
+        if interval
+        else "no log-end samples (--lag-sample-s): the tracker's run samples this cluster itself",
+        file=sys.stderr,
+    )
     try:
         with terminal.progress(f"reading {args.offsets_topic}", unit="records") as task:
 
@@ -557,14 +596,25 @@ def main(argv: list[str] | None = None) -> int:
                 for pair in pairs:
                     if pair is CAUGHT_UP:
                         publisher.settle()  # following: every event so far acknowledged before waiting for more
+                    elif pair is POLLED:
+                        if rounds is not None:
+                            rounds.due()
                     else:
                         task.advance()
                     yield pair
 
-            pairs = read_offsets_topic(args.bootstrap, args.offsets_topic, args.follow, client=client, timestamps=True)
-            for event in events_from(counted(pairs), feed):
-                publisher.send(event)
-                task.note = f"{publisher.sent:,} events published to {target}"
+            # Closed here, whatever stops the loop: Ctrl-C may land between two records (in a log-end round), and a
+            # reader left to the garbage collector at exit hung closing its consumer.
+            with contextlib.closing(
+                read_offsets_topic(args.bootstrap, args.offsets_topic, args.follow, client=client, timestamps=True)
+            ) as pairs:
+                for event in events_from(counted(pairs), feed):
+                    publisher.send(event)
+                    if rounds is not None:
+                        rounds.learn(event)
+                    task.note = f"{publisher.sent:,} events published to {target}"
+            if rounds is not None and not args.follow:
+                rounds.run()
         publisher.settle()
     except KeyboardInterrupt:
         try:
@@ -583,9 +633,17 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         producer.close(timeout=5)
+        if rounds is not None:
+            rounds.close()
     sent = publisher.delivered
     for line in summary(feed, sent, target):
         print(line, file=sys.stderr)
+    if rounds is not None:
+        print(
+            f"log-end samples: {rounds.sent} in {rounds.rounds} rounds (among the events published)"
+            + (f"; {rounds.failed} rounds failed: {rounds.error}" if rounds.failed else ""),
+            file=sys.stderr,
+        )
     if publisher.failed:
         print(
             f"cluster-feed: {publisher.failed} of {publisher.sent} events were not delivered to {args.events_topic} "
@@ -594,6 +652,45 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 1
     return 0
+
+
+class LogEndRounds:
+    """The feed's log-end samples: the sampler's rounds on the observed cluster, at most one per its interval, sent
+    in line with the feed's own events (one thread, one publisher). It learns each group's topics from the events."""
+
+    def __init__(self, sampler: LogEndSampler, publisher: "Publisher") -> None:
+        self.sampler, self.publisher = sampler, publisher
+        self.next_round = 0.0
+        self.rounds = self.sent = self.failed = 0
+        self.error: str | None = None
+
+    def learn(self, event: dict) -> None:
+        if event["type"] == "commit":
+            self.sampler.learn(event["group_id"], {o["topic"] for o in event["offsets"]})
+        elif event["type"] == "sync" and event.get("assignments"):
+            self.sampler.learn(event["group_id"], {tp[0] for parts in event["assignments"].values() for tp in parts})
+
+    def due(self) -> None:
+        if time.monotonic() >= self.next_round:
+            self.run()
+
+    def run(self) -> None:
+        self.next_round = time.monotonic() + self.sampler.interval_s
+        try:
+            events = self.sampler.samples()
+        except Exception as exc:  # a failed look-up must not stop the feed: the next round tries again
+            self.failed += 1
+            self.error = repr(exc)
+            return
+        self.rounds += bool(events)
+        for event in events:
+            self.publisher.send(event)
+        self.sent += len(events)
+        if events:
+            self.publisher.settle()  # acknowledged (or in the file) now, not at the log's next record
+
+    def close(self) -> None:
+        self.sampler.stop()
 
 
 class FileProducer:

@@ -26,6 +26,24 @@ log = logging.getLogger(__name__)
 
 Partition = tuple[str, int]
 
+# The default interval, where the tracker samples by default (``TrackerConfig.log_end_interval_s``). A round costs
+# one batched ListOffsets (and one fetch for the high-water marks) whatever the number of groups: little next to the
+# consumers' own fetches. Finer rounds would add events (one per group and partition) without adding what can be
+# seen: lag is seen through commits, which consumers make every 5 s by default (auto.commit.interval.ms). Coarser
+# ones would blur lag in seconds, interpolated between the samples around the committed offset: the spacing bounds
+# its error for an unsteady producer. LagBook's 32 samples a partition then reach 160 s back.
+LOG_END_SAMPLE_S = 5.0
+
+
+def sample_interval(text: str) -> float:
+    """An interval option's seconds (``--lag-sample-s``): 0 or more, 0 meaning never."""
+    import argparse
+
+    value = float(text)
+    if not value >= 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return value
+
 
 def log_end_events(group_topics: dict[str, set[str]], ends: dict[Partition, int], ts: int) -> list[dict]:
     """One ``log_end`` event per group and partition of its topics whose end is known, in a fixed order."""
@@ -49,7 +67,7 @@ class LogEndSampler:
         self,
         bootstrap: str,
         events_topic: str,
-        interval_s: float = 5.0,
+        interval_s: float = LOG_END_SAMPLE_S,
         client: dict | None = None,
         max_partitions: int = 1000,
     ) -> None:
@@ -79,6 +97,11 @@ class LogEndSampler:
                 elif kind == OFFSET_COMMIT and not o.get("tombstone") and o.get("topic"):
                     self.group_topics.setdefault(group, set()).add(o["topic"])
 
+    def learn(self, group: str, topics) -> None:
+        """The group consumes ``topics`` (a feed that knows it from its own events: the cluster feed)."""
+        with self._lock:
+            self.group_topics.setdefault(group, set()).update(topics)
+
     # -- the loop -----------------------------------------------------------------------------------------------
     def start(self) -> "LogEndSampler":
         self._thread = threading.Thread(target=self._run, name="log-end-sampler", daemon=True)
@@ -107,7 +130,31 @@ class LogEndSampler:
     def sample_once(self) -> list[dict]:
         """Read the end offsets of (up to ``max_partitions`` of) the groups' partitions; publish them. Returns the
         events published."""
-        from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+        from kafka import KafkaProducer
+
+        events = self.samples()
+        if events:
+            if self._producer is None:
+                self._producer = KafkaProducer(
+                    **for_client(
+                        KafkaProducer,
+                        self.client,
+                        acks="all",
+                        bootstrap_servers=self.bootstrap,
+                        client_id="rebalance-tracker-log-end",
+                    )
+                )
+            for event in events:
+                self._producer.send(
+                    self.events_topic, key=event["group_id"].encode("utf-8"), value=json.dumps(event).encode("utf-8")
+                )
+            self._producer.flush()
+        return events
+
+    def samples(self) -> list[dict]:
+        """One round: the ``log_end`` events of (up to ``max_partitions`` of) the groups' partitions, the longest
+        unsampled first, read now from ``bootstrap``; not published."""
+        from kafka import KafkaConsumer, TopicPartition
 
         with self._lock:
             group_topics = {g: set(ts) for g, ts in self.group_topics.items()}
@@ -136,21 +183,4 @@ class LogEndSampler:
         now = time.time()
         for tp in chosen:
             self._sampled[tp] = now
-        events = log_end_events(group_topics, {(tp.topic, tp.partition): o for tp, o in ends.items()}, int(now * 1000))
-        if events:
-            if self._producer is None:
-                self._producer = KafkaProducer(
-                    **for_client(
-                        KafkaProducer,
-                        self.client,
-                        acks="all",
-                        bootstrap_servers=self.bootstrap,
-                        client_id="rebalance-tracker-log-end",
-                    )
-                )
-            for event in events:
-                self._producer.send(
-                    self.events_topic, key=event["group_id"].encode("utf-8"), value=json.dumps(event).encode("utf-8")
-                )
-            self._producer.flush()
-        return events
+        return log_end_events(group_topics, {(tp.topic, tp.partition): o for tp, o in ends.items()}, int(now * 1000))

@@ -372,6 +372,8 @@ def _lag_rows(h: GroupHistory) -> list[list[object]]:
             shown(g.lag_cost["lag_records"]),
             shown(g.lag_cost["lag_seconds"]),
             g.lag_cost["lag_seconds_method"] or "",
+            shown(g.lag_cost.get("no_members_lag_records")),
+            shown(g.lag_cost.get("no_members_lag_seconds")),
             iso(g.lag_cost["ts"]),
         ]
         for g in h.generations
@@ -829,6 +831,8 @@ table.summary th {{ background: #f5f7fa; font-weight: normal; }} .legend {{ font
                 "records",
                 "seconds (the worst)",
                 "seconds from",
+                "+ no members records",
+                "+ no members s",
                 "known at",
             ],
             _lag_rows(h),

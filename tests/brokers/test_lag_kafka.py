@@ -152,7 +152,8 @@ def test_a_slowed_consumer_shows_lag_and_the_rebalance_that_relieves_it_shows_it
     rebalance = next(o for o in outputs if o["type"] == "rebalance" and o["ts"] == cost["rebalance_ts"])
     assert any(span[:2] == [topic, moved] for span in rebalance["partitions_without_owner"])
     row = next(r for r in cost["partitions"] if r[1] == moved)
-    _, _, released, first_commit, at_release, before_commit, seconds_at_release, seconds_before, _ = row
+    _, _, released, first_commit, at_release, before_commit, seconds_at_release, seconds_before, _, idle, _ = row
+    assert idle == 0  # the group always had a member
     assert abs(first_commit - first) < 1_000  # the new owner's first commit, as it made it
     assert before_commit > at_release > 0 and seconds_before > seconds_at_release > 3.0
     assert cost["lag_records"] >= before_commit - at_release and cost["lag_seconds"] > 0

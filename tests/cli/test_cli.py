@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from streaming.cli.main import COMMANDS, main
 from streaming.cli.run import build_parser, parse_trigger
 
@@ -33,6 +35,25 @@ def test_run_defaults_work_against_the_bundled_broker():
     assert args.store == "sqlite:data/offsets.db" and args.time_mode == "processing" and args.kafka_source == "auto"
     args = build_parser().parse_args(["--coordinator-conf", "group.max.size=3", "--time-mode", "event"])
     assert args.coordinator_conf == ["group.max.size=3"] and args.time_mode == "event"
+
+
+def test_lag_is_sampled_by_default_in_processing_time_only():
+    from streaming.feeds.log_end_sampler import LOG_END_SAMPLE_S
+    from streaming.tracker import TrackerConfig
+
+    def interval(*argv: str) -> float | None:
+        args = build_parser().parse_args(list(argv))
+        return TrackerConfig(
+            bootstrap="h:1", time_mode=args.time_mode, log_end_sample_s=args.lag_sample_s
+        ).log_end_interval_s()
+
+    assert interval() == LOG_END_SAMPLE_S == 5.0
+    assert interval("--time-mode", "event") is None  # a replayed feed's time is not the wall clock
+    assert interval("--lag-sample-s", "0") is None
+    assert interval("--lag-sample-s", "0.5", "--time-mode", "event") == 0.5  # asked for: honoured
+    for bad in ("-1", "nan"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["--lag-sample-s", bad])
 
 
 def test_one_spelling_of_the_coordinator_settings_across_commands():

@@ -9,7 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streaming.coordinator.lag import CAUGHT_UP, EXTRAPOLATED, INTERPOLATED, LOWER_BOUND, LagBook, lag, offset_time
+from streaming.coordinator.lag import (
+    CAUGHT_UP,
+    EXTRAPOLATED,
+    INTERPOLATED,
+    LOWER_BOUND,
+    LagBook,
+    built,
+    lag,
+    offset_time,
+)
 from streaming.coordinator.routing import Configs, run_feed
 from streaming.feeds.simulator import SimulationSettings, Simulator
 from streaming.spark.group_step import step_group
@@ -179,11 +188,79 @@ def test_a_rebalance_costs_the_lag_built_until_the_new_owners_first_commit():
         "lag_records": 110,
         "lag_seconds": 5.9,
         "lag_seconds_method": INTERPOLATED,
+        "no_members_lag_records": 0,
+        "no_members_lag_seconds": 0.0,
         "partitions": [
-            ["t", 0, 10_000, 15_000, 0, 50, 0.0, 4.9, INTERPOLATED],
-            ["t", 1, 10_000, 16_000, 0, 60, 0.0, 5.9, INTERPOLATED],
+            ["t", 0, 10_000, 15_000, 0, 50, 0.0, 4.9, INTERPOLATED, 0, 0.0],
+            ["t", 1, 10_000, 16_000, 0, 60, 0.0, 5.9, INTERPOLATED, 0, 0.0],
         ],
     }
+
+
+def member(kind, ts, member_id, group="g"):
+    return {"type": kind, "group_id": group, "ts": ts, "member_id": member_id}
+
+
+def test_the_lag_built_while_the_group_had_no_member_is_not_the_rebalances_cost():
+    """As partition unavailability (docs/figures.md): the time the group had no member is left out of the cost and
+    shown apart. 10 records a second on t-0; the only member a keeps up and leaves at 10.0 s (released; the group
+    is empty); b joins at 14.0 s; the rebalance ends at 14.5 s (span 10.0 -> 14.5, 4.0 s of it without a member);
+    b first commits at 16.0 s. Before it: 60 records, the oldest (100) appended at 10.1 s: 5.9 s. Of that, 40
+    records came and 3.9 s passed (10.1 -> 14.0) while the group had no member: the cost is 20 records and 2.0 s --
+    the 0.5 s of unavailability and b's 1.5 s until its first commit."""
+
+    def timeline(members: bool) -> list[dict]:
+        outputs = [member("member_joined", 0, "a")] if members else []
+        for s in range(0, 18):
+            now = s * 1_000
+            if members and now == 14_000:
+                outputs.append(member("member_joined", 14_000, "b"))
+            outputs += [commit(now, s * 10)] if s <= 10 else []
+            if members and now == 10_000:
+                outputs.append(member("member_left", 10_000, "a"))
+            outputs.append(sample(now, s * 10))
+            if now == 14_000:
+                outputs.append(rebalance(14_500, [["t", 0, 10_000, 14_500, 4_000]]))
+            if now == 16_000:
+                outputs.append(commit(16_000, 160))
+        return outputs
+
+    (cost,) = [d for d in LagBook().add_all(timeline(members=True)) if d["type"] == "rebalance_lag"]
+    assert (cost["lag_records"], cost["lag_seconds"]) == (20, 2.0)
+    assert (cost["no_members_lag_records"], cost["no_members_lag_seconds"]) == (40, 3.9)
+    assert cost["partitions"] == [["t", 0, 10_000, 16_000, 0, 60, 0.0, 5.9, INTERPOLATED, 40, 3.9]]
+    # Outputs that do not account for the coordinator's no_members_ms (here: no member outputs at all) leave the
+    # split, and so the cost, unknown -- never counted as the rebalance's.
+    (cost,) = [d for d in LagBook().add_all(timeline(members=False)) if d["type"] == "rebalance_lag"]
+    assert cost["lag_records"] is cost["lag_seconds"] is cost["no_members_lag_records"] is None
+
+
+def test_the_coordinators_no_member_time_is_what_the_lag_cost_leaves_out():
+    """Simulated one-member groups that empty and come back (classic eager and cooperative): wherever a cost is
+    known, its no-member split is too, and cost + split is the whole lag built from the release to the first
+    commit."""
+    feed = Simulator(
+        SimulationSettings(
+            groups=3,
+            members_per_group=1,
+            seed=2,
+            churn_interval_ms=8_000,
+            log_end_interval_ms=1_000,
+            assignors=("range", "cooperative-sticky", "sticky"),
+        ),
+        start_ms=0,
+    ).run_until(300_000)
+    outputs, rejected = run_feed(feed)
+    assert rejected == 0
+    costs = [d for d in LagBook().add_all(outputs) if d["type"] == "rebalance_lag"]
+    rows = [r for c in costs for r in c["partitions"] if r[5] is not None and r[4] is not None]
+    idle = [r for r in rows if r[9] != 0]
+    assert len(idle) >= 5 and all(r[9] is not None and r[10] is not None for r in idle)
+    assert any(r[9] > 0 for r in idle)
+    for r in rows:
+        records, seconds = built(r)
+        assert records == max(r[5] - r[4] - r[9], 0) and records + r[9] >= r[5] - r[4]
+        assert seconds is None or seconds <= round(max(r[7] - r[6], 0.0), 3)
 
 
 def test_a_partition_released_again_before_its_first_commit_has_an_unknown_cost():

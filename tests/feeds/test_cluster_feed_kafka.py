@@ -332,3 +332,121 @@ def test_kafka4_records_round_trip_byte_exact(kafka4_story):
         assert created == ("group_metadata", 0, "", [])
     else:
         assert created[0] == "group_metadata" and created[1] >= 1 and created[3]
+
+
+def test_the_cluster_feed_samples_the_groups_log_ends_while_the_log_is_quiet(apache_kafka4, tmp_path):
+    """The cluster feed publishes log-end samples of the groups' topics, read from the cluster it observes: once
+    caught up, a round every --lag-sample-s, while __consumer_offsets has nothing new (the group committed before the
+    feed started); once at the end without --follow; none by default when the events go to the observed cluster
+    (its run samples it). The samples make lag in the model's outputs."""
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
+
+    from streaming.coordinator.lag import PARTITION_LAG, LagBook
+    from streaming.coordinator.routing import Configs, run_feed
+    from tests.job_process import job_env
+    from tests.tracker.test_tracker_kafka import read_all
+
+    bootstrap = apache_kafka4.bootstrap
+    suffix = uuid.uuid4().hex[:8]
+    topic, other, group = f"sampled-{suffix}", f"unsampled-{suffix}", f"sampled-group-{suffix}"
+    apache_kafka4.create_topics({topic: 2, other: 1})
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+
+    def produce(partition: int, n: int) -> None:
+        for _ in range(n):
+            producer.send(topic, b"x", partition=partition)
+        producer.flush()
+
+    produce(0, 15)
+    produce(1, 15)
+    producer.send(other, b"y")
+    producer.flush()
+    committer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    committer.commit(
+        {TopicPartition(topic, 0): OffsetAndMetadata(5, "", -1), TopicPartition(topic, 1): OffsetAndMetadata(7, "", -1)}
+    )
+    committer.close()
+
+    def feed_command(*args: str) -> list[str]:
+        return [sys.executable, "-m", "streaming.cli.main", "cluster-feed", "--bootstrap", bootstrap, *args]
+
+    def lines(path) -> list[dict]:
+        text = path.read_text() if path.exists() else ""
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def samples(path) -> list[dict]:
+        return [e for e in lines(path) if e["type"] == "log_end"]
+
+    followed = tmp_path / "followed.jsonl"
+    feed = subprocess.Popen(
+        feed_command("--follow", "--out", str(followed), "--lag-sample-s", "1"),
+        cwd=tmp_path,
+        env=job_env(),
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        wait_until(lambda: samples(followed), 60, "the first samples")
+        produce(0, 20)  # the log end moves; the feed's log stays quiet
+        wait_until(
+            lambda: any(e["partition"] == 0 and e["offset"] == 35 for e in samples(followed)),
+            30,
+            "a sample of the moved log end",
+        )
+        wait_until(lambda: len({e["ts"] for e in samples(followed)}) >= 4, 30, "four rounds")
+    finally:
+        feed.send_signal(signal.SIGINT)
+        _, stderr = feed.communicate(timeout=30)
+    assert feed.returncode == 0, stderr
+    assert "every 1 s once caught up" in stderr, stderr
+    events = lines(followed)
+    mine = [e for e in events if e["group_id"] == group]
+    sampled = [e for e in mine if e["type"] == "log_end"]
+    # Only the group's topic, both partitions each round, after everything the log held (caught up first).
+    assert {(e["topic"], e["partition"]) for e in sampled} == {(topic, 0), (topic, 1)}
+    rounds = sorted({e["ts"] for e in sampled})
+    assert all(sorted(e["partition"] for e in sampled if e["ts"] == ts) == [0, 1] for ts in rounds)
+    first = next(i for i, e in enumerate(mine) if e["type"] == "log_end")
+    assert [e["type"] for e in mine[:first]] and all(e["type"] != "log_end" for e in mine[:first])
+    assert all(e["type"] == "log_end" for e in mine[first:]), "the log held nothing new meanwhile"
+    # Bounded: a round a second at most (its time is taken after its look-up, which may vary a little).
+    assert all(b - a >= 900 for a, b in zip(rounds, rounds[1:])), rounds
+    ends = {(e["partition"]): e["offset"] for e in sampled if e["ts"] == rounds[-1]}
+    assert ends == {0: 35, 1: 15}
+    # Replayed, the samples and the commits give lag in records.
+    outputs, rejected = run_feed(mine, Configs.from_properties(OBSERVER_SETTINGS))
+    assert rejected == 0
+    last = {(f["partition"]): f for f in LagBook().add_all(outputs) if f["type"] == PARTITION_LAG}
+    assert {p: (f["log_end"], f["committed"], f["lag_records"]) for p, f in last.items()} == {
+        0: (35, 5, 30),
+        1: (15, 7, 8),
+    }
+
+    # Without --follow: one round, at the end.
+    once = tmp_path / "once.jsonl"
+    done = subprocess.run(
+        feed_command("--out", str(once)), cwd=tmp_path, env=job_env(), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and "once, at the end" in done.stderr, done.stderr
+    mine = [e for e in lines(once) if e["group_id"] == group]
+    assert [(e["partition"], e["offset"]) for e in mine if e["type"] == "log_end"] == [(0, 35), (1, 15)]
+    assert all(e["type"] == "log_end" for e in mine[-2:])
+    # To the observed cluster's events topic: none by default (its run samples the same log ends).
+    events_topic = f"events-{suffix}"
+    done = subprocess.run(
+        feed_command("--events-topic", events_topic),
+        cwd=tmp_path,
+        env=job_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and "no log-end samples" in done.stderr, done.stderr
+    published = [json.loads(r.value) for r in read_all(bootstrap, events_topic)]
+    assert any(e["group_id"] == group for e in published) and all(e["type"] != "log_end" for e in published)

@@ -12,6 +12,7 @@ import pytest
 from kafka import KafkaProducer
 
 from streaming.coordinator import CoordinatorConfig
+from streaming.feeds.log_end_sampler import LOG_END_SAMPLE_S
 from streaming.feeds.simulator import SimulationSettings, Simulator
 from streaming.views.live_view import LiveView
 from streaming.kafka_client.topics import ensure_topics
@@ -95,6 +96,8 @@ def test_crashed_member_is_expired_and_its_partitions_reassigned(spark, kafka_bo
         stop.set()
         feeder.join(10)
         producer.close()
+    # A tracker started with the defaults samples its groups' log ends (processing time: every 5 s).
+    assert tracker.sampler is not None and tracker.sampler.interval_s == LOG_END_SAMPLE_S
     expired = [o for o in view.outputs if o["type"] == "member_expired"]
     assert [o["member_id"] for o in expired] == [crashed["member_id"]]
     # Expired exactly one session after its last heartbeat, with no further event of its own. (How soon after, on
