@@ -859,6 +859,8 @@ class ConsumerGroupCoordinator:
         if metadata != group.subscription_metadata:
             records.append(R.partition_metadata(gid, metadata))
         records.append(R.epoch(gid, group.group_epoch + 1))
+        if self.config.empty_group_assignment_epoch and len(members) == len(group.members):
+            records.append(R.target_assignment_epoch(gid, group.group_epoch + 1))   # KAFKA-20442 (Kafka 4.4)
         out: Outputs = []
         for m in members:
             if reason is not None:
