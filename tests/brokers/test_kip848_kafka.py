@@ -53,6 +53,7 @@ class History:
         self.truth_path.touch()
         self.processes: dict[str, subprocess.Popen] = {}
         self.subscriptions: dict[str, list[str]] = {}
+        self.sizes = {topics[k]: n for k, n in SIZES.items() if k in topics}   # topic -> partitions, as it grows
 
     def facts(self) -> list[dict]:
         return [json.loads(line) for line in self.truth_path.read_text().splitlines() if line.strip()]
@@ -93,8 +94,7 @@ class History:
         def done():
             owned = owned_now(self.facts())
             running = {n: owned.get(n, (None, set()))[1] for n in self.processes}
-            wanted = {(t, p) for n in self.processes for t in self.subscriptions[n]
-                      for p in range(SIZES["a" if t == self.topics["a"] else "b"])}
+            wanted = {(t, p) for n in self.processes for t in self.subscriptions[n] for p in range(self.sizes[t])}
             held = [tp for parts in running.values() for tp in parts]
             # every consumer has a share (there are always more partitions than consumers here): one that has not
             # joined yet leaves the others holding everything
