@@ -138,6 +138,8 @@ class GroupModel:
         if self.model is None:
             if kind == "log_end":    # a sample alone makes no group
                 return [outputs.log_end(event)]
+            if kind == "client_report":   # nor does a client's report
+                return [outputs.client_report(event)]
             if kind == "topic_metadata" and not event.get("group_id") and self.topics is not None:
                 return []            # already in ``topics``, which the model copies when the group's request comes
             # A topic id is a consumer-protocol fact (the cluster feed's topics for a KIP-848 group): the consumer

@@ -60,7 +60,7 @@ class History:
 
     def start(self, name: str, **settings) -> None:
         config = {"bootstrap": self.bootstrap, "group": self.group, "topics": [self.topics["a"]], "name": name,
-                  "truth": str(self.truth_path), "resubscribe": [self.topics["a"], self.topics["b"]], **settings}
+                  "truth": str(self.truth_path), "resubscribe": sorted(self.topics.values()), **settings}
         log = open(self.workdir / f"{name}.log", "ab")
         self.processes[name] = subprocess.Popen([sys.executable, "-m", "tests.confluent_consumer", json.dumps(config)],
                                                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
@@ -79,7 +79,7 @@ class History:
 
     def resubscribe(self, name: str) -> None:
         self.processes[name].send_signal(signal.SIGUSR1)
-        self.subscriptions[name] = [self.topics["a"], self.topics["b"]]
+        self.subscriptions[name] = sorted(self.topics.values())
 
     def stop_all(self) -> None:
         for name in list(self.processes):

@@ -128,6 +128,8 @@ class ConsumerGroupCoordinator:
         kind = event["type"]
         if kind == "log_end":   # not a request: passed on, after the timers due before it, for the lag views
             return out + [outputs.log_end(event)]
+        if kind == "client_report":   # the client's word, not a request: passed on likewise
+            return out + [outputs.client_report(event)]
         if kind in ("consumer_heartbeat", "commit") and event.get("group_id") in self.soft:
             out += self._watch_restored(event)
         handler = self.HANDLERS.get(kind)
