@@ -84,9 +84,8 @@ def test_client_reports_are_what_the_consumers_callbacks_saw(apache_kafka4, tmp_
         assert any(s.get("state") == "up" for s in stats), stats
         counts = [s["rebalance_cnt"] for s in stats]
         assert counts == sorted(counts) and counts[-1] >= 1, stats
-        # librdkafka 2.16 names the classic protocol's reason ("Metadata for subscribed topic(s) has changed" for
-        # the first join); with the consumer protocol it mostly names none
-        assert any(s.get("rebalance_reason") for s in stats) or client != "k0", stats
+        # rebalance_reason: librdkafka 2.16 sometimes names one (a classic first join: "Metadata for subscribed
+        # topic(s) has changed"), often none by the time statistics are taken -- not asserted
         assert any(s.get("assignment_size") for s in stats), stats
     print(f"\nconfluent-kafka client reports on Apache Kafka {apache_kafka4.version}: "
           f"{time.monotonic() - started:.1f} s, {len(events)} events, "

@@ -226,7 +226,9 @@ def run(apache_kafka4, tmp_path_factory):
     sizes = {topics[k]: n for k, n in SIZES.items()}
     config = ConsumerGroupConfig.from_properties(MODEL)
     feed = ClusterFeed(ConsumerGroupFeed(config, topics=lambda name: (ids[name], sizes[name]) if name in ids else None))
-    events = [e for e in events_from(pairs, feed) if e["group_id"] == group]
+    # this group's records only: other tests' groups on the session's broker are not this feed's to explain
+    own = [(k, v, ts) for k, v, ts in pairs if decode_record(k, v).get("group_id") == group]
+    events = [e for e in events_from(own, feed) if e["group_id"] == group]
     tracker = ConsumerGroupCoordinator(config)
     outputs = []
     for raw in events:

@@ -26,7 +26,7 @@ import pytest
 from offsets_store import decode_record
 from streaming.coordinator.routing import Configs, run_feed
 from streaming.feeds.cluster_feed import read_offsets_topic
-from streaming.feeds.consumer_feed import is_consumer_group_record
+from streaming.feeds.consumer_feed import is_consumer_group_record, normalise
 from tests.broker_history import wait_until
 from tests.brokers.test_kip848_kafka import (SYNCHRONOUS_TARGETS, History, assignments_given, produce,
                                              set_group_configs, topic_ids)
@@ -116,7 +116,8 @@ def test_cluster_feed_follows_a_consumer_protocol_group_on_kafka_4_4(apache_kafk
                              "--coordinator-conf tracker.expire.members=false"
                              + (" --coordinator-conf initial.group.epoch=1" if initial else "")
                              + (" --coordinator-conf empty.group.assignment.epoch=true" if release >= (4, 4) else ""))
-    assert "KIP-848 consumer-group records became" in text and "no request explains" not in text, text[-3000:]
+    # (its summary counts every group on the session's broker: other tests' groups may be unexplained there)
+    assert "KIP-848 consumer-group records became" in text, text[-3000:]
 
     # The tracker, with the settings the command printed
     settings = dict(pair.split("=", 1) for pair in settings_line.split(" --coordinator-conf ")[1:])
@@ -137,6 +138,13 @@ def test_cluster_feed_follows_a_consumer_protocol_group_on_kafka_4_4(apache_kafk
                 out.append((r["assignmentEpoch"], {m: a for m, a in members.items() if a is not None}))
         return out
 
+    # every record the broker wrote for the group, the tracker wrote (Kafka 4.0's partition metadata aside, which
+    # 4.1+ does not write; Kafka writes a batch's target records in hash order: compared as a multiset)
+    def same(records):
+        return collections.Counter(normalise(r) for r in records
+                                   if release < (4, 1) or r["type"] != "consumer_group_partition_metadata")
+
+    assert same(ours) == same(broker)
     assert epochs(ours) == epochs(broker) and epochs(broker)[0] == initial + 1   # 4.3+: the first member makes 2
     assert targets(ours) == targets(broker)
     # the growth: a target with the first topic's 5 partitions
