@@ -12,6 +12,7 @@ subscription to ``resubscribe`` (a list of topics). Settings: ``bootstrap``, ``g
 ``truth``, optional ``group_instance_id``, ``resubscribe``, ``group_protocol`` (``classic``; default ``consumer``) and
 ``feed_topic`` (instrumented: streaming/feeds/instrument_confluent.py publishes its callbacks and statistics there).
 """
+
 from __future__ import annotations
 
 import json
@@ -40,14 +41,20 @@ def _pairs(partitions) -> list[list]:
 
 def main(config: dict) -> int:
     truth = Truth(config["truth"], config["name"])
-    settings = {"bootstrap.servers": config["bootstrap"], "group.id": config["group"], "group.protocol": "consumer",
-                "client.id": config["name"], "enable.auto.commit": False, "auto.offset.reset": "earliest"}
+    settings = {
+        "bootstrap.servers": config["bootstrap"],
+        "group.id": config["group"],
+        "group.protocol": "consumer",
+        "client.id": config["name"],
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+    }
     if config.get("group_instance_id"):
         settings["group.instance.id"] = config["group_instance_id"]
     if config.get("group_protocol"):
         settings["group.protocol"] = config["group_protocol"]
     reporter = None
-    if config.get("feed_topic"):   # instrumented: its callbacks and statistics as client_report events
+    if config.get("feed_topic"):  # instrumented: its callbacks and statistics as client_report events
         from confluent_kafka import Producer
 
         from streaming.feeds.instrument_confluent import ClientReporter
@@ -62,6 +69,7 @@ def main(config: dict) -> int:
     def callback(fact: str):
         def record(c, partitions) -> None:
             truth.write(fact=fact, member_id=c.memberid(), partitions=_pairs(partitions))
+
         return record
 
     def subscribe(topics: list[str]) -> None:
@@ -93,15 +101,18 @@ def main(config: dict) -> int:
         try:
             commit = reporter.commit if reporter is not None else consumer.commit
             answer = commit(offsets=[TopicPartition(t, p, o) for (t, p), o in due.items()], asynchronous=False)
-        except KafkaException as exc:   # e.g. the partition moved meanwhile: part of the story
+        except KafkaException as exc:  # e.g. the partition moved meanwhile: part of the story
             truth.write(fact="commit_failed", error=str(exc)[:200])
             continue
         accepted = [tp for tp in answer if tp.error is None]
         for tp in accepted:
             committed[(tp.topic, tp.partition)] = tp.offset
         if accepted:
-            truth.write(fact="committed", member_id=consumer.memberid(),
-                        offsets=sorted([tp.topic, tp.partition, tp.offset] for tp in accepted))
+            truth.write(
+                fact="committed",
+                member_id=consumer.memberid(),
+                offsets=sorted([tp.topic, tp.partition, tp.offset] for tp in accepted),
+            )
     consumer.close()
     truth.write(fact="closed")
     if reporter is not None:

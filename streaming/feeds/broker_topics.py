@@ -7,6 +7,7 @@ feed could not explain a batch with what it had and the answer is older than the
 asks for every topic: one request answers every group, and a topic name seen for the first time is answered with
 the others.
 """
+
 from __future__ import annotations
 
 import base64
@@ -23,12 +24,13 @@ def kafka_topic_id(text: str) -> str:
 class BrokerTopics:
     """Callable: a topic name -> (topic id, partitions), or None when the cluster has no such topic."""
 
-    def __init__(self, describe: Callable[[], list[dict]], max_age_s: float = 1.0,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, describe: Callable[[], list[dict]], max_age_s: float = 1.0, clock: Callable[[], float] = time.time
+    ) -> None:
         # describe(): every topic, as kafka-python's KafkaAdminClient.describe_topics() gives them
         self.describe, self.max_age_s, self.clock = describe, max_age_s, clock
         self.topics: dict[str, tuple[str, int]] = {}
-        self.fetched_at: float | None = None   # wall clock (s), to compare with the brokers' record times
+        self.fetched_at: float | None = None  # wall clock (s), to compare with the brokers' record times
         self.requests = self.failures = 0
 
     @classmethod
@@ -37,8 +39,11 @@ class BrokerTopics:
 
         from streaming.kafka_client.kafka_conf import for_client
 
-        admin = KafkaAdminClient(**for_client(KafkaAdminClient, client, bootstrap_servers=bootstrap,
-                                              client_id="rebalance-tracker-cluster-feed"))
+        admin = KafkaAdminClient(
+            **for_client(
+                KafkaAdminClient, client, bootstrap_servers=bootstrap, client_id="rebalance-tracker-cluster-feed"
+            )
+        )
         topics = cls(admin.describe_topics, **kwargs)
         topics.close = admin.close
         return topics
@@ -64,10 +69,13 @@ class BrokerTopics:
         try:
             described = self.describe()
         except KafkaError:
-            self.failures += 1   # keep what we had: the feed goes on, a batch it cannot explain is counted
+            self.failures += 1  # keep what we had: the feed goes on, a batch it cannot explain is counted
             return False
-        now = {t["name"]: (kafka_topic_id(t["topic_id"]), len(t["partitions"])) for t in described
-               if not t.get("error_code") and t.get("topic_id") and t["partitions"]}
+        now = {
+            t["name"]: (kafka_topic_id(t["topic_id"]), len(t["partitions"]))
+            for t in described
+            if not t.get("error_code") and t.get("topic_id") and t["partitions"]
+        }
         changed = any(self.topics.get(name) != found for name, found in now.items())
         self.topics = now
         return changed

@@ -26,6 +26,7 @@ Usage::
 Events are keyed by group id, as the tracker's other feeds. The callbacks run inside ``poll``/``consume``/``close``
 on the application's thread; publishing is the producer's asynchronous ``produce``.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,8 +37,13 @@ STATS = ("state", "join_state", "rebalance_cnt", "rebalance_reason", "assignment
 
 
 class ClientReporter:
-    def __init__(self, producer: Any, feed_topic: str, statistics_interval_ms: int = 1_000,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        producer: Any,
+        feed_topic: str,
+        statistics_interval_ms: int = 1_000,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.producer, self.feed_topic, self.statistics_interval_ms = producer, feed_topic, statistics_interval_ms
         self.clock = clock
         self.consumer: Any = None
@@ -62,23 +68,33 @@ class ClientReporter:
             if theirs_stats is not None:
                 theirs_stats(text)
 
-        return {"statistics.interval.ms": self.statistics_interval_ms, **settings, "on_commit": on_commit,
-                "stats_cb": stats_cb}
+        return {
+            "statistics.interval.ms": self.statistics_interval_ms,
+            **settings,
+            "on_commit": on_commit,
+            "stats_cb": stats_cb,
+        }
 
     def attach(self, consumer: Any) -> "ClientReporter":
-        self.consumer = consumer   # for its member id (memberid()) when a callback runs
+        self.consumer = consumer  # for its member id (memberid()) when a callback runs
         return self
 
     def callbacks(self, on_assign=None, on_revoke=None, on_lost=None) -> dict:
         """``subscribe`` keyword arguments: each rebalance callback reported, then yours."""
+
         def wrap(report: str, theirs):
             def callback(consumer, partitions) -> None:
                 self._publish(report, partitions=sorted([tp.topic, tp.partition] for tp in partitions))
                 if theirs is not None:
                     theirs(consumer, partitions)
+
             return callback
-        return {"on_assign": wrap("assigned", on_assign), "on_revoke": wrap("revoked", on_revoke),
-                "on_lost": wrap("lost", on_lost)}
+
+        return {
+            "on_assign": wrap("assigned", on_assign),
+            "on_revoke": wrap("revoked", on_revoke),
+            "on_lost": wrap("lost", on_lost),
+        }
 
     def commit(self, *args, **kwargs):
         """``consumer.commit(...)``, reported: librdkafka calls ``on_commit`` for asynchronous commits (and
@@ -119,14 +135,24 @@ class ClientReporter:
 
         try:
             return (self.consumer.memberid() or "") if self.consumer is not None else ""
-        except (RuntimeError, KafkaException):   # the consumer is closed
+        except (RuntimeError, KafkaException):  # the consumer is closed
             return ""
 
     def _publish(self, report: str, **fields) -> None:
-        event = {"type": "client_report", "group_id": self.group_id, "ts": int(self.clock() * 1000),
-                 "report": report, "member_id": self._member_id(), "client_id": self.client_id,
-                 "instance_id": self.instance_id, **fields}
-        self.producer.produce(self.feed_topic, key=self.group_id.encode("utf-8"),
-                              value=json.dumps(event, separators=(",", ":")).encode("utf-8"))
+        event = {
+            "type": "client_report",
+            "group_id": self.group_id,
+            "ts": int(self.clock() * 1000),
+            "report": report,
+            "member_id": self._member_id(),
+            "client_id": self.client_id,
+            "instance_id": self.instance_id,
+            **fields,
+        }
+        self.producer.produce(
+            self.feed_topic,
+            key=self.group_id.encode("utf-8"),
+            value=json.dumps(event, separators=(",", ":")).encode("utf-8"),
+        )
         self.producer.poll(0)
         self.published += 1

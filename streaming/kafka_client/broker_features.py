@@ -5,6 +5,7 @@ the broker's, probed. Two things the tracker uses came late: CreateTopics (Kafka
 record headers (Kafka 0.11, message format v2), where its outputs carry ``batch_id``/``seq``. A client told
 ``api.version=0.9`` cannot use either, whatever the broker, so the answer is the client's version, not the broker's.
 """
+
 from __future__ import annotations
 
 from streaming.kafka_client.delivery import broker_reachable
@@ -24,9 +25,15 @@ def api_version(bootstrap: str, client: dict | None = None, timeout_ms: int = 10
     from kafka.errors import KafkaError
 
     try:
-        consumer = KafkaConsumer(**for_client(KafkaConsumer, client, bootstrap_servers=bootstrap,
-                                              bootstrap_timeout_ms=timeout_ms,
-                                              client_id="rebalance-tracker-admin"))
+        consumer = KafkaConsumer(
+            **for_client(
+                KafkaConsumer,
+                client,
+                bootstrap_servers=bootstrap,
+                bootstrap_timeout_ms=timeout_ms,
+                client_id="rebalance-tracker-admin",
+            )
+        )
     except KafkaError as exc:
         raise BrokerUnavailable(unavailable(bootstrap, client, exc)) from None
     try:
@@ -58,20 +65,23 @@ def version_text(version: tuple[int, ...]) -> str:
 
 # Kafka says its release nowhere on the wire; the first request version a release answers tells it (ApiVersions):
 FETCH, API_VERSIONS, DESCRIBE_LOG_DIRS = 1, 18, 35
-KAFKA_4_1 = (FETCH, 18)               # Fetch v18 came with 4.1 (the first broker to write no partition metadata)
-KAFKA_4_3 = (DESCRIBE_LOG_DIRS, 5)    # DescribeLogDirs v5 with 4.3, its only new request version
-KAFKA_4_4 = (API_VERSIONS, 5)         # ApiVersions v5 with 4.4
+KAFKA_4_1 = (FETCH, 18)  # Fetch v18 came with 4.1 (the first broker to write no partition metadata)
+KAFKA_4_3 = (DESCRIBE_LOG_DIRS, 5)  # DescribeLogDirs v5 with 4.3, its only new request version
+KAFKA_4_4 = (API_VERSIONS, 5)  # ApiVersions v5 with 4.4
 
 
 def api_versions(bootstrap: str, client: dict | None = None) -> list[dict[int, tuple[int, int]]]:
     """Every broker's ApiVersions answer (api key -> (min, max)), asked with kafka-python's admin client."""
     from kafka import KafkaAdminClient
 
-    admin = KafkaAdminClient(**for_client(KafkaAdminClient, client, bootstrap_servers=bootstrap,
-                                          client_id="rebalance-tracker-admin"))
+    admin = KafkaAdminClient(
+        **for_client(KafkaAdminClient, client, bootstrap_servers=bootstrap, client_id="rebalance-tracker-admin")
+    )
     try:
-        return [dict(admin.get_broker_version_data(b["broker_id"]).api_versions)
-                for b in admin.describe_cluster()["brokers"]]
+        return [
+            dict(admin.get_broker_version_data(b["broker_id"]).api_versions)
+            for b in admin.describe_cluster()["brokers"]
+        ]
     finally:
         admin.close()
 
@@ -87,6 +97,8 @@ def consumer_group_traits(versions: list[dict[int, tuple[int, int]]]) -> dict:
     ``initial.group.epoch`` (1 since Kafka 4.3, KAFKA-20268), ``empty.group.assignment.epoch`` (KAFKA-20442, Kafka
     4.4; a 4.3.x patch release may have it too, which its ApiVersions cannot tell) and whether it writes
     ConsumerGroupPartitionMetadata (not since 4.1: the feed then asks the cluster for its topics)."""
-    return {"initial_group_epoch": 1 if answers(versions, KAFKA_4_3) else 0,
-            "empty_group_assignment_epoch": answers(versions, KAFKA_4_4),
-            "partition_metadata_records": not answers(versions, KAFKA_4_1)}
+    return {
+        "initial_group_epoch": 1 if answers(versions, KAFKA_4_3) else 0,
+        "empty_group_assignment_epoch": answers(versions, KAFKA_4_4),
+        "partition_metadata_records": not answers(versions, KAFKA_4_1),
+    }

@@ -4,6 +4,7 @@ group (c0, c1 start; c1 closes; c0 closes) and a classic one (k0 with the cooper
 ``client_report`` event on the feed topic is valid, goes through the tracker's models untouched, and says what the
 consumers' own callbacks saw: each rebalance callback with its member id and partitions, every commit the broker
 accepted, and the client's group state from its statistics."""
+
 from __future__ import annotations
 
 import collections
@@ -32,7 +33,7 @@ def test_client_reports_are_what_the_consumers_callbacks_saw(apache_kafka4, tmp_
     group = History(bootstrap, consumer_group, {"a": topic}, tmp_path)
     group.sizes = {topic: 4}
     classic = History(bootstrap, classic_group, {"a": topic}, tmp_path)
-    classic.truth_path = group.truth_path   # one truth file: the clients' names tell them apart
+    classic.truth_path = group.truth_path  # one truth file: the clients' names tell them apart
     classic.sizes = {topic: 4}
     try:
         group.start("c0", feed_topic=feed_topic)
@@ -40,7 +41,7 @@ def test_client_reports_are_what_the_consumers_callbacks_saw(apache_kafka4, tmp_
         classic.start("k0", feed_topic=feed_topic, group_protocol="classic")
         group.settled("c0 and c1 started")
         classic.settled("k0 started")
-        time.sleep(1)   # a commit or two, statistics
+        time.sleep(1)  # a commit or two, statistics
         group.close("c1")
         group.settled("c1 closed")
         group.close("c0")
@@ -70,8 +71,9 @@ def test_client_reports_are_what_the_consumers_callbacks_saw(apache_kafka4, tmp_
 
     # Every commit the broker accepted, and the group's final offsets are the broker's
     committed = {}
-    for o in sorted((o for o in outputs if o["report"] == "committed" and o["client_id"] != "k0"),
-                    key=lambda o: o["ts"]):
+    for o in sorted(
+        (o for o in outputs if o["report"] == "committed" and o["client_id"] != "k0"), key=lambda o: o["ts"]
+    ):
         committed.update({(t, p): offset for t, p, offset in o["offsets"]})
     accepted = {}
     for f in sorted((f for f in facts if f["fact"] == "committed" and f["client"] != "k0"), key=lambda f: f["ts"]):
@@ -87,6 +89,8 @@ def test_client_reports_are_what_the_consumers_callbacks_saw(apache_kafka4, tmp_
         # rebalance_reason: librdkafka 2.16 sometimes names one (a classic first join: "Metadata for subscribed
         # topic(s) has changed"), often none by the time statistics are taken -- not asserted
         assert any(s.get("assignment_size") for s in stats), stats
-    print(f"\nconfluent-kafka client reports on Apache Kafka {apache_kafka4.version}: "
-          f"{time.monotonic() - started:.1f} s, {len(events)} events, "
-          f"{collections.Counter(o['report'] for o in outputs)}")
+    print(
+        f"\nconfluent-kafka client reports on Apache Kafka {apache_kafka4.version}: "
+        f"{time.monotonic() - started:.1f} s, {len(events)} events, "
+        f"{collections.Counter(o['report'] for o in outputs)}"
+    )

@@ -6,6 +6,7 @@ k0 closes, k1 closes, and c0 is alone. The broker's records go through the clust
 The tracker models no group with members of both protocols (streaming/coordinator/routing.py): this test pins down
 what it tells instead, and what it gets wrong, so that the gap is measured (docs/kip848.md); the strict xfail is
 what the tracker should tell once it models the migration."""
+
 from __future__ import annotations
 
 import collections
@@ -55,23 +56,44 @@ def upgrade(apache_kafka4, tmp_path_factory):
 
     def written():
         pairs = list(read_offsets_topic(bootstrap, timestamps=True))
-        return pairs if any(r.get("group_id") == group and r["type"] == "consumer_group_member_metadata"
-                            and r.get("tombstone") and r.get("member_id") == last
-                            for r in (decode_record(k, v) for k, v, _ in pairs)) else None
+        return (
+            pairs
+            if any(
+                r.get("group_id") == group
+                and r["type"] == "consumer_group_member_metadata"
+                and r.get("tombstone")
+                and r.get("member_id") == last
+                for r in (decode_record(k, v) for k, v, _ in pairs)
+            )
+            else None
+        )
 
     pairs = wait_until(written, 30, "c0's leave in __consumer_offsets", every_s=0.5)
-    (history.workdir / "consumer_offsets.json").write_text(json.dumps(   # for a look after a failure
-        [[k.hex(), None if v is None else v.hex(), ts] for k, v, ts in pairs]))
+    (history.workdir / "consumer_offsets.json").write_text(
+        json.dumps(  # for a look after a failure
+            [[k.hex(), None if v is None else v.hex(), ts] for k, v, ts in pairs]
+        )
+    )
     consumer, _ = consumer_group_feed(bootstrap, {}, {})
     feed = ClusterFeed(consumer)
     events = [e for e in events_from(pairs, feed) if e["group_id"] == group]
     consumer.topics.close()
     outputs, rejected = run_feed(events, Configs.from_properties(tracker_settings(consumer.config)))
     broker = [decode_record(k, v) for k, v, _ in pairs]
-    print(f"\nrolling upgrade on Apache Kafka {apache_kafka4.version}: {time.monotonic() - started:.1f} s, "
-          f"{len(events)} events, {dict(consumer.counts)}, {collections.Counter(o['type'] for o in outputs)}")
-    return SimpleNamespace(group=group, facts=facts, pairs=pairs, feed=feed, events=events, outputs=outputs,
-                           rejected=rejected, broker=[r for r in broker if r.get("group_id") == group])
+    print(
+        f"\nrolling upgrade on Apache Kafka {apache_kafka4.version}: {time.monotonic() - started:.1f} s, "
+        f"{len(events)} events, {dict(consumer.counts)}, {collections.Counter(o['type'] for o in outputs)}"
+    )
+    return SimpleNamespace(
+        group=group,
+        facts=facts,
+        pairs=pairs,
+        feed=feed,
+        events=events,
+        outputs=outputs,
+        rejected=rejected,
+        broker=[r for r in broker if r.get("group_id") == group],
+    )
 
 
 def test_the_brokers_records_of_an_upgrade_round_trip_byte_exact(upgrade):
@@ -81,8 +103,11 @@ def test_the_brokers_records_of_an_upgrade_round_trip_byte_exact(upgrade):
         assert encode_record(decode_record(key, value)) == (key, value)
     kinds = collections.Counter(r["type"] for r in upgrade.broker)
     assert kinds["group_metadata"] >= 1 and kinds["consumer_group_member_metadata"] >= 1
-    classic_members = [r for r in upgrade.broker if r["type"] == "consumer_group_member_metadata"
-                       and not r.get("tombstone") and r.get("classicMemberMetadata")]
+    classic_members = [
+        r
+        for r in upgrade.broker
+        if r["type"] == "consumer_group_member_metadata" and not r.get("tombstone") and r.get("classicMemberMetadata")
+    ]
     assert classic_members, "the upgraded group's classic members"
 
 
@@ -105,17 +130,20 @@ def test_what_the_tracker_tells_of_an_upgrade_today(upgrade):
     first_target = next(o for o in upgrade.outputs if o["type"] == "target_assignment")
     assert {m: len(p) for m, p in first_target["assignment"].items()} == {member["c0"]: 4}
     first_given = next(f for f in upgrade.facts if f["client"] == "c0" and f["fact"] == "assign" and f["partitions"])
-    assert len(first_given["partitions"]) == 1   # what the broker gave c0
+    assert len(first_given["partitions"]) == 1  # what the broker gave c0
     refused = [o for o in upgrade.outputs if o["type"] == "consumer_heartbeat_response" and o["error"] != "NONE"]
     assert {member["k0"], member["k1"]} & {o["member_id"] for o in refused}
     assert upgrade.feed.consumer.counts["unexplained records"] > 0
 
 
-@pytest.mark.xfail(strict=True, reason="issue #31: the tracker does not model groups with members of both "
-                                       "protocols (the online upgrade); the feed cannot explain their records")
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue #31: the tracker does not model groups with members of both "
+    "protocols (the online upgrade); the feed cannot explain their records",
+)
 def test_the_tracker_follows_the_upgrade(upgrade):
     """What it should tell: no departure at the upgrade, the broker's epochs, every record explained."""
     member = ids(upgrade)
     told_left = [o["member_id"] for o in upgrade.outputs if o["type"] == "member_left"]
-    assert told_left == [member["k0"], member["k1"], member["c0"]]   # in the order they closed
+    assert told_left == [member["k0"], member["k1"], member["c0"]]  # in the order they closed
     assert upgrade.feed.consumer.counts["unexplained records"] == 0
