@@ -9,7 +9,8 @@ of what it was given minus what it gave up.
 
 SIGTERM closes it cleanly (a leave: epoch -1, or -2 for a static member); SIGKILL is a crash; SIGUSR1 changes its
 subscription to ``resubscribe`` (a list of topics). Settings: ``bootstrap``, ``group``, ``topics``, ``name``,
-``truth``, optional ``group_instance_id`` and ``resubscribe``.
+``truth``, optional ``group_instance_id``, ``resubscribe``, ``group_protocol`` (``classic``; default ``consumer``) and
+``feed_topic`` (instrumented: streaming/feeds/instrument_confluent.py publishes its callbacks and statistics there).
 """
 
 from __future__ import annotations
@@ -50,7 +51,20 @@ def main(config: dict) -> int:
     }
     if config.get("group_instance_id"):
         settings["group.instance.id"] = config["group_instance_id"]
+    if config.get("group_protocol"):
+        settings["group.protocol"] = config["group_protocol"]
+    reporter = None
+    if config.get("feed_topic"):  # instrumented: its callbacks and statistics as client_report events
+        from confluent_kafka import Producer
+
+        from streaming.feeds.instrument_confluent import ClientReporter
+
+        producer = Producer({"bootstrap.servers": config["bootstrap"]})
+        reporter = ClientReporter(producer, config["feed_topic"], statistics_interval_ms=200)
+        settings = reporter.settings(settings)
     consumer = Consumer(settings)
+    if reporter is not None:
+        reporter.attach(consumer)
 
     def callback(fact: str):
         def record(c, partitions) -> None:
@@ -59,7 +73,8 @@ def main(config: dict) -> int:
         return record
 
     def subscribe(topics: list[str]) -> None:
-        consumer.subscribe(topics, on_assign=callback("assign"), on_revoke=callback("revoke"), on_lost=callback("lost"))
+        mine = {"on_assign": callback("assign"), "on_revoke": callback("revoke"), "on_lost": callback("lost")}
+        consumer.subscribe(topics, **(reporter.callbacks(**mine) if reporter is not None else mine))
         truth.write(fact="subscribed", topics=sorted(topics))
 
     subscribe(config["topics"])
@@ -84,7 +99,8 @@ def main(config: dict) -> int:
         if not due:
             continue
         try:
-            answer = consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in due.items()], asynchronous=False)
+            commit = reporter.commit if reporter is not None else consumer.commit
+            answer = commit(offsets=[TopicPartition(t, p, o) for (t, p), o in due.items()], asynchronous=False)
         except KafkaException as exc:  # e.g. the partition moved meanwhile: part of the story
             truth.write(fact="commit_failed", error=str(exc)[:200])
             continue
@@ -99,6 +115,8 @@ def main(config: dict) -> int:
             )
     consumer.close()
     truth.write(fact="closed")
+    if reporter is not None:
+        producer.flush(10)
     return 0
 
 

@@ -70,6 +70,8 @@ class GroupCoordinator:
         kind = event["type"]
         if kind == "log_end":  # not a request: passed on, after the timers due before it, for the lag views
             return out + [outputs.log_end(event)]
+        if kind == "client_report":  # the client's word, not a request: passed on likewise
+            return out + [outputs.client_report(event)]
         if kind in _GROUP_ID_REQUIRED and not event["group_id"]:
             out.append(outputs.request_refused(event, event.get("ts") or 0, "INVALID_GROUP_ID"))
             return out

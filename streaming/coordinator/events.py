@@ -34,6 +34,7 @@ Time = Annotated[int, Meta(ge=0, le=_INT64[1])]  # epoch ms
 PartitionId = Annotated[int, Meta(ge=0, le=_INT32[1])]
 ApiVersion = Annotated[int, Meta(ge=0, le=2**15 - 1)]  # a request's version (int16)
 Partitions = list[tuple[str, PartitionId]]  # [[topic, partition], ...]
+Offset = Annotated[int, Meta(ge=-1001, le=_INT64[1])]  # librdkafka reports logical offsets (-1001: none)
 
 
 class ProtocolIn(Struct):
@@ -155,7 +156,31 @@ class LogEnd(_Event, tag="log_end"):
     offset: Union[Annotated[int, Meta(ge=0, le=_INT64[1])], None] | UnsetType = UNSET
 
 
-_TYPES = (Join, Sync, Heartbeat, Leave, Commit, TopicMetadata, DeleteGroup, ConsumerHeartbeat, LogEnd)
+class ClientReport(_Event, tag="client_report"):
+    """What a consumer's client library told its application -- not a request to the coordinator, so no model acts
+    on it: it is passed on to the outputs beside what the tracker made of the requests
+    (streaming/feeds/instrument_confluent.py publishes librdkafka's). ``report``: ``assigned`` / ``revoked`` /
+    ``lost`` (a rebalance callback: ``partitions`` [[topic, partition], ...]), ``committed`` (the commit callback:
+    ``offsets`` [[topic, partition, offset], ...] the broker accepted) / ``commit_failed`` (``error``, and the
+    offsets it refused), ``stats`` (the client's group state: ``state``, ``join_state``, ``rebalance_cnt``,
+    ``rebalance_reason``, ``assignment_size``)."""
+
+    report: Union[str, None] | UnsetType = UNSET
+    member_id: Union[str, None] | UnsetType = UNSET
+    instance_id: Union[str, None] | UnsetType = UNSET
+    client_id: Union[str, None] | UnsetType = UNSET
+    partitions: Union[Partitions, None] | UnsetType = UNSET
+    offsets: Union[list[tuple[str, PartitionId, Offset]], None] | UnsetType = UNSET  # [[topic, p, offset]]
+    error: Union[str, None] | UnsetType = UNSET
+    state: Union[str, None] | UnsetType = UNSET
+    join_state: Union[str, None] | UnsetType = UNSET
+    rebalance_cnt: Union[Annotated[int, Meta(ge=0, le=_INT64[1])], None] | UnsetType = UNSET
+    rebalance_reason: Union[str, None] | UnsetType = UNSET
+    assignment_size: Union[Annotated[int, Meta(ge=0, le=_INT32[1])], None] | UnsetType = UNSET
+
+
+CLIENT_REPORTS = ("assigned", "revoked", "lost", "committed", "commit_failed", "stats")
+_TYPES = (Join, Sync, Heartbeat, Leave, Commit, TopicMetadata, DeleteGroup, ConsumerHeartbeat, LogEnd, ClientReport)
 EVENT_TYPES = tuple(t.__struct_config__.tag for t in _TYPES)
 _Any = Union[_TYPES]
 _DECODER = msgspec.json.Decoder(_Any)
@@ -226,6 +251,21 @@ _FIELDS: dict[str, list[tuple[str, bool, bool, Any]]] = {
     "delete_group": list(_COMMON),
     "log_end": _COMMON
     + [("topic", True, False, None), ("partition", True, False, None), ("offset", True, False, None)],
+    "client_report": _COMMON
+    + [
+        ("report", True, False, None),
+        ("member_id", False, False, ""),
+        ("instance_id", False, True, None),
+        ("client_id", False, True, None),
+        ("partitions", False, True, None),
+        ("offsets", False, True, None),
+        ("error", False, True, None),
+        ("state", False, True, None),
+        ("join_state", False, True, None),
+        ("rebalance_cnt", False, True, None),
+        ("rebalance_reason", False, True, None),
+        ("assignment_size", False, True, None),
+    ],
     "consumer_heartbeat": _COMMON
     + [
         ("member_id", False, False, ""),
@@ -361,6 +401,16 @@ def _normalise(s: Struct) -> dict:
     elif kind == "log_end":
         if not event["topic"] or not event["group_id"]:
             raise InvalidEvent(f"log_end: {'topic' if not event['topic'] else 'group_id'} must be a non-empty string")
+    elif kind == "client_report":
+        if event["report"] not in CLIENT_REPORTS or not event["group_id"]:
+            raise InvalidEvent(
+                f"client_report: report must be one of {', '.join(CLIENT_REPORTS)}, not {event['report']!r}"
+                if event["group_id"]
+                else "client_report: group_id must be a non-empty string"
+            )
+        for name in ("partitions", "offsets"):
+            if event[name] is not None:
+                event[name] = [list(item) for item in event[name]]
     elif kind == "consumer_heartbeat":
         if event["subscribed_topic_names"] is not None:
             event["subscribed_topic_names"] = list(event["subscribed_topic_names"])
@@ -442,6 +492,8 @@ _INTEGERS = {
     "offset",
     "leader_epoch",
     "api_version",
+    "rebalance_cnt",
+    "assignment_size",
 }
 _RANGES = {
     "ts": (0, _INT64[1]),
@@ -450,6 +502,8 @@ _RANGES = {
     "offset": (0, _INT64[1]),
     "leader_epoch": (-1, _INT32[1]),
     "api_version": (0, 2**15 - 1),
+    "rebalance_cnt": (0, _INT64[1]),
+    "assignment_size": (0, _INT32[1]),
 }
 _LISTS = {
     "protocols": "a list of protocols",
@@ -490,7 +544,9 @@ def _reason(message: str, tree: dict) -> str:
     names = [s for s in steps if isinstance(s, str)]
     field = names[-1] if names else ""
     value, found = _lookup(tree, path)
-    if field in _PAIRS and (field != "assignments" or len(steps) > 1):
+    if (field in _PAIRS or (kind == "client_report" and field == "partitions")) and (
+        field != "assignments" or len(steps) > 1
+    ):
         # Inside a list of pairs: name the list and show the pair that is wrong, when it can be found.
         cut = path.find("[", path.find(f".{field}"))
         item = _lookup(tree, path[: path.find("]", cut) + 1])[0] if cut >= 0 and "[...]" not in path else None

@@ -58,6 +58,8 @@ PROTOCOL_CONVERSION_UNSUPPORTED = "protocol_conversion_unsupported"
 IGNORED_EVENT = "ignored_event"
 # A partition's log end as sampled for the group (a ``log_end`` event, passed on): what lag is measured against.
 LOG_END = "log_end"
+# What a client library told its application (a ``client_report`` event, passed on): the client's side of the story.
+CLIENT_REPORT = "client_report"
 # What the job could not use (streaming/dead_letters.py builds it).
 DEAD_LETTER = "dead_letter"
 # __consumer_offsets records: the classic ones, and the KIP-848 consumer group's (record type ids in
@@ -1397,4 +1399,14 @@ def log_end(event: Mapping) -> LogEnd:
         "topic": event["topic"],
         "partition": event["partition"],
         "offset": event["offset"],
+    }
+
+
+def client_report(event: Mapping) -> dict:
+    """A validated ``client_report`` event as its output (both models and a group without a model pass it on): the
+    fields it carried, nulls left out."""
+    return {
+        "type": CLIENT_REPORT,
+        "ts": event.get("ts") or 0,
+        **{k: v for k, v in event.items() if k not in ("type", "ts") and v is not None},
     }

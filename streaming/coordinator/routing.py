@@ -2,8 +2,9 @@
 them.
 
 A group is run by the model its state belongs to (``ConsumerGroupCoordinator`` state starts with 0x43, the classic
-``GroupCoordinator``'s with its format version, 1 or 2) or, with no state yet, by its first request: a
-``consumer_heartbeat`` starts a consumer group, anything else a classic one. ``topic_metadata`` and ``delete_group``
+``GroupCoordinator``'s with its format version, 1 or 2) or, with no state yet, by its first event: a
+``consumer_heartbeat``, or a ``topic_metadata`` with a topic id (a KIP-848 group's topics, as the cluster feed sends
+them first), starts the consumer model, anything else the classic one. ``topic_metadata`` and ``delete_group``
 go to whichever model holds the group.
 
 A request of the other protocol gets Kafka's answer (``GroupMetadataManager``, Kafka 4.0):
@@ -44,6 +45,7 @@ from typing import Iterable, Mapping
 from streaming.coordinator import outputs
 from streaming.coordinator.config import CoordinatorConfig
 from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator, is_consumer_state
+from streaming.coordinator.consumer.config import INT_MAX
 from streaming.coordinator.coordinator import GroupCoordinator
 from streaming.coordinator.events import parse_event
 from streaming.coordinator.outputs import Outputs
@@ -54,6 +56,8 @@ CLASSIC, CONSUMER = "classic", "consumer"
 SHARED_FIELDS = ("offsets_retention_minutes", "offsets_retention_check_interval_ms", "offset_metadata_max_bytes")
 _SHARED = set(SHARED_FIELDS) | {name.replace("_", ".") for name in SHARED_FIELDS}
 _CONSUMER_FIELDS = {f.name for f in fields(ConsumerGroupConfig)} - set(SHARED_FIELDS)
+_CONSUMER_FIELDS |= {name.replace("_", ".") for name in _CONSUMER_FIELDS}  # initial.group.epoch, as Kafka's are
+_SESSION_KEYS = ("group.consumer.session.timeout.ms", "group_consumer_session_timeout_ms")
 
 
 @dataclass(frozen=True)
@@ -73,8 +77,14 @@ class Configs:
             for k, v in (props or {}).items()
             if str(k).startswith("group.consumer.") or k in _CONSUMER_FIELDS or k in _SHARED
         }
-        classic = {k: v for k, v in (props or {}).items() if k not in consumer or k in _SHARED}
-        return cls(CoordinatorConfig.from_properties(classic), ConsumerGroupConfig.from_properties(consumer))
+        classic = CoordinatorConfig.from_properties(
+            {k: v for k, v in (props or {}).items() if k not in consumer or k in _SHARED}
+        )
+        if not classic.expire_members and not any(k in _SESSION_KEYS for k in consumer):
+            # tracker.expire.members=false (a feed with no heartbeats, e.g. the cluster feed) holds for both
+            # protocols: a consumer-protocol member is removed only when the feed says so.
+            consumer["group.consumer.session.timeout.ms"] = INT_MAX
+        return cls(classic, ConsumerGroupConfig.from_properties(consumer))
 
     @classmethod
     def of(cls, classic: CoordinatorConfig) -> "Configs":
@@ -137,9 +147,14 @@ class GroupModel:
         if self.model is None:
             if kind == "log_end":  # a sample alone makes no group
                 return [outputs.log_end(event)]
+            if kind == "client_report":  # nor does a client's report
+                return [outputs.client_report(event)]
             if kind == "topic_metadata" and not event.get("group_id") and self.topics is not None:
                 return []  # already in ``topics``, which the model copies when the group's request comes
-            self.model = self._new(CONSUMER if kind == "consumer_heartbeat" else CLASSIC)
+            # A topic id is a consumer-protocol fact (the cluster feed's topics for a KIP-848 group): the consumer
+            # model keeps it, where the classic one, and a switch's seeding, would keep the name and size only.
+            consumer = kind == "consumer_heartbeat" or (kind == "topic_metadata" and event.get("topic_id"))
+            self.model = self._new(CONSUMER if consumer else CLASSIC)
             return self.model.handle(event)
         if self.protocol == CLASSIC and kind == "consumer_heartbeat":
             return self._consumer_request_to_classic(event)

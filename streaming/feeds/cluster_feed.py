@@ -46,10 +46,11 @@ import json
 import os
 import sys
 import time
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from streaming.kafka_client import kafka_conf
 from offsets_store.codec import CONSUMER_GROUP_TYPES, CodecError, decode_record
+from streaming.coordinator.consumer import ConsumerGroupConfig
 from streaming.feeds.consumer_feed import CONSUMER_OBSERVER_SETTINGS, ConsumerGroupFeed
 from streaming.feeds.log_end_sampler import LOG_END_SAMPLE_S, LogEndSampler, sample_interval
 from streaming.views import terminal
@@ -391,11 +392,17 @@ def read_offsets_topic(
         consumer.close()
 
 
-def events_from(pairs: Iterable, feed: ClusterFeed | None = None) -> Iterator[dict]:
+def events_from(
+    pairs: Iterable, feed: ClusterFeed | None = None, caught_up: Callable[[], None] | None = None
+) -> Iterator[dict]:
+    """``caught_up``: called when a following reader has read all there is, once the events that explains are out
+    (a publisher settles then: the last events may otherwise wait for the next record)."""
     feed = feed or ClusterFeed()
     for pair in pairs:
         if pair is CAUGHT_UP:
             yield from feed.flush()
+            if caught_up is not None:
+                caught_up()
         elif pair is POLLED:
             continue
         else:
@@ -451,14 +458,65 @@ def summary(feed: ClusterFeed, sent: int, topic: str) -> list[str]:
     if feed.undecodable:
         lines.append(f"skipped {feed.undecodable} records the codec could not decode")
     lines.append(
-        "run the tracker with " + " ".join(f"--coordinator-conf {k}={v}" for k, v in OBSERVER_SETTINGS.items())
+        "run the tracker with "
+        + " ".join(f"--coordinator-conf {k}={v}" for k, v in tracker_settings(feed.consumer.config).items())
     )
-    if consumer["consumer group records"]:
-        lines.append(
-            "and its consumer-protocol model with "
-            + " ".join(f"{k}={v}" for k, v in CONSUMER_OBSERVER_SETTINGS.items())
-        )
     return lines
+
+
+def tracker_settings(consumer: ConsumerGroupConfig) -> dict[str, str]:
+    """What ``run`` needs to follow this feed: the observer settings (for both protocols), and how the brokers'
+    consumer-group epochs differ from Kafka 4.0's, when they do."""
+    extra = {"initial.group.epoch": str(consumer.initial_group_epoch)} if consumer.initial_group_epoch else {}
+    if consumer.empty_group_assignment_epoch:
+        extra["empty.group.assignment.epoch"] = "true"
+    return {**OBSERVER_SETTINGS, **extra}
+
+
+def consumer_group_feed(bootstrap: str, client: dict, conf: dict[str, str]) -> tuple[ConsumerGroupFeed, str]:
+    """The KIP-848 feed for this cluster, and a line saying what it found out: the epoch new groups start at and
+    where the topics come from (Kafka 4.1+: the cluster's metadata), from the brokers' ApiVersions; ``conf``
+    (``--coordinator-conf``) wins. A broker told ``api.version`` below 4 (0.9) is not asked: it has no such groups."""
+    from streaming.coordinator.routing import Configs
+    from streaming.feeds.broker_topics import BrokerTopics
+    from streaming.kafka_client import broker_features
+
+    told = tuple(client.get("api_version") or ())
+    if told and told < (4,):
+        traits = {"initial_group_epoch": 0, "empty_group_assignment_epoch": False, "partition_metadata_records": True}
+        found = f"api.version={broker_features.version_text(told)}: no consumer-protocol groups to learn about"
+    else:
+        traits = broker_features.consumer_group_traits(broker_features.api_versions(bootstrap, client))
+        found = (
+            "consumer-protocol groups: "
+            + (
+                "Kafka 4.3+, new groups start at epoch 1"
+                if traits["initial_group_epoch"]
+                else "new groups start at epoch 0"
+            )
+            + (
+                "; Kafka 4.4+, an emptied group's assignment epoch follows its group epoch"
+                if traits["empty_group_assignment_epoch"]
+                else ""
+            )
+            + (
+                "; topics from their ConsumerGroupPartitionMetadata records"
+                if traits["partition_metadata_records"]
+                else "; topics from the cluster's metadata (Kafka 4.1+)"
+            )
+        )
+    props = {
+        **CONSUMER_OBSERVER_SETTINGS,
+        "initial.group.epoch": traits["initial_group_epoch"],
+        "empty.group.assignment.epoch": str(traits["empty_group_assignment_epoch"]).lower(),
+        **conf,
+    }
+    config = Configs.from_properties(props).consumer
+    given = [key for key in ("initial.group.epoch", "empty.group.assignment.epoch") if key in conf]
+    if given:
+        found += " (as given: " + ", ".join(f"{key}={conf[key]}" for key in given) + ")"
+    topics = None if traits["partition_metadata_records"] else BrokerTopics.of_cluster(bootstrap, client)
+    return ConsumerGroupFeed(config, topics=topics), found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -492,6 +550,15 @@ def main(argv: list[str] | None = None) -> int:
         "go to a file or another cluster; never when they go to the observed cluster, whose run "
         "samples the same log ends itself",
     )
+    p.add_argument(
+        "--coordinator-conf",
+        dest="coordinator_conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="the watched brokers' consumer-group settings, as run takes them (e.g. "
+        "group.consumer.assignors=range; initial.group.epoch: 1 for Kafka 4.3+, found out by default)",
+    )
     kafka_conf.add_arguments(p)
     kafka_conf.add_arguments(p, prefix="feed-")
     args = p.parse_args(argv)
@@ -517,8 +584,25 @@ def main(argv: list[str] | None = None) -> int:
     if refused:
         print(f"cluster-feed: {refused}", file=sys.stderr)
         return 2
-    from kafka import KafkaProducer
     from kafka.errors import KafkaError
+
+    try:
+        consumer_feed, told = consumer_group_feed(args.bootstrap, client, kafka_conf.parse_pairs(args.coordinator_conf))
+    except ValueError as exc:
+        print(f"cluster-feed: {exc}", file=sys.stderr)
+        return 2
+    except KafkaError as exc:
+        from streaming.kafka_client.broker_features import unavailable
+
+        print(f"cluster-feed: {unavailable(args.bootstrap, client, exc)}", file=sys.stderr)
+        return 1
+    print(told, file=sys.stderr)
+    print(
+        "run the tracker with "
+        + " ".join(f"--coordinator-conf {k}={v}" for k, v in tracker_settings(consumer_feed.config).items()),
+        file=sys.stderr,
+    )
+    from kafka import KafkaProducer
 
     if props:
         print(f"client settings: {kafka_conf.describe(props)}", file=sys.stderr)
@@ -568,7 +652,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"its default partition count), else create it with Kafka's tool",
                 file=sys.stderr,
             )
-    feed, publisher = ClusterFeed(), Publisher(producer, args.events_topic)
+    feed, publisher = ClusterFeed(consumer_feed), Publisher(producer, args.events_topic)
     interval = (
         args.lag_sample_s
         if args.lag_sample_s is not None
@@ -594,12 +678,10 @@ def main(argv: list[str] | None = None) -> int:
 
             def counted(pairs: Iterable) -> Iterator:
                 for pair in pairs:
-                    if pair is CAUGHT_UP:
-                        publisher.settle()  # following: every event so far acknowledged before waiting for more
-                    elif pair is POLLED:
+                    if pair is POLLED:
                         if rounds is not None:
                             rounds.due()
-                    else:
+                    elif pair is not CAUGHT_UP:
                         task.advance()
                     yield pair
 
@@ -608,7 +690,8 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.closing(
                 read_offsets_topic(args.bootstrap, args.offsets_topic, args.follow, client=client, timestamps=True)
             ) as pairs:
-                for event in events_from(counted(pairs), feed):
+                # following: every event so far acknowledged (written out, with --out) before waiting for more
+                for event in events_from(counted(pairs), feed, caught_up=publisher.settle):
                     publisher.send(event)
                     if rounds is not None:
                         rounds.learn(event)
@@ -635,6 +718,8 @@ def main(argv: list[str] | None = None) -> int:
         producer.close(timeout=5)
         if rounds is not None:
             rounds.close()
+        if consumer_feed.topics is not None:
+            consumer_feed.topics.close()
     sent = publisher.delivered
     for line in summary(feed, sent, target):
         print(line, file=sys.stderr)

@@ -44,9 +44,11 @@ What cannot be inferred:
   - topics come from ConsumerGroupPartitionMetadata (brokers before 4.1): a topic's creation or growth is emitted
     just before the request that saw it; a deleted topic cannot be told from an unsubscribed one; brokers 4.1+ write
     no such record, so the feed takes the cluster's topics from ``topics`` (name -> topic id and partition count,
-    e.g. from a metadata request: ``describe_topics``) and emits each subscribed topic the shadow does not know as
-    it is there, before the request that subscribed to it -- the topics as they are now, not as they were (a topic
-    grown or recreated meanwhile is not seen; Kafka 4.1+ only shows that change as a new ``metadataHash``). The
+    e.g. from a metadata request: ``broker_topics.BrokerTopics``) and emits each subscribed topic the shadow does
+    not know as it is there, before the request that subscribed to it or saw it change (a topic grown or recreated:
+    Kafka 4.1+ shows that only as a new ``metadataHash`` and group epoch). The topics are as they are when asked:
+    following the log as it is written, that is when the broker wrote it; reading an old log, a topic that has
+    changed since cannot be told as it was (its batches are unexplained). The
     model writes Kafka 4.0's records, subscription metadata included; with ``topics`` those are not looked for in
     the log (the model's epoch bumps on changed subscription metadata are 4.1+'s on a changed metadata hash);
   - a broker whose assignor differs from the model's (a custom one, or another ``group.consumer.assignors``) or a
@@ -255,27 +257,13 @@ class ConsumerGroupFeed:
             if size == len(pending) and not final:
                 break  # the batch may go on: wait for a record of another time (or the reader catching up)
             want = [normalise(r) for r in pending[:size]]
-            best = None
-            for events in self._candidates(shadow, pending):
-                parsed = [parse_event(e) for e in events]
-                if any(error is not None for _, error in parsed):
-                    continue
-                copy = ConsumerGroupCoordinator.from_dict(shadow.to_dict(), self.config)
-                if events:
-                    outputs = [o for e, _ in parsed for o in copy.handle(e)]
-                else:  # no request: the model's own timers, up to the batch's time
-                    outputs = copy.advance(pending[0]["ts"])
-                got = [
-                    normalise(o)
-                    for o in outputs
-                    if is_consumer_group_record(o)
-                    and not (self.topics is not None and o["type"] == "consumer_group_partition_metadata")
-                ]
-                n = len(got)
-                if not n:
-                    continue
-                if n <= len(want) and _same(got, want[:n]) and (best is None or n > best[0]):
-                    best = (n, events, copy)  # the request writing the most of this time's records
+            best = self._explain(shadow, pending, want)
+            if (
+                best is None
+                and getattr(self.topics, "refresh", None) is not None
+                and self.topics.refresh(since_ms=pending[0]["ts"])
+            ):
+                best = self._explain(shadow, pending, want)  # the cluster's topics changed since last asked
             if best is None:
                 self._apply_unexplained(shadow, pending.pop(0))
                 continue
@@ -287,6 +275,32 @@ class ConsumerGroupFeed:
         if not pending:
             self.pending.pop(group_id, None)
         return out
+
+    def _explain(self, shadow: ConsumerGroupCoordinator, pending: list[dict], want: list[tuple]):
+        """(records explained, the events, the shadow after them) of the request that writes the most of the
+        batch at the head of ``pending``; None if none writes any."""
+        best = None
+        for events in self._candidates(shadow, pending):
+            parsed = [parse_event(e) for e in events]
+            if any(error is not None for _, error in parsed):
+                continue
+            copy = ConsumerGroupCoordinator.from_dict(shadow.to_dict(), self.config)
+            if events:
+                outputs = [o for e, _ in parsed for o in copy.handle(e)]
+            else:  # no request: the model's own timers, up to the batch's time
+                outputs = copy.advance(pending[0]["ts"])
+            got = [
+                normalise(o)
+                for o in outputs
+                if is_consumer_group_record(o)
+                and not (self.topics is not None and o["type"] == "consumer_group_partition_metadata")
+            ]
+            n = len(got)
+            if not n:
+                continue
+            if n <= len(want) and _same(got, want[:n]) and (best is None or n > best[0]):
+                best = (n, events, copy)  # the request writing the most of this time's records
+        return best
 
     def _apply_unexplained(self, shadow: ConsumerGroupCoordinator, record: dict) -> None:
         """No request writes this record: apply it to the shadow as it is, as Kafka's loader would."""
@@ -316,8 +330,10 @@ class ConsumerGroupFeed:
         members = group.members if group is not None else {}
         topic_variants = [[]]
         topics = self._topic_events(shadow, pending)
-        if topics:
-            topic_variants.append(topics)
+        # the topics it subscribed to, without the changes to those it knew: the cluster as the feed asks it may be
+        # ahead of the batch (a topic grown since)
+        new = [e for e in topics if shadow.image.get(e["topic"]) is None]
+        topic_variants += [variant for variant in (new, topics) if variant and variant not in topic_variants]
 
         def heartbeats(requests: list[dict]):
             for topics_first in topic_variants:
@@ -401,6 +417,9 @@ class ConsumerGroupFeed:
         if record is not None:
             described = [(t["topicName"], t["topicId"], t["numPartitions"]) for t in record["topics"]]
         elif self.topics is not None:
+            # the batch's new subscriptions, and the group's (a topic grown or recreated: 4.1+ bumps the group
+            # epoch on a member's next heartbeat, a batch with no metadata record)
+            group = shadow.groups.get(pending[0]["group_id"])
             names = sorted(
                 {
                     name
@@ -409,6 +428,11 @@ class ConsumerGroupFeed:
                     and r["type"] == "consumer_group_member_metadata"
                     and not r.get("tombstone")
                     for name in r.get("subscribedTopicNames") or []
+                }
+                | {
+                    name
+                    for m in (group.members.values() if group is not None else ())
+                    for name in m.subscribed_topic_names
                 }
             )
             described = [(name, *found) for name in names if (found := self.topics(name)) is not None]

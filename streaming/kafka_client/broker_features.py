@@ -61,3 +61,44 @@ def has_headers(version: tuple[int, ...]) -> bool:
 
 def version_text(version: tuple[int, ...]) -> str:
     return ".".join(map(str, version))
+
+
+# Kafka says its release nowhere on the wire; the first request version a release answers tells it (ApiVersions):
+FETCH, API_VERSIONS, DESCRIBE_LOG_DIRS = 1, 18, 35
+KAFKA_4_1 = (FETCH, 18)  # Fetch v18 came with 4.1 (the first broker to write no partition metadata)
+KAFKA_4_3 = (DESCRIBE_LOG_DIRS, 5)  # DescribeLogDirs v5 with 4.3, its only new request version
+KAFKA_4_4 = (API_VERSIONS, 5)  # ApiVersions v5 with 4.4
+
+
+def api_versions(bootstrap: str, client: dict | None = None) -> list[dict[int, tuple[int, int]]]:
+    """Every broker's ApiVersions answer (api key -> (min, max)), asked with kafka-python's admin client."""
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(
+        **for_client(KafkaAdminClient, client, bootstrap_servers=bootstrap, client_id="rebalance-tracker-admin")
+    )
+    try:
+        return [
+            dict(admin.get_broker_version_data(b["broker_id"]).api_versions)
+            for b in admin.describe_cluster()["brokers"]
+        ]
+    finally:
+        admin.close()
+
+
+def answers(versions: list[dict[int, tuple[int, int]]], request: tuple[int, int]) -> bool:
+    """Whether every broker answers this request version (a cluster half upgraded is the older release)."""
+    key, version = request
+    return bool(versions) and all(v.get(key, (0, -1))[1] >= version for v in versions)
+
+
+def consumer_group_traits(versions: list[dict[int, tuple[int, int]]]) -> dict:
+    """What the cluster feed needs to know of a cluster's consumer-protocol (KIP-848) coordinator:
+    ``initial.group.epoch`` (1 since Kafka 4.3, KAFKA-20268), ``empty.group.assignment.epoch`` (KAFKA-20442, Kafka
+    4.4; a 4.3.x patch release may have it too, which its ApiVersions cannot tell) and whether it writes
+    ConsumerGroupPartitionMetadata (not since 4.1: the feed then asks the cluster for its topics)."""
+    return {
+        "initial_group_epoch": 1 if answers(versions, KAFKA_4_3) else 0,
+        "empty_group_assignment_epoch": answers(versions, KAFKA_4_4),
+        "partition_metadata_records": not answers(versions, KAFKA_4_1),
+    }

@@ -40,6 +40,8 @@ DEFAULT_OUTPUT_TYPES = (
             "restore_gap",
             # Log-end samples, passed on: lag is measured from them and the commits (streaming/coordinator/lag.py).
             "log_end",
+            # What instrumented clients told their applications (rebalance and commit callbacks, statistics), passed on.
+            "client_report",
         }
     )
     | CONSUMER_GROUP_RECORDS

@@ -330,6 +330,28 @@ def test_leaving_member_bumps_group_epoch():
     assert "m2" not in h.group().members and h.c.next_deadline(G) is not None
 
 
+def test_the_last_member_leaving_moves_the_assignment_epoch_since_kafka_4_4():
+    """KAFKA-20442 (Kafka 4.4; empty.group.assignment.epoch=true): when a removal empties the group, the target
+    assignment epoch follows the new group epoch in the same write -- as Apache Kafka 4.4.0 wrote it
+    (tests/cli/test_kip848_cluster_feed.py); 4.3.0 and before do not (checked in their GroupMetadataManager)."""
+    for flag, tail in ((False, []), (True, [R.target_assignment_epoch(G, 12)])):
+        h = Harness({"foo": 6, "bar": 3}, empty_group_assignment_epoch=flag)
+        two_member_group(h)
+        h.hb("m2", -1)
+        _, recs, _ = h.hb("m1", -1)
+        assert recs == strip(
+            [
+                R.current_assignment_tombstone(G, "m1"),
+                R.target_assignment(G, "m1", None),
+                R.member_subscription_tombstone(G, "m1"),
+                R.partition_metadata(G, {}),
+                R.epoch(G, 12),
+            ]
+            + tail
+        )
+        assert h.group().assignment_epoch == (12 if flag else 10)
+
+
 # ---------------------------------------------------------------- static members
 def static_group(h):
     m1 = member(

@@ -193,6 +193,48 @@ def test_settings_are_split_by_name():
             Configs.from_properties(bad)
 
 
+def test_a_topic_with_an_id_starts_the_consumer_model_and_its_id_is_kept():
+    """The cluster feed sends a KIP-848 group's topics (with the broker's ids) before its first heartbeat. Run first
+    by the classic model, the switch kept names and sizes only and the tracker made up its own ids -- its records
+    named other topic ids than the broker's (found on Kafka 4.4, tests/cli/test_kip848_cluster_feed.py)."""
+    topic_id = "AzQesgASTGyvz1d4xRup8w"
+    d = Driver()
+    assert d.send(type="topic_metadata", topic="t", partitions=2, topic_id=topic_id) == []
+    out = d.send(
+        type="consumer_heartbeat",
+        member_id="m",
+        member_epoch=0,
+        subscribed_topic_names=["t"],
+        topic_partitions=[],
+        rebalance_timeout_ms=5_000,
+    )
+    target = one(out, "consumer_group_target_assignment_member")
+    assert [t["topicId"] for t in target["topicPartitions"]] == [topic_id]
+    assert not any(o["type"] == "protocol_switch" for o in out)
+    # without an id, a topic's size alone starts the classic model, as before; a classic join then finds it
+    classic = Driver()
+    classic.topic()
+    assert classic.model.protocol == "classic"
+    # and a classic request to the consumer model holding only topics: the classic model takes over, sizes seeded
+    d2 = Driver()
+    d2.send(type="topic_metadata", topic="t", partitions=4, topic_id=topic_id)
+    d2.classic_member()
+    assert d2.model.protocol == "classic" and d2.model.model.groups[G].topics == {"t": 4}
+
+
+def test_observer_settings_hold_for_both_protocols():
+    """The cluster feed's settings (docs/real-cluster.md): with ``tracker.expire.members=false`` no consumer-protocol
+    member is expired by the tracker's clock either, unless a session timeout is given; ``initial.group.epoch`` (Kafka
+    4.3+) is the consumer model's, by its dotted name too."""
+    observer = {"tracker.adopt.unknown.members": "true", "tracker.expire.members": "false"}
+    configs = Configs.from_properties({**observer, "initial.group.epoch": "1"})
+    assert configs.consumer == ConsumerGroupConfig(group_consumer_session_timeout_ms=2**31 - 1, initial_group_epoch=1)
+    assert not configs.classic.expire_members and configs.classic.adopt_unknown_members
+    given = Configs.from_properties({**observer, "group.consumer.session.timeout.ms": "60000"})
+    assert given.consumer.group_consumer_session_timeout_ms == 60_000
+    assert Configs.from_properties({}).consumer == ConsumerGroupConfig()
+
+
 def test_step_group_runs_consumer_groups_with_their_session_timeout():
     configs = Configs.from_properties({})
     topic, _ = parse_event({"type": "topic_metadata", "group_id": G, "topic": "t", "partitions": 2, "ts": 1_000})

@@ -30,6 +30,9 @@ class ConsumerGroupConfig:
     # Not a Kafka setting: the epoch a new group starts at (group and target assignment). 0 up to Kafka 4.2; 1 since
     # 4.3 (KAFKA-20268: an empty target at epoch 1, so the first computed one is epoch 2).
     initial_group_epoch: int = 0
+    # Not a Kafka setting: when the last members of a group are removed, the target assignment epoch follows the
+    # new group epoch (KAFKA-20442, from Kafka 4.4; 4.3.0 and before leave it behind until the next member joins).
+    empty_group_assignment_epoch: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.group_consumer_assignors, str):
@@ -72,6 +75,11 @@ class ConsumerGroupConfig:
                 values[f.name] = tuple(values[f.name]) if not isinstance(values[f.name], str) else values[f.name]
             elif f.name == "group_consumer_migration_policy":
                 values[f.name] = str(raw)
+            elif f.name == "empty_group_assignment_epoch":
+                text = str(raw).strip().lower()
+                if text not in ("true", "false"):
+                    raise ValueError(f"{key} must be true or false, not {raw!r}")
+                values[f.name] = text == "true"
             else:
                 try:
                     values[f.name] = int(str(raw).strip())

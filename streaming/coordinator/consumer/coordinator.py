@@ -152,6 +152,8 @@ class ConsumerGroupCoordinator:
         kind = event["type"]
         if kind == "log_end":  # not a request: passed on, after the timers due before it, for the lag views
             return out + [outputs.log_end(event)]
+        if kind == "client_report":  # the client's word, not a request: passed on likewise
+            return out + [outputs.client_report(event)]
         if kind in ("consumer_heartbeat", "commit") and event.get("group_id") in self.soft:
             out += self._watch_restored(event)
         handler = self.HANDLERS.get(kind)
@@ -1045,6 +1047,8 @@ class ConsumerGroupCoordinator:
         if metadata != group.subscription_metadata:
             records.append(R.partition_metadata(gid, metadata))
         records.append(R.epoch(gid, group.group_epoch + 1))
+        if self.config.empty_group_assignment_epoch and len(members) == len(group.members):
+            records.append(R.target_assignment_epoch(gid, group.group_epoch + 1))  # KAFKA-20442 (Kafka 4.4)
         out: Outputs = []
         for m in members:
             if reason is not None:
