@@ -12,6 +12,7 @@ Two registries, because Kafka has two kinds of assignors with different inputs:
 
 ``range`` is in both and means the client RangeAssignor in the first, the coordinator's in the second.
 """
+
 from .base import COOPERATIVE, EAGER, Assignor, Subscription, TopicPartition
 from .registry import available_assignors, get_assignor, register_assignor
 from .server import available_server_assignors, get_server_assignor

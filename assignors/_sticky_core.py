@@ -27,6 +27,7 @@ unless ``prefer_rack_aware``).  Then
   candidate, but in both of its branches it moves the partition to the least loaded subscriber, so the
   outcome is the one of the rack-unaware loop and nothing of it is ported.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -143,9 +144,7 @@ class RackInfo:
         self.consumer_racks = {m: s.rack for m, s in subscriptions.items() if s.rack}
         self.by_topic = by_topic
         # Kafka's numConsumersByPartition, per distinct set of replica racks
-        self.rack_consumer_counts = {
-            racks: sum(consumers_per_rack.get(r, 0) for r in racks) for racks in distinct
-        }
+        self.rack_consumer_counts = {racks: sum(consumers_per_rack.get(r, 0) for r in racks) for racks in distinct}
 
     def racks(self, tp: TopicPartition) -> frozenset[str]:
         lst = self.by_topic.get(tp[0])
@@ -287,8 +286,7 @@ class _ConstrainedBuilder:
             if rack is not None and mine:
                 # An owned partition off the member's rack is released (and may move to a member on its rack).
                 by_topic = racks.by_topic  # (owned partitions are of subscribed topics; the index may be stale)
-                kept = [tp for tp in mine
-                        if 0 <= tp[1] < len(by_topic[tp[0]]) and rack in by_topic[tp[0]][tp[1]]]
+                kept = [tp for tp in mine if 0 <= tp[1] < len(by_topic[tp[0]]) and rack in by_topic[tp[0]][tp[1]]]
                 if len(kept) < len(mine):
                     kept_set = set(kept)
                     for tp in mine:
@@ -350,8 +348,9 @@ class _ConstrainedBuilder:
         # How many members of each list sit on a rack of each distinct replica-rack set: a partition whose set
         # has no candidate is skipped without the scan Kafka does over the whole list.
         rack_sets = list(racks.rack_consumer_counts)
-        sets_with: dict[str | None, list[frozenset[str]]] = {r: [rs for rs in rack_sets if r in rs] for r in
-                                                             set(rack_of.values())}
+        sets_with: dict[str | None, list[frozenset[str]]] = {
+            r: [rs for rs in rack_sets if r in rs] for r in set(rack_of.values())
+        }
         sets_with[None] = []
         under_in = dict.fromkeys(rack_sets, 0)
         exact_in = dict.fromkeys(rack_sets, 0)
@@ -553,9 +552,7 @@ class _GeneralBuilder:
                 self.topic_consumers[t].append(member)
         # currentAssignment starts from the validated owned partitions
         self.current: dict[str, list[TopicPartition]] = {m: list(owned.get(m, ())) for m in members}
-        self.partition_consumer: dict[TopicPartition, str] = {
-            tp: m for m in members for tp in self.current[m]
-        }
+        self.partition_consumer: dict[TopicPartition, str] = {tp: m for m in members for tp in self.current[m]}
         topic_key = java_string_order_key(topics)
         self.topic_order = sorted(topics, key=lambda t: (len(self.topic_consumers[t]), topic_key(t)))
         self.sorted_all = _sorted_topic_partitions(topics, self.topic_order)
@@ -684,7 +681,8 @@ class _GeneralBuilder:
         to_assign = unassigned
         if self.racks is not None:
             to_assign = [
-                tp for tp in unassigned
+                tp
+                for tp in unassigned
                 if not (self.topic_consumers[tp.topic] and self._assign_to_least_loaded(tp, self.racks))
             ]
         for tp in to_assign:

@@ -3,6 +3,7 @@
 Java's own orderings and hashes (``String.compareTo``, ``String.hashCode``, ``HashMap`` order), which some of
 Kafka's answers depend on, are in ``assignors/java.py``.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -46,9 +47,7 @@ class Subscription:
     ) -> None:
         # Normalise plain tuples/lists so callers may pass [["t", 0]] straight from JSON.
         object.__setattr__(self, "topics", tuple(topics))
-        object.__setattr__(
-            self, "owned_partitions", tuple(TopicPartition(t, int(p)) for t, p in owned_partitions)
-        )
+        object.__setattr__(self, "owned_partitions", tuple(TopicPartition(t, int(p)) for t, p in owned_partitions))
         object.__setattr__(self, "generation", None if generation is None or generation < 0 else generation)
         object.__setattr__(self, "group_instance_id", group_instance_id)
         object.__setattr__(self, "rack", rack)

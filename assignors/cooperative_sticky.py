@@ -3,6 +3,7 @@
 Same assignment as Sticky, except that a partition moving from one member to another is left out of this
 round: its owner revokes it first, rejoins, and the follow-up rebalance hands it to the new member.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

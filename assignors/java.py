@@ -14,6 +14,7 @@ It lives in ``assignors/``, the lowest layer, which imports nothing else of this
 coordinators (``streaming/coordinator``), the ``__consumer_offsets`` partitioning (``offsets_store``) and the producer
 partitioners (``streaming/feeds``) all sit above it, so each can use this one copy without an import cycle.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -68,12 +69,13 @@ def java_sorted(values: Iterable[str]) -> list[str]:
 
 
 # ------------------------------------------------------------------ HashMap / HashSet
-TREEIFY_THRESHOLD = 8        # a bucket's 9th key turns it into a tree bin ...
-MIN_TREEIFY_CAPACITY = 64    # ... only in a table this big; a smaller one doubles instead
+TREEIFY_THRESHOLD = 8  # a bucket's 9th key turns it into a tree bin ...
+MIN_TREEIFY_CAPACITY = 64  # ... only in a table this big; a smaller one doubles instead
 
 
-def java_hash_order(keys: Iterable[K], hash_fn: Callable[[K], int] | None = None,
-                    initial_capacity: int | None = None) -> list[K]:
+def java_hash_order(
+    keys: Iterable[K], hash_fn: Callable[[K], int] | None = None, initial_capacity: int | None = None
+) -> list[K]:
     """Iteration order of a ``java.util.HashMap``/``HashSet`` after inserting ``keys`` in this order (see
     ``JavaHashSet``). ``hash_fn``: the keys' ``hashCode()`` (default: ``String.hashCode``); ``initial_capacity``
     mirrors ``new HashMap<>(n)``, None the default constructor. Repeated keys keep their first position, like ``put``
@@ -99,10 +101,10 @@ class JavaHashSet(Generic[K]):
 
     def __init__(self, hash_fn: Callable[[K], int] | None = None, initial_capacity: int | None = None) -> None:
         self._hash = hash_fn or _cached_string_hash
-        self._entries: dict[K, tuple[int, int]] = {}   # key -> (spread hash, insertion number)
+        self._entries: dict[K, tuple[int, int]] = {}  # key -> (spread hash, insertion number)
         self._added = 0
         self._capacity = 16 if initial_capacity is None else _table_size_for(initial_capacity)
-        self._buckets: Counter[int] = Counter()   # keys per bucket, while the table is small enough to grow for one
+        self._buckets: Counter[int] = Counter()  # keys per bucket, while the table is small enough to grow for one
 
     def add(self, key: K) -> None:
         if key in self._entries:
@@ -115,7 +117,7 @@ class JavaHashSet(Generic[K]):
             self._buckets[h & (self._capacity - 1)] += 1
         self._entries[key] = (h, self._added)
         self._added += 1
-        if len(self._entries) > self._capacity * 3 // 4:   # HashMap's threshold: (int) (capacity * 0.75f)
+        if len(self._entries) > self._capacity * 3 // 4:  # HashMap's threshold: (int) (capacity * 0.75f)
             self._grow()
 
     def discard(self, key: K) -> None:
@@ -129,8 +131,11 @@ class JavaHashSet(Generic[K]):
 
     def _grow(self) -> None:
         self._capacity *= 2
-        self._buckets = Counter(h & (self._capacity - 1) for h, _ in self._entries.values()) \
-            if self._capacity < MIN_TREEIFY_CAPACITY else Counter()
+        self._buckets = (
+            Counter(h & (self._capacity - 1) for h, _ in self._entries.values())
+            if self._capacity < MIN_TREEIFY_CAPACITY
+            else Counter()
+        )
 
     def _position(self) -> Callable[[K], tuple[int, int]]:
         mask, entries = self._capacity - 1, self._entries
@@ -159,8 +164,9 @@ def timeline_capacity_after_adding(capacity: int, size: int) -> int:
     return capacity
 
 
-def timeline_hash_order(keys: Iterable[K], capacity: int = TIMELINE_MIN_CAPACITY,
-                        hash_fn: Callable[[K], int] | None = None) -> list[K]:
+def timeline_hash_order(
+    keys: Iterable[K], capacity: int = TIMELINE_MIN_CAPACITY, hash_fn: Callable[[K], int] | None = None
+) -> list[K]:
     """Iteration order of a Kafka ``TimelineHashMap`` (``BaseHashTable``) after adding ``keys`` in this order to an
     empty table of ``capacity`` slots (it grows as it fills, see ``timeline_capacity_after_adding``). A key's slot
     is the top bits of its ``hashCode()`` times -7046029254386353131 (Knuth's multiplicative hashing), as many bits

@@ -16,6 +16,7 @@ for members whose subscription version carries none.
 Not covered: replica racks for KIP-881 (kafka-python's metadata has no rack per replica), so Range and the
 sticky assignors run without rack matching here; the consumer's own rack is still advertised.
 """
+
 from __future__ import annotations
 
 import struct
@@ -28,7 +29,7 @@ from .base import COOPERATIVE, EAGER, Assignor, Subscription, TopicPartition
 from .registry import get_assignor
 
 _PROTOCOLS = {EAGER: RebalanceProtocol.EAGER, COOPERATIVE: RebalanceProtocol.COOPERATIVE}
-DEFAULT_GENERATION = -1   # what Kafka's sticky assignors take for a generation they cannot read
+DEFAULT_GENERATION = -1  # what Kafka's sticky assignors take for a generation they cannot read
 
 
 # ---- Java StickyAssignor user data (STICKY_ASSIGNOR_USER_DATA_V1) ---------------------------------------------

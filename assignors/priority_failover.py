@@ -10,6 +10,7 @@ Ties break by Kafka's member order (static members by group.instance.id, then me
 the highest-priority member *subscribed to it*, which is the seed's behaviour when all subscriptions agree and
 keeps the result valid when they do not.
 """
+
 from __future__ import annotations
 
 import struct
@@ -43,9 +44,7 @@ class PriorityFailoverAssignor(Assignor):
     ) -> Assignment:
         assignment: dict[str, list[TopicPartition]] = {m: [] for m in subscriptions}
         # stable sort: equal priorities keep Kafka's member order
-        ranked = sorted(
-            sorted_members(subscriptions), key=lambda m: -decode_priority(subscriptions[m].user_data)
-        )
+        ranked = sorted(sorted_members(subscriptions), key=lambda m: -decode_priority(subscriptions[m].user_data))
         for topic in sorted({t for s in subscriptions.values() for t in s.topics}):
             count = partitions_per_topic.get(topic, 0)
             owner = next((m for m in ranked if topic in subscriptions[m].topics), None)

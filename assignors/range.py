@@ -8,6 +8,7 @@ member partitions that have a replica in its rack -- still within that member's 
 the remaining quota with plain ranges.  Topics with the same subscribers and partition count are
 co-partitioned: partition p of all of them goes to the same member so joins stay local.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -34,8 +35,16 @@ class _TopicState:
     """Per-topic bookkeeping, as in Kafka's RangeAssignor.TopicAssignmentState."""
 
     __slots__ = (
-        "topic", "consumers", "consumer_racks", "partition_racks", "unassigned", "assigned_count",
-        "per_consumer", "remaining_extra", "needs_rack_aware", "num_partitions",
+        "topic",
+        "consumers",
+        "consumer_racks",
+        "partition_racks",
+        "unassigned",
+        "assigned_count",
+        "per_consumer",
+        "remaining_extra",
+        "needs_rack_aware",
+        "num_partitions",
     )
 
     def __init__(
@@ -107,8 +116,9 @@ class RangeAssignor(Assignor):
         consumer_racks = {m: s.rack for m, s in subscriptions.items() if s.rack}  # Kafka ignores ""
 
         states = [
-            _TopicState(topic, n, consumers_per_topic.get(topic, []), consumer_racks, partition_racks,
-                        self.prefer_rack_aware)
+            _TopicState(
+                topic, n, consumers_per_topic.get(topic, []), consumer_racks, partition_racks, self.prefer_rack_aware
+            )
             for topic, n in sorted(partitions_per_topic.items())
             if n > 0 and topic in consumers_per_topic
         ]
@@ -164,10 +174,7 @@ class RangeAssignor(Assignor):
         remaining = dict.fromkeys(consumers)
         for p in range(num_partitions):
             match = next(
-                (
-                    c for c in remaining
-                    if all(s.racks_match(c, p) and s.max_assignable(c) > 0 for s in states)
-                ),
+                (c for c in remaining if all(s.racks_match(c, p) and s.max_assignable(c) > 0 for s in states)),
                 None,
             )
             if match is None:

@@ -3,6 +3,7 @@
 Server-side (KIP-848) assignors have their own lookup under the broker's names:
 ``assignors.server.get_server_assignor``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -53,6 +54,12 @@ def available_assignors() -> list[str]:
     return sorted(_REGISTRY)
 
 
-for _cls in (RangeAssignor, RoundRobinAssignor, StickyAssignor, CooperativeStickyAssignor,
-             PriorityFailoverAssignor, TemplateAssignor):
+for _cls in (
+    RangeAssignor,
+    RoundRobinAssignor,
+    StickyAssignor,
+    CooperativeStickyAssignor,
+    PriorityFailoverAssignor,
+    TemplateAssignor,
+):
     register_assignor(_cls)

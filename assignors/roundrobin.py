@@ -4,6 +4,7 @@ All subscribed partitions, sorted by topic then partition, are dealt to the memb
 a member not subscribed to a partition's topic is skipped (without losing its turn for later partitions of
 other topics -- the cursor simply moves on, exactly as Kafka's CircularIterator does).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

@@ -21,6 +21,7 @@ Register it so ``get_assignor`` and the kafka-python adapters can find it::
 The example below deals each topic's partitions round-robin over that topic's subscribers, starting each
 topic at a different member so single-partition topics do not all land on the first member.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

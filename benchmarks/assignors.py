@@ -12,6 +12,7 @@ members spread over them, every partition with replicas on two of the three (so 
 path is taken).  It prints wall and CPU seconds per round (CPU time is the steadier figure on a shared machine),
 the racks/no-racks ratio, and how many partitions ended on a member outside their replicas' racks.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,7 +57,8 @@ def kp_members(subs: dict[str, Subscription], sticky: bool) -> list[Member]:
     for member_id, sub in subs.items():
         if sticky:
             meta = StickyPartitionAssignor._metadata(
-                sub.topics, list(sub.owned_partitions) if sub.owned_partitions else None, sub.generation or -1)
+                sub.topics, list(sub.owned_partitions) if sub.owned_partitions else None, sub.generation or -1
+            )
         else:
             meta = ConsumerProtocolSubscription(0, list(sub.topics), b"")
         out.append(Member(member_id, sub.group_instance_id, meta))
@@ -74,8 +76,11 @@ def run_case(label: str, num_topics: int, parts: int, num_members: int, compare:
     print(f"\n== {label}: {num_topics} topics x {parts} partitions = {total:,} partitions, {num_members} members ==")
     cluster = Cluster(topics)
     subs1 = {f"consumer-{i:05d}": Subscription(every) for i in range(num_members)}
-    kp_classes = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor,
-                  "sticky": StickyPartitionAssignor}
+    kp_classes = {
+        "range": RangePartitionAssignor,
+        "roundrobin": RoundRobinPartitionAssignor,
+        "sticky": StickyPartitionAssignor,
+    }
     print(f"{'assignor':<20}{'round':<8}{'ours (s)':>10}{'kafka-python (s)':>18}{'speed-up':>10}")
     for name in ["range", "roundrobin", "sticky", "cooperative-sticky"]:
         ours = get_assignor(name)
@@ -100,8 +105,10 @@ def run_case(label: str, num_topics: int, parts: int, num_members: int, compare:
                 print(f"{name:<20}{rnd:<8}{ours_t:>10.3f}{kp_t:>18.3f}{kp_t / ours_t:>9.1f}x  {same}")
             else:
                 print(f"{name:<20}{rnd:<8}{ours_t:>10.3f}{'-':>18}{'-':>10}")
-        print(f"{'':<20}round 2: sizes {min(sizes)}..{max(sizes)}, kept {kept:,} of {total - len(r1[gone]):,} "
-              f"owned partitions")
+        print(
+            f"{'':<20}round 2: sizes {min(sizes)}..{max(sizes)}, kept {kept:,} of {total - len(r1[gone]):,} "
+            f"owned partitions"
+        )
 
 
 RACKS = ["rack-a", "rack-b", "rack-c"]
@@ -135,23 +142,28 @@ def run_rack_case(label: str, num_topics: int, parts: int, num_members: int) -> 
         plain_cpu = {}
         for with_racks in (False, True):
             pr = partition_racks if with_racks else None
-            subs1 = {f"consumer-{i:05d}": Subscription(every, rack=RACKS[i % 3] if with_racks else None)
-                     for i in range(num_members)}
+            subs1 = {
+                f"consumer-{i:05d}": Subscription(every, rack=RACKS[i % 3] if with_racks else None)
+                for i in range(num_members)
+            }
             ours = get_assignor(name)
             w1, c1, r1 = timed_cpu(lambda: ours.assign(topics, subs1, pr))
             gone = next(iter(subs1))
             subs2 = {m: Subscription(every, r1[m], 1, rack=s.rack) for m, s in subs1.items() if m != gone}
             w2, c2, r2 = timed_cpu(lambda: ours.assign(topics, subs2, pr))
             for rnd, wall, cpu, subs, result in (("1", w1, c1, subs1, r1), ("2", w2, c2, subs2, r2)):
-                off = sum(1 for m, ps in result.items() if subs[m].rack for p in ps
-                          if subs[m].rack not in partition_racks[p])
+                off = sum(
+                    1 for m, ps in result.items() if subs[m].rack for p in ps if subs[m].rack not in partition_racks[p]
+                )
                 if with_racks:
                     ratio = f"{cpu / plain_cpu[rnd]:>10.2f}x"
                 else:
                     plain_cpu[rnd] = cpu
                     ratio = f"{'-':>11}"
-                print(f"{name:<20}{'yes' if with_racks else 'no':<7}{rnd:<7}{wall:>9.3f}{cpu:>9.3f}{ratio}"
-                      f"{off if with_racks else '-':>10}")
+                print(
+                    f"{name:<20}{'yes' if with_racks else 'no':<7}{rnd:<7}{wall:>9.3f}{cpu:>9.3f}{ratio}"
+                    f"{off if with_racks else '-':>10}"
+                )
 
 
 def main(argv: list[str] | None = None) -> int:

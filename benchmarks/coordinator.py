@@ -4,6 +4,7 @@
 
 Target (issue 4): >= 200k heartbeats/s. Prints figures and the ratio to the target.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,12 +23,28 @@ TARGET_HEARTBEATS_PER_S = 200_000
 def stable_group(coordinator: GroupCoordinator, members: int, now: int) -> tuple[list[str], int]:
     ids = []
     for i in range(members):
-        e, _ = parse_event({"type": "join", "group_id": "bench", "member_id": "", "client_id": f"c{i}", "ts": now,
-                            "protocols": [{"name": "range", "topics": ["t"]}]})
+        e, _ = parse_event(
+            {
+                "type": "join",
+                "group_id": "bench",
+                "member_id": "",
+                "client_id": f"c{i}",
+                "ts": now,
+                "protocols": [{"name": "range", "topics": ["t"]}],
+            }
+        )
         ids.append(coordinator.handle(e)[-1]["member_id"])
     for m in ids:
-        e, _ = parse_event({"type": "join", "group_id": "bench", "member_id": m, "client_id": "c", "ts": now,
-                            "protocols": [{"name": "range", "topics": ["t"]}]})
+        e, _ = parse_event(
+            {
+                "type": "join",
+                "group_id": "bench",
+                "member_id": m,
+                "client_id": "c",
+                "ts": now,
+                "protocols": [{"name": "range", "topics": ["t"]}],
+            }
+        )
         coordinator.handle(e)
     now += 3_001
     coordinator.advance(now)
@@ -43,8 +60,17 @@ def bench_heartbeats(members: int, count: int) -> float:
     ids, now = stable_group(coordinator, members, 1_000)
     generation = coordinator.groups["bench"].generation
     # Pre-validated events, as the streaming job hands them over; time moves 1 ms every `members` heartbeats.
-    events = [{"type": "heartbeat", "group_id": "bench", "member_id": ids[i % members], "group_instance_id": None,
-               "generation": generation, "ts": now + i // members} for i in range(count)]
+    events = [
+        {
+            "type": "heartbeat",
+            "group_id": "bench",
+            "member_id": ids[i % members],
+            "group_instance_id": None,
+            "generation": generation,
+            "ts": now + i // members,
+        }
+        for i in range(count)
+    ]
     started = time.perf_counter()
     for e in events:
         coordinator.handle(e)
@@ -78,11 +104,15 @@ def main() -> None:
     p.add_argument("--storm", type=int, default=10_000, help="members of the join-storm group")
     args = p.parse_args()
     rate = bench_heartbeats(args.members, args.heartbeats)
-    print(f"heartbeats: {rate:,.0f}/s with {args.members} members in one group "
-          f"({rate / TARGET_HEARTBEATS_PER_S:.2f}x the {TARGET_HEARTBEATS_PER_S:,}/s target)")
+    print(
+        f"heartbeats: {rate:,.0f}/s with {args.members} members in one group "
+        f"({rate / TARGET_HEARTBEATS_PER_S:.2f}x the {TARGET_HEARTBEATS_PER_S:,}/s target)"
+    )
     storm = bench_join_storm(args.storm)
-    print(f"join storm: {args.storm:,} members join one group at once and sync in {storm:.1f} s "
-          f"({2 * args.storm / storm:,.0f} JoinGroups/s)")
+    print(
+        f"join storm: {args.storm:,} members join one group at once and sync in {storm:.1f} s "
+        f"({2 * args.storm / storm:,.0f} JoinGroups/s)"
+    )
     n, feed_rate = bench_feed(args.feed_minutes)
     print(f"simulated feed: {n:,} events (20 groups, {args.feed_minutes} min) replayed at {feed_rate:,.0f} events/s")
 

@@ -7,6 +7,7 @@ state of ``__consumer_offsets``: the same partitions committed again and again) 
 store is reopened and fully loaded, as a restarted tracker does. Targets (issue 5): >= 50k commits/s; loading 1M
 records < 10 s.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,9 +27,17 @@ TOPICS, GROUPS = 37, 1000
 
 
 def commit(i: int, offset: int) -> dict:
-    return {"type": "offset_commit", "group_id": f"group-{i % GROUPS}", "topic": f"topic-{i % TOPICS}",
-            "partition": i // (GROUPS * TOPICS), "offset": offset, "leader_epoch": 3, "metadata": "",
-            "commit_timestamp": 1_700_000_000_000 + offset, "expire_timestamp": -1}
+    return {
+        "type": "offset_commit",
+        "group_id": f"group-{i % GROUPS}",
+        "topic": f"topic-{i % TOPICS}",
+        "partition": i // (GROUPS * TOPICS),
+        "offset": offset,
+        "leader_epoch": 3,
+        "metadata": "",
+        "commit_timestamp": 1_700_000_000_000 + offset,
+        "expire_timestamp": -1,
+    }
 
 
 def write_phase(store, label: str, keys, batch: int, first_batch_id: int, offset_base: int) -> tuple[float, int]:
@@ -36,7 +45,7 @@ def write_phase(store, label: str, keys, batch: int, first_batch_id: int, offset
     started, batch_id = time.perf_counter(), first_batch_id
     with terminal.progress(label, total=len(keys), unit="commits") as task:
         for first in range(0, len(keys), batch):
-            store.write([commit(i, offset_base + i) for i in keys[first:first + batch]], batch_id=batch_id)
+            store.write([commit(i, offset_base + i) for i in keys[first : first + batch]], batch_id=batch_id)
             batch_id += 1
             task.update(completed=min(first + batch, len(keys)))
     return len(keys) / (time.perf_counter() - started), batch_id
@@ -53,7 +62,7 @@ def main() -> None:
         url = f"sqlite:{tmp}/offsets.db"
         store = open_store(url)
         insert_rate, next_batch = write_phase(store, "insert", range(args.records), args.batch, 0, 0)
-        stride = max(1, args.records // max(1, args.updates))   # spread the re-commits over the whole key space
+        stride = max(1, args.records // max(1, args.updates))  # spread the re-commits over the whole key space
         update_keys = [(k * stride) % args.records for k in range(args.updates)]
         update_rate, _ = write_phase(store, "update", update_keys, args.update_batch, next_batch, args.records)
         store.close()
@@ -68,12 +77,18 @@ def main() -> None:
         query_ms = (time.perf_counter() - started) * 1000
         store.close()
     assert len(loaded) == args.records, (len(loaded), args.records)
-    print(f"insert: {insert_rate:,.0f} commits/s in batches of {args.batch:,} "
-          f"({insert_rate / TARGET_COMMITS_PER_S:.2f}x the {TARGET_COMMITS_PER_S:,}/s target)")
-    print(f"update: {update_rate:,.0f} commits/s re-committing existing keys in batches of {args.update_batch:,} "
-          f"({update_rate / TARGET_COMMITS_PER_S:.2f}x the target)")
-    print(f"load: {len(loaded):,} records in {load_s:.2f} s "
-          f"(target: 1M in {TARGET_LOAD_S:.0f} s); store on disk {size_mb:,.0f} MB")
+    print(
+        f"insert: {insert_rate:,.0f} commits/s in batches of {args.batch:,} "
+        f"({insert_rate / TARGET_COMMITS_PER_S:.2f}x the {TARGET_COMMITS_PER_S:,}/s target)"
+    )
+    print(
+        f"update: {update_rate:,.0f} commits/s re-committing existing keys in batches of {args.update_batch:,} "
+        f"({update_rate / TARGET_COMMITS_PER_S:.2f}x the target)"
+    )
+    print(
+        f"load: {len(loaded):,} records in {load_s:.2f} s "
+        f"(target: 1M in {TARGET_LOAD_S:.0f} s); store on disk {size_mb:,.0f} MB"
+    )
     print(f"query: offsets of one group ({len(one_group):,} partitions) in {query_ms:.0f} ms")
 
 

@@ -7,6 +7,7 @@ Python heap (tracemalloc) of a coordinator holding the group, the group's state 
 state in, a heartbeat, state out), for: many small groups, a group of 10k members (2 partitions each, committed by
 1000 of them) and one member owning 10k partitions (all committed).
 """
+
 from __future__ import annotations
 
 import gc
@@ -35,8 +36,14 @@ def measure(build) -> tuple[object, int]:
 
 def step_time(coordinator, group: str, member_id: str, now: int) -> tuple[int, float]:
     state = coordinator.to_bytes()
-    event = {"type": "heartbeat", "group_id": group, "member_id": member_id, "group_instance_id": None,
-             "generation": coordinator.groups[group].generation, "ts": now + 1}
+    event = {
+        "type": "heartbeat",
+        "group_id": group,
+        "member_id": member_id,
+        "group_instance_id": None,
+        "generation": coordinator.groups[group].generation,
+        "ts": now + 1,
+    }
     started = time.perf_counter()
     step_group(state, [event], now + 1, CoordinatorConfig())
     return len(state), time.perf_counter() - started
@@ -57,8 +64,10 @@ def main() -> None:
     for m in ids:
         commit_all(single, "g", m, now + 1)
     size, took = step_time(single, "g", ids[0], now)
-    print(f"small group (3 members, 6 partitions committed): {used / 300 / 1024:.1f} KiB heap each, "
-          f"state {size} B, step {took * 1000:.1f} ms")
+    print(
+        f"small group (3 members, 6 partitions committed): {used / 300 / 1024:.1f} KiB heap each, "
+        f"state {size} B, step {took * 1000:.1f} ms"
+    )
 
     def big():
         coordinator = new_coordinator()
@@ -71,9 +80,11 @@ def main() -> None:
     (coordinator, ids, now), used = measure(big)
     built = time.perf_counter() - started
     size, took = step_time(coordinator, "big", ids[0], now)
-    print(f"group of 10k members (2 partitions each, 2000 committed): {used / 2**20:.1f} MiB heap, "
-          f"{used / 10_000 / 1024:.2f} KiB per member; state {size / 2**20:.2f} MiB ({size / 10_000:.0f} B per "
-          f"member); built in {built:.1f} s (under tracemalloc); step {took:.2f} s")
+    print(
+        f"group of 10k members (2 partitions each, 2000 committed): {used / 2**20:.1f} MiB heap, "
+        f"{used / 10_000 / 1024:.2f} KiB per member; state {size / 2**20:.2f} MiB ({size / 10_000:.0f} B per "
+        f"member); built in {built:.1f} s (under tracemalloc); step {took:.2f} s"
+    )
     del coordinator
 
     def wide():
@@ -84,8 +95,10 @@ def main() -> None:
 
     (coordinator, member, now), used = measure(wide)
     size, took = step_time(coordinator, "wide", member, now)
-    print(f"member with 10k partitions (all committed): {used / 2**20:.1f} MiB heap, {used / 10_000:.0f} B per "
-          f"partition; state {size / 1024:.0f} KiB ({size / 10_000:.1f} B per partition); step {took:.2f} s")
+    print(
+        f"member with 10k partitions (all committed): {used / 2**20:.1f} MiB heap, {used / 10_000:.0f} B per "
+        f"partition; state {size / 1024:.0f} KiB ({size / 10_000:.1f} B per partition); step {took:.2f} s"
+    )
 
 
 if __name__ == "__main__":

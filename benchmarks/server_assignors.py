@@ -12,6 +12,7 @@ group is reassigned from that target assignment (only this second call is timed)
 few runs, in milliseconds; the growth columns give how much the time grew against the previous row and the
 exponent ``log(time ratio) / log(size ratio)`` (1.0 = linear).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,18 +41,25 @@ RACKS = 3
 
 def topic_ids(count: int, seed: int = 848) -> list[str]:
     rng = random.Random(seed)
-    return [base64.urlsafe_b64encode(rng.getrandbits(128).to_bytes(16, "big")).decode().rstrip("=")
-            for _ in range(count)]
+    return [
+        base64.urlsafe_b64encode(rng.getrandbits(128).to_bytes(16, "big")).decode().rstrip("=") for _ in range(count)
+    ]
 
 
 def build(members: int, ratio: int, topics: int, kind: str, racks: bool):
     ids = topic_ids(topics)
     per_topic = members * ratio // topics
-    describer = SubscribedTopicDescriber([
-        TopicMetadata(t, f"topic-{i}", per_topic,
-                      {p: {f"rack{p % RACKS}", f"rack{(p + 1) % RACKS}"} for p in range(per_topic)} if racks else {})
-        for i, t in enumerate(ids)
-    ])
+    describer = SubscribedTopicDescriber(
+        [
+            TopicMetadata(
+                t,
+                f"topic-{i}",
+                per_topic,
+                {p: {f"rack{p % RACKS}", f"rack{(p + 1) % RACKS}"} for p in range(per_topic)} if racks else {},
+            )
+            for i, t in enumerate(ids)
+        ]
+    )
     subscriptions: dict[str, tuple[str, ...]] = {}
     if kind == HOMOGENEOUS:
         for i in range(members):
@@ -61,25 +69,35 @@ def build(members: int, ratio: int, topics: int, kind: str, racks: bool):
         topics_per_bucket = math.ceil(len(ids) / buckets)
         members_per_bucket = math.ceil(members / buckets)
         for b in range(buckets):
-            mine = tuple(ids[b * topics_per_bucket:(b + 1) * topics_per_bucket])
+            mine = tuple(ids[b * topics_per_bucket : (b + 1) * topics_per_bucket])
             for i in range(b * members_per_bucket, min((b + 1) * members_per_bucket, members)):
                 subscriptions[f"member{i}"] = mine
     rack_of = (lambda i: f"rack{i % RACKS}") if racks else (lambda i: None)
     return describer, subscriptions, rack_of, per_topic * topics
 
 
-def run(assignor_name: str, members: int, ratio: int, topics: int, kind: str, incremental: bool, racks: bool = False,
-        repeat: int = 3) -> tuple[float, int]:
+def run(
+    assignor_name: str,
+    members: int,
+    ratio: int,
+    topics: int,
+    kind: str,
+    incremental: bool,
+    racks: bool = False,
+    repeat: int = 3,
+) -> tuple[float, int]:
     assignor = get_server_assignor(assignor_name)
     describer, subscriptions, rack_of, total = build(members, ratio, topics, kind, racks)
     names = list(subscriptions)
     if incremental:
         first = {m: MemberSubscription(subscriptions[m], rack=rack_of(i)) for i, m in enumerate(names[:-1])}
         initial = assignor.assign(GroupSpec(first, subscription_type=kind), describer)
-        group = {m: MemberSubscription(s.topic_ids, rack=s.rack, assignment=initial.get(m, {}))
-                 for m, s in first.items()}
-        group["newMember"] = MemberSubscription(subscriptions[names[-2]] if kind == HETEROGENEOUS
-                                                else subscriptions[names[-1]], rack=rack_of(members - 1))
+        group = {
+            m: MemberSubscription(s.topic_ids, rack=s.rack, assignment=initial.get(m, {})) for m, s in first.items()
+        }
+        group["newMember"] = MemberSubscription(
+            subscriptions[names[-2]] if kind == HETEROGENEOUS else subscriptions[names[-1]], rack=rack_of(members - 1)
+        )
     else:
         group = {m: MemberSubscription(subscriptions[m], rack=rack_of(i)) for i, m in enumerate(names)}
     spec = GroupSpec(group, subscription_type=kind)
@@ -107,8 +125,10 @@ def growth_table(title: str, rows: list[tuple[int, int, int]], size_of, repeat: 
                         grow = f"{ms / prev[0]:.1f}x"
                         exp = f"{math.log(ms / prev[0]) / math.log(size / prev[1]):.2f}" if size != prev[1] else ""
                     prev = (ms, size)
-                    print(f"{assignor_name:<9}{kind:<15}{'INCREMENTAL' if incremental else 'FULL':<13}"
-                          f"{members:>8}{total:>11,}{ms:>10.1f}{grow:>8}{exp:>10}")
+                    print(
+                        f"{assignor_name:<9}{kind:<15}{'INCREMENTAL' if incremental else 'FULL':<13}"
+                        f"{members:>8}{total:>11,}{ms:>10.1f}{grow:>8}{exp:>10}"
+                    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,15 +143,25 @@ def main(argv: list[str] | None = None) -> int:
             for incremental in (False, True):
                 for racks in (False, True):
                     ms, _ = run(assignor_name, 1000, 10, 100, kind, incremental, racks)
-                    print(f"{assignor_name:<9}{kind:<15}{'INCREMENTAL' if incremental else 'FULL':<13}"
-                          f"{'yes' if racks else 'no':<7}{ms:>10.1f}")
+                    print(
+                        f"{assignor_name:<9}{kind:<15}{'INCREMENTAL' if incremental else 'FULL':<13}"
+                        f"{'yes' if racks else 'no':<7}{ms:>10.1f}"
+                    )
 
     members_series = [100, 500, 1000, 5000] if args.quick else [100, 500, 1000, 5000, 10000]
-    growth_table("growth with members (10 partitions per member, 100 topics)",
-                 [(m, 10, 100) for m in members_series], lambda members, total: members, repeat=2)
+    growth_table(
+        "growth with members (10 partitions per member, 100 topics)",
+        [(m, 10, 100) for m in members_series],
+        lambda members, total: members,
+        repeat=2,
+    )
     ratios = [5, 10, 50]
-    growth_table("growth with partitions (1,000 members, 100 topics, 5/10/50 partitions per member)",
-                 [(1000, r, 100) for r in ratios], lambda members, total: total, repeat=2)
+    growth_table(
+        "growth with partitions (1,000 members, 100 topics, 5/10/50 partitions per member)",
+        [(1000, r, 100) for r in ratios],
+        lambda members, total: total,
+        repeat=2,
+    )
     return 0
 
 

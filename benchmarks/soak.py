@@ -19,6 +19,7 @@ one's slope after the warm-up (least squares, MB a minute) and the verdict again
 < 1 MB/min for every process) and batch times flat. ``--detail`` keeps every sample (each process on its own) as
 JSON lines; ``--probe DIR`` turns on streaming/spark/memory_probe.py in the workers.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 TARGET_MB_PER_MIN = 1.0
-FLAT_BATCH_CHANGE = 0.25   # batch times are flat if the fitted p50 moves less than this share over the run
+FLAT_BATCH_CHANGE = 0.25  # batch times are flat if the fitted p50 moves less than this share over the run
 TOPIC = "soak-events"
 
 
@@ -48,8 +49,8 @@ def feed(bootstrap: str, topic: str, groups: int, cohort: int, turnover_s: float
     from streaming.feeds.simulator import SimulationSettings, Simulator
 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
-    live: collections.deque = collections.deque()   # (prefix, simulator), oldest first
-    deletes: list[tuple[float, list[str]]] = []      # (when, group ids) of retired cohorts
+    live: collections.deque = collections.deque()  # (prefix, simulator), oldest first
+    deletes: list[tuple[float, list[str]]] = []  # (when, group ids) of retired cohorts
     made = 0
 
     def now_ms() -> int:
@@ -61,8 +62,9 @@ def feed(bootstrap: str, topic: str, groups: int, cohort: int, turnover_s: float
         live.append((f"c{made}", Simulator(SimulationSettings(groups=cohort, seed=seed + made), start_ms=now_ms())))
 
     def send(event: dict) -> None:
-        producer.produce(topic, key=(event.get("group_id") or "").encode(),
-                         value=json.dumps(event, separators=(",", ":")).encode())
+        producer.produce(
+            topic, key=(event.get("group_id") or "").encode(), value=json.dumps(event, separators=(",", ":")).encode()
+        )
 
     for _ in range(max(1, groups // cohort)):
         start_cohort()
@@ -76,7 +78,7 @@ def feed(bootstrap: str, topic: str, groups: int, cohort: int, turnover_s: float
                 # Copies: the simulator's own coordinator may hold on to the events it handled.
                 send(dict(event, group_id=f"{prefix}-{event['group_id']}") if event.get("group_id") else event)
         if time.monotonic() >= next_turnover:
-            prefix, _ = live.popleft()   # its consumers stop: no heartbeat, no leave; the sessions expire
+            prefix, _ = live.popleft()  # its consumers stop: no heartbeat, no leave; the sessions expire
             ids = [f"{prefix}-group-{i}" for i in range(cohort)]
             # Deleted once its members are gone (session 10 s, rebalance up to 30 s); again later for a group that
             # was still rebalancing the first time (a delete of a deleted group is GROUP_ID_NOT_FOUND, no state).
@@ -102,7 +104,7 @@ def _proc_tree() -> dict[int, list[int]]:
                 stat = Path(f"/proc/{entry}/stat").read_text()
             except OSError:
                 continue
-            children[int(stat[stat.rindex(")") + 2:].split()[1])].append(int(entry))
+            children[int(stat[stat.rindex(")") + 2 :].split()[1])].append(int(entry))
     return children
 
 
@@ -125,9 +127,15 @@ def python_workers(jvm_pid: int) -> dict[int, dict]:
         todo += children.get(pid, [])
         info = _memory(pid)
         if info is not None and "python" in info["cmd"]:
-            info["kind"] = ("source runner" if "source_runner" in info["cmd"] else
-                            "daemon" if pid in children.get(jvm_pid, []) and "pyspark.daemon" in info["cmd"] else
-                            "worker" if "pyspark.daemon" in info["cmd"] else "other")
+            info["kind"] = (
+                "source runner"
+                if "source_runner" in info["cmd"]
+                else "daemon"
+                if pid in children.get(jvm_pid, []) and "pyspark.daemon" in info["cmd"]
+                else "worker"
+                if "pyspark.daemon" in info["cmd"]
+                else "other"
+            )
             out[pid] = info
     return out
 
@@ -137,8 +145,11 @@ def jvm_heap(spark) -> dict[str, int]:
     the rest is garbage not yet collected), the heap's limit and the JVM's non-heap (metaspace, code cache)."""
     management = spark.sparkContext._jvm.java.lang.management.ManagementFactory
     memory = management.getMemoryMXBean()
-    out = {"heap_used": memory.getHeapMemoryUsage().getUsed(), "heap_max": memory.getHeapMemoryUsage().getMax(),
-           "non_heap_used": memory.getNonHeapMemoryUsage().getUsed()}
+    out = {
+        "heap_used": memory.getHeapMemoryUsage().getUsed(),
+        "heap_max": memory.getHeapMemoryUsage().getMax(),
+        "non_heap_used": memory.getNonHeapMemoryUsage().getUsed(),
+    }
     for pool in management.getMemoryPoolMXBeans():
         name = pool.getName()
         if pool.getType().toString() == "Heap memory" and ("Old" in name or "Tenured" in name):
@@ -163,22 +174,43 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-MB = 2 ** 20
-COLUMNS = [   # (key, header, width)
-    ("minute", "min", 5), ("events_s", "ev/s", 5), ("driver", "driver MB", 9), ("jvm", "JVM MB", 7),
-    ("heap", "heap MB", 7), ("old_gc", "old@GC", 6), ("workers", "workers MB", 10), ("n_workers", "n", 2),
-    ("state_rows", "state rows", 10), ("state_mb", "state MB", 8), ("p50", "p50 s", 5), ("p90", "p90 s", 5),
-    ("load", "load", 4)]
-SLOPED = {"driver": "driver RSS", "jvm": "JVM RSS", "old_gc": "JVM old gen after GC", "heap": "JVM heap in use",
-          "workers": "Python workers RSS (all)", "state_mb": "state store memory"}
+MB = 2**20
+COLUMNS = [  # (key, header, width)
+    ("minute", "min", 5),
+    ("events_s", "ev/s", 5),
+    ("driver", "driver MB", 9),
+    ("jvm", "JVM MB", 7),
+    ("heap", "heap MB", 7),
+    ("old_gc", "old@GC", 6),
+    ("workers", "workers MB", 10),
+    ("n_workers", "n", 2),
+    ("state_rows", "state rows", 10),
+    ("state_mb", "state MB", 8),
+    ("p50", "p50 s", 5),
+    ("p90", "p90 s", 5),
+    ("load", "load", 4),
+]
+SLOPED = {
+    "driver": "driver RSS",
+    "jvm": "JVM RSS",
+    "old_gc": "JVM old gen after GC",
+    "heap": "JVM heap in use",
+    "workers": "Python workers RSS (all)",
+    "state_mb": "state store memory",
+}
 
 
 def print_row(row: dict) -> None:
     cells = []
     for key, _, width in COLUMNS:
         v = row.get(key)
-        cells.append(f"{v:>{width}.1f}" if isinstance(v, float) and key in ("minute", "p50", "p90", "state_mb", "load")
-                     else f"{v:>{width},.0f}" if isinstance(v, (int, float)) else f"{'-':>{width}}")
+        cells.append(
+            f"{v:>{width}.1f}"
+            if isinstance(v, float) and key in ("minute", "p50", "p90", "state_mb", "load")
+            else f"{v:>{width},.0f}"
+            if isinstance(v, (int, float))
+            else f"{'-':>{width}}"
+        )
     print("| " + " | ".join(cells) + " |", flush=True)
 
 
@@ -195,13 +227,21 @@ def sample(spark, query, jvm_pid: int, started: float, seen: dict) -> tuple[dict
     seen["at"] = time.monotonic()
     operators = next((p["stateOperators"][0] for p in reversed(progress) if p.get("stateOperators")), {})
     jvm = _memory(jvm_pid) or {"rss": 0, "pss": 0}
-    row = {"minute": (time.monotonic() - started) / 60, "events_s": rows / span if span else 0,
-           "driver": (_memory(os.getpid()) or {"rss": 0})["rss"] / MB, "jvm": jvm["rss"] / MB,
-           "heap": heap["heap_used"] / MB, "old_gc": heap.get("old_after_gc", 0) / MB,
-           "workers": sum(w["rss"] for w in workers.values()) / MB, "n_workers": len(workers),
-           "state_rows": operators.get("numRowsTotal"), "state_mb": operators.get("memoryUsedBytes", 0) / MB,
-           "p50": percentile(durations, 0.5), "p90": percentile(durations, 0.9),
-           "load": os.getloadavg()[0]}  # the machine is shared: batch times follow its load
+    row = {
+        "minute": (time.monotonic() - started) / 60,
+        "events_s": rows / span if span else 0,
+        "driver": (_memory(os.getpid()) or {"rss": 0})["rss"] / MB,
+        "jvm": jvm["rss"] / MB,
+        "heap": heap["heap_used"] / MB,
+        "old_gc": heap.get("old_after_gc", 0) / MB,
+        "workers": sum(w["rss"] for w in workers.values()) / MB,
+        "n_workers": len(workers),
+        "state_rows": operators.get("numRowsTotal"),
+        "state_mb": operators.get("memoryUsedBytes", 0) / MB,
+        "p50": percentile(durations, 0.5),
+        "p90": percentile(durations, 0.9),
+        "load": os.getloadavg()[0],
+    }  # the machine is shared: batch times follow its load
     detail = dict(
         row,
         batches=len(durations),
@@ -223,7 +263,7 @@ def verdict(rows: list[dict], warmup_min: float) -> bool:
     ok = True
     for key, name in SLOPED.items():
         s = slope([(r["minute"], r[key]) for r in after])
-        bounded = key in ("driver", "jvm", "old_gc", "workers")   # the heap in use swings with every collection
+        bounded = key in ("driver", "jvm", "old_gc", "workers")  # the heap in use swings with every collection
         if bounded:
             ok &= s < TARGET_MB_PER_MIN
         mark = ("ok" if s < TARGET_MB_PER_MIN else "GROWS") if bounded else "(information)"
@@ -236,10 +276,14 @@ def verdict(rows: list[dict], warmup_min: float) -> bool:
     flat = abs(change) < FLAT_BATCH_CHANGE
     ok &= flat
     loads = [r["load"] for r in after]
-    print(f"  {'batch duration p50':<26} {s * 1000:+7.1f} ms/min  ({change:+.0%} over {span:.0f} min around "
-          f"{mean:.2f} s: {'flat' if flat else 'NOT flat'}; load average {min(loads):.1f}-{max(loads):.1f})")
-    print(f"verdict: {'flat' if ok else 'NOT flat'} (target: every process < {TARGET_MB_PER_MIN:g} MB/min after "
-          f"warm-up, batch times flat)")
+    print(
+        f"  {'batch duration p50':<26} {s * 1000:+7.1f} ms/min  ({change:+.0%} over {span:.0f} min around "
+        f"{mean:.2f} s: {'flat' if flat else 'NOT flat'}; load average {min(loads):.1f}-{max(loads):.1f})"
+    )
+    print(
+        f"verdict: {'flat' if ok else 'NOT flat'} (target: every process < {TARGET_MB_PER_MIN:g} MB/min after "
+        f"warm-up, batch times flat)"
+    )
     return ok
 
 
@@ -247,9 +291,13 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--minutes", type=float, default=10)
     p.add_argument("--interval", type=float, default=30, help="seconds between samples")
-    p.add_argument("--warmup", type=float, default=5,
-                   help="minutes left out of the slopes: the workers' imports, the JIT, and the JVM's first periodic "
-                        "full collections (every 2 minutes, spark.cleaner.periodicGC.interval)")
+    p.add_argument(
+        "--warmup",
+        type=float,
+        default=5,
+        help="minutes left out of the slopes: the workers' imports, the JIT, and the JVM's first periodic "
+        "full collections (every 2 minutes, spark.cleaner.periodicGC.interval)",
+    )
     p.add_argument("--groups", type=int, default=300)
     p.add_argument("--cohort", type=int, default=30, help="groups that come and go together")
     p.add_argument("--turnover", type=float, default=60, help="seconds between one cohort's end and the next's start")
@@ -262,7 +310,7 @@ def main() -> int:
     if args.feed:
         feed(*args.feed, args.groups, args.cohort, args.turnover, args.seed)
         return 0
-    if args.probe:   # the workers inherit the driver's environment through the JVM
+    if args.probe:  # the workers inherit the driver's environment through the JVM
         os.makedirs(args.probe, exist_ok=True)
         os.environ["REBALANCE_TRACKER_MEMORY_PROBE"] = os.path.abspath(args.probe)
 
@@ -273,20 +321,40 @@ def main() -> int:
 
     broker = start_bundled_broker()
     spark = build_spark_session("rebalance-tracker-soak", conf=parse_conf(args.conf))
-    spark.sparkContext.setLogLevel("ERROR")   # not a warning a batch that runs late: the table says it
+    spark.sparkContext.setLogLevel("ERROR")  # not a warning a batch that runs late: the table says it
     jvm_pid = spark.sparkContext._gateway.proc.pid
     detail = open(args.detail, "w") if args.detail else None
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp, open(os.devnull, "w") as devnull:
         # The defaults of `rebalance-tracker run`, in a scratch directory; the live table drawn to nowhere.
-        config = TrackerConfig(bootstrap=broker.bootstrap, events_topic=TOPIC, store=f"sqlite:{tmp}/offsets.db",
-                               checkpoint=f"{tmp}/checkpoint")
+        config = TrackerConfig(
+            bootstrap=broker.bootstrap,
+            events_topic=TOPIC,
+            store=f"sqlite:{tmp}/offsets.db",
+            checkpoint=f"{tmp}/checkpoint",
+        )
         tracker = start_tracker(spark, config, LiveView(out=devnull, redraw=False))
-        feeder = subprocess.Popen([sys.executable, __file__, "--feed", broker.bootstrap, TOPIC,
-                                   "--groups", str(args.groups), "--cohort", str(args.cohort),
-                                   "--turnover", str(args.turnover), "--seed", str(args.seed)])
-        print(f"soak: {args.minutes:g} min, {args.groups} groups live ({args.cohort} replaced every "
-              f"{args.turnover:g} s), a sample every {args.interval:g} s; driver {os.getpid()}, JVM {jvm_pid}")
+        feeder = subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "--feed",
+                broker.bootstrap,
+                TOPIC,
+                "--groups",
+                str(args.groups),
+                "--cohort",
+                str(args.cohort),
+                "--turnover",
+                str(args.turnover),
+                "--seed",
+                str(args.seed),
+            ]
+        )
+        print(
+            f"soak: {args.minutes:g} min, {args.groups} groups live ({args.cohort} replaced every "
+            f"{args.turnover:g} s), a sample every {args.interval:g} s; driver {os.getpid()}, JVM {jvm_pid}"
+        )
         print("| " + " | ".join(f"{h:>{w}}" for _, h, w in COLUMNS) + " |")
         print("|" + "|".join("-" * (w + 2) for _, _, w in COLUMNS) + "|", flush=True)
         started = time.monotonic()

@@ -47,6 +47,7 @@ carry ``"value_version": 0``. Tagged fields of a newer schema are kept under ``"
 decode_record(k, v)) == (k, v)`` for anything Kafka writes. A tagged field Kafka wrote is never at its default (the
 writer skips those), so it comes back too.
 """
+
 from __future__ import annotations
 
 import base64
@@ -63,9 +64,19 @@ OFFSET_VALUE_WITH_EXPIRY = 1
 GROUP_VALUE_VERSION = 3
 CONSUMER_PROTOCOL_VERSION = 3
 
-__all__ = ["CodecError", "encode_record", "decode_record", "record_key", "encode_subscription",
-           "decode_subscription", "encode_assignment", "decode_assignment", "CONSUMER_GROUP_TYPES",
-           "record_group", "record_identity"]
+__all__ = [
+    "CodecError",
+    "encode_record",
+    "decode_record",
+    "record_key",
+    "encode_subscription",
+    "decode_subscription",
+    "encode_assignment",
+    "decode_assignment",
+    "CONSUMER_GROUP_TYPES",
+    "record_group",
+    "record_identity",
+]
 
 # record dict type -> (record type = key version, the key's record-dict fields after group_id)
 CONSUMER_GROUP_TYPES = {
@@ -84,14 +95,18 @@ _KEY_FIELDS = {"group_id": "groupId", "member_id": "memberId", "regular_expressi
 # ------------------------------------------------------------------ keys
 def record_key(record: dict) -> bytes:
     if record["type"] == "offset_commit":
-        return encode(s.OFFSET_COMMIT_KEY, record.get("key_version", OFFSET_KEY_VERSION),
-                      {"group": record["group_id"], "topic": record["topic"], "partition": record["partition"]})
+        return encode(
+            s.OFFSET_COMMIT_KEY,
+            record.get("key_version", OFFSET_KEY_VERSION),
+            {"group": record["group_id"], "topic": record["topic"], "partition": record["partition"]},
+        )
     if record["type"] == "group_metadata":
         return encode(s.GROUP_METADATA_KEY, GROUP_KEY_VERSION, {"group": record["group_id"]})
     if record["type"] in CONSUMER_GROUP_TYPES:
         version, fields = CONSUMER_GROUP_TYPES[record["type"]]
-        return encode(s.RECORD_TYPES[version][0], version,
-                      {_KEY_FIELDS[f]: _key_field(record, f) for f in ("group_id",) + fields})
+        return encode(
+            s.RECORD_TYPES[version][0], version, {_KEY_FIELDS[f]: _key_field(record, f) for f in ("group_id",) + fields}
+        )
     raise ValueError(f"not a __consumer_offsets record: {record['type']!r}")
 
 
@@ -100,8 +115,13 @@ def record_identity(record: dict) -> tuple:
     bytes (so the later replaces the earlier under compaction). Cheaper than the bytes, for compacting in memory."""
     kind = record["type"]
     if kind == "offset_commit":
-        return (kind, record.get("key_version", OFFSET_KEY_VERSION), record["group_id"], record["topic"],
-                int(record["partition"]))
+        return (
+            kind,
+            record.get("key_version", OFFSET_KEY_VERSION),
+            record["group_id"],
+            record["topic"],
+            int(record["partition"]),
+        )
     if kind == "group_metadata":
         return kind, record["group_id"]
     if kind in CONSUMER_GROUP_TYPES:
@@ -112,10 +132,14 @@ def record_identity(record: dict) -> tuple:
 # ------------------------------------------------------------------ records
 def encode_record(record: dict) -> tuple[bytes, bytes | None]:
     """(key, value); value None is a tombstone."""
-    if record["type"] == "offset_commit" and not record.get("tombstone") and \
-            record.get("expire_timestamp") in (None, -1) and UNKNOWN_TAGS not in record and \
-            record.get("value_version", OFFSET_VALUE_VERSION) == OFFSET_VALUE_VERSION and \
-            record.get("key_version", OFFSET_KEY_VERSION) == OFFSET_KEY_VERSION:
+    if (
+        record["type"] == "offset_commit"
+        and not record.get("tombstone")
+        and record.get("expire_timestamp") in (None, -1)
+        and UNKNOWN_TAGS not in record
+        and record.get("value_version", OFFSET_VALUE_VERSION) == OFFSET_VALUE_VERSION
+        and record.get("key_version", OFFSET_KEY_VERSION) == OFFSET_KEY_VERSION
+    ):
         return _fast_offset_commit(record)
     key = record_key(record)
     if record.get("tombstone"):
@@ -128,25 +152,49 @@ def encode_record(record: dict) -> tuple[bytes, bytes | None]:
         version = record.get("value_version")
         if version is None:
             version = OFFSET_VALUE_WITH_EXPIRY if expire != -1 else OFFSET_VALUE_VERSION
-        return key, encode(s.OFFSET_COMMIT_VALUE, version, {
-            "offset": int(record["offset"]), "leaderEpoch": int(record.get("leader_epoch", -1)),
-            "metadata": record.get("metadata") or "", "commitTimestamp": int(record["commit_timestamp"]),
-            "expireTimestamp": expire, "topicId": record.get("topic_id") or ZERO_UUID, **_tags_to_wire(record)})
+        return key, encode(
+            s.OFFSET_COMMIT_VALUE,
+            version,
+            {
+                "offset": int(record["offset"]),
+                "leaderEpoch": int(record.get("leader_epoch", -1)),
+                "metadata": record.get("metadata") or "",
+                "commitTimestamp": int(record["commit_timestamp"]),
+                "expireTimestamp": expire,
+                "topicId": record.get("topic_id") or ZERO_UUID,
+                **_tags_to_wire(record),
+            },
+        )
     consumer = record.get("protocol_type") == "consumer"
     members = []
     for m in record.get("members") or []:
         sub, assignment = m.get("subscription") or {}, m.get("assignment") or {}
-        members.append({
-            "memberId": m["member_id"], "groupInstanceId": m.get("group_instance_id"),
-            "clientId": m.get("client_id", ""), "clientHost": m.get("client_host", ""),
-            "rebalanceTimeout": int(m.get("rebalance_timeout", -1)), "sessionTimeout": int(m["session_timeout"]),
-            "subscription": _embedded_bytes(encode_subscription, sub, consumer),
-            "assignment": _embedded_bytes(encode_assignment, assignment, consumer), **_tags_to_wire(m)})
-    return key, encode(s.GROUP_METADATA_VALUE, record.get("value_version", GROUP_VALUE_VERSION), {
-        "protocolType": record.get("protocol_type") or "", "generation": int(record["generation"]),
-        "protocol": record.get("protocol"), "leader": record.get("leader"),
-        "currentStateTimestamp": int(record.get("current_state_timestamp", -1)), "members": members,
-        **_tags_to_wire(record)})
+        members.append(
+            {
+                "memberId": m["member_id"],
+                "groupInstanceId": m.get("group_instance_id"),
+                "clientId": m.get("client_id", ""),
+                "clientHost": m.get("client_host", ""),
+                "rebalanceTimeout": int(m.get("rebalance_timeout", -1)),
+                "sessionTimeout": int(m["session_timeout"]),
+                "subscription": _embedded_bytes(encode_subscription, sub, consumer),
+                "assignment": _embedded_bytes(encode_assignment, assignment, consumer),
+                **_tags_to_wire(m),
+            }
+        )
+    return key, encode(
+        s.GROUP_METADATA_VALUE,
+        record.get("value_version", GROUP_VALUE_VERSION),
+        {
+            "protocolType": record.get("protocol_type") or "",
+            "generation": int(record["generation"]),
+            "protocol": record.get("protocol"),
+            "leader": record.get("leader"),
+            "currentStateTimestamp": int(record.get("current_state_timestamp", -1)),
+            "members": members,
+            **_tags_to_wire(record),
+        },
+    )
 
 
 def _tags_to_wire(part: dict) -> dict:
@@ -175,14 +223,22 @@ def _fast_offset_commit(record: dict) -> tuple[bytes, bytes]:
     metadata = (record.get("metadata") or "").encode("utf-8")
     if max(len(group), len(topic), len(metadata)) > 0x7FFF:
         raise ValueError("a string of an offset commit is longer than Kafka's 32767 bytes")
-    key = b"".join((_KEY_HEAD.pack(OFFSET_KEY_VERSION, len(group)), group, _H.pack(len(topic)), topic,
-                    _I.pack(int(record["partition"]))))
+    key = b"".join(
+        (
+            _KEY_HEAD.pack(OFFSET_KEY_VERSION, len(group)),
+            group,
+            _H.pack(len(topic)),
+            topic,
+            _I.pack(int(record["partition"])),
+        )
+    )
     topic_id = uuid_bytes(record["topic_id"]) if record.get("topic_id") else bytes(16)
     # tagged fields: topicId (tag 0, 16 bytes), left out when zero (Kafka's "unknown", its default)
     tags = b"\x00" if topic_id == bytes(16) else b"\x01\x00\x10" + topic_id
     head = _VALUE_HEAD.pack(OFFSET_VALUE_VERSION, int(record["offset"]), int(record.get("leader_epoch", -1)))
-    value = b"".join((head, _uvarint_bytes(len(metadata) + 1), metadata, _Q.pack(int(record["commit_timestamp"])),
-                      tags))
+    value = b"".join(
+        (head, _uvarint_bytes(len(metadata) + 1), metadata, _Q.pack(int(record["commit_timestamp"])), tags)
+    )
     return key, value
 
 
@@ -201,8 +257,12 @@ def decode_record(key: bytes, value: bytes | None) -> dict:
         raise CodecError("record key shorter than its version")
     key_version = Reader(key).int("int16")
     if key_version not in s.RECORD_TYPES:
-        return {"type": "unknown", "key_version": key_version,
-                "record_type": s.KNOWN_OTHER_KEYS.get(key_version, "unknown"), "tombstone": value is None}
+        return {
+            "type": "unknown",
+            "key_version": key_version,
+            "record_type": s.KNOWN_OTHER_KEYS.get(key_version, "unknown"),
+            "tombstone": value is None,
+        }
     key_schema, value_schema = s.RECORD_TYPES[key_version]
     _, k = decode(key_schema, key)
     if key_version in _TYPE_OF_KEY_VERSION:
@@ -213,15 +273,29 @@ def decode_record(key: bytes, value: bytes | None) -> dict:
         version, v = decode(value_schema, value)
         return {**record, **_from_wire(value_schema, v), "tombstone": False, "value_version": version}
     if key_schema is s.OFFSET_COMMIT_KEY:
-        record = {"type": "offset_commit", "group_id": k["group"], "topic": k["topic"], "partition": k["partition"],
-                  "key_version": key_version}
+        record = {
+            "type": "offset_commit",
+            "group_id": k["group"],
+            "topic": k["topic"],
+            "partition": k["partition"],
+            "key_version": key_version,
+        }
         if value is None:
             return {**record, "tombstone": True}
         version, v = decode(value_schema, value)
         topic_id = {"topic_id": v["topicId"]} if v.get("topicId", ZERO_UUID) != ZERO_UUID else {}
-        return {**record, "offset": v["offset"], "leader_epoch": v["leaderEpoch"], "metadata": v["metadata"],
-                "commit_timestamp": v["commitTimestamp"], "expire_timestamp": v["expireTimestamp"], **topic_id,
-                "tombstone": False, "value_version": version, **_tags_from_wire(v)}
+        return {
+            **record,
+            "offset": v["offset"],
+            "leader_epoch": v["leaderEpoch"],
+            "metadata": v["metadata"],
+            "commit_timestamp": v["commitTimestamp"],
+            "expire_timestamp": v["expireTimestamp"],
+            **topic_id,
+            "tombstone": False,
+            "value_version": version,
+            **_tags_from_wire(v),
+        }
     if value is None:
         return {"type": "group_metadata", "group_id": k["group"], "tombstone": True}
     version, v = decode(value_schema, value)
@@ -230,16 +304,32 @@ def decode_record(key: bytes, value: bytes | None) -> dict:
     for m in v["members"]:
         # v0 has no rebalance timeout: Kafka's loader takes the session timeout (which bounded a 0.9 join round).
         rebalance_timeout = m["sessionTimeout"] if version == 0 else m["rebalanceTimeout"]
-        members.append({
-            "member_id": m["memberId"], "group_instance_id": m["groupInstanceId"], "client_id": m["clientId"],
-            "client_host": m["clientHost"], "rebalance_timeout": rebalance_timeout,
-            "session_timeout": m["sessionTimeout"],
-            "subscription": _embedded(decode_subscription, m["subscription"], consumer),
-            "assignment": _embedded(decode_assignment, m["assignment"], consumer), **_tags_from_wire(m)})
-    return {"type": "group_metadata", "group_id": k["group"], "tombstone": False,
-            "protocol_type": v["protocolType"], "generation": v["generation"], "protocol": v["protocol"],
-            "leader": v["leader"], "current_state_timestamp": v["currentStateTimestamp"], "members": members,
-            "value_version": version, **_tags_from_wire(v)}
+        members.append(
+            {
+                "member_id": m["memberId"],
+                "group_instance_id": m["groupInstanceId"],
+                "client_id": m["clientId"],
+                "client_host": m["clientHost"],
+                "rebalance_timeout": rebalance_timeout,
+                "session_timeout": m["sessionTimeout"],
+                "subscription": _embedded(decode_subscription, m["subscription"], consumer),
+                "assignment": _embedded(decode_assignment, m["assignment"], consumer),
+                **_tags_from_wire(m),
+            }
+        )
+    return {
+        "type": "group_metadata",
+        "group_id": k["group"],
+        "tombstone": False,
+        "protocol_type": v["protocolType"],
+        "generation": v["generation"],
+        "protocol": v["protocol"],
+        "leader": v["leader"],
+        "current_state_timestamp": v["currentStateTimestamp"],
+        "members": members,
+        "value_version": version,
+        **_tags_from_wire(v),
+    }
 
 
 # ------------------------------------------------------------------ KIP-848 values: record dict <-> wire dict
@@ -276,8 +366,10 @@ def _convert(kind, v, struct_fn, bytes_fn):
         form, elem = kind
         if form.endswith("struct"):
             return struct_fn(elem, v)
-        return [_convert(elem, item, struct_fn, bytes_fn) if not isinstance(elem, s.Struct)
-                else struct_fn(elem, item) for item in v]
+        return [
+            _convert(elem, item, struct_fn, bytes_fn) if not isinstance(elem, s.Struct) else struct_fn(elem, item)
+            for item in v
+        ]
     return bytes_fn(v) if kind in ("bytes", "nullable_bytes") else v
 
 
@@ -309,7 +401,7 @@ def _embedded(decoder, data: bytes, consumer: bool) -> dict:
 
 
 def _embedded_bytes(encoder, embedded: dict, consumer: bool) -> bytes:
-    if "raw" in embedded or not consumer:   # the bytes as read win over their decoded fields
+    if "raw" in embedded or not consumer:  # the bytes as read win over their decoded fields
         return _b64decode(embedded.get("raw"))
     return encoder(embedded)
 
@@ -332,34 +424,53 @@ def _by_topic(partitions) -> list[dict]:
 def encode_subscription(sub: dict, version: int | None = None) -> bytes:
     """At ``version``, else the version the subscription was decoded from, else the newest."""
     version = sub.get("version", CONSUMER_PROTOCOL_VERSION) if version is None else version
-    return encode(s.CONSUMER_PROTOCOL_SUBSCRIPTION, version, {
-        "topics": list(sub.get("topics") or []), "userData": _b64decode_nullable(sub.get("user_data")),
-        "ownedPartitions": _by_topic(sub.get("owned_partitions") or []),
-        "generationId": int(sub.get("generation", -1) if sub.get("generation") is not None else -1),
-        "rackId": sub.get("rack")})
+    return encode(
+        s.CONSUMER_PROTOCOL_SUBSCRIPTION,
+        version,
+        {
+            "topics": list(sub.get("topics") or []),
+            "userData": _b64decode_nullable(sub.get("user_data")),
+            "ownedPartitions": _by_topic(sub.get("owned_partitions") or []),
+            "generationId": int(sub.get("generation", -1) if sub.get("generation") is not None else -1),
+            "rackId": sub.get("rack"),
+        },
+    )
 
 
 def decode_subscription(data: bytes) -> dict:
     """A newer version than we know reads with the newest layout we know (Kafka's checkSubscriptionVersion)."""
     version, v = decode(s.CONSUMER_PROTOCOL_SUBSCRIPTION, data, newer_as_newest=True)
-    return {"topics": v["topics"], "user_data": _b64(v["userData"]),
-            "owned_partitions": [[tp["topic"], p] for tp in v["ownedPartitions"] or [] for p in tp["partitions"]],
-            "generation": v["generationId"], "rack": v["rackId"], "version": version}
+    return {
+        "topics": v["topics"],
+        "user_data": _b64(v["userData"]),
+        "owned_partitions": [[tp["topic"], p] for tp in v["ownedPartitions"] or [] for p in tp["partitions"]],
+        "generation": v["generationId"],
+        "rack": v["rackId"],
+        "version": version,
+    }
 
 
 def encode_assignment(assignment: dict, version: int | None = None) -> bytes:
     """At ``version``, else the version the assignment was decoded from, else the newest."""
     version = assignment.get("version", CONSUMER_PROTOCOL_VERSION) if version is None else version
-    return encode(s.CONSUMER_PROTOCOL_ASSIGNMENT, version, {
-        "assignedPartitions": _by_topic(assignment.get("partitions") or []),
-        "userData": _b64decode_nullable(assignment.get("user_data"))})
+    return encode(
+        s.CONSUMER_PROTOCOL_ASSIGNMENT,
+        version,
+        {
+            "assignedPartitions": _by_topic(assignment.get("partitions") or []),
+            "userData": _b64decode_nullable(assignment.get("user_data")),
+        },
+    )
 
 
 def decode_assignment(data: bytes) -> dict:
     """A newer version than we know reads with the newest layout we know (Kafka's checkAssignmentVersion)."""
     version, v = decode(s.CONSUMER_PROTOCOL_ASSIGNMENT, data, newer_as_newest=True)
-    return {"partitions": [[tp["topic"], p] for tp in v["assignedPartitions"] or [] for p in tp["partitions"]],
-            "user_data": _b64(v["userData"]), "version": version}
+    return {
+        "partitions": [[tp["topic"], p] for tp in v["assignedPartitions"] or [] for p in tp["partitions"]],
+        "user_data": _b64(v["userData"]),
+        "version": version,
+    }
 
 
 def _b64(data: bytes | None) -> str | None:

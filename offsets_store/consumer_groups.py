@@ -18,6 +18,7 @@ current assignment (member epoch, state, partitions pending revocation).
 
 Value dicts keep the codec's Kafka field names (see ``codec``), without the record's type/key/tombstone fields.
 """
+
 from __future__ import annotations
 
 from typing import Iterable
@@ -41,9 +42,18 @@ def consumer_group_states(records: Iterable[dict]) -> dict[str, dict]:
     for r in records:
         if not is_consumer_group_record(r) or r.get("tombstone"):
             continue
-        g = groups.setdefault(r["group_id"], {
-            "group_id": r["group_id"], "group_epoch": None, "metadata_hash": 0, "assignment_epoch": None,
-            "topic_names": {}, "regular_expressions": {}, "members": {}})
+        g = groups.setdefault(
+            r["group_id"],
+            {
+                "group_id": r["group_id"],
+                "group_epoch": None,
+                "metadata_hash": 0,
+                "assignment_epoch": None,
+                "topic_names": {},
+                "regular_expressions": {},
+                "members": {},
+            },
+        )
         kind, value = r["type"], _value(r)
         if kind == "consumer_group_metadata":
             g["group_epoch"], g["metadata_hash"] = value["epoch"], value.get("metadataHash", 0)
@@ -54,8 +64,9 @@ def consumer_group_states(records: Iterable[dict]) -> dict[str, dict]:
         elif kind == "consumer_group_regular_expression":
             g["regular_expressions"][r["regular_expression"]] = value
         else:
-            member = g["members"].setdefault(r["member_id"], {"metadata": None, "target_assignment": None,
-                                                              "current_assignment": None})
+            member = g["members"].setdefault(
+                r["member_id"], {"metadata": None, "target_assignment": None, "current_assignment": None}
+            )
             if kind == "consumer_group_member_metadata":
                 member["metadata"] = value
             elif kind == "consumer_group_target_assignment_member":

@@ -8,6 +8,7 @@ LAG-SECONDS (after kafka-consumer-groups' columns, so theirs keep their places):
 record is, read from that record itself -- now minus the timestamp of the record at the committed offset
 (CreateTime or LogAppendTime, as the topic keeps it) -- where the running tracker interpolates it from log-end
 samples (docs/lag.md); 0 when caught up."""
+
 from __future__ import annotations
 
 import argparse
@@ -17,11 +18,30 @@ import sys
 from streaming.kafka_client import kafka_conf, log_end
 from offsets_store.factory import DEFAULT_STORE, open_store, store_bootstrap
 
-HEADER = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
-          "CLIENT-ID", "LAG-SECONDS")
+HEADER = (
+    "GROUP",
+    "TOPIC",
+    "PARTITION",
+    "CURRENT-OFFSET",
+    "LOG-END-OFFSET",
+    "LAG",
+    "CONSUMER-ID",
+    "HOST",
+    "CLIENT-ID",
+    "LAG-SECONDS",
+)
 LAG_SECONDS_NOTE = "LAG-SECONDS: now - the timestamp of the record at the committed offset (the oldest unconsumed)"
-MEMBERS_HEADER = ("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "EPOCH",
-                  "TARGET-EPOCH", "STATE")
+MEMBERS_HEADER = (
+    "GROUP",
+    "CONSUMER-ID",
+    "GROUP-INSTANCE-ID",
+    "HOST",
+    "CLIENT-ID",
+    "#PARTITIONS",
+    "EPOCH",
+    "TARGET-EPOCH",
+    "STATE",
+)
 MEMBER_STATES = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS"}
 
 
@@ -31,13 +51,23 @@ def _consumer_members(state: dict | None) -> list[dict]:
     members = []
     for member_id, m in sorted(((state or {}).get("members") or {}).items()):
         meta, current = m["metadata"] or {}, m["current_assignment"] or {}
-        partitions = [(state["topic_names"].get(tp["topicId"], tp["topicId"]), p)
-                      for tp in current.get("assignedPartitions", []) for p in tp["partitions"]]
-        members.append({"member_id": member_id, "group_instance_id": meta.get("instanceId"),
-                        "client_host": meta.get("clientHost", "-"), "client_id": meta.get("clientId", "-"),
-                        "assignment": {"partitions": partitions}, "epoch": current.get("memberEpoch"),
-                        "target_epoch": state["assignment_epoch"],
-                        "state": MEMBER_STATES.get(current.get("state"), current.get("state"))})
+        partitions = [
+            (state["topic_names"].get(tp["topicId"], tp["topicId"]), p)
+            for tp in current.get("assignedPartitions", [])
+            for p in tp["partitions"]
+        ]
+        members.append(
+            {
+                "member_id": member_id,
+                "group_instance_id": meta.get("instanceId"),
+                "client_host": meta.get("clientHost", "-"),
+                "client_id": meta.get("clientId", "-"),
+                "assignment": {"partitions": partitions},
+                "epoch": current.get("memberEpoch"),
+                "target_epoch": state["assignment_epoch"],
+                "state": MEMBER_STATES.get(current.get("state"), current.get("state")),
+            }
+        )
     return members
 
 
@@ -48,13 +78,28 @@ def _members(store, group_id: str) -> list[dict]:
 
 
 def member_rows(store, group_id: str) -> list[tuple]:
-    return [(group_id, m["member_id"], _dash(m.get("group_instance_id")), m["client_host"], m["client_id"],
-             len(m["assignment"]["partitions"]), _dash(m.get("epoch")), _dash(m.get("target_epoch")),
-             _dash(m.get("state"))) for m in _members(store, group_id)]
+    return [
+        (
+            group_id,
+            m["member_id"],
+            _dash(m.get("group_instance_id")),
+            m["client_host"],
+            m["client_id"],
+            len(m["assignment"]["partitions"]),
+            _dash(m.get("epoch")),
+            _dash(m.get("target_epoch")),
+            _dash(m.get("state")),
+        )
+        for m in _members(store, group_id)
+    ]
 
 
-def describe_rows(store, group_id: str, log_end: dict[tuple[str, int], int] | None = None,
-                  ages: dict[tuple[str, int], float] | None = None) -> list[tuple]:
+def describe_rows(
+    store,
+    group_id: str,
+    log_end: dict[tuple[str, int], int] | None = None,
+    ages: dict[tuple[str, int], float] | None = None,
+) -> list[tuple]:
     """``ages``: per partition, the seconds since its oldest unconsumed record was written (``record_ages``)."""
     owners = {}
     for m in _members(store, group_id):
@@ -68,9 +113,20 @@ def describe_rows(store, group_id: str, log_end: dict[tuple[str, int], int] | No
         lag = max(end - current, 0) if end is not None and current is not None else None
         age = 0.0 if lag == 0 else (ages or {}).get(tp)
         m = owners.get(tp)
-        rows.append((group_id, tp[0], tp[1], _dash(current), _dash(end), _dash(lag),
-                     m["member_id"] if m else "-", m["client_host"] if m else "-", m["client_id"] if m else "-",
-                     "-" if age is None else f"{age:.1f}"))
+        rows.append(
+            (
+                group_id,
+                tp[0],
+                tp[1],
+                _dash(current),
+                _dash(end),
+                _dash(lag),
+                m["member_id"] if m else "-",
+                m["client_host"] if m else "-",
+                m["client_id"] if m else "-",
+                "-" if age is None else f"{age:.1f}",
+            )
+        )
     return rows
 
 
@@ -78,17 +134,25 @@ def _dash(v) -> str:
     return "-" if v is None else str(v)
 
 
-def log_end_offsets(bootstrap: str, partitions: list[tuple[str, int]], timeout_ms: int = 3_000,
-                    client: dict | None = None) -> dict[tuple[str, int], int]:
+def log_end_offsets(
+    bootstrap: str, partitions: list[tuple[str, int]], timeout_ms: int = 3_000, client: dict | None = None
+) -> dict[tuple[str, int], int]:
     """End offsets from the broker; empty when it cannot be reached within ``timeout_ms`` (the table shows '-')."""
     from kafka import KafkaConsumer, TopicPartition
     from kafka.errors import KafkaError
 
     try:
-        consumer = KafkaConsumer(**kafka_conf.for_client(
-            KafkaConsumer, client, bootstrap_servers=bootstrap, request_timeout_ms=5_000,
-            bootstrap_timeout_ms=timeout_ms, client_id="rebalance-tracker-describe"))
-    except KafkaError:   # no broker: the committed offsets are still worth showing
+        consumer = KafkaConsumer(
+            **kafka_conf.for_client(
+                KafkaConsumer,
+                client,
+                bootstrap_servers=bootstrap,
+                request_timeout_ms=5_000,
+                bootstrap_timeout_ms=timeout_ms,
+                client_id="rebalance-tracker-describe",
+            )
+        )
+    except KafkaError:  # no broker: the committed offsets are still worth showing
         return {}
     try:
         known = consumer.topics()
@@ -100,8 +164,13 @@ def log_end_offsets(bootstrap: str, partitions: list[tuple[str, int]], timeout_m
         consumer.close()
 
 
-def record_ages(bootstrap: str, committed: dict[tuple[str, int], int], timeout_ms: int = 3_000,
-                client: dict | None = None, now_ms: int | None = None) -> dict[tuple[str, int], float]:
+def record_ages(
+    bootstrap: str,
+    committed: dict[tuple[str, int], int],
+    timeout_ms: int = 3_000,
+    client: dict | None = None,
+    now_ms: int | None = None,
+) -> dict[tuple[str, int], float]:
     """Seconds since the record at each committed offset was written (its timestamp), for partitions with lag; a
     partition whose record does not come within ``timeout_ms`` (or that retention removed: the oldest kept record
     is read instead) is left out or answered from what came."""
@@ -113,10 +182,19 @@ def record_ages(bootstrap: str, committed: dict[tuple[str, int], int], timeout_m
     if not committed:
         return {}
     try:
-        consumer = KafkaConsumer(**kafka_conf.for_client(
-            KafkaConsumer, client, bootstrap_servers=bootstrap, request_timeout_ms=5_000, enable_auto_commit=False,
-            auto_offset_reset="earliest", max_poll_records=500, bootstrap_timeout_ms=timeout_ms,
-            client_id="rebalance-tracker-describe"))
+        consumer = KafkaConsumer(
+            **kafka_conf.for_client(
+                KafkaConsumer,
+                client,
+                bootstrap_servers=bootstrap,
+                request_timeout_ms=5_000,
+                enable_auto_commit=False,
+                auto_offset_reset="earliest",
+                max_poll_records=500,
+                bootstrap_timeout_ms=timeout_ms,
+                client_id="rebalance-tracker-describe",
+            )
+        )
     except KafkaError:
         return {}
     try:
@@ -154,9 +232,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="rebalance-tracker offsets", description=__doc__)
     p.add_argument("--group", action="append", default=None, help="group id (repeat; default: every group)")
     p.add_argument("--store", default=DEFAULT_STORE, help="sqlite:PATH or kafka:BOOTSTRAP/TOPIC (default: %(default)s)")
-    p.add_argument("--bootstrap", default=None,
-                   help="broker for log-end offsets and lag (default: $KAFKA_BOOTSTRAP, else a kafka: store's "
-                        "broker; '' or unreachable: LOG-END-OFFSET and LAG show '-')")
+    p.add_argument(
+        "--bootstrap",
+        default=None,
+        help="broker for log-end offsets and lag (default: $KAFKA_BOOTSTRAP, else a kafka: store's "
+        "broker; '' or unreachable: LOG-END-OFFSET and LAG show '-')",
+    )
     p.add_argument("--members", action="store_true", help="list the members with their epochs instead of offsets")
     kafka_conf.add_arguments(p)
     args = p.parse_args(argv)
@@ -194,8 +275,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         store.close()
     if not rows:
-        print(f"no committed offsets or members for {', '.join(args.group or ['any group'])} in {args.store}",
-              file=sys.stderr)
+        print(
+            f"no committed offsets or members for {', '.join(args.group or ['any group'])} in {args.store}",
+            file=sys.stderr,
+        )
         return 1
     print(format_table(rows))
     return 0

@@ -1,12 +1,13 @@
 """``open_store``: a store URL to a backend. Kept apart from the base class in ``store.py`` so that the backends,
 which build on that class, and the factory, which knows the backends, import in one direction only."""
+
 from __future__ import annotations
 
 from offsets_store.kafka_store import KafkaStore
 from offsets_store.sqlite_store import SqliteStore
 from offsets_store.store import Store
 
-DEFAULT_STORE = "sqlite:data/offsets.db"   # where the commands keep the store unless told
+DEFAULT_STORE = "sqlite:data/offsets.db"  # where the commands keep the store unless told
 
 
 def open_store(url: str, client: dict | None = None) -> Store:

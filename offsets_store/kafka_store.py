@@ -8,6 +8,7 @@ Loading reads every partition to its end and keeps the last value per key, so it
 broker has compacted yet (the bundled Tansu broker does not). Batch idempotency: after a batch's records are acked, a
 marker record (key version 0x7FFF, partition 0) stores its id; a batch id at or below the marker is skipped.
 """
+
 from __future__ import annotations
 
 import time
@@ -26,14 +27,15 @@ MARKER_PARTITION = 0
 
 
 class KafkaStore(Store):
-    def __init__(self, bootstrap: str, topic: str, partitions: int = 50, replication_factor: int = 1,
-                 client: dict | None = None) -> None:
+    def __init__(
+        self, bootstrap: str, topic: str, partitions: int = 50, replication_factor: int = 1, client: dict | None = None
+    ) -> None:
         self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
         # kafka-python settings (see streaming.kafka_client.kafka_conf), for every client of the store
         self.client = client or {}
         self._ensure_topic(replication_factor)
         self._producer = None
-        self._cache: dict[bytes, bytes] | None = None   # the compacted view: key -> latest non-null value
+        self._cache: dict[bytes, bytes] | None = None  # the compacted view: key -> latest non-null value
         self._last_batch_id = -1
 
     def _ensure_topic(self, replication_factor: int) -> None:
@@ -41,13 +43,20 @@ class KafkaStore(Store):
         from kafka.admin import NewTopic
         from kafka.errors import TopicAlreadyExistsError
 
-        admin = KafkaAdminClient(**for_client(KafkaAdminClient, self.client, bootstrap_servers=self.bootstrap,
-                                              client_id="rebalance-tracker-offsets-store"))
+        admin = KafkaAdminClient(
+            **for_client(
+                KafkaAdminClient,
+                self.client,
+                bootstrap_servers=self.bootstrap,
+                client_id="rebalance-tracker-offsets-store",
+            )
+        )
         try:
             if self.topic not in set(admin.list_topics()):
                 try:
-                    admin.create_topics([NewTopic(self.topic, self.partitions, replication_factor,
-                                                  topic_configs=TOPIC_CONFIG)])
+                    admin.create_topics(
+                        [NewTopic(self.topic, self.partitions, replication_factor, topic_configs=TOPIC_CONFIG)]
+                    )
                     return
                 except TopicAlreadyExistsError:
                     pass
@@ -56,8 +65,13 @@ class KafkaStore(Store):
             (described,) = admin.describe_topics([self.topic])
             existing = len(described["partitions"])
             if existing and existing != self.partitions:
-                log.warning("offsets store: topic %s has %d partitions, not %d; using %d", self.topic, existing,
-                            self.partitions, existing)
+                log.warning(
+                    "offsets store: topic %s has %d partitions, not %d; using %d",
+                    self.topic,
+                    existing,
+                    self.partitions,
+                    existing,
+                )
                 self.partitions = existing
         finally:
             admin.close()
@@ -67,9 +81,16 @@ class KafkaStore(Store):
         if self._producer is None:
             from kafka import KafkaProducer
 
-            self._producer = KafkaProducer(**for_client(KafkaProducer, self.client, bootstrap_servers=self.bootstrap,
-                                                        linger_ms=5, client_id="rebalance-tracker-offsets-store")
-                                           | {"acks": "all"})   # the batch marker relies on it
+            self._producer = KafkaProducer(
+                **for_client(
+                    KafkaProducer,
+                    self.client,
+                    bootstrap_servers=self.bootstrap,
+                    linger_ms=5,
+                    client_id="rebalance-tracker-offsets-store",
+                )
+                | {"acks": "all"}
+            )  # the batch marker relies on it
         return self._producer
 
     def last_batch_id(self) -> int:
@@ -79,24 +100,39 @@ class KafkaStore(Store):
     def start_new_lineage(self) -> None:
         self._view()
         marker = encode(s.BATCH_MARKER_VALUE, 0, {"batchId": -1})
-        send_until_delivered(lambda: self._send([(MARKER_KEY, marker, MARKER_PARTITION)]), self.bootstrap,
-                             f"offsets store {self.topic}: resetting the batch marker", self._drop_producer)
+        send_until_delivered(
+            lambda: self._send([(MARKER_KEY, marker, MARKER_PARTITION)]),
+            self.bootstrap,
+            f"offsets store {self.topic}: resetting the batch marker",
+            self._drop_producer,
+        )
         self._last_batch_id = -1
 
     def write(self, records: list[dict], batch_id: int | None = None) -> None:
         view = self._view()
         if already_applied(batch_id, self._last_batch_id):
-            return   # applied before (this process or an earlier one): a replay after a restart
-        encoded = [(encode_record(r), partition_for(record_group(r), self.partitions))
-                   for r in records if r.get("type") in STORE_TYPES]
+            return  # applied before (this process or an earlier one): a replay after a restart
+        encoded = [
+            (encode_record(r), partition_for(record_group(r), self.partitions))
+            for r in records
+            if r.get("type") in STORE_TYPES
+        ]
         what = f"offsets store {self.topic}" + (f", batch {batch_id}" if batch_id is not None else "")
         # The marker must never be durable before the records it vouches for: it goes only after all were acked.
-        send_until_delivered(lambda: self._send([(k, v, p) for (k, v), p in encoded]), self.bootstrap,
-                             f"{what}: writing {len(encoded)} records", self._drop_producer)
+        send_until_delivered(
+            lambda: self._send([(k, v, p) for (k, v), p in encoded]),
+            self.bootstrap,
+            f"{what}: writing {len(encoded)} records",
+            self._drop_producer,
+        )
         if batch_id is not None:
             marker = encode(s.BATCH_MARKER_VALUE, 0, {"batchId": batch_id})
-            send_until_delivered(lambda: self._send([(MARKER_KEY, marker, MARKER_PARTITION)]), self.bootstrap,
-                                 f"{what}: writing the batch marker", self._drop_producer)
+            send_until_delivered(
+                lambda: self._send([(MARKER_KEY, marker, MARKER_PARTITION)]),
+                self.bootstrap,
+                f"{what}: writing the batch marker",
+                self._drop_producer,
+            )
             self._last_batch_id = batch_id
         for (key, value), _ in encoded:
             if value is None:
@@ -130,9 +166,15 @@ class KafkaStore(Store):
         """Every partition from its start to its end; the last value per key wins, a null value deletes."""
         from kafka import KafkaConsumer, TopicPartition
 
-        consumer = KafkaConsumer(**for_client(KafkaConsumer, self.client, bootstrap_servers=self.bootstrap,
-                                              client_id="rebalance-tracker-offsets-loader")
-                                 | {"enable_auto_commit": False})
+        consumer = KafkaConsumer(
+            **for_client(
+                KafkaConsumer,
+                self.client,
+                bootstrap_servers=self.bootstrap,
+                client_id="rebalance-tracker-offsets-loader",
+            )
+            | {"enable_auto_commit": False}
+        )
         try:
             tps = [TopicPartition(self.topic, p) for p in sorted(consumer.partitions_for_topic(self.topic) or [])]
             consumer.assign(tps)
@@ -149,8 +191,11 @@ class KafkaStore(Store):
                     idle_deadline = time.monotonic() + 5
                 # The end is the high-water mark of a fetch response: Tansu under-reports ListOffsets(latest) when a
                 # produce request held several records, so the listed end is only a lower bound.
-                if all(consumer.highwater(tp) is not None
-                       and consumer.position(tp) >= max(listed[tp], consumer.highwater(tp)) for tp in tps):
+                if all(
+                    consumer.highwater(tp) is not None
+                    and consumer.position(tp) >= max(listed[tp], consumer.highwater(tp))
+                    for tp in tps
+                ):
                     break
                 if time.monotonic() > idle_deadline:
                     raise TimeoutError(f"could not read {self.topic} to its end")
@@ -162,7 +207,7 @@ class KafkaStore(Store):
         out = []
         for key, value in self._view().items():
             record = decode_record(key, value)
-            if record["type"] in STORE_TYPES:   # share/streams-group records are not ours to rebuild from
+            if record["type"] in STORE_TYPES:  # share/streams-group records are not ours to rebuild from
                 out.append(record)
         return out
 

@@ -1,4 +1,5 @@
 """Which ``__consumer_offsets`` partition holds a group: ``Utils.abs(groupId.hashCode()) % partitions``."""
+
 from __future__ import annotations
 
 from assignors.java import java_string_hash, kafka_abs

@@ -7,6 +7,7 @@ struct. A struct's ``flexible`` is the first version using compact encodings and
 with a ``tag`` is a tagged field (in every flexible version it exists in: all Kafka's coordinator records use
 ``"taggedVersions": "0+"``), written only when it is not its ``default``. ``REQUIRED``: the encoder needs a value.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,13 +19,13 @@ class _Required:
         return "REQUIRED"
 
 
-REQUIRED = _Required()   # no default: a record dict must give the field
+REQUIRED = _Required()  # no default: a record dict must give the field
 
 
 @dataclass(frozen=True)
 class Field:
     name: str
-    type: Any                  # str, ("array" | "nullable_array" | "struct" | "nullable_struct", elem)
+    type: Any  # str, ("array" | "nullable_array" | "struct" | "nullable_struct", elem)
     first: int = 0
     last: int | None = None
     default: Any = None
@@ -57,57 +58,92 @@ def nullable_struct(elem: "Struct") -> tuple:
     return ("nullable_struct", elem)
 
 
-OFFSET_COMMIT_KEY = Struct("OffsetCommitKey", (
-    Field("group", "string"), Field("topic", "string"), Field("partition", "int32"),
-), versions=(0, 1))
+OFFSET_COMMIT_KEY = Struct(
+    "OffsetCommitKey",
+    (
+        Field("group", "string"),
+        Field("topic", "string"),
+        Field("partition", "int32"),
+    ),
+    versions=(0, 1),
+)
 
 GROUP_METADATA_KEY = Struct("GroupMetadataKey", (Field("group", "string"),), versions=(2, 2))
 
-OFFSET_COMMIT_VALUE = Struct("OffsetCommitValue", (
-    Field("offset", "int64"),
-    Field("leaderEpoch", "int32", 3, None, -1),
-    Field("metadata", "string"),
-    Field("commitTimestamp", "int64"),
-    Field("expireTimestamp", "int64", 1, 1, -1),
-    Field("topicId", "uuid", 4, None, "AAAAAAAAAAAAAAAAAAAAAA", tag=0),   # Kafka 4.1+: absent when unknown
-), versions=(0, 4), flexible=4)
+OFFSET_COMMIT_VALUE = Struct(
+    "OffsetCommitValue",
+    (
+        Field("offset", "int64"),
+        Field("leaderEpoch", "int32", 3, None, -1),
+        Field("metadata", "string"),
+        Field("commitTimestamp", "int64"),
+        Field("expireTimestamp", "int64", 1, 1, -1),
+        Field("topicId", "uuid", 4, None, "AAAAAAAAAAAAAAAAAAAAAA", tag=0),  # Kafka 4.1+: absent when unknown
+    ),
+    versions=(0, 4),
+    flexible=4,
+)
 
-MEMBER_METADATA = Struct("MemberMetadata", (
-    Field("memberId", "string"),
-    Field("groupInstanceId", "nullable_string", 3, None, None),
-    Field("clientId", "string"),
-    Field("clientHost", "string"),
-    Field("rebalanceTimeout", "int32", 1, None, -1),
-    Field("sessionTimeout", "int32"),
-    Field("subscription", "bytes"),
-    Field("assignment", "bytes"),
-), versions=(0, 4), flexible=4)
+MEMBER_METADATA = Struct(
+    "MemberMetadata",
+    (
+        Field("memberId", "string"),
+        Field("groupInstanceId", "nullable_string", 3, None, None),
+        Field("clientId", "string"),
+        Field("clientHost", "string"),
+        Field("rebalanceTimeout", "int32", 1, None, -1),
+        Field("sessionTimeout", "int32"),
+        Field("subscription", "bytes"),
+        Field("assignment", "bytes"),
+    ),
+    versions=(0, 4),
+    flexible=4,
+)
 
-GROUP_METADATA_VALUE = Struct("GroupMetadataValue", (
-    Field("protocolType", "string"),
-    Field("generation", "int32"),
-    Field("protocol", "nullable_string"),
-    Field("leader", "nullable_string"),
-    Field("currentStateTimestamp", "int64", 2, None, -1),
-    Field("members", array(MEMBER_METADATA)),
-), versions=(0, 4), flexible=4)
+GROUP_METADATA_VALUE = Struct(
+    "GroupMetadataValue",
+    (
+        Field("protocolType", "string"),
+        Field("generation", "int32"),
+        Field("protocol", "nullable_string"),
+        Field("leader", "nullable_string"),
+        Field("currentStateTimestamp", "int64", 2, None, -1),
+        Field("members", array(MEMBER_METADATA)),
+    ),
+    versions=(0, 4),
+    flexible=4,
+)
 
-TOPIC_PARTITIONS = Struct("TopicPartition", (
-    Field("topic", "string"), Field("partitions", array("int32")),
-), versions=(0, 3))
+TOPIC_PARTITIONS = Struct(
+    "TopicPartition",
+    (
+        Field("topic", "string"),
+        Field("partitions", array("int32")),
+    ),
+    versions=(0, 3),
+)
 
-CONSUMER_PROTOCOL_SUBSCRIPTION = Struct("ConsumerProtocolSubscription", (
-    Field("topics", array("string")),
-    Field("userData", "nullable_bytes"),
-    Field("ownedPartitions", array(TOPIC_PARTITIONS), 1, None, ()),
-    Field("generationId", "int32", 2, None, -1),
-    Field("rackId", "nullable_string", 3, None, None),
-), versions=(0, 3))
+CONSUMER_PROTOCOL_SUBSCRIPTION = Struct(
+    "ConsumerProtocolSubscription",
+    (
+        Field("topics", array("string")),
+        Field("userData", "nullable_bytes"),
+        Field("ownedPartitions", array(TOPIC_PARTITIONS), 1, None, ()),
+        Field("generationId", "int32", 2, None, -1),
+        Field("rackId", "nullable_string", 3, None, None),
+    ),
+    versions=(0, 3),
+)
 
-CONSUMER_PROTOCOL_ASSIGNMENT = Struct("ConsumerProtocolAssignment", (
-    Field("assignedPartitions", array(TOPIC_PARTITIONS)),
-    Field("userData", "nullable_bytes"),
-), versions=(0, 3))
+CONSUMER_PROTOCOL_ASSIGNMENT = Struct(
+    "ConsumerProtocolAssignment",
+    (
+        Field("assignedPartitions", array(TOPIC_PARTITIONS)),
+        Field("userData", "nullable_bytes"),
+    ),
+    versions=(0, 3),
+)
+
 
 # ------------------------------------------------------------------ KIP-848 consumer groups (the new protocol)
 # From group-coordinator/src/main/resources/common/message/ConsumerGroup*.json (apache/kafka trunk, 2025-2026).
@@ -138,21 +174,28 @@ CONSUMER_GROUP_METADATA_KEY = _key("ConsumerGroupMetadataKey", 3, "groupId")
 CONSUMER_GROUP_METADATA_VALUE = _value(
     "ConsumerGroupMetadataValue",
     _r("epoch", "int32"),
-    _r("metadataHash", "int64", 0, tag=0),         # 4.1 (KIP-1101): hash of the subscribed topics' metadata
-    _r("creationTimeMs", "int64", -1, tag=1))      # trunk (KIP-1282): when the group was created
+    _r("metadataHash", "int64", 0, tag=0),  # 4.1 (KIP-1101): hash of the subscribed topics' metadata
+    _r("creationTimeMs", "int64", -1, tag=1),
+)  # trunk (KIP-1282): when the group was created
 
 # Replaced by ConsumerGroupMetadataValue.metadataHash in 4.1; still read (and deleted) by newer brokers.
 PARTITION_METADATA = _value("PartitionMetadata", _r("partition", "int32"), _r("racks", array("string")))
-TOPIC_METADATA = _value("TopicMetadata", _r("topicId", "uuid"), _r("topicName", "string"),
-                        _r("numPartitions", "int32"),
-                        _r("partitionMetadata", array(PARTITION_METADATA), ()))   # not written since 4.0: empty
+TOPIC_METADATA = _value(
+    "TopicMetadata",
+    _r("topicId", "uuid"),
+    _r("topicName", "string"),
+    _r("numPartitions", "int32"),
+    _r("partitionMetadata", array(PARTITION_METADATA), ()),
+)  # not written since 4.0: empty
 CONSUMER_GROUP_PARTITION_METADATA_KEY = _key("ConsumerGroupPartitionMetadataKey", 4, "groupId")
-CONSUMER_GROUP_PARTITION_METADATA_VALUE = _value("ConsumerGroupPartitionMetadataValue",
-                                                 _r("topics", array(TOPIC_METADATA)))
+CONSUMER_GROUP_PARTITION_METADATA_VALUE = _value(
+    "ConsumerGroupPartitionMetadataValue", _r("topics", array(TOPIC_METADATA))
+)
 
 CLASSIC_PROTOCOL = _value("ClassicProtocol", _r("name", "string"), _r("metadata", "bytes"))
-CLASSIC_MEMBER_METADATA = _value("ClassicMemberMetadata", _r("sessionTimeoutMs", "int32"),
-                                 _r("supportedProtocols", array(CLASSIC_PROTOCOL)))
+CLASSIC_MEMBER_METADATA = _value(
+    "ClassicMemberMetadata", _r("sessionTimeoutMs", "int32"), _r("supportedProtocols", array(CLASSIC_PROTOCOL))
+)
 CONSUMER_GROUP_MEMBER_METADATA_KEY = _key("ConsumerGroupMemberMetadataKey", 5, "groupId", "memberId")
 CONSUMER_GROUP_MEMBER_METADATA_VALUE = _value(
     "ConsumerGroupMemberMetadataValue",
@@ -166,62 +209,91 @@ CONSUMER_GROUP_MEMBER_METADATA_VALUE = _value(
     _r("serverAssignor", "nullable_string"),
     # Members on the classic protocol. Kafka's generated class defaults this to an empty struct, not to the null its
     # schema names: a consumer-protocol member's null is written (tag 0, one byte 0), an empty struct is not.
-    _r("classicMemberMetadata", nullable_struct(CLASSIC_MEMBER_METADATA),
-       {"sessionTimeoutMs": 0, "supportedProtocols": []}, tag=0))
+    _r(
+        "classicMemberMetadata",
+        nullable_struct(CLASSIC_MEMBER_METADATA),
+        {"sessionTimeoutMs": 0, "supportedProtocols": []},
+        tag=0,
+    ),
+)
 
 CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY = _key("ConsumerGroupTargetAssignmentMetadataKey", 6, "groupId")
 CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = _value(
     "ConsumerGroupTargetAssignmentMetadataValue",
     _r("assignmentEpoch", "int32"),
-    _r("assignmentTimestamp", "int64", 0, tag=0))   # 4.3 (KIP-1263): when the assignment was computed
+    _r("assignmentTimestamp", "int64", 0, tag=0),
+)  # 4.3 (KIP-1263): when the assignment was computed
 
 TARGET_TOPIC_PARTITION = _value("TopicPartition", _r("topicId", "uuid"), _r("partitions", array("int32")))
 CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY = _key("ConsumerGroupTargetAssignmentMemberKey", 7, "groupId", "memberId")
-CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = _value("ConsumerGroupTargetAssignmentMemberValue",
-                                                       _r("topicPartitions", array(TARGET_TOPIC_PARTITION)))
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = _value(
+    "ConsumerGroupTargetAssignmentMemberValue", _r("topicPartitions", array(TARGET_TOPIC_PARTITION))
+)
 
 CURRENT_TOPIC_PARTITIONS = _value(
-    "TopicPartitions", _r("topicId", "uuid"), _r("partitions", array("int32")),
-    _r("assignmentEpochs", nullable_array("int32"), None, tag=0))   # trunk (KIP-1251): epoch each was assigned at
-CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY = _key("ConsumerGroupCurrentMemberAssignmentKey", 8, "groupId",
-                                                    "memberId")
+    "TopicPartitions",
+    _r("topicId", "uuid"),
+    _r("partitions", array("int32")),
+    _r("assignmentEpochs", nullable_array("int32"), None, tag=0),
+)  # trunk (KIP-1251): epoch each was assigned at
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY = _key("ConsumerGroupCurrentMemberAssignmentKey", 8, "groupId", "memberId")
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = _value(
     "ConsumerGroupCurrentMemberAssignmentValue",
     _r("memberEpoch", "int32"),
     _r("previousMemberEpoch", "int32"),
-    _r("state", "int8"),                    # MemberState: 0 STABLE, 1 UNREVOKED_PARTITIONS, 2 UNRELEASED_PARTITIONS
+    _r("state", "int8"),  # MemberState: 0 STABLE, 1 UNREVOKED_PARTITIONS, 2 UNRELEASED_PARTITIONS
     _r("assignedPartitions", array(CURRENT_TOPIC_PARTITIONS)),
-    _r("partitionsPendingRevocation", array(CURRENT_TOPIC_PARTITIONS)))
+    _r("partitionsPendingRevocation", array(CURRENT_TOPIC_PARTITIONS)),
+)
 
 CONSUMER_GROUP_REGULAR_EXPRESSION_KEY = _key("ConsumerGroupRegularExpressionKey", 16, "groupId", "regularExpression")
 CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE = _value(
     "ConsumerGroupRegularExpressionValue",
-    _r("topics", array("string")), _r("version", "int64"), _r("timestamp", "int64"))
+    _r("topics", array("string")),
+    _r("version", "int64"),
+    _r("timestamp", "int64"),
+)
 
 # Record key version (the record type) -> (key schema, value schema).
-RECORD_TYPES = {0: (OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE), 1: (OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
-                2: (GROUP_METADATA_KEY, GROUP_METADATA_VALUE),
-                3: (CONSUMER_GROUP_METADATA_KEY, CONSUMER_GROUP_METADATA_VALUE),
-                4: (CONSUMER_GROUP_PARTITION_METADATA_KEY, CONSUMER_GROUP_PARTITION_METADATA_VALUE),
-                5: (CONSUMER_GROUP_MEMBER_METADATA_KEY, CONSUMER_GROUP_MEMBER_METADATA_VALUE),
-                6: (CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY, CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
-                7: (CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY, CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
-                8: (CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY, CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
-                16: (CONSUMER_GROUP_REGULAR_EXPRESSION_KEY, CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE)}
+RECORD_TYPES = {
+    0: (OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
+    1: (OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
+    2: (GROUP_METADATA_KEY, GROUP_METADATA_VALUE),
+    3: (CONSUMER_GROUP_METADATA_KEY, CONSUMER_GROUP_METADATA_VALUE),
+    4: (CONSUMER_GROUP_PARTITION_METADATA_KEY, CONSUMER_GROUP_PARTITION_METADATA_VALUE),
+    5: (CONSUMER_GROUP_MEMBER_METADATA_KEY, CONSUMER_GROUP_MEMBER_METADATA_VALUE),
+    6: (CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY, CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
+    7: (CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY, CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
+    8: (CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY, CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+    16: (CONSUMER_GROUP_REGULAR_EXPRESSION_KEY, CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE),
+}
 # Record types we recognise but do not decode (Kafka's CoordinatorRecordType): share groups (KIP-932) and streams
 # groups (KIP-1071). 9 and 18 were dropped by later Kafka versions, but older brokers wrote them.
-KNOWN_OTHER_KEYS = {9: "ShareGroupPartitionMetadata", 10: "ShareGroupMemberMetadata", 11: "ShareGroupMetadata",
-                    12: "ShareGroupTargetAssignmentMetadata", 13: "ShareGroupTargetAssignmentMember",
-                    14: "ShareGroupCurrentMemberAssignment", 15: "ShareGroupStatePartitionMetadata",
-                    17: "StreamsGroupMetadata", 18: "StreamsGroupPartitionMetadata", 19: "StreamsGroupMemberMetadata",
-                    20: "StreamsGroupTargetAssignmentMetadata", 21: "StreamsGroupTargetAssignmentMember",
-                    22: "StreamsGroupCurrentMemberAssignment", 23: "StreamsGroupTopology",
-                    24: "StreamsGroupTargetAssignmentResolvedTopicIds"}
+KNOWN_OTHER_KEYS = {
+    9: "ShareGroupPartitionMetadata",
+    10: "ShareGroupMemberMetadata",
+    11: "ShareGroupMetadata",
+    12: "ShareGroupTargetAssignmentMetadata",
+    13: "ShareGroupTargetAssignmentMember",
+    14: "ShareGroupCurrentMemberAssignment",
+    15: "ShareGroupStatePartitionMetadata",
+    17: "StreamsGroupMetadata",
+    18: "StreamsGroupPartitionMetadata",
+    19: "StreamsGroupMemberMetadata",
+    20: "StreamsGroupTargetAssignmentMetadata",
+    21: "StreamsGroupTargetAssignmentMember",
+    22: "StreamsGroupCurrentMemberAssignment",
+    23: "StreamsGroupTopology",
+    24: "StreamsGroupTargetAssignmentResolvedTopicIds",
+}
 
 # Our own bookkeeping record in the Kafka backend's topic: the last micro-batch applied, so a replay after a restart
 # is a no-op. Its key version is far beyond Kafka's, so Kafka's readers (and ours) report it as an unknown record.
 BATCH_MARKER_KEY_VERSION = 0x7FFF
-BATCH_MARKER_KEY = Struct("RebalanceTrackerBatchMarkerKey", (Field("name", "string"),),
-                          versions=(BATCH_MARKER_KEY_VERSION, BATCH_MARKER_KEY_VERSION))
+BATCH_MARKER_KEY = Struct(
+    "RebalanceTrackerBatchMarkerKey",
+    (Field("name", "string"),),
+    versions=(BATCH_MARKER_KEY_VERSION, BATCH_MARKER_KEY_VERSION),
+)
 BATCH_MARKER_VALUE = Struct("RebalanceTrackerBatchMarkerValue", (Field("batchId", "int64"),), versions=(0, 0))
 KNOWN_OTHER_KEYS[BATCH_MARKER_KEY_VERSION] = "RebalanceTrackerBatchMarker"

@@ -3,6 +3,7 @@
 ``write`` is upsert-or-delete per key (compaction) and idempotent per micro-batch id; ``load_records`` returns the
 surviving records in the coordinator's dict shape, which is all a restarted tracker needs to rebuild itself.
 """
+
 from __future__ import annotations
 
 import logging
@@ -40,8 +41,12 @@ def already_applied(batch_id: int | None, last_batch_id: int) -> bool:
     if batch_id is None or batch_id > last_batch_id:
         return False
     if batch_id < last_batch_id:
-        log.warning("offsets store: skipping batch %d, batch %d was already applied (a new streaming checkpoint "
-                    "must call start_new_lineage first)", batch_id, last_batch_id)
+        log.warning(
+            "offsets store: skipping batch %d, batch %d was already applied (a new streaming checkpoint "
+            "must call start_new_lineage first)",
+            batch_id,
+            last_batch_id,
+        )
     return True
 
 
@@ -61,12 +66,15 @@ class Store(ABC):
         """Every live record (latest value per key), decoded."""
 
     def offsets(self, group_id: str) -> list[dict]:
-        return sorted((r for r in self.load_records() if r["type"] == "offset_commit" and r["group_id"] == group_id),
-                      key=lambda r: (r["topic"], r["partition"]))
+        return sorted(
+            (r for r in self.load_records() if r["type"] == "offset_commit" and r["group_id"] == group_id),
+            key=lambda r: (r["topic"], r["partition"]),
+        )
 
     def group(self, group_id: str) -> dict | None:
-        return next((r for r in self.load_records() if r["type"] == "group_metadata" and r["group_id"] == group_id),
-                    None)
+        return next(
+            (r for r in self.load_records() if r["type"] == "group_metadata" and r["group_id"] == group_id), None
+        )
 
     def consumer_group(self, group_id: str) -> dict | None:
         """A KIP-848 (consumer protocol) group's epochs, members and assignments, as ``consumer_groups`` shapes

@@ -6,6 +6,7 @@ A known tagged field is written only when it differs from its default, in ascend
 schema does not know are kept, as ``[[tag, bytes], ...]`` under ``UNKNOWN_TAGS`` in the decoded struct, and written
 back between the known ones by tag (Kafka's ``RawTaggedFieldWriter``), so a round trip keeps them byte for byte.
 """
+
 from __future__ import annotations
 
 import base64
@@ -22,8 +23,12 @@ class CodecError(ValueError):
     """Bytes that are not a valid record of the expected schema. The only exception decoding raises."""
 
 
-_INT = {"int8": struct.Struct(">b"), "int16": struct.Struct(">h"), "int32": struct.Struct(">i"),
-        "int64": struct.Struct(">q")}
+_INT = {
+    "int8": struct.Struct(">b"),
+    "int16": struct.Struct(">h"),
+    "int32": struct.Struct(">i"),
+    "int64": struct.Struct(">q"),
+}
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
 
@@ -76,7 +81,7 @@ def _write_struct(out: bytearray, schema: Struct, version: int, value: dict) -> 
             _write(out, f.type, v, flexible, version, f.name)
         elif not flexible:
             raise AssertionError(f"tagged field {f.name} in a non-flexible version of {schema.name}")
-        elif not _is_default(v, f.default):   # Kafka writes a tagged field only when it is not its default
+        elif not _is_default(v, f.default):  # Kafka writes a tagged field only when it is not its default
             body = bytearray()
             _write(body, f.type, v, True, version, f.name, tagged=True)
             tagged.append((f.tag, bytes(body)))
@@ -111,8 +116,7 @@ def _write_tags(out: bytearray, known: list[tuple[int, bytes]], raw, name: str) 
         out += body
 
 
-def _write(out: bytearray, kind, v: Any, flexible: bool, version: int, name: str = "",
-           tagged: bool = False) -> None:
+def _write(out: bytearray, kind, v: Any, flexible: bool, version: int, name: str = "", tagged: bool = False) -> None:
     if isinstance(kind, tuple):
         form, elem = kind
         if form in ("struct", "nullable_struct"):
@@ -121,7 +125,7 @@ def _write(out: bytearray, kind, v: Any, flexible: bool, version: int, name: str
                     raise ValueError(f"a non-nullable struct field {name} is None")
                 out += b"\x00" if tagged else _INT["int8"].pack(-1)
                 return
-            if form == "nullable_struct":   # presence marker: a varint 1 when tagged, else an int8 1
+            if form == "nullable_struct":  # presence marker: a varint 1 when tagged, else an int8 1
                 out += b"\x01"
             _write_struct(out, elem, version, v)
             return
@@ -149,7 +153,7 @@ def _write(out: bytearray, kind, v: Any, flexible: bool, version: int, name: str
             _length(out, -1, flexible, short=True)
         else:
             data = v.encode("utf-8")
-            if len(data) > 0x7FFF:   # Kafka's limit for every string, compact or not (Short.MAX_VALUE)
+            if len(data) > 0x7FFF:  # Kafka's limit for every string, compact or not (Short.MAX_VALUE)
                 raise ValueError(f"string of {len(data)} UTF-8 bytes is longer than Kafka's 32767")
             _length(out, len(data), flexible, short=True)
             out += data
@@ -167,7 +171,7 @@ def _write(out: bytearray, kind, v: Any, flexible: bool, version: int, name: str
 
 def _length(out: bytearray, n: int, flexible: bool, short: bool = False, compact_array: bool = False) -> None:
     if flexible:
-        _uvarint(out, n + 1)   # compact: length + 1, 0 = null
+        _uvarint(out, n + 1)  # compact: length + 1, 0 = null
     elif short:
         out += _INT["int16"].pack(n)
     else:
@@ -192,7 +196,7 @@ class Reader:
     def take(self, n: int) -> bytes:
         if n < 0 or self.pos + n > len(self.data):
             raise CodecError(f"truncated: wanted {n} bytes at offset {self.pos} of {len(self.data)}")
-        chunk = bytes(self.data[self.pos:self.pos + n])
+        chunk = bytes(self.data[self.pos : self.pos + n])
         self.pos += n
         return chunk
 
@@ -216,8 +220,9 @@ class Reader:
             raise CodecError(f"{len(self.data) - self.pos} unexpected trailing bytes")
 
 
-def decode(schema: Struct, data: bytes, prefix_version: bool = True, version: int | None = None,
-           newer_as_newest: bool = False) -> tuple[int, dict]:
+def decode(
+    schema: Struct, data: bytes, prefix_version: bool = True, version: int | None = None, newer_as_newest: bool = False
+) -> tuple[int, dict]:
     """``newer_as_newest``: a version above the schema's is read with its newest layout and what follows is ignored
     (the version returned is the newest known), as Kafka's ConsumerProtocol reads embedded subscriptions."""
     reader = Reader(data)
@@ -249,7 +254,7 @@ def _read_struct(r: Reader, schema: Struct, version: int) -> dict:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
             f = tagged.get(tag)
-            if f is None:   # a field of a newer schema: kept as bytes, written back as it was (like Kafka)
+            if f is None:  # a field of a newer schema: kept as bytes, written back as it was (like Kafka)
                 unknown.append([tag, r.take(size)])
                 continue
             end = r.pos + size
@@ -284,7 +289,7 @@ def _read(r: Reader, kind, flexible: bool, version: int, name: str, tagged: bool
             if form == "array":
                 raise CodecError(f"null in non-nullable array {name}")
             return None
-        if n > len(r.data) - r.pos:   # every element takes at least a byte: refuse absurd counts early
+        if n > len(r.data) - r.pos:  # every element takes at least a byte: refuse absurd counts early
             raise CodecError(f"array {name} claims {n} elements in {len(r.data) - r.pos} bytes")
         elem = kind[1]
         if isinstance(elem, Struct):

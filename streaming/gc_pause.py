@@ -8,6 +8,7 @@ imported those: ~35% of validating the events, ~25% of the coordinator's steps, 
 outputs. Reference counting still frees what it can at once; a cycle made inside the block goes at the
 first collection after it, which walks only the young objects.
 """
+
 from __future__ import annotations
 
 import gc
@@ -16,7 +17,7 @@ from contextlib import contextmanager
 
 @contextmanager
 def gc_paused():
-    if not gc.isenabled():   # nested, or the caller manages the collector itself
+    if not gc.isenabled():  # nested, or the caller manages the collector itself
         yield
         return
     gc.disable()

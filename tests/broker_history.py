@@ -5,6 +5,7 @@ one more is added, then the rest close. Each consumer is its own process (``test
 instrumentation producer, so the feed is ordered per client only, as in production. ``Truth`` reads back what each
 consumer recorded; the tests hold the tracker's story against it.
 """
+
 from __future__ import annotations
 
 import collections
@@ -37,8 +38,8 @@ def wait_until(predicate, timeout_s: float = 60, what: str = "", every_s: float 
 class Generation:
     generation: int
     leader: str | None
-    members: dict[str, list]          # member id -> partitions the broker delivered
-    clients: dict[str, str]           # member id -> client id
+    members: dict[str, list]  # member id -> partitions the broker delivered
+    clients: dict[str, str]  # member id -> client id
 
 
 @dataclass
@@ -93,8 +94,9 @@ class Truth:
 
     def incarnations(self, client: str) -> list[str]:
         """The member ids ``client`` was given, in order (a restarted or re-joining consumer gets a new one)."""
-        return list(dict.fromkeys(f["member_id"] for f in self.facts
-                                  if f["fact"] == "assigned" and f["client"] == client))
+        return list(
+            dict.fromkeys(f["member_id"] for f in self.facts if f["fact"] == "assigned" and f["client"] == client)
+        )
 
     def committed(self) -> dict[tuple[str, int], int]:
         """The last offset each partition's commits reached, in the order the broker accepted them."""
@@ -112,14 +114,14 @@ class GroupHistory:
     group: str
     workdir: Path
     feed_topic: str | None = None
-    feed_bootstrap: str | None = None                # where the feed topic lives (default: the group's cluster)
+    feed_bootstrap: str | None = None  # where the feed topic lives (default: the group's cluster)
     partitions: int = 6
-    client: dict = field(default_factory=dict)      # kafka-python settings, e.g. {"api_version": [0, 9]}
-    session_timeout_ms: int = 10_000   # 0.9 also bounds a join round by it: generous for a loaded machine
+    client: dict = field(default_factory=dict)  # kafka-python settings, e.g. {"api_version": [0, 9]}
+    session_timeout_ms: int = 10_000  # 0.9 also bounds a join round by it: generous for a loaded machine
     heartbeat_interval_ms: int = 1_000
-    consumer: dict = field(default_factory=dict)    # more real_consumer settings for every member (e.g. assignors)
+    consumer: dict = field(default_factory=dict)  # more real_consumer settings for every member (e.g. assignors)
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
-    steps: list[tuple[str, int]] = field(default_factory=list)   # (what happened, generation it led to)
+    steps: list[tuple[str, int]] = field(default_factory=list)  # (what happened, generation it led to)
 
     @property
     def truth_path(self) -> Path:
@@ -130,15 +132,28 @@ class GroupHistory:
 
     def start(self, name: str, **settings) -> None:
         """Start consumer ``name``; ``settings`` override the group's (e.g. ``group_instance_id``)."""
-        config = {"bootstrap": self.bootstrap, "topic": self.topic, "group": self.group, "name": name,
-                  "truth": str(self.truth_path), "client": self.client, "feed_topic": self.feed_topic,
-                  "feed_bootstrap": self.feed_bootstrap,
-                  "session_timeout_ms": self.session_timeout_ms, "heartbeat_interval_ms": self.heartbeat_interval_ms,
-                  **self.consumer, **settings}
-        log = open(self.workdir / f"{name}.log", "ab")   # a restarted consumer appends to its log
-        self.processes[name] = subprocess.Popen([sys.executable, "-m", "tests.real_consumer", json.dumps(config)],
-                                                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                                env={**os.environ, "PYTHONPATH": str(ROOT)})
+        config = {
+            "bootstrap": self.bootstrap,
+            "topic": self.topic,
+            "group": self.group,
+            "name": name,
+            "truth": str(self.truth_path),
+            "client": self.client,
+            "feed_topic": self.feed_topic,
+            "feed_bootstrap": self.feed_bootstrap,
+            "session_timeout_ms": self.session_timeout_ms,
+            "heartbeat_interval_ms": self.heartbeat_interval_ms,
+            **self.consumer,
+            **settings,
+        }
+        log = open(self.workdir / f"{name}.log", "ab")  # a restarted consumer appends to its log
+        self.processes[name] = subprocess.Popen(
+            [sys.executable, "-m", "tests.real_consumer", json.dumps(config)],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         log.close()
 
     def close(self, name: str) -> None:
@@ -173,7 +188,7 @@ class GroupHistory:
 
     def stop_all(self) -> None:
         for name in list(self.processes):
-            self.thaw(name)   # a frozen process hears no SIGTERM
+            self.thaw(name)  # a frozen process hears no SIGTERM
             try:
                 self.close(name)
             except subprocess.TimeoutExpired:
@@ -182,6 +197,7 @@ class GroupHistory:
     def settled(self, step: str, timeout_s: float = 90, absent: tuple[str, ...] = ()) -> Generation:
         """Wait until the running consumers (but those ``absent``, e.g. frozen) all hold the same newest generation
         and share every partition."""
+
         def done():
             gens = self.truth().generations(current=True)
             if not gens:
@@ -189,14 +205,17 @@ class GroupHistory:
             g = gens[max(gens)]
             clients = set(g.clients.values())
             parts = [tp for p in g.members.values() for tp in p]
-            if clients == set(self.processes) - set(absent) and \
-                    len(parts) == len(set(map(tuple, parts))) == self.partitions:
+            if (
+                clients == set(self.processes) - set(absent)
+                and len(parts) == len(set(map(tuple, parts))) == self.partitions
+            ):
                 return g
             return None
 
         with self._explained():
-            g = wait_until(done, timeout_s, f"the group to settle after: {step} (running: {sorted(self.processes)})",
-                           every_s=0.2)
+            g = wait_until(
+                done, timeout_s, f"the group to settle after: {step} (running: {sorted(self.processes)})", every_s=0.2
+            )
         self.steps.append((step, g.generation))
         return g
 
@@ -206,17 +225,20 @@ class GroupHistory:
         try:
             yield
         except AssertionError as exc:
-            for proc in self.processes.values():   # each consumer writes its threads' stacks into its log
+            for proc in self.processes.values():  # each consumer writes its threads' stacks into its log
                 with contextlib.suppress(OSError):
                     proc.send_signal(signal.SIGUSR2)
             time.sleep(0.5)
             gens = self.truth().generations(current=True)
-            seen = [(n, sorted(gens[n].clients.values()), sum(map(len, gens[n].members.values())))
-                    for n in sorted(gens)[-5:]]
-            logs = {name: (self.workdir / f"{name}.log").read_text(errors="replace")[-4000:]
-                    for name in self.processes}
-            raise AssertionError(f"{exc}\nlast generations (number, clients, partitions): {seen}\n"
-                                 + "\n".join(f"--- {name}.log\n{text}" for name, text in logs.items())) from None
+            seen = [
+                (n, sorted(gens[n].clients.values()), sum(map(len, gens[n].members.values())))
+                for n in sorted(gens)[-5:]
+            ]
+            logs = {name: (self.workdir / f"{name}.log").read_text(errors="replace")[-4000:] for name in self.processes}
+            raise AssertionError(
+                f"{exc}\nlast generations (number, clients, partitions): {seen}\n"
+                + "\n".join(f"--- {name}.log\n{text}" for name, text in logs.items())
+            ) from None
 
 
 class Producing(threading.Thread):
@@ -247,7 +269,7 @@ def run_issue_history(history: GroupHistory) -> Truth:
     producing.start()
     try:
         issue_steps(history)
-        time.sleep(1.5)   # a few commits in the last generation
+        time.sleep(1.5)  # a few commits in the last generation
     finally:
         history.stop_all()
         producing.halt.set()
@@ -278,11 +300,13 @@ def story(outputs: list[dict], group: str | None = None) -> dict:
     for o in outputs:
         if o["type"] == "rebalance" and o["members"]:
             generations[o["generation"]] = (o["leader"], {m: sorted(map(list, p)) for m, p in o["assignment"].items()})
-    return {"generations": generations,
-            "left": sorted(o["member_id"] for o in outputs if o["type"] == "member_left"),
-            "expired": sorted((o["member_id"], o["reason"]) for o in outputs if o["type"] == "member_expired"),
-            "replaced": [(o["previous_member_id"], o["member_id"]) for o in outputs if o["type"] == "member_replaced"],
-            "refused_commits": [o for o in outputs if o["type"] == "commit_response" and o["error"] != "NONE"]}
+    return {
+        "generations": generations,
+        "left": sorted(o["member_id"] for o in outputs if o["type"] == "member_left"),
+        "expired": sorted((o["member_id"], o["reason"]) for o in outputs if o["type"] == "member_expired"),
+        "replaced": [(o["previous_member_id"], o["member_id"]) for o in outputs if o["type"] == "member_replaced"],
+        "refused_commits": [o for o in outputs if o["type"] == "commit_response" and o["error"] != "NONE"],
+    }
 
 
 def read_feed(bootstrap: str, topic: str, client: dict) -> list[dict]:
@@ -290,8 +314,9 @@ def read_feed(bootstrap: str, topic: str, client: dict) -> list[dict]:
     from kafka import KafkaConsumer, TopicPartition
 
     settings = {k: tuple(v) if k == "api_version" else v for k, v in client.items()}
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=3_000,
-                             **settings)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=3_000, **settings
+    )
     try:
         tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
         consumer.assign(tps)
@@ -304,12 +329,12 @@ def read_feed(bootstrap: str, topic: str, client: dict) -> list[dict]:
         consumer.close()
 
 
-
 def timeline(truth: Truth, feed: list[dict], outputs: list[dict]) -> str:
     """One line per fact, feed event and tracker output (commits and heartbeats left out), in wall-clock order:
     what a failed comparison needs, printed with it, as a CI machine's files are gone afterwards. ``feed`` and
     ``outputs`` carry their Kafka record's timestamp as ``kafka_ts``: when a client's report reached the broker, when
     the job's sink wrote an output."""
+
     def who(member_id: str | None) -> str:
         return (member_id or "").split("-")[0]
 
@@ -323,15 +348,25 @@ def timeline(truth: Truth, feed: list[dict], outputs: list[dict]) -> str:
     lines = []
     for f in truth.facts:
         if f["fact"] == "assigned":
-            lines.append((f["ts"], f"truth  {f['client']} assigned in gen {f['generation']}"
-                                   f"{' as leader' if f['leader'] else ''}: {len(f['partitions'])} partitions"))
+            lines.append(
+                (
+                    f["ts"],
+                    f"truth  {f['client']} assigned in gen {f['generation']}"
+                    f"{' as leader' if f['leader'] else ''}: {len(f['partitions'])} partitions",
+                )
+            )
         elif f["fact"] != "committed":
             lines.append((f["ts"], f"truth  {f['client']} {f['fact']}"))
     for e in feed:
         if e["type"] not in ("heartbeat", "commit"):
             named = f" naming {sorted(map(who, e['assignments']))}" if e.get("assignments") else ""
-            lines.append((e["kafka_ts"], f"feed   {who(e.get('member_id'))} {e['type']} gen {e.get('generation')}"
-                                         f"{named} (sent {e['kafka_ts'] - e['ts']} ms before)"))
+            lines.append(
+                (
+                    e["kafka_ts"],
+                    f"feed   {who(e.get('member_id'))} {e['type']} gen {e.get('generation')}"
+                    f"{named} (sent {e['kafka_ts'] - e['ts']} ms before)",
+                )
+            )
     for o in outputs:
         if o["type"] in ("rebalance", "member_expired", "member_left", "member_joined", "state_change"):
             lines.append((o["kafka_ts"], f"output {o['type']} {output(o)} (clock {o['ts'] - o['kafka_ts']} ms)"))

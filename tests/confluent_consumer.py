@@ -11,6 +11,7 @@ SIGTERM closes it cleanly (a leave: epoch -1, or -2 for a static member); SIGKIL
 subscription to ``resubscribe`` (a list of topics). Settings: ``bootstrap``, ``group``, ``topics``, ``name``,
 ``truth``, optional ``group_instance_id`` and ``resubscribe``.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,14 @@ def _pairs(partitions) -> list[list]:
 
 def main(config: dict) -> int:
     truth = Truth(config["truth"], config["name"])
-    settings = {"bootstrap.servers": config["bootstrap"], "group.id": config["group"], "group.protocol": "consumer",
-                "client.id": config["name"], "enable.auto.commit": False, "auto.offset.reset": "earliest"}
+    settings = {
+        "bootstrap.servers": config["bootstrap"],
+        "group.id": config["group"],
+        "group.protocol": "consumer",
+        "client.id": config["name"],
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+    }
     if config.get("group_instance_id"):
         settings["group.instance.id"] = config["group_instance_id"]
     consumer = Consumer(settings)
@@ -48,11 +55,11 @@ def main(config: dict) -> int:
     def callback(fact: str):
         def record(c, partitions) -> None:
             truth.write(fact=fact, member_id=c.memberid(), partitions=_pairs(partitions))
+
         return record
 
     def subscribe(topics: list[str]) -> None:
-        consumer.subscribe(topics, on_assign=callback("assign"), on_revoke=callback("revoke"),
-                           on_lost=callback("lost"))
+        consumer.subscribe(topics, on_assign=callback("assign"), on_revoke=callback("revoke"), on_lost=callback("lost"))
         truth.write(fact="subscribed", topics=sorted(topics))
 
     subscribe(config["topics"])
@@ -77,17 +84,19 @@ def main(config: dict) -> int:
         if not due:
             continue
         try:
-            answer = consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in due.items()],
-                                     asynchronous=False)
-        except KafkaException as exc:   # e.g. the partition moved meanwhile: part of the story
+            answer = consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in due.items()], asynchronous=False)
+        except KafkaException as exc:  # e.g. the partition moved meanwhile: part of the story
             truth.write(fact="commit_failed", error=str(exc)[:200])
             continue
         accepted = [tp for tp in answer if tp.error is None]
         for tp in accepted:
             committed[(tp.topic, tp.partition)] = tp.offset
         if accepted:
-            truth.write(fact="committed", member_id=consumer.memberid(),
-                        offsets=sorted([tp.topic, tp.partition, tp.offset] for tp in accepted))
+            truth.write(
+                fact="committed",
+                member_id=consumer.memberid(),
+                offsets=sorted([tp.topic, tp.partition, tp.offset] for tp in accepted),
+            )
     consumer.close()
     truth.write(fact="closed")
     return 0

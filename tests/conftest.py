@@ -1,4 +1,5 @@
 """Session fixtures: one Kafka broker and one SparkSession per pytest run."""
+
 from __future__ import annotations
 
 import logging
@@ -73,7 +74,7 @@ def apache_kafka(request):
         pytest.skip("Apache Kafka needs Java and no 'java' is on PATH")
     try:
         kafka_home()
-    except BrokerError as exc:   # npm absent or the package unreachable: nothing to run the broker from
+    except BrokerError as exc:  # npm absent or the package unreachable: nothing to run the broker from
         pytest.skip(f"Apache Kafka is not available here: {exc}")
     kafka = start_apache_kafka()
     message = f"Apache Kafka 0.9.0.1 for this test run: {kafka.bootstrap}"
@@ -101,7 +102,7 @@ def apache_kafka4(request):
         pytest.skip("Apache Kafka needs Java and no 'java' is on PATH")
     try:
         kafka_jars(version)
-    except BrokerError as exc:   # mvn absent or Maven Central unreachable: nothing to run the broker from
+    except BrokerError as exc:  # mvn absent or Maven Central unreachable: nothing to run the broker from
         pytest.skip(f"Apache Kafka {version or 4} is not available here: {exc}")
     kafka = start_kraft_kafka(version)
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
@@ -172,11 +173,11 @@ def group_broker(request):
         from streaming.kafka_client.topics import ensure_topics
 
         bootstrap = request.getfixturevalue("kafka_bootstrap")
-        return SimpleNamespace(bootstrap=bootstrap, client={},
-                               create_topics=lambda topics: ensure_topics(bootstrap, topics))
+        return SimpleNamespace(
+            bootstrap=bootstrap, client={}, create_topics=lambda topics: ensure_topics(bootstrap, topics)
+        )
     kafka = request.getfixturevalue("apache_kafka")
-    return SimpleNamespace(bootstrap=kafka.bootstrap, client={"api_version": (0, 9)},
-                           create_topics=kafka.create_topics)
+    return SimpleNamespace(bootstrap=kafka.bootstrap, client={"api_version": (0, 9)}, create_topics=kafka.create_topics)
 
 
 # ------------------------------------------------------------------ one worker for the JVMs and the brokers
@@ -187,16 +188,27 @@ def group_broker(request):
 # is done). A test belongs to the group by its markers or by the fixtures it uses.
 JVM_GROUP = "jvm-and-brokers"
 JVM_MARKERS = {"spark", "kafka", "spark_cluster"}
-JVM_FIXTURES = {"spark", "spark_cluster", "kafka_bootstrap", "apache_kafka", "apache_kafka4", "kafka4_histories",
-                "kafka09_histories", "kafka_oracle_classpath", "persistent_broker", "group_broker"}
+JVM_FIXTURES = {
+    "spark",
+    "spark_cluster",
+    "kafka_bootstrap",
+    "apache_kafka",
+    "apache_kafka4",
+    "kafka4_histories",
+    "kafka09_histories",
+    "kafka_oracle_classpath",
+    "persistent_broker",
+    "group_broker",
+}
 
 
 def uses_jvm_or_broker(item: pytest.Item) -> bool:
-    return bool(JVM_MARKERS & {m.name for m in item.iter_markers()}
-                or JVM_FIXTURES & set(getattr(item, "fixturenames", ())))
+    return bool(
+        JVM_MARKERS & {m.name for m in item.iter_markers()} or JVM_FIXTURES & set(getattr(item, "fixturenames", ()))
+    )
 
 
-@pytest.hookimpl(tryfirst=True)   # before xdist's own hook reads the xdist_group marks
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(items):
     # xdist hands out the largest group first (--loadscope-reorder, its default): this one, the longest piece of work.
     for item in items:
@@ -208,12 +220,17 @@ class GroupingLost(Exception):
     """pytest-xdist did not group the tests: each worker would start Spark and the brokers (pytest-xdist#1386)."""
 
 
-@pytest.hookimpl(trylast=True)    # after xdist's hook: it tells the scheduler a test's group by a suffix of its id
+@pytest.hookimpl(trylast=True)  # after xdist's hook: it tells the scheduler a test's group by a suffix of its id
 def pytest_collection_finish(session):
-    if not getattr(session.config.option, "loadgroup", False):   # set in xdist's workers under --dist loadgroup
+    if not getattr(session.config.option, "loadgroup", False):  # set in xdist's workers under --dist loadgroup
         return
-    lost = [item.nodeid for item in session.items
-            if item.get_closest_marker("xdist_group") and not item.nodeid.endswith(f"@{JVM_GROUP}")]
-    if lost:   # it fails silently otherwise
-        raise GroupingLost(f"pytest-xdist did not group {len(lost)} tests by their xdist_group mark (first: "
-                           f"{lost[0]}): this pytest and pytest-xdist do not work together; see pyproject.toml")
+    lost = [
+        item.nodeid
+        for item in session.items
+        if item.get_closest_marker("xdist_group") and not item.nodeid.endswith(f"@{JVM_GROUP}")
+    ]
+    if lost:  # it fails silently otherwise
+        raise GroupingLost(
+            f"pytest-xdist did not group {len(lost)} tests by their xdist_group mark (first: "
+            f"{lost[0]}): this pytest and pytest-xdist do not work together; see pyproject.toml"
+        )

@@ -9,6 +9,7 @@ session expires), a static member leaves for a moment (epoch -2) and comes back 
 joins late. With ``switch_to_classic`` the group's members all leave at the end and a classic consumer joins the
 Empty group (JoinGroup, SyncGroup as leader, heartbeats): the group switches protocol.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -27,9 +28,9 @@ class _Client:
     topics: list[str]
     instance_id: str | None = None
     epoch: int = 0
-    owned: dict = field(default_factory=dict)     # topic -> partitions
+    owned: dict = field(default_factory=dict)  # topic -> partitions
     alive: bool = True
-    generation: int = -1                          # classic clients only
+    generation: int = -1  # classic clients only
 
 
 class ConsumerFeed:
@@ -70,28 +71,44 @@ class ConsumerFeed:
     def _commit(self, client: _Client) -> None:
         if not client.alive:
             return
-        offsets = [{"topic": t, "partition": p, "offset": self.now // 1_000 % 100_000}
-                   for t, ps in sorted(client.owned.items()) for p in sorted(ps)]
+        offsets = [
+            {"topic": t, "partition": p, "offset": self.now // 1_000 % 100_000}
+            for t, ps in sorted(client.owned.items())
+            for p in sorted(ps)
+        ]
         if offsets and client.epoch > 0:
-            out = self.send(type="commit", group_id=client.group_id, member_id=client.member_id,
-                            generation=client.epoch, offsets=offsets)
+            out = self.send(
+                type="commit",
+                group_id=client.group_id,
+                member_id=client.member_id,
+                generation=client.epoch,
+                offsets=offsets,
+            )
             assert next(o for o in out if o["type"] == "commit_response")["error"] == "NONE", out
         self.at(self.now + COMMIT_INTERVAL_MS, lambda: self._commit(client))
 
     def _heartbeat(self, client: _Client, join: bool = False) -> None:
         if not client.alive:
             return
-        fields = dict(type="consumer_heartbeat", group_id=client.group_id, member_id=client.member_id,
-                      member_epoch=client.epoch, instance_id=client.instance_id, client_id=client.member_id)
+        fields = dict(
+            type="consumer_heartbeat",
+            group_id=client.group_id,
+            member_id=client.member_id,
+            member_epoch=client.epoch,
+            instance_id=client.instance_id,
+            client_id=client.member_id,
+        )
         if join or client.epoch == 0:
             client.epoch, client.owned = 0, {}
-            fields.update(member_epoch=0, rebalance_timeout_ms=30_000, subscribed_topic_names=client.topics,
-                          topic_partitions=[])
+            fields.update(
+                member_epoch=0, rebalance_timeout_ms=30_000, subscribed_topic_names=client.topics, topic_partitions=[]
+            )
         else:
-            fields["topic_partitions"] = [{"topic": t, "partitions": sorted(ps)}
-                                          for t, ps in sorted(client.owned.items())]
+            fields["topic_partitions"] = [
+                {"topic": t, "partitions": sorted(ps)} for t, ps in sorted(client.owned.items())
+            ]
         answer = next(o for o in self.send(**fields) if o["type"] == "consumer_heartbeat_response")
-        if answer["error"] != "NONE":                     # fenced or unknown: abandon everything and rejoin
+        if answer["error"] != "NONE":  # fenced or unknown: abandon everything and rejoin
             client.epoch, client.owned = 0, {}
             self.at(self.now + 1_000, lambda: self._heartbeat(client, join=True))
             return
@@ -103,8 +120,14 @@ class ConsumerFeed:
     def leave(self, name: str, static: bool = False) -> None:
         client = self.clients[name]
         client.alive = False
-        self.send(type="consumer_heartbeat", group_id=client.group_id, member_id=client.member_id,
-                  member_epoch=-2 if static else -1, instance_id=client.instance_id, client_id=client.member_id)
+        self.send(
+            type="consumer_heartbeat",
+            group_id=client.group_id,
+            member_id=client.member_id,
+            member_epoch=-2 if static else -1,
+            instance_id=client.instance_id,
+            client_id=client.member_id,
+        )
 
     def crash(self, name: str) -> None:
         self.clients[name].alive = False
@@ -115,31 +138,42 @@ class ConsumerFeed:
     # --- a classic client, for the switch back --------------------------------------------------------------
     def classic_join(self, group_id: str, name: str, topics: list[str]) -> None:
         protocols = [{"name": "range", "topics": topics}]
-        out = self.send(type="join", group_id=group_id, member_id="", client_id=name, session_timeout_ms=10_000,
-                        protocols=protocols)
+        out = self.send(
+            type="join", group_id=group_id, member_id="", client_id=name, session_timeout_ms=10_000, protocols=protocols
+        )
         member_id = next(o for o in out if o["type"] == "join_response")["member_id"]
         client = self.clients[name] = _Client(group_id, member_id, topics)
-        self.send(type="join", group_id=group_id, member_id=member_id, client_id=name, session_timeout_ms=10_000,
-                  protocols=protocols)
+        self.send(
+            type="join",
+            group_id=group_id,
+            member_id=member_id,
+            client_id=name,
+            session_timeout_ms=10_000,
+            protocols=protocols,
+        )
         # The initial rebalance delay (3 s) passes, then the leader syncs (the tracker computes the assignment).
         self.at(self.now + 3_500, lambda: self._classic_sync(client))
 
     def _classic_sync(self, client: _Client) -> None:
         model = self.model.models[client.group_id]
-        model.advance(self.now - 1)        # the join round completes (the model fires timers lazily otherwise)
+        model.advance(self.now - 1)  # the join round completes (the model fires timers lazily otherwise)
         group = model.model.groups[client.group_id]
         client.generation = group.generation
         self.send(type="sync", group_id=client.group_id, member_id=client.member_id, generation=client.generation)
         self.at(self.now + 3_000, lambda: self._classic_heartbeat(client))
 
     def _classic_heartbeat(self, client: _Client) -> None:
-        self.send(type="heartbeat", group_id=client.group_id, member_id=client.member_id,
-                  generation=client.generation)
+        self.send(type="heartbeat", group_id=client.group_id, member_id=client.member_id, generation=client.generation)
         self.at(self.now + 3_000, lambda: self._classic_heartbeat(client))
 
 
-def consumer_groups_feed(start_ms: int, groups: tuple[str, ...] = ("cgroup-0", "cgroup-1"), duration_ms: int = 120_000,
-                         switch_to_classic: str | None = "cgroup-1", configs: Configs | None = None) -> list[dict]:
+def consumer_groups_feed(
+    start_ms: int,
+    groups: tuple[str, ...] = ("cgroup-0", "cgroup-1"),
+    duration_ms: int = 120_000,
+    switch_to_classic: str | None = "cgroup-1",
+    configs: Configs | None = None,
+) -> list[dict]:
     """The scripted history of each group, played out; events in time order."""
     feed = ConsumerFeed(start_ms, configs)
     for i, g in enumerate(groups):
@@ -147,8 +181,12 @@ def consumer_groups_feed(start_ms: int, groups: tuple[str, ...] = ("cgroup-0", "
         topics = [f"{g}-a", f"{g}-b"]
         feed.at(t0, lambda g=g, topics=topics: [feed.topic(g, t, 4) for t in topics])
         for j, name in enumerate(("m0", "m1", "m2")):
-            feed.at(t0 + 500 + 700 * j, lambda g=g, n=f"{g}/{name}", j=j, topics=topics:
-                    feed.join(g, n, topics, instance_id=f"{g}-static" if j == 2 else None))
+            feed.at(
+                t0 + 500 + 700 * j,
+                lambda g=g, n=f"{g}/{name}", j=j, topics=topics: feed.join(
+                    g, n, topics, instance_id=f"{g}-static" if j == 2 else None
+                ),
+            )
         feed.at(t0 + 20_000, lambda g=g, topics=topics: feed.topic(g, topics[0], 6))
         feed.at(t0 + 30_000, lambda g=g: feed.leave(f"{g}/m0"))
         feed.at(t0 + 38_000, lambda g=g: feed.crash(f"{g}/m1"))

@@ -1,5 +1,6 @@
 """Helpers for the KIP-848 coordinator tests: a coordinator with a scripted assignor (Kafka's
 MockPartitionAssignor), heartbeats as feed events, and groups seeded from records (Kafka's ConsumerGroupBuilder)."""
+
 from __future__ import annotations
 
 from streaming.coordinator import parse_event
@@ -29,8 +30,9 @@ class Harness:
         self.assignor = Scripted() if scripted else None
         if scripted:
             config.setdefault("group_consumer_assignors", ("range",))
-        self.c = ConsumerGroupCoordinator(ConsumerGroupConfig(**config),
-                                          assignors={"range": self.assignor} if scripted else None)
+        self.c = ConsumerGroupCoordinator(
+            ConsumerGroupConfig(**config), assignors={"range": self.assignor} if scripted else None
+        )
         self.ts = 0
         for name, partitions in (topics or {}).items():
             self.topic(name, partitions)
@@ -55,8 +57,9 @@ class Harness:
         """One heartbeat: (answer, records, all outputs)."""
         fields.setdefault("client_id", CLIENT_ID)
         fields.setdefault("client_host", CLIENT_HOST)
-        out = self.event(type="consumer_heartbeat", group_id=group_id, member_id=member_id, member_epoch=epoch,
-                         **fields)
+        out = self.event(
+            type="consumer_heartbeat", group_id=group_id, member_id=member_id, member_epoch=epoch, **fields
+        )
         answers = [o for o in out if o["type"] == "consumer_heartbeat_response"]
         assert len(answers) == 1, out
         return answers[0], records(out), out
@@ -79,8 +82,12 @@ class Harness:
         """Load a group from records, as Kafka's coordinator loads it (sessions start now)."""
         recs = [R.member_subscription(group_id, m) for m in members]
         names = set().union(*(m.subscribed_topic_names for m in members)) if topics is None else topics
-        recs.append(R.partition_metadata(group_id, {n: (self.id(n), self.c.image.get(n).partitions)
-                                                    for n in names if self.c.image.get(n) is not None}))
+        recs.append(
+            R.partition_metadata(
+                group_id,
+                {n: (self.id(n), self.c.image.get(n).partitions) for n in names if self.c.image.get(n) is not None},
+            )
+        )
         recs.append(R.epoch(group_id, epoch))
         recs += [R.target_assignment(group_id, mid, a) for mid, a in targets.items()]
         recs.append(R.target_assignment_epoch(group_id, epoch if assignment_epoch is None else assignment_epoch))

@@ -2,6 +2,7 @@
 live member heartbeats every second with the partitions it owns, revokes what it is asked to (after its own delay),
 and rejoins when fenced; with ``commit_interval_ms`` it also commits the partitions it owns at its epoch, that often
 and before it revokes any. What the model writes is what a Kafka 4.0 broker would write to ``__consumer_offsets``."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -21,8 +22,8 @@ class Client:
     instance_id: str | None = None
     revoke_delay_ms: int = 0
     epoch: int = 0
-    owned: dict = field(default_factory=dict)          # topic -> set of partitions
-    revoking: dict = field(default_factory=dict)       # topic -> partitions to drop, at revoke_at
+    owned: dict = field(default_factory=dict)  # topic -> set of partitions
+    revoking: dict = field(default_factory=dict)  # topic -> partitions to drop, at revoke_at
     revoke_at: int | None = None
     alive: bool = True
     last_commit: int = 0
@@ -58,9 +59,15 @@ class History:
         self._heartbeat(client, full=True)
 
     def _heartbeat(self, c: Client, full: bool = False) -> None:
-        fields = dict(type="consumer_heartbeat", group_id=c.group_id, member_id=c.member_id, member_epoch=c.epoch,
-                      instance_id=c.instance_id, client_id=f"client-{c.instance_id or c.member_id}",
-                      client_host="/10.0.0.1")
+        fields = dict(
+            type="consumer_heartbeat",
+            group_id=c.group_id,
+            member_id=c.member_id,
+            member_epoch=c.epoch,
+            instance_id=c.instance_id,
+            client_id=f"client-{c.instance_id or c.member_id}",
+            client_host="/10.0.0.1",
+        )
         if full or c.epoch == 0:
             fields.update(rebalance_timeout_ms=30_000, subscribed_topic_names=c.topics, topic_partitions=[])
         else:
@@ -82,30 +89,40 @@ class History:
             self._maybe_revoke(c)
 
     def commit(self, c: Client) -> None:
-        offsets = [{"topic": t, "partition": p, "offset": (self.now - START) // 100}
-                   for t, ps in sorted(c.owned.items()) for p in sorted(ps)]
+        offsets = [
+            {"topic": t, "partition": p, "offset": (self.now - START) // 100}
+            for t, ps in sorted(c.owned.items())
+            for p in sorted(ps)
+        ]
         if offsets and c.epoch > 0:
             c.last_commit = self.now
-            out = self.send(type="commit", group_id=c.group_id, member_id=c.member_id, generation=c.epoch,
-                            offsets=offsets)
+            out = self.send(
+                type="commit", group_id=c.group_id, member_id=c.member_id, generation=c.epoch, offsets=offsets
+            )
             assert [o["error"] for o in out if o["type"] == "commit_response"] == ["NONE"], out
 
     def _maybe_revoke(self, c: Client) -> None:
         if c.revoke_at is not None and self.now >= c.revoke_at:
             if self.commit_interval_ms is not None:
-                self.commit(c)                   # auto-commit before the revocation
+                self.commit(c)  # auto-commit before the revocation
             for t, ps in c.revoking.items():
                 c.owned[t] = c.owned.get(t, set()) - ps
             c.revoking, c.revoke_at = {}, None
 
     def leave(self, c: Client, static_temporary: bool = False) -> None:
         c.alive = False
-        self.send(type="consumer_heartbeat", group_id=c.group_id, member_id=c.member_id,
-                  member_epoch=-2 if static_temporary else -1, instance_id=c.instance_id,
-                  client_id=f"client-{c.instance_id or c.member_id}", client_host="/10.0.0.1")
+        self.send(
+            type="consumer_heartbeat",
+            group_id=c.group_id,
+            member_id=c.member_id,
+            member_epoch=-2 if static_temporary else -1,
+            instance_id=c.instance_id,
+            client_id=f"client-{c.instance_id or c.member_id}",
+            client_host="/10.0.0.1",
+        )
 
     def crash(self, c: Client) -> None:
-        c.alive = False   # no more heartbeats: its session expires on the coordinator
+        c.alive = False  # no more heartbeats: its session expires on the coordinator
 
     def run_until(self, until: int, step: int = SECOND) -> None:
         while self.now + step <= until:
@@ -119,8 +136,9 @@ class History:
                         self.commit(c)
 
 
-def scripted_history(group_id: str = "orders-app", topic: str = "orders",
-                     commit_interval_ms: int | None = None) -> History:
+def scripted_history(
+    group_id: str = "orders-app", topic: str = "orders", commit_interval_ms: int | None = None
+) -> History:
     """Two members join; a third joins and one of the first two is slow to give up its partitions (a revocation
     lasting 3 s); a static member joins; one member crashes (its session expires); one leaves; the static member
     restarts under a new member id (leave with -2, join again with its instance id); the topic grows."""
@@ -135,21 +153,21 @@ def scripted_history(group_id: str = "orders-app", topic: str = "orders",
     h.run_until(h.now + 2 * SECOND)
     h.join(b)
     h.run_until(h.now + 10 * SECOND)
-    h.join(c)                                   # a new member: a and b revoke (a slowly)
+    h.join(c)  # a new member: a and b revoke (a slowly)
     h.run_until(h.now + 10 * SECOND)
     h.join(s)
     h.run_until(h.now + 10 * SECOND)
-    h.crash(b)                                  # expires 45 s after its last heartbeat
+    h.crash(b)  # expires 45 s after its last heartbeat
     h.run_until(h.now + 60 * SECOND)
     h.leave(c)
     h.run_until(h.now + 10 * SECOND)
-    h.leave(s, static_temporary=True)           # the static member restarts...
+    h.leave(s, static_temporary=True)  # the static member restarts...
     h.run_until(h.now + 3 * SECOND)
     h.clients.pop(s.member_id)
     s2 = Client(group_id, "member-s2", [topic], instance_id="static-1")
-    h.join(s2)                                  # ... and takes its place back under a new member id
+    h.join(s2)  # ... and takes its place back under a new member id
     h.run_until(h.now + 10 * SECOND)
-    h.topic(topic, 8)                           # the topic grows: the next heartbeat refreshes the metadata
+    h.topic(topic, 8)  # the topic grows: the next heartbeat refreshes the metadata
     h.run_until(h.now + 10 * SECOND)
     return h
 
@@ -172,10 +190,15 @@ def random_history(seed: int, groups: int = 2, steps: int = 40) -> History:
         if roll < 0.35 or not alive:
             serial += 1
             static = rng.random() < 0.3
-            h.join(Client(f"g{rng.randrange(groups)}", f"m{serial}", rng.choice([["orders"], ["payments"],
-                                                                                 ["orders", "payments"]]),
-                          instance_id=f"i{serial}" if static else None,
-                          revoke_delay_ms=rng.choice([0, 0, 2 * SECOND, 40 * SECOND])))
+            h.join(
+                Client(
+                    f"g{rng.randrange(groups)}",
+                    f"m{serial}",
+                    rng.choice([["orders"], ["payments"], ["orders", "payments"]]),
+                    instance_id=f"i{serial}" if static else None,
+                    revoke_delay_ms=rng.choice([0, 0, 2 * SECOND, 40 * SECOND]),
+                )
+            )
         elif roll < 0.5:
             h.crash(rng.choice(alive))
         elif roll < 0.65:

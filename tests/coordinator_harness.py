@@ -1,4 +1,5 @@
 """A tiny client-side driver for the pure coordinator: sends feed events, moves time, finds responses."""
+
 from __future__ import annotations
 
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
@@ -34,11 +35,26 @@ class Harness:
         self.outputs.extend(out)
         return out
 
-    def join(self, member_id: str = "", instance_id: str | None = None, protocols=None, session: int = 10_000,
-             rebalance: int | None = None, client_id: str = "consumer", **extra) -> list[dict]:
-        return self.send(type="join", member_id=member_id, group_instance_id=instance_id, client_id=client_id,
-                         session_timeout_ms=session, rebalance_timeout_ms=rebalance or session,
-                         protocols=RANGE if protocols is None else protocols, **extra)
+    def join(
+        self,
+        member_id: str = "",
+        instance_id: str | None = None,
+        protocols=None,
+        session: int = 10_000,
+        rebalance: int | None = None,
+        client_id: str = "consumer",
+        **extra,
+    ) -> list[dict]:
+        return self.send(
+            type="join",
+            member_id=member_id,
+            group_instance_id=instance_id,
+            client_id=client_id,
+            session_timeout_ms=session,
+            rebalance_timeout_ms=rebalance or session,
+            protocols=RANGE if protocols is None else protocols,
+            **extra,
+        )
 
     def new_member(self, client_id: str = "consumer", **kw) -> str:
         """A dynamic member's two-step join (KIP-394): ask for an id, then join with it."""
@@ -59,8 +75,13 @@ class Harness:
         return self.send(**fields)
 
     def commit(self, member_id: str = "", generation: int = -1, offsets=(("t", 0, 10),), **kw) -> list[dict]:
-        return self.send(type="commit", member_id=member_id, generation=generation,
-                         offsets=[{"topic": t, "partition": p, "offset": o} for t, p, o in offsets], **kw)
+        return self.send(
+            type="commit",
+            member_id=member_id,
+            generation=generation,
+            offsets=[{"topic": t, "partition": p, "offset": o} for t, p, o in offsets],
+            **kw,
+        )
 
     def stable_group(self, n: int, **kw) -> list[str]:
         """n dynamic members joined, the round completed, the leader synced an (empty) assignment."""

@@ -2,6 +2,7 @@
 process group) -- and what the tests read beside it: the checkpoint's offset and commit logs, the sinks' batch
 marker, the SQLite store's last batch, and the outputs topic deduplicated by its ``batch_id``/``seq`` headers
 exactly as docs/outputs.md tells readers to."""
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,7 @@ from streaming.spark.group_step import DEFAULT_OUTPUT_TYPES
 from streaming.spark.restore import POSITION_GROUP
 from streaming.spark.sinks import STORE_TYPES
 
-REPO = Path(streaming.__file__).resolve().parent.parent   # this checkout
+REPO = Path(streaming.__file__).resolve().parent.parent  # this checkout
 
 
 def job_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -74,9 +75,13 @@ class JobDirs:
         try:
             db = sqlite3.connect(f"file:{self.store}?mode=ro", uri=True, timeout=1)
             try:
-                return {(t, p): o for t, p, o in db.execute(
-                    "SELECT topic, partition, \"offset\" FROM records WHERE group_id = ? AND type = 'offset_commit'",
-                    (POSITION_GROUP,))}
+                return {
+                    (t, p): o
+                    for t, p, o in db.execute(
+                        "SELECT topic, partition, \"offset\" FROM records WHERE group_id = ? AND type = 'offset_commit'",
+                        (POSITION_GROUP,),
+                    )
+                }
             finally:
                 db.close()
         except sqlite3.Error:
@@ -98,9 +103,15 @@ class JobProcess:
         with open(log, "ab") as out:
             out.write(f"\n==== {' '.join(args)}\n".encode())
             out.flush()
-            self.proc = subprocess.Popen([sys.executable, "-m", "streaming.cli.main", "run", *args], cwd=cwd,
-                                         env=job_env(env), stdout=out, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "streaming.cli.main", "run", *args],
+                cwd=cwd,
+                env=job_env(env),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,
+            )
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -140,8 +151,10 @@ def wait_for(condition, timeout_s: float, what: str, job: JobProcess | None = No
         if job is not None and not job.alive():
             raise AssertionError(f"the job exited ({job.proc.returncode}) while waiting for {what}:\n{job.tail()}")
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}"
-                                 + (f":\n{job.tail()}" if job is not None else ""))
+            raise AssertionError(
+                f"timed out after {timeout_s:.0f} s waiting for {what}"
+                + (f":\n{job.tail()}" if job is not None else "")
+            )
         time.sleep(interval_s)
 
 

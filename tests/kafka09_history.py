@@ -7,6 +7,7 @@ tombstone, no Empty record; the offsets stay), so a later run numbers its genera
 start from the offsets the earlier one committed. Each run has its own feed topic, so the instrumentation feed holds
 that run only, while ``__consumer_offsets`` holds every run so far.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,6 +26,7 @@ PARTITIONS = 6
 class Kafka09Run:
     """What one run left: what the consumers were given and the steps taken; its instrumentation feed; what the
     broker holds as committed once it ended; ``__consumer_offsets`` once this run's tombstone is in it."""
+
     group: str
     topic: str
     truth: Truth
@@ -39,7 +41,7 @@ class Kafka09Histories:
     """``histories(n)``: the ``n``-th run (0-based) on the shared group, running it and any before it first."""
 
     def __init__(self, kafka, workdirs) -> None:
-        self.kafka, self.workdirs = kafka, workdirs   # workdirs(name) -> a fresh directory
+        self.kafka, self.workdirs = kafka, workdirs  # workdirs(name) -> a fresh directory
         suffix = uuid.uuid4().hex[:8]
         self.group, self.topic = f"issue-11-{suffix}", f"data-issue-11-{suffix}"
         self.runs: list[Kafka09Run] = []
@@ -55,12 +57,13 @@ class Kafka09Histories:
         bootstrap = self.kafka.bootstrap
         feed_topic = f"feed-{uuid.uuid4().hex[:8]}"
         self.kafka.create_topics({feed_topic: 3, **({self.topic: PARTITIONS} if n == 0 else {})})
-        history = GroupHistory(bootstrap, self.topic, self.group, self.workdirs(f"history-09-{n}"),
-                               feed_topic=feed_topic, client=CLIENT)
+        history = GroupHistory(
+            bootstrap, self.topic, self.group, self.workdirs(f"history-09-{n}"), feed_topic=feed_topic, client=CLIENT
+        )
         truth = run_issue_history(history)
         committed = committed_on(bootstrap, self.group, self.topic, PARTITIONS, {"api_version": (0, 9)})
         events = read_feed(bootstrap, feed_topic, CLIENT)
-        (history.workdir / "feed.json").write_text(json.dumps(events))   # beside truth.jsonl, for after a failure
+        (history.workdir / "feed.json").write_text(json.dumps(events))  # beside truth.jsonl, for after a failure
 
         # The last LeaveGroup's tombstone is appended as the group dies: wait until this run's is there.
         def with_tombstones():
@@ -74,5 +77,8 @@ class Kafka09Histories:
 def group_tombstones(pairs, group: str) -> int:
     from offsets_store import decode_record
 
-    return sum(1 for k, v in pairs
-               if v is None and decode_record(k, v) == {"type": "group_metadata", "group_id": group, "tombstone": True})
+    return sum(
+        1
+        for k, v in pairs
+        if v is None and decode_record(k, v) == {"type": "group_metadata", "group_id": group, "tombstone": True}
+    )

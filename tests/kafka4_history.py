@@ -14,6 +14,7 @@ One run drives two groups, each consumer its own process with its own instrument
 The run ends once the broker has written both groups' Empty records (the static member's session has to run out
 first), then reads the feed and ``__consumer_offsets``.
 """
+
 from __future__ import annotations
 
 import base64
@@ -55,10 +56,12 @@ def run_kafka4_history(history: GroupHistory, grow_topic) -> Truth:
         issue_steps(history)
         history.start("s0", **static)
         history.settled("s0 added (static)")
-        history.close("s0")   # a static member sends no LeaveGroup
+        history.close("s0")  # a static member sends no LeaveGroup
         history.start("s0", **static)
-        history.wait_for("s0 restarted within its session: its old place under a new member id",
-                         lambda t: len(t.incarnations("s0")) == 2)
+        history.wait_for(
+            "s0 restarted within its session: its old place under a new member id",
+            lambda t: len(t.incarnations("s0")) == 2,
+        )
         history.settled("s0 restarted")
         history.close("s0")
         history.settled("s0 stopped past its session")
@@ -68,14 +71,16 @@ def run_kafka4_history(history: GroupHistory, grow_topic) -> Truth:
         history.partitions = GROWN_TO
         history.settled(f"the topic grew to {GROWN_TO} partitions")
         now = history.truth().generations(current=True)[history.steps[-1][1]]
-        zombie = next(c for m, c in sorted(now.clients.items(), key=lambda mc: mc[1])
-                      if m != now.leader and c != "s0")
+        zombie = next(c for m, c in sorted(now.clients.items(), key=lambda mc: mc[1]) if m != now.leader and c != "s0")
         since = int(time.time() * 1000)
         history.zombie_commit(zombie)
-        history.wait_for(f"{zombie} committed under the previous generation, was refused and synced again",
-                         lambda t: any(f["fact"] == "commit_failed" and f.get("zombie") for f in t.facts)
-                         and any(f["fact"] == "assigned" and f["client"] == zombie and f["ts"] > since
-                                 for f in t.facts))
+        history.wait_for(
+            f"{zombie} committed under the previous generation, was refused and synced again",
+            lambda t: (
+                any(f["fact"] == "commit_failed" and f.get("zombie") for f in t.facts)
+                and any(f["fact"] == "assigned" and f["client"] == zombie and f["ts"] > since for f in t.facts)
+            ),
+        )
         history.start("z0", session_timeout_ms=FROZEN_SESSION_MS)
         history.settled("z0 added")
         history.freeze("z0")
@@ -83,9 +88,9 @@ def run_kafka4_history(history: GroupHistory, grow_topic) -> Truth:
         history.settled("c4 added while z0 is frozen: z0 misses the rebalance timeout", absent=("z0",))
         history.thaw("z0")
         history.settled("z0 thawed: it joins again")
-        time.sleep(1.5)   # a few commits in this generation
+        time.sleep(1.5)  # a few commits in this generation
         close_one_by_one(history, ["c2", "c3", "c4", "z0"])
-        history.close("s0")   # the last, without a LeaveGroup: its session runs out and the group goes Empty
+        history.close("s0")  # the last, without a LeaveGroup: its session runs out and the group goes Empty
     finally:
         history.stop_all()
         producing.halt.set()
@@ -128,14 +133,15 @@ def close_one_by_one(history: GroupHistory, names: list[str]) -> None:
 class Kafka4Run:
     """What one run left: per group (``eager``, ``cooperative``: their group ids) what the consumers were given and
     the steps taken; the instrumentation feed; ``__consumer_offsets``; what the broker holds as committed."""
+
     version: str
     eager: str
     cooperative: str
-    topics: dict[str, str]                     # group -> its data topic
+    topics: dict[str, str]  # group -> its data topic
     truths: dict[str, Truth]
     steps: dict[str, list[tuple[str, int]]]
-    events: list[dict]                         # the feed topic, partition by partition in offset order
-    pairs: list[tuple]                         # (key, value, log timestamp) of __consumer_offsets
+    events: list[dict]  # the feed topic, partition by partition in offset order
+    pairs: list[tuple]  # (key, value, log timestamp) of __consumer_offsets
     committed: dict[str, dict[tuple[str, int], int]]
     workdir: Path
 
@@ -148,15 +154,29 @@ class Kafka4Run:
         generations = {g.generation: (g.leader, g.members) for g in truth.generations().values()}
         if group == self.cooperative:
             left = [m for c in ("k0", "k1", "k2") for m in truth.incarnations(c)]
-            return {"generations": generations, "left": sorted(left), "expired": [], "replaced": [],
-                    "refused_commits": []}
+            return {
+                "generations": generations,
+                "left": sorted(left),
+                "expired": [],
+                "replaced": [],
+                "refused_commits": [],
+            }
         ids = {c: truth.incarnations(c) for c in ("c0", "c1", "c2", "c3", "c4", "s0", "z0")}
         assert [len(ids[c]) for c in ids] == [1, 1, 1, 1, 1, 3, 2], ids
         left = [ids[c][0] for c in ("c1", "c2", "c3", "c4")] + [ids["z0"][1]]
-        expired = [(ids["c0"][0], "session timeout"), (ids["s0"][1], "session timeout"),
-                   (ids["s0"][2], "session timeout"), (ids["z0"][0], "rebalance timeout")]
-        return {"generations": generations, "left": sorted(left), "expired": sorted(expired),
-                "replaced": [(ids["s0"][0], ids["s0"][1])], "refused_commits": []}
+        expired = [
+            (ids["c0"][0], "session timeout"),
+            (ids["s0"][1], "session timeout"),
+            (ids["s0"][2], "session timeout"),
+            (ids["z0"][0], "rebalance timeout"),
+        ]
+        return {
+            "generations": generations,
+            "left": sorted(left),
+            "expired": sorted(expired),
+            "replaced": [(ids["s0"][0], ids["s0"][1])],
+            "refused_commits": [],
+        }
 
 
 def run_kafka4(kafka, workdir: Path) -> Kafka4Run:
@@ -180,25 +200,38 @@ def run_kafka4(kafka, workdir: Path) -> Kafka4Run:
             admin.close()
 
     histories = {}
-    for group, consumer in ((eager, KAFKA4_CONSUMER),
-                            (cooperative, {**KAFKA4_CONSUMER, "assignors": ["cooperative-sticky"]})):
+    for group, consumer in (
+        (eager, KAFKA4_CONSUMER),
+        (cooperative, {**KAFKA4_CONSUMER, "assignors": ["cooperative-sticky"]}),
+    ):
         (workdir / group).mkdir()
-        histories[group] = GroupHistory(kafka.bootstrap, topics[group], group, workdir / group, feed_topic=feed_topic,
-                                        session_timeout_ms=KAFKA4_SESSION_MS, consumer=dict(consumer),
-                                        partitions=PARTITIONS)
-    truths = {eager: run_kafka4_history(histories[eager], grow_topic),
-              cooperative: run_cooperative_history(histories[cooperative])}
+        histories[group] = GroupHistory(
+            kafka.bootstrap,
+            topics[group],
+            group,
+            workdir / group,
+            feed_topic=feed_topic,
+            session_timeout_ms=KAFKA4_SESSION_MS,
+            consumer=dict(consumer),
+            partitions=PARTITIONS,
+        )
+    truths = {
+        eager: run_kafka4_history(histories[eager], grow_topic),
+        cooperative: run_cooperative_history(histories[cooperative]),
+    }
 
-    def both_empty():   # each group's last record: no members (the static member's session has run out)
+    def both_empty():  # each group's last record: no members (the static member's session has run out)
         last = {}
         pairs = list(read_offsets_topic(kafka.bootstrap, timestamps=True))
         from offsets_store import decode_record
+
         for key, value, _ in pairs:
             r = decode_record(key, value)
             if r["type"] == "group_metadata" and r.get("group_id") in truths and not r["tombstone"]:
                 last[r["group_id"]] = r
-        return pairs if all(g in last and not last[g]["members"] and last[g]["generation"] > 0
-                            for g in truths) else None
+        return (
+            pairs if all(g in last and not last[g]["members"] and last[g]["generation"] > 0 for g in truths) else None
+        )
 
     pairs = wait_until(both_empty, 60, "both groups' Empty records", every_s=1)
     events = read_feed(kafka.bootstrap, feed_topic, {})
@@ -212,10 +245,18 @@ def run_kafka4(kafka, workdir: Path) -> Kafka4Run:
             ]
         )
     )
-    return Kafka4Run(kafka.version, eager, cooperative, topics, truths,
-                     {g: h.steps for g, h in histories.items()}, events, pairs,
-                     {g: committed_on(kafka.bootstrap, g, topics[g], GROWN_TO if g == eager else PARTITIONS)
-                      for g in truths}, workdir)
+    return Kafka4Run(
+        kafka.version,
+        eager,
+        cooperative,
+        topics,
+        truths,
+        {g: h.steps for g, h in histories.items()},
+        events,
+        pairs,
+        {g: committed_on(kafka.bootstrap, g, topics[g], GROWN_TO if g == eager else PARTITIONS) for g in truths},
+        workdir,
+    )
 
 
 def committed_on(bootstrap: str, group: str, topic: str, partitions: int, client: dict | None = None) -> dict:

@@ -1,5 +1,6 @@
 """A feed through the pure model as a job that loses its checkpoint runs it: the first events, then the groups rebuilt
 from the store the first part wrote (``streaming/spark/restore.py``), then the rest of the feed."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,10 +25,10 @@ def play(models: GroupModels, events: list[dict]) -> list[dict]:
 
 @dataclass
 class Restart:
-    first: list[dict]            # outputs before the checkpoint was lost
-    second: list[dict]           # outputs of the groups rebuilt from the store, and of the rest of the feed
-    at_cut: GroupModels          # the lost state: the models as they stood when the checkpoint was lost
-    models: GroupModels          # the rebuilt models at the end
+    first: list[dict]  # outputs before the checkpoint was lost
+    second: list[dict]  # outputs of the groups rebuilt from the store, and of the rest of the feed
+    at_cut: GroupModels  # the lost state: the models as they stood when the checkpoint was lost
+    models: GroupModels  # the rebuilt models at the end
 
 
 def lose_checkpoint(events: list[dict], cut: int, props: dict | None = None, end_ms: int | None = None) -> Restart:
@@ -39,9 +40,11 @@ def lose_checkpoint(events: list[dict], cut: int, props: dict | None = None, end
     records = [o for o in first if o["type"] in STORE_TYPES]
     now = load_time(records, True, 0, max(e["ts"] for e in events[:cut]))
     models = GroupModels(configs)
-    models.models = {g: GroupModel(configs, GroupModel.from_bytes(state, configs).model, models.topics)
-                     for g, state in group_states(records, now, configs).items()}
-    second = [o for m in models.models.values() for o in m.announcements()]   # each rebuilt group's first step
+    models.models = {
+        g: GroupModel(configs, GroupModel.from_bytes(state, configs).model, models.topics)
+        for g, state in group_states(records, now, configs).items()
+    }
+    second = [o for m in models.models.values() for o in m.announcements()]  # each rebuilt group's first step
     second += play(models, events[cut:])
     if end_ms is not None:
         second += models.advance(end_ms)

@@ -2,6 +2,7 @@
 (this Tansu build has only the memory, S3 and Postgres engines; Apache Kafka 0.9 keeps its log on disk but cannot
 store record headers, which the outputs topic needs). Stopping and starting the broker on the same port is a broker
 outage with nothing lost, like a Kafka broker restart."""
+
 from __future__ import annotations
 
 import logging
@@ -20,17 +21,23 @@ class PersistentBroker:
     def __init__(self) -> None:
         from moto.server import ThreadedMotoServer
 
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)   # moto's HTTP access log
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's HTTP access log
         self._s3 = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         self._s3.start()
         host, port = self._s3.get_host_and_port()
         endpoint = f"http://{host}:{port}"
         import boto3
 
-        boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test", aws_secret_access_key="test",
-                     region_name="us-east-1").create_bucket(Bucket=BUCKET)
-        self.env = {"AWS_ENDPOINT": endpoint, "AWS_ALLOW_HTTP": "true", "AWS_ACCESS_KEY_ID": "test",
-                    "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}
+        boto3.client(
+            "s3", endpoint_url=endpoint, aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1"
+        ).create_bucket(Bucket=BUCKET)
+        self.env = {
+            "AWS_ENDPOINT": endpoint,
+            "AWS_ALLOW_HTTP": "true",
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }
         self.port = free_port()
         self.log_dir = Path(tempfile.mkdtemp(prefix="tansu-s3-"))
         self.broker: BundledBroker | None = None
@@ -41,8 +48,7 @@ class PersistentBroker:
         return f"127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        self.broker = start_bundled_broker(self.port, str(self.log_dir), storage_engine=f"s3://{BUCKET}/",
-                                           env=self.env)
+        self.broker = start_bundled_broker(self.port, str(self.log_dir), storage_engine=f"s3://{BUCKET}/", env=self.env)
 
     def stop(self) -> None:
         """The broker goes away (its port refuses connections); its log stays in S3."""

@@ -14,6 +14,7 @@ Optional settings: ``group_instance_id`` (a static member), ``assignors`` (kafka
 leader notices new partitions), ``poll_timeout_ms`` (how long one poll waits: longer than a rebalance's JoinGroup,
 see tests/kafka4_history.py), ``debug`` (kafka-python's DEBUG lines in the log).
 """
+
 from __future__ import annotations
 
 import faulthandler
@@ -31,15 +32,17 @@ from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 from kafka.coordinator.base import Generation
 
-ASSIGNORS = {a.name: a for a in (RangePartitionAssignor, RoundRobinPartitionAssignor, StickyPartitionAssignor,
-                                 CooperativeStickyAssignor)}
+ASSIGNORS = {
+    a.name: a
+    for a in (RangePartitionAssignor, RoundRobinPartitionAssignor, StickyPartitionAssignor, CooperativeStickyAssignor)
+}
 OPTIONAL = ("group_instance_id", "max_poll_interval_ms", "metadata_max_age_ms")
 
 
 class Truth:
     def __init__(self, path: str, name: str) -> None:
         self.out, self.name = open(path, "a", encoding="utf-8"), name
-        self.lock = threading.Lock()   # written from the poll loop and from the client's network thread
+        self.lock = threading.Lock()  # written from the poll loop and from the client's network thread
 
     def write(self, **fact) -> None:
         with self.lock:
@@ -51,10 +54,10 @@ def main(config: dict) -> int:
     import logging
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    logging.getLogger("kafka.coordinator").setLevel(logging.INFO)   # joins, syncs, generations: the story
-    if config.get("debug"):   # kafka-python's every request and answer
+    logging.getLogger("kafka.coordinator").setLevel(logging.INFO)  # joins, syncs, generations: the story
+    if config.get("debug"):  # kafka-python's every request and answer
         logging.getLogger("kafka").setLevel(logging.DEBUG)
-    faulthandler.register(signal.SIGUSR2, all_threads=True)   # every thread's stack, into the log (a stuck client)
+    faulthandler.register(signal.SIGUSR2, all_threads=True)  # every thread's stack, into the log (a stuck client)
     client = {"bootstrap_servers": config["bootstrap"], **config.get("client", {})}
     if "api_version" in client:
         client["api_version"] = tuple(client["api_version"])
@@ -62,27 +65,41 @@ def main(config: dict) -> int:
     if config.get("assignors"):
         client["partition_assignment_strategy"] = [ASSIGNORS[name] for name in config["assignors"]]
     truth = Truth(config["truth"], config["name"])
-    consumer = KafkaConsumer(group_id=config["group"], client_id=config["name"], enable_auto_commit=False,
-                             auto_offset_reset="earliest", session_timeout_ms=config["session_timeout_ms"],
-                             heartbeat_interval_ms=config["heartbeat_interval_ms"], max_poll_records=5, **client)
+    consumer = KafkaConsumer(
+        group_id=config["group"],
+        client_id=config["name"],
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        session_timeout_ms=config["session_timeout_ms"],
+        heartbeat_interval_ms=config["heartbeat_interval_ms"],
+        max_poll_records=5,
+        **client,
+    )
     coordinator = consumer._coordinator
     led: set[int] = set()
     assign = coordinator._perform_assignment
 
-    def perform_assignment(leader_id, protocol, members):   # only the elected leader runs this
+    def perform_assignment(leader_id, protocol, members):  # only the elected leader runs this
         led.add(coordinator._generation.generation_id)
         return assign(leader_id, protocol, members)
 
     coordinator._perform_assignment = perform_assignment
     answer_join = coordinator._process_join_group_response
-    joined: dict = {}   # the last JoinGroup answer that let it in: the generation its SyncGroup belongs to
+    joined: dict = {}  # the last JoinGroup answer that let it in: the generation its SyncGroup belongs to
 
-    def join_answered(response, send_time):   # each JoinGroup answer: MEMBER_ID_REQUIRED (79) shows here
-        truth.write(fact="join_answered", error=response.error_code, member_id=response.member_id,
-                    generation=response.generation_id)
+    def join_answered(response, send_time):  # each JoinGroup answer: MEMBER_ID_REQUIRED (79) shows here
+        truth.write(
+            fact="join_answered",
+            error=response.error_code,
+            member_id=response.member_id,
+            generation=response.generation_id,
+        )
         if response.error_code == 0:
-            joined.update(member_id=response.member_id, generation=response.generation_id,
-                          leader=response.leader == response.member_id)
+            joined.update(
+                member_id=response.member_id,
+                generation=response.generation_id,
+                leader=response.leader == response.member_id,
+            )
         return answer_join(response, send_time)
 
     coordinator._process_join_group_response = join_answered
@@ -95,8 +112,13 @@ def main(config: dict) -> int:
         else:
             member_id, generation = coordinator._generation.member_id, coordinator._generation.generation_id
             leader = generation in led
-        truth.write(fact="assigned", member_id=member_id, generation=generation, leader=leader,
-                    partitions=sorted([tp.topic, tp.partition] for tp in assigned))
+        truth.write(
+            fact="assigned",
+            member_id=member_id,
+            generation=generation,
+            leader=leader,
+            partitions=sorted([tp.topic, tp.partition] for tp in assigned),
+        )
 
     class Listener(ConsumerRebalanceListener):
         def on_partitions_revoked(self, revoked):
@@ -129,8 +151,12 @@ def main(config: dict) -> int:
         # The feed may live on another cluster than the group (the tracker's own broker).
         feed_bootstrap = config.get("feed_bootstrap") or config["bootstrap"]
         same_cluster = feed_bootstrap == config["bootstrap"]
-        producer = KafkaProducer(bootstrap_servers=feed_bootstrap, acks="all", client_id=f"{config['name']}-feed",
-                                 **{k: v for k, v in client.items() if k == "api_version" and same_cluster})
+        producer = KafkaProducer(
+            bootstrap_servers=feed_bootstrap,
+            acks="all",
+            client_id=f"{config['name']}-feed",
+            **{k: v for k, v in client.items() if k == "api_version" and same_cluster},
+        )
         instrument(consumer, producer, config["feed_topic"], heartbeat_every_ms=config.get("heartbeat_every_ms", 1000))
     consumer.subscribe([config["topic"]], listener=Listener())
     stop, zombie = threading.Event(), threading.Event()
@@ -149,11 +175,15 @@ def main(config: dict) -> int:
         generation = coordinator._generation
         try:
             consumer.commit(offsets)
-        except Exception as exc:   # e.g. a rebalance began: the broker refused, which is part of the story
+        except Exception as exc:  # e.g. a rebalance began: the broker refused, which is part of the story
             truth.write(fact="commit_failed", error=type(exc).__name__)
             continue
-        truth.write(fact="committed", member_id=generation.member_id, generation=generation.generation_id,
-                    offsets=sorted([tp.topic, tp.partition, o.offset] for tp, o in offsets.items()))
+        truth.write(
+            fact="committed",
+            member_id=generation.member_id,
+            generation=generation.generation_id,
+            offsets=sorted([tp.topic, tp.partition, o.offset] for tp, o in offsets.items()),
+        )
     consumer.close()
     truth.write(fact="closed")
     if config.get("feed_topic"):
@@ -171,14 +201,25 @@ def commit_as_zombie(consumer, coordinator, offsets: dict, truth: Truth) -> None
     try:
         consumer.commit(offsets)
     except Exception as exc:
-        truth.write(fact="commit_failed", member_id=current.member_id, generation=current.generation_id - 1,
-                    error=type(exc).__name__, detail=str(exc)[:200], zombie=True)
-    else:   # the broker took it: the test says so
-        truth.write(fact="committed", member_id=current.member_id, generation=current.generation_id - 1,
-                    offsets=sorted([tp.topic, tp.partition, o.offset] for tp, o in offsets.items()), zombie=True)
+        truth.write(
+            fact="commit_failed",
+            member_id=current.member_id,
+            generation=current.generation_id - 1,
+            error=type(exc).__name__,
+            detail=str(exc)[:200],
+            zombie=True,
+        )
+    else:  # the broker took it: the test says so
+        truth.write(
+            fact="committed",
+            member_id=current.member_id,
+            generation=current.generation_id - 1,
+            offsets=sorted([tp.topic, tp.partition, o.offset] for tp, o in offsets.items()),
+            zombie=True,
+        )
     finally:
         with coordinator._lock:
-            if coordinator._generation is stale:   # not reset by a refusal: back to its own generation
+            if coordinator._generation is stale:  # not reset by a refusal: back to its own generation
                 coordinator._generation = current
 
 

@@ -16,6 +16,7 @@ Lookup is by the broker's names (``group.consumer.assignors``) in their own regi
 client-side names stay with ``assignors.get_assignor``, so ``range`` means the client RangeAssignor there and the
 coordinator's RangeAssignor here.
 """
+
 from .registry import available_server_assignors, get_server_assignor, register_server_assignor
 from .types import (
     HETEROGENEOUS,

@@ -12,6 +12,7 @@ what the ordering gives: static members keep their ranges across restarts (their
 instance ids do not), and nothing moves while membership, subscriptions and partition counts stay the same.
 The current target assignment in the ``GroupSpec`` is therefore not read.  Racks are not used (as in Kafka).
 """
+
 from __future__ import annotations
 
 from ..base import member_sort_key
@@ -51,8 +52,9 @@ class RangeAssignor:
     def assign(self, group_spec: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
         if not group_spec.member_ids:
             return {}
-        members = sorted(group_spec.member_ids,
-                         key=lambda m: member_sort_key(m, group_spec.member_subscription(m).instance_id))
+        members = sorted(
+            group_spec.member_ids, key=lambda m: member_sort_key(m, group_spec.member_subscription(m).instance_id)
+        )
         per_topic: dict[str, _Topic] = {}
         if group_spec.subscription_type == HOMOGENEOUS:
             for topic_id in group_spec.member_subscription(members[0]).topic_ids:

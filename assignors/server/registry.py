@@ -6,6 +6,7 @@ the broker's (``uniform``, ``range``).  Both ``range``s exist: ``get_assignor("r
 RangeAssignor, ``get_server_assignor("range")`` the group coordinator's.  Kafka's class names are accepted too, as
 the broker config accepts them (``org.apache.kafka.coordinator.group.assignor.UniformAssignor``).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable

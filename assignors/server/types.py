@@ -16,6 +16,7 @@ string is accepted too (hashed like a Java String, compared as text).  Members m
 names are resolved to ids through the topic metadata and names without metadata are dropped, as Kafka's
 ``TopicIds`` does.
 """
+
 from __future__ import annotations
 
 import base64
@@ -51,8 +52,12 @@ def parse_uuid(value: str) -> tuple[int, int] | None:
     """
     # Java's URL-safe decoder: no '+' or '/' (b64decode with altchars would take them too); padding optional,
     # but when present it must complete the last group of four.
-    if not isinstance(value, str) or len(value) > 24 or not _URL_SAFE_BASE64.fullmatch(value) or \
-            ("=" in value and len(value) % 4):
+    if (
+        not isinstance(value, str)
+        or len(value) > 24
+        or not _URL_SAFE_BASE64.fullmatch(value)
+        or ("=" in value and len(value) % 4)
+    ):
         return None
     try:
         raw = base64.b64decode(value + "=" * (-len(value) % 4), altchars=b"-_", validate=True)
@@ -106,8 +111,9 @@ class TopicMetadata:
             raise ValueError("Topic name cannot be empty.")
         if self.num_partitions < 0:
             raise ValueError("Number of partitions cannot be negative.")
-        object.__setattr__(self, "partition_racks",
-                           {int(p): frozenset(r) for p, r in dict(self.partition_racks).items()})
+        object.__setattr__(
+            self, "partition_racks", {int(p): frozenset(r) for p, r in dict(self.partition_racks).items()}
+        )
 
 
 class SubscribedTopicDescriber:
@@ -167,8 +173,9 @@ class MemberSubscription:
     def __post_init__(self) -> None:
         object.__setattr__(self, "topic_ids", tuple(dict.fromkeys(self.topic_ids)))
         object.__setattr__(self, "topic_names", tuple(dict.fromkeys(self.topic_names)))
-        object.__setattr__(self, "assignment", {t: _partitions(ps) for t, ps in dict(self.assignment).items()
-                                                if _partitions(ps)})
+        object.__setattr__(
+            self, "assignment", {t: _partitions(ps) for t, ps in dict(self.assignment).items() if _partitions(ps)}
+        )
 
 
 class GroupSpec:
@@ -203,8 +210,7 @@ class GroupSpec:
                 counts[key] = counts.get(key, 0) + 1
         self.members = resolved
         if subscription_type is None:
-            subscription_type = (HOMOGENEOUS if all(c == len(resolved) for c in counts.values())
-                                 else HETEROGENEOUS)
+            subscription_type = HOMOGENEOUS if all(c == len(resolved) for c in counts.values()) else HETEROGENEOUS
         if subscription_type not in (HOMOGENEOUS, HETEROGENEOUS):
             raise ValueError(f"subscription type must be {HOMOGENEOUS!r} or {HETEROGENEOUS!r}")
         self.subscription_type = subscription_type

@@ -25,6 +25,7 @@ racks are accepted in the inputs and do not change the result, as in Kafka.
 Deviation: a current assignment naming a partition beyond the topic's partition count is ignored (Kafka never
 sees one, since partition counts only grow; its builders would fail on it).
 """
+
 from __future__ import annotations
 
 from ..java import java_hash_order, java_hashset_capacity_from_collection
@@ -87,7 +88,8 @@ def _homogeneous(spec: GroupSpec, topics: SubscribedTopicDescriber, give_up_extr
         n = topics.num_partitions(topic_id)
         if n == -1:
             raise PartitionAssignorError(
-                f"Members are subscribed to topic {topic_id} which doesn't exist in the topic metadata.")
+                f"Members are subscribed to topic {topic_id} which doesn't exist in the topic metadata."
+            )
         owned = spec.owners.get(topic_id, {})
         unassigned.extend((topic_id, p) for p in range(n) if p not in owned)
         sizes[topic_id] = n
@@ -155,8 +157,17 @@ class _Balancer:
     leftwards as its members each give one up.  ``sizes`` is shared with the builder and read live.
     """
 
-    __slots__ = ("sizes", "members", "least_end", "least_count", "next_least", "most_start", "most_end",
-                 "most_count", "next_most")
+    __slots__ = (
+        "sizes",
+        "members",
+        "least_end",
+        "least_count",
+        "next_least",
+        "most_start",
+        "most_end",
+        "most_count",
+        "next_most",
+    )
 
     def __init__(self, sizes: list[int]) -> None:
         self.sizes = sizes
@@ -225,7 +236,8 @@ class _Heterogeneous:
                 n = topics.num_partitions(topic_id)
                 if n == -1:
                     raise PartitionAssignorError(
-                        f"Members are subscribed to topic {topic_id} which doesn't exist in the topic metadata.")
+                        f"Members are subscribed to topic {topic_id} which doesn't exist in the topic metadata."
+                    )
                 self.num_partitions[topic_id] = n
                 self.subscribers.setdefault(topic_id, []).append(index)
         self.sizes = [0] * len(self.member_ids)

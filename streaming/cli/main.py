@@ -1,4 +1,5 @@
 """``rebalance-tracker`` command line: one subcommand per job, each implemented in its own module."""
+
 from __future__ import annotations
 
 import importlib

@@ -1,4 +1,5 @@
 """Coordinator settings under Kafka's own names and defaults (broker config, plus two tracker-only switches)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
@@ -63,10 +64,12 @@ class CoordinatorConfig:
 
 
 def _property_name(field_name: str) -> str:
-    special = {"new_member_join_timeout_ms": "group.new.member.join.timeout.ms",
-               "assignment_mode": "tracker.assignment.mode",
-               "adopt_unknown_members": "tracker.adopt.unknown.members",
-               "expire_members": "tracker.expire.members"}
+    special = {
+        "new_member_join_timeout_ms": "group.new.member.join.timeout.ms",
+        "assignment_mode": "tracker.assignment.mode",
+        "adopt_unknown_members": "tracker.adopt.unknown.members",
+        "expire_members": "tracker.expire.members",
+    }
     return special.get(field_name, field_name.replace("_", "."))
 
 

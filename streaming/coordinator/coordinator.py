@@ -11,6 +11,7 @@ leaves the rest to the same handlers. Every handler, and every step it takes, re
 order, as Kafka's handlers return a ``CoordinatorResult`` (response and records). Where the tracker has to act for
 a client (computing the leader's assignment, reacting to metadata changes) it says so.
 """
+
 from __future__ import annotations
 
 import base64
@@ -51,13 +52,13 @@ class GroupCoordinator:
     def __init__(self, config: CoordinatorConfig | None = None) -> None:
         self.config = config or CoordinatorConfig()
         self.groups: dict[str, Group] = {}
-        self.default_topics: dict[str, int] = {}   # sizes from topic_metadata events that named no group
+        self.default_topics: dict[str, int] = {}  # sizes from topic_metadata events that named no group
         self.pending_topics: dict[str, dict[str, int]] = {}  # sizes named for a group that does not exist yet
         # Observe mode (tracker.adopt.unknown.members): the broker is the coordinator, its reported answers win.
         self.observer = BrokerObserver(self, self.config) if self.config.adopt_unknown_members else None
         self._timers = Timers(self._timer_deadline)
-        self._unannounced: set[str] = set()        # groups rebuilt from the store whose first step is still to come
-        self._unseen_start: str | None = None      # the group whose round being opened began unseen (restored.py)
+        self._unannounced: set[str] = set()  # groups rebuilt from the store whose first step is still to come
+        self._unseen_start: str | None = None  # the group whose round being opened began unseen (restored.py)
 
     # ================================================================ public API
     def handle(self, event: dict) -> Outputs:
@@ -67,7 +68,7 @@ class GroupCoordinator:
         heartbeat that arrives on the deadline still keeps its member."""
         out = self.advance(event["ts"] - 1) if event.get("ts") is not None else self.announcements()
         kind = event["type"]
-        if kind == "log_end":   # not a request: passed on, after the timers due before it, for the lag views
+        if kind == "log_end":  # not a request: passed on, after the timers due before it, for the lag views
             return out + [outputs.log_end(event)]
         if kind in _GROUP_ID_REQUIRED and not event["group_id"]:
             out.append(outputs.request_refused(event, event.get("ts") or 0, "INVALID_GROUP_ID"))
@@ -81,15 +82,18 @@ class GroupCoordinator:
         group = self.groups.get(event["group_id"])
         if group is not None:
             self._tick(group, event.get("ts"))
-        if self.observer is not None and group is not None and kind != "leave" and \
-                not (kind == "join" and event.get("generation") is not None):   # an answered join: observe.py
+        if (
+            self.observer is not None
+            and group is not None
+            and kind != "leave"
+            and not (kind == "join" and event.get("generation") is not None)
+        ):  # an answered join: observe.py
             self._adopt_static_member_id(group, event)
         if group is not None and group.restored is not None:
             out += self._watch_restored(group, event)
-        out += self.observer.handle(group, event) if self.observer is not None else \
-            self.apply_kafka_rules(group, event)
+        out += self.observer.handle(group, event) if self.observer is not None else self.apply_kafka_rules(group, event)
         self._unseen_start = None
-        group = self.groups.get(event.get("group_id"))   # as the event left it: it may have made or ended the group
+        group = self.groups.get(event.get("group_id"))  # as the event left it: it may have made or ended the group
         if group is not None and kind != "heartbeat":
             self._refresh_retention(group)
         return out
@@ -133,13 +137,24 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is None:
             return {"group_id": group_id, "state": S.DEAD.value, "members": []}
-        return {"group_id": group_id, "state": group.state.value, "generation": group.generation,
-                "protocol_type": group.protocol_type or "", "protocol": group.protocol_name or "",
-                "leader": group.leader_id,
-                "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                             "client_id": m.client_id, "client_host": m.client_host,
-                             "assignment": [list(tp) for tp in m.assignment]}
-                            for m in group.members_in_kafka_order()]}
+        return {
+            "group_id": group_id,
+            "state": group.state.value,
+            "generation": group.generation,
+            "protocol_type": group.protocol_type or "",
+            "protocol": group.protocol_name or "",
+            "leader": group.leader_id,
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "assignment": [list(tp) for tp in m.assignment],
+                }
+                for m in group.members_in_kafka_order()
+            ],
+        }
 
     # --- serialisation -------------------------------------------------------------------------------------------
     def export_group(self, group_id: str) -> bytes:
@@ -195,14 +210,18 @@ class GroupCoordinator:
             if record is not None:
                 _restore_metadata(group, record, now_ms)
             group.offsets.update(group_offsets)
-            group.topics.update(self.default_topics)   # what the broker's metadata said wins over the guess
+            group.topics.update(self.default_topics)  # what the broker's metadata said wins over the guess
             self._adopt(group)
             self._refresh_retention(group)
             if len(group.members) > self.config.group_max_size:
                 # Kafka's onLoaded: group.max.size may have been lowered since; the rebalance trims the group. A
                 # load reports nothing, so its outputs are dropped.
-                self.prepare_rebalance(group, "load", f"freshly loaded group {group_id} (size "
-                                       f"{len(group.members)}) is over capacity {self.config.group_max_size}")
+                self.prepare_rebalance(
+                    group,
+                    "load",
+                    f"freshly loaded group {group_id} (size "
+                    f"{len(group.members)}) is over capacity {self.config.group_max_size}",
+                )
 
     # --- after a lost checkpoint (restored.py) ----------------------------------------------------------------
     def note_restored(self, now_ms: int) -> None:
@@ -210,9 +229,12 @@ class GroupCoordinator:
         its first step says so, and its feed is watched for what the store did not hold."""
         for group in self.groups.values():
             timeouts = [(m.session_timeout_ms, m.rebalance_timeout_ms) for m in group.members.values()]
-            group.restored = Restored(group.generation, now_ms,
-                                      window_end(now_ms, timeouts, self.config.new_member_join_timeout_ms),
-                                      set(group.members))
+            group.restored = Restored(
+                group.generation,
+                now_ms,
+                window_end(now_ms, timeouts, self.config.new_member_join_timeout_ms),
+                set(group.members),
+            )
             self._unannounced.add(group.group_id)
 
     def announcements(self) -> Outputs:
@@ -227,10 +249,20 @@ class GroupCoordinator:
                 group.restored.announced = True
                 # Kafka's classic coordinator has no topic sizes (the leader reads the cluster's): these are the
                 # partitions the stored assignment names, until the feed says more.
-                out.append(outputs.group_restored(
-                    group_id, group.restored.loaded_ts, group.generation, group.state.value, group.protocol_type,
-                    group.protocol_name, group.leader_id, [m.member_id for m in group.members_in_kafka_order()],
-                    len(group.offsets), dict(sorted(group.topics.items()))))
+                out.append(
+                    outputs.group_restored(
+                        group_id,
+                        group.restored.loaded_ts,
+                        group.generation,
+                        group.state.value,
+                        group.protocol_type,
+                        group.protocol_name,
+                        group.leader_id,
+                        [m.member_id for m in group.members_in_kafka_order()],
+                        len(group.offsets),
+                        dict(sorted(group.topics.items())),
+                    )
+                )
         self._unannounced.clear()
         return out
 
@@ -238,7 +270,7 @@ class GroupCoordinator:
         """Signs in a restored group's feed of what the store did not hold (restored.py); the first is reported."""
         r = group.restored
         if group.clock > r.until:
-            group.restored = None   # whatever the lost checkpoint held would have shown by now
+            group.restored = None  # whatever the lost checkpoint held would have shown by now
             return []
         member_id, generation = e.get("member_id") or "", e.get("generation")
         if not member_id or e["type"] not in ("join", "sync", "heartbeat", "commit", "leave"):
@@ -252,23 +284,44 @@ class GroupCoordinator:
             if generation is None or generation <= r.generation or e["type"] == "join":
                 return []
             if first_word:
-                return self.restore_gap(group, e, f"member {member_id} reports generation {generation} in its first "
-                                                  f"word since the store's generation {r.generation}: it rejoined "
-                                                  f"before the restore, in a round the store did not hold",
-                                        follows=True)
+                return self.restore_gap(
+                    group,
+                    e,
+                    f"member {member_id} reports generation {generation} in its first "
+                    f"word since the store's generation {r.generation}: it rejoined "
+                    f"before the restore, in a round the store did not hold",
+                    follows=True,
+                )
             if member is None or member.stand_in:
-                return self.restore_gap(group, e, f"member {member_id} reports generation {generation}, its join "
-                                                  f"unseen since the store's generation {r.generation}: it joined "
-                                                  f"before the restore, in a round the store did not hold",
-                                        follows=True)
+                return self.restore_gap(
+                    group,
+                    e,
+                    f"member {member_id} reports generation {generation}, its join "
+                    f"unseen since the store's generation {r.generation}: it joined "
+                    f"before the restore, in a round the store did not hold",
+                    follows=True,
+                )
         elif generation is not None and generation > group.generation:
-            return self.restore_gap(group, e, f"generation {generation} is newer than the group's {group.generation}: "
-                                              f"the lost checkpoint went on past the store", follows=False)
-        elif (member_id not in group.members and member_id not in group.pending_members
-              and e.get("group_instance_id") not in group.static_members
-              and (generation is None or generation >= r.generation)):
-            return self.restore_gap(group, e, f"member {member_id} is not in the group the store held: it joined, or "
-                                              f"was given its id, after the last record", follows=False)
+            return self.restore_gap(
+                group,
+                e,
+                f"generation {generation} is newer than the group's {group.generation}: "
+                f"the lost checkpoint went on past the store",
+                follows=False,
+            )
+        elif (
+            member_id not in group.members
+            and member_id not in group.pending_members
+            and e.get("group_instance_id") not in group.static_members
+            and (generation is None or generation >= r.generation)
+        ):
+            return self.restore_gap(
+                group,
+                e,
+                f"member {member_id} is not in the group the store held: it joined, or "
+                f"was given its id, after the last record",
+                follows=False,
+            )
         return []
 
     def restore_gap(self, group: Group, e: dict, reason: str, follows: bool) -> Outputs:
@@ -381,8 +434,7 @@ class GroupCoordinator:
 
     def change_state(self, group: Group, target: GroupState, reason: str) -> Output:
         previous = group.transition(target, group.clock)
-        return outputs.state_change(group.group_id, group.clock, previous.value, target.value, group.generation,
-                                    reason)
+        return outputs.state_change(group.group_id, group.clock, previous.value, target.value, group.generation, reason)
 
     # ================================================================ JoinGroup
     def _join(self, group: Group | None, e: dict) -> Outputs:
@@ -407,10 +459,14 @@ class GroupCoordinator:
             return [self._refused(group, e, "COORDINATOR_NOT_AVAILABLE")]
         if not self._accept_joining_member(group, member_id):
             out: Outputs = []
-            if member_id in group.members:   # only removed: the round goes on until its next join or its timeout
-                out += self.remove_member(group, group.members[member_id], "group-max-size",
-                                          f"member {member_id} removed: group is over group.max.size",
-                                          update_group=False)
+            if member_id in group.members:  # only removed: the round goes on until its next join or its timeout
+                out += self.remove_member(
+                    group,
+                    group.members[member_id],
+                    "group-max-size",
+                    f"member {member_id} removed: group is over group.max.size",
+                    update_group=False,
+                )
             group.pending_members.pop(member_id, None)
             return out + [self._refused(group, e, "GROUP_MAX_SIZE_REACHED")]
         if not group.supports_protocols(e["protocol_type"], [p["name"] for p in e["protocols"]]):
@@ -423,7 +479,7 @@ class GroupCoordinator:
         """The group a request creates, with the topic sizes remembered for it; it exists once ``_keep`` says so."""
         topics = {**self.default_topics, **self.pending_topics.get(e["group_id"], {})}
         now = e.get("ts") or 0
-        return Group(e["group_id"], state_timestamp=now, clock=now, topics=topics)   # Empty since its creation
+        return Group(e["group_id"], state_timestamp=now, clock=now, topics=topics)  # Empty since its creation
 
     def _keep(self, group: Group) -> None:
         self.groups[group.group_id] = group
@@ -474,8 +530,11 @@ class GroupCoordinator:
         # KIP-394: a dynamic member first gets its id and must come back with it.
         group.pending_members[new_id] = group.clock + e["session_timeout_ms"]
         self._arm(group, _PENDING, new_id, group.pending_members[new_id])
-        return [outputs.join_answer(group.group_id, group.clock, new_id, None, "MEMBER_ID_REQUIRED", -1, None, None,
-                                    None, [])]
+        return [
+            outputs.join_answer(
+                group.group_id, group.clock, new_id, None, "MEMBER_ID_REQUIRED", -1, None, None, None, []
+            )
+        ]
 
     def _join_known_member(self, group: Group, e: dict) -> Outputs:
         member_id, instance_id = e["member_id"], e["group_instance_id"]
@@ -533,13 +592,14 @@ class GroupCoordinator:
         note_cause(group, "join", reason, group.clock)
         return out + self._maybe_prepare_rebalance(group, "join", reason)
 
-    def update_member_and_rebalance(self, group: Group, member: Member, e: dict, protocols: list[Protocol],
-                                    trigger: str = "join") -> Outputs:
+    def update_member_and_rebalance(
+        self, group: Group, member: Member, e: dict, protocols: list[Protocol], trigger: str = "join"
+    ) -> Outputs:
         group.set_protocols(member, protocols)
         # Kafka's updateMember: protocols and timeouts; the client id and host stay those of the member's first join.
         member.session_timeout_ms, member.rebalance_timeout_ms = e["session_timeout_ms"], e["rebalance_timeout_ms"]
         member.awaiting_join = True
-        if not member.is_new:   # a new member's join timeout runs on (a client retrying its first JoinGroup)
+        if not member.is_new:  # a new member's join timeout runs on (a client retrying its first JoinGroup)
             member.session_deadline = None  # the join round's timeout governs a member waiting in it
         self._stops_consuming(group, member)
         reason = f"updating metadata for member {member.member_id}"
@@ -552,10 +612,16 @@ class GroupCoordinator:
         old = group.members[old_id]
         out: Outputs = []
         if old.awaiting_join or old.awaiting_sync:
-            out.append(outputs.fenced_by_restart(outputs.JOIN_RESPONSE if old.awaiting_join else
-                                                 outputs.SYNC_RESPONSE, group.group_id, group.clock, old_id,
-                                                 old.group_instance_id))
-        old.awaiting_sync = False   # the restarted consumer has sent no SyncGroup: nothing waits to be answered
+            out.append(
+                outputs.fenced_by_restart(
+                    outputs.JOIN_RESPONSE if old.awaiting_join else outputs.SYNC_RESPONSE,
+                    group.group_id,
+                    group.clock,
+                    old_id,
+                    old.group_instance_id,
+                )
+            )
+        old.awaiting_sync = False  # the restarted consumer has sent no SyncGroup: nothing waits to be answered
         old_protocol = group.protocol_name
         member = group.replace_static(old_id, new_id)
         group.set_protocols(member, [Protocol.from_event(p) for p in e["protocols"]])
@@ -571,12 +637,14 @@ class GroupCoordinator:
         member.awaiting_join = True
         member.session_deadline = None
         if group.is_(S.STABLE):
-            return out + self.prepare_rebalance(group, "static-replace", f"static member {member.group_instance_id} "
-                                                f"rejoined with other protocols")
+            return out + self.prepare_rebalance(
+                group, "static-replace", f"static member {member.group_instance_id} rejoined with other protocols"
+            )
         if group.is_(S.COMPLETING_REBALANCE):
-            return out + self.prepare_rebalance(group, "static-replace", f"static member {member.group_instance_id} "
-                                                f"rejoined during CompletingRebalance")
-        return out + self._try_complete_join(group)   # PreparingRebalance: it simply takes part in the running round
+            return out + self.prepare_rebalance(
+                group, "static-replace", f"static member {member.group_instance_id} rejoined during CompletingRebalance"
+            )
+        return out + self._try_complete_join(group)  # PreparingRebalance: it simply takes part in the running round
 
     # ================================================================ rebalance rounds
     def _maybe_prepare_rebalance(self, group: Group, trigger: str, detail: str) -> Outputs:
@@ -593,9 +661,17 @@ class GroupCoordinator:
             for m in group.members.values():
                 if m.awaiting_sync:
                     m.awaiting_sync = False
-                    out.append(outputs.sync_refused(group.group_id, group.clock, m.member_id, m.group_instance_id,
-                                                    "REBALANCE_IN_PROGRESS", group.generation))
-                    if not m.awaiting_join:   # its wait is over: heartbeats are due again (unless it rejoined)
+                    out.append(
+                        outputs.sync_refused(
+                            group.group_id,
+                            group.clock,
+                            m.member_id,
+                            m.group_instance_id,
+                            "REBALANCE_IN_PROGRESS",
+                            group.generation,
+                        )
+                    )
+                    if not m.awaiting_join:  # its wait is over: heartbeats are due again (unless it rejoined)
                         self.schedule_session(group, m)
         group.pending_sync = []
         group.sync_deadline = None
@@ -609,12 +685,17 @@ class GroupCoordinator:
             group.initial_delay_remaining_ms = None
             # Following __consumer_offsets, the records say how a round ended: the model keeps no join timeout (it
             # sees no rejoins, so it would remove everyone).
-            self.set_join_deadline(group, None if self.config.records_only else
-                                   group.clock + group.max_rebalance_timeout_ms())
+            self.set_join_deadline(
+                group, None if self.config.records_only else group.clock + group.max_rebalance_timeout_ms()
+            )
         if group.rebalance is None:
-            group.rebalance = RebalanceInProgress(group.clock, trigger, detail, start_seen=not self.config.records_only
-                                                  and self._unseen_start != group.group_id,
-                                                  not_before=group.generation_ts)
+            group.rebalance = RebalanceInProgress(
+                group.clock,
+                trigger,
+                detail,
+                start_seen=not self.config.records_only and self._unseen_start != group.group_id,
+                not_before=group.generation_ts,
+            )
             if self._unseen_start == group.group_id:
                 self._unseen_start = None
         if self.observer is not None:
@@ -628,8 +709,11 @@ class GroupCoordinator:
         removePendingMemberAndUpdateClassicGroup), where a join or a leave waits for the delay."""
         if self.config.adopt_unknown_members and group.members:
             return []  # observing a real broker: its round ends when its members' SyncGroups show it (or on timeout)
-        if (group.is_(S.PREPARING_REBALANCE) and (expiry or group.initial_delay_remaining_ms is None)
-                and group.has_all_members_joined()):
+        if (
+            group.is_(S.PREPARING_REBALANCE)
+            and (expiry or group.initial_delay_remaining_ms is None)
+            and group.has_all_members_joined()
+        ):
             return self._complete_join(group)
         return []
 
@@ -652,8 +736,14 @@ class GroupCoordinator:
         out: Outputs = []
         for m in group.not_yet_rejoined():
             if not m.is_static:  # static members keep their place; only their session timeout removes them
-                out += self.remove_member(group, m, "expiry", f"member {m.member_id} did not rejoin in time",
-                                          update_group=False, reason="rebalance timeout")
+                out += self.remove_member(
+                    group,
+                    m,
+                    "expiry",
+                    f"member {m.member_id} did not rejoin in time",
+                    update_group=False,
+                    reason="rebalance timeout",
+                )
         if not group.elect_joined_leader() and group.members:
             # Nobody rejoined: wait another round for sessions to expire the silent members.
             self.set_join_deadline(group, group.clock + group.max_rebalance_timeout_ms())
@@ -694,10 +784,9 @@ class GroupCoordinator:
         for member_id in missing:
             member = group.members.get(member_id)
             if member is not None:
-                out += self.remove_member(group, member, "sync-timeout", "", update_group=False,
-                                          reason="sync timeout")
+                out += self.remove_member(group, member, "sync-timeout", "", update_group=False, reason="sync timeout")
         out += self.prepare_rebalance(group, "sync-timeout", f"members {', '.join(missing)} never sent SyncGroup")
-        if group.deferred and self.observer is not None:   # observe mode: what waited for this generation's end
+        if group.deferred and self.observer is not None:  # observe mode: what waited for this generation's end
             out += self.observer.release_deferred(group)
         return out
 
@@ -787,7 +876,7 @@ class GroupCoordinator:
 
         try:
             assignor = get_assignor(group.protocol_name)
-        except (LookupError, ValueError):   # a client-side custom assignor the tracker does not have
+        except (LookupError, ValueError):  # a client-side custom assignor the tracker does not have
             return {}, [], True
         subscriptions, wanted = {}, set()
         for m in group.members.values():
@@ -799,10 +888,13 @@ class GroupCoordinator:
             else:  # the client did not say; the tracker knows what it last gave this member
                 owned, generation = m.assignment, m.assignment_generation
             subscriptions[m.member_id] = Subscription(
-                topics, owned_partitions=[TopicPartition(t, n) for t, n in owned],
+                topics,
+                owned_partitions=[TopicPartition(t, n) for t, n in owned],
                 generation=None if generation is None or generation < 0 else generation,
-                group_instance_id=m.group_instance_id, rack=p.rack if p else None,
-                user_data=base64.b64decode(p.user_data) if p and p.user_data else None)
+                group_instance_id=m.group_instance_id,
+                rack=p.rack if p else None,
+                user_data=base64.b64decode(p.user_data) if p and p.user_data else None,
+            )
         counts = {t: group.topics[t] for t in sorted(wanted) if t in group.topics}
         # A partition a member owns exists. The leader Kafka relies on has the cluster's current metadata; the
         # tracker's topic sizes can lag behind (a group rebuilt from the store knows only the partitions its stored
@@ -815,8 +907,9 @@ class GroupCoordinator:
         assignment = {mid: [(tp[0], int(tp[1])) for tp in parts] for mid, parts in result.items()}
         return assignment, sorted(wanted - set(counts)), False
 
-    def _rebalance_record(self, group: Group, unknown_topics: list[str] | None = None,
-                          assignor_missing: bool = False) -> Output:
+    def _rebalance_record(
+        self, group: Group, unknown_topics: list[str] | None = None, assignor_missing: bool = False
+    ) -> Output:
         """One line of rebalance history: what started the round, what it cost, what moved (figures.py)."""
         rb = group.rebalance or RebalanceInProgress(group.clock, "unknown", "", start_seen=False)
         group.rebalance = None
@@ -829,17 +922,31 @@ class GroupCoordinator:
                 ledger.release(owner, None)
         topics = group.generation_topics or frozenset()
         settled = ledger.settle(
-            {m.group_instance_id or m.member_id: m.assignment for m in group.members.values()}, now,
+            {m.group_instance_id or m.member_id: m.assignment for m in group.members.values()},
+            now,
             wanted=lambda tp: tp[0] in topics and tp[1] < group.topics.get(tp[0], tp[1] + 1),
-            known=not self.config.records_only)
+            known=not self.config.records_only,
+        )
         return outputs.rebalance(
-            group.group_id, now, group.generation, group.protocol_type, group.protocol_name,
-            "cooperative" if cooperative else "eager", group.leader_id,
-            [outputs.rebalance_member(m.member_id, m.group_instance_id, m.client_id, m.client_host)
-             for m in group.members.values()],
-            {m.member_id: [list(tp) for tp in m.assignment] for m in group.members.values()}, rb.trigger, rb.detail,
-            rb.join_completed_ts, rebalance_fields(settled, rb.started_ts if rb.start_seen else None, now),
-            unknown_topics or [], assignor_missing)
+            group.group_id,
+            now,
+            group.generation,
+            group.protocol_type,
+            group.protocol_name,
+            "cooperative" if cooperative else "eager",
+            group.leader_id,
+            [
+                outputs.rebalance_member(m.member_id, m.group_instance_id, m.client_id, m.client_host)
+                for m in group.members.values()
+            ],
+            {m.member_id: [list(tp) for tp in m.assignment] for m in group.members.values()},
+            rb.trigger,
+            rb.detail,
+            rb.join_completed_ts,
+            rebalance_fields(settled, rb.started_ts if rb.start_seen else None, now),
+            unknown_topics or [],
+            assignor_missing,
+        )
 
     def _release_time(self, group: Group) -> int | None:
         return None if self.config.records_only else group.clock
@@ -903,7 +1010,8 @@ class GroupCoordinator:
             # Kafka counts it among the members that left: a Stable group rebalances, a joining round may end.
             if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
                 return out + self.prepare_rebalance(
-                    group, "leave", f"pending member {member_id} left through an explicit LeaveGroup")
+                    group, "leave", f"pending member {member_id} left through an explicit LeaveGroup"
+                )
             return out + self._try_complete_join(group)
         else:
             error = self._static_identity_error(group, instance_id, member_id)
@@ -915,37 +1023,61 @@ class GroupCoordinator:
         reason = f"removing member {member_id} on LeaveGroup"
         if e.get("reason"):
             reason += f"; client reason: {e['reason']}"
-        return [outputs.leave_response(e, group.clock, "NONE")] + \
-            self.remove_member(group, member, "leave", reason, reason="leave")
+        return [outputs.leave_response(e, group.clock, "NONE")] + self.remove_member(
+            group, member, "leave", reason, reason="leave"
+        )
 
     def _on_session_expired(self, group: Group, member: Member) -> Outputs:
         why = "new member join timeout" if member.is_new else "session timeout"
         if group.restored is not None and member.member_id in group.restored.unheard:
             # Silent since the restore, on the session the load restarted: it left, or its session ran out, before.
-            out = self.restore_gap(group, {"type": "expiry", "member_id": member.member_id},
-                                   f"member {member.member_id}, not heard from since the restore, expired on the "
-                                   f"session the load restarted: it left, or went quiet, before the restore (up to a "
-                                   f"session sooner)", follows=True)
-            return out + self.remove_member(group, member, "unknown", f"member {member.member_id} left, or its "
-                                            f"session ran out, before the group was restored from the store",
-                                            reason="unknown")
-        return self.remove_member(group, member, "expiry", f"removing member {member.member_id} on heartbeat "
-                                  f"expiration", reason=why)
+            out = self.restore_gap(
+                group,
+                {"type": "expiry", "member_id": member.member_id},
+                f"member {member.member_id}, not heard from since the restore, expired on the "
+                f"session the load restarted: it left, or went quiet, before the restore (up to a "
+                f"session sooner)",
+                follows=True,
+            )
+            return out + self.remove_member(
+                group,
+                member,
+                "unknown",
+                f"member {member.member_id} left, or its session ran out, before the group was restored from the store",
+                reason="unknown",
+            )
+        return self.remove_member(
+            group, member, "expiry", f"removing member {member.member_id} on heartbeat expiration", reason=why
+        )
 
-    def remove_member(self, group: Group, member: Member, trigger: str, detail: str, update_group: bool = True,
-                      reason: str = "") -> Outputs:
+    def remove_member(
+        self, group: Group, member: Member, trigger: str, detail: str, update_group: bool = True, reason: str = ""
+    ) -> Outputs:
         """Remove ``member`` (``reason`` "leave": it left, else it expired), and, with ``update_group``, rebalance
         what remains (Kafka's removeMemberAndUpdateClassicGroup)."""
         out: Outputs = []
         if member.awaiting_join:
             # Its JoinGroup is still waiting (a new member's join timeout, a leave): Kafka answers it before removing
             # the member, so a client that is still alive starts over.
-            out.append(outputs.join_refused(group.group_id, group.clock, member.member_id, member.group_instance_id,
-                                            "UNKNOWN_MEMBER_ID"))
+            out.append(
+                outputs.join_refused(
+                    group.group_id, group.clock, member.member_id, member.group_instance_id, "UNKNOWN_MEMBER_ID"
+                )
+            )
         group.remove(member.member_id)
         group.figures.release(member.group_instance_id or member.member_id, self._release_time(group))
-        out.append(outputs.member_gone(group.group_id, group.clock, member.member_id, member.group_instance_id,
-                                       member.client_id, reason, member.last_heartbeat_ts, group.generation))
+        out.append(
+            outputs.member_gone(
+                group.group_id,
+                group.clock,
+                member.member_id,
+                member.group_instance_id,
+                member.client_id,
+                reason,
+                member.last_heartbeat_ts,
+                group.generation,
+            )
+        )
         note_cause(group, trigger, detail, group.clock)
         if not update_group:
             return out
@@ -969,11 +1101,25 @@ class GroupCoordinator:
             # A member's commit counts as a heartbeat (the checks above proved the member exists).
             self._heartbeat_timer_reset(group, group.members[e["member_id"]])
         refused = [O.too_large(o, self.config.offset_metadata_max_bytes) for o in e["offsets"]]
-        out: Outputs = O.store(group.offsets, group.group_id, [o for o, no in zip(e["offsets"], refused) if not no],
-                               group.clock, e["retention_ms"], now=group.clock)
-        out.append(outputs.commit_response(e, group.clock, "NONE", [
-            [o["topic"], o["partition"], "OFFSET_METADATA_TOO_LARGE" if no else "NONE"]
-            for o, no in zip(e["offsets"], refused)]))
+        out: Outputs = O.store(
+            group.offsets,
+            group.group_id,
+            [o for o, no in zip(e["offsets"], refused) if not no],
+            group.clock,
+            e["retention_ms"],
+            now=group.clock,
+        )
+        out.append(
+            outputs.commit_response(
+                e,
+                group.clock,
+                "NONE",
+                [
+                    [o["topic"], o["partition"], "OFFSET_METADATA_TOO_LARGE" if no else "NONE"]
+                    for o, no in zip(e["offsets"], refused)
+                ],
+            )
+        )
         return out
 
     def _commit_error(self, group: Group, e: dict) -> str | None:
@@ -1014,9 +1160,9 @@ class GroupCoordinator:
     def _retention_base(self, group: Group) -> tuple[str, set[str]] | None:
         """Kafka's KIP-211 rule: which timestamp an offset's retention counts from, and which topics are exempt."""
         if group.protocol_type is None:
-            return "commit", set()               # offsets-only group: from each commit
+            return "commit", set()  # offsets-only group: from each commit
         if group.is_(S.EMPTY):
-            return "state", set()                # consumers gone: from when the group became Empty
+            return "state", set()  # consumers gone: from when the group became Empty
         if group.protocol_type == "consumer" and group.is_(S.STABLE):
             # Only topics nobody subscribed to when the generation began.
             return "commit", set(group.generation_topics or ())
@@ -1047,8 +1193,11 @@ class GroupCoordinator:
         if rule is None:
             return []
         base, exempt = rule
-        expired = [tp for tp, o in sorted(group.offsets.items())
-                   if tp[0] not in exempt and group.clock >= self._expiry_time(group, o, base)]
+        expired = [
+            tp
+            for tp, o in sorted(group.offsets.items())
+            if tp[0] not in exempt and group.clock >= self._expiry_time(group, o, base)
+        ]
         out: Outputs = []
         for tp in expired:
             del group.offsets[tp]
@@ -1092,25 +1241,43 @@ class GroupCoordinator:
         subscribed = group.subscribed_topics() or set()
         if topic in subscribed and group.state in (S.STABLE, S.COMPLETING_REBALANCE):
             # The leader's metadata refresh would see this and rejoin; the tracker acts for it.
-            return self.prepare_rebalance(group, "metadata", f"partitions of {topic} changed from "
-                                          f"{before if before is not None else 'unknown'} to {count}")
+            return self.prepare_rebalance(
+                group,
+                "metadata",
+                f"partitions of {topic} changed from {before if before is not None else 'unknown'} to {count}",
+            )
         return []
 
     # Event type -> its handler (Kafka's rules for the request; topic metadata is the tracker's own). Every request
     # ``handle`` answers goes through this table.
     HANDLERS: dict[str, Callable[["GroupCoordinator", Group | None, dict], Outputs]] = {
-        "join": _join, "sync": _sync, "heartbeat": _heartbeat, "leave": _leave, "commit": _commit,
-        "delete_group": _delete_group, "topic_metadata": _topic_metadata,
+        "join": _join,
+        "sync": _sync,
+        "heartbeat": _heartbeat,
+        "leave": _leave,
+        "commit": _commit,
+        "delete_group": _delete_group,
+        "topic_metadata": _topic_metadata,
     }
 
 
-def _assignment(group: Group, member: Member, previous: list[Partition], current: list[Partition],
-                observed: bool = False) -> Output:
+def _assignment(
+    group: Group, member: Member, previous: list[Partition], current: list[Partition], observed: bool = False
+) -> Output:
     """A member's ``assignment`` output: its partitions for the generation, and what changed since ``previous``."""
     old, new = set(previous), set(current)
-    return outputs.assignment(group.group_id, group.clock, member.member_id, member.group_instance_id,
-                              group.generation, group.protocol_name, [list(tp) for tp in current],
-                              [list(tp) for tp in sorted(new - old)], [list(tp) for tp in sorted(old - new)], observed)
+    return outputs.assignment(
+        group.group_id,
+        group.clock,
+        member.member_id,
+        member.group_instance_id,
+        group.generation,
+        group.protocol_name,
+        [list(tp) for tp in current],
+        [list(tp) for tp in sorted(new - old)],
+        [list(tp) for tp in sorted(old - new)],
+        observed,
+    )
 
 
 # ==================================================================== serialisation helpers
@@ -1137,17 +1304,31 @@ def _tp_key(tp: Partition) -> list:
 def _group_to_dict(g: Group) -> dict:
     rb = g.rebalance
     return {
-        "group_id": g.group_id, "state": g.state.value, "state_timestamp": g.state_timestamp,
-        "protocol_type": g.protocol_type, "protocol_name": g.protocol_name, "generation": g.generation,
-        "leader_id": g.leader_id, "members": [m.to_row() for m in g.members.values()],
-        "pending_members": g.pending_members, "pending_sync": g.pending_sync,
+        "group_id": g.group_id,
+        "state": g.state.value,
+        "state_timestamp": g.state_timestamp,
+        "protocol_type": g.protocol_type,
+        "protocol_name": g.protocol_name,
+        "generation": g.generation,
+        "leader_id": g.leader_id,
+        "members": [m.to_row() for m in g.members.values()],
+        "pending_members": g.pending_members,
+        "pending_sync": g.pending_sync,
         "offsets": O.to_rows(g.offsets),
-        "topics": g.topics, "clock": g.clock, "member_seq": g.member_seq, "join_deadline": g.join_deadline,
-        "initial_delay_remaining_ms": g.initial_delay_remaining_ms, "new_member_added": g.new_member_added,
-        "sync_deadline": g.sync_deadline, "retention_deadline": g.retention_deadline,
-        "generation_ts": g.generation_ts, "deferred": g.deferred, "recorded_generation": g.recorded_generation,
-        "rebalance": None if rb is None else [rb.started_ts, rb.trigger, rb.detail, rb.join_completed_ts,
-                                              rb.start_seen, rb.not_before],
+        "topics": g.topics,
+        "clock": g.clock,
+        "member_seq": g.member_seq,
+        "join_deadline": g.join_deadline,
+        "initial_delay_remaining_ms": g.initial_delay_remaining_ms,
+        "new_member_added": g.new_member_added,
+        "sync_deadline": g.sync_deadline,
+        "retention_deadline": g.retention_deadline,
+        "generation_ts": g.generation_ts,
+        "deferred": g.deferred,
+        "recorded_generation": g.recorded_generation,
+        "rebalance": None
+        if rb is None
+        else [rb.started_ts, rb.trigger, rb.detail, rb.join_completed_ts, rb.start_seen, rb.not_before],
         "figures": g.figures.to_dict(),
         "generation_topics": None if g.generation_topics is None else sorted(g.generation_topics),
         "restored": None if g.restored is None else g.restored.to_row(),
@@ -1155,8 +1336,15 @@ def _group_to_dict(g: Group) -> dict:
 
 
 def _group_from_dict(d: dict) -> Group:
-    g = Group(d["group_id"], GroupState(d["state"]), d["state_timestamp"], d["protocol_type"], d["protocol_name"],
-              d["generation"], d["leader_id"])
+    g = Group(
+        d["group_id"],
+        GroupState(d["state"]),
+        d["state_timestamp"],
+        d["protocol_type"],
+        d["protocol_name"],
+        d["generation"],
+        d["leader_id"],
+    )
     for md in d["members"]:
         member = Member.from_row(md) if isinstance(md, list) else Member.from_dict(md)
         g.members[member.member_id] = member
@@ -1178,13 +1366,13 @@ def _group_from_dict(d: dict) -> Group:
     g.rebalance = None if d["rebalance"] is None else RebalanceInProgress(*d["rebalance"])
     if "figures" in d:
         g.figures = Ledger.from_dict(d["figures"])
-    else:   # a state from before the figures' ledger: owners at the last Stable, cooperative revocations
+    else:  # a state from before the figures' ledger: owners at the last Stable, cooperative revocations
         g.figures = _ledger_of_members(g)
         g.figures.owners = {(t, p): owner for t, p, owner in d.get("stable_owners", [])}
         g.figures.released = {(t, p): (ts, 0) for t, p, ts in d.get("revoked_at", [])}
     if "generation_topics" in d:
         g.generation_topics = None if d["generation_topics"] is None else frozenset(d["generation_topics"])
-    else:   # a state from before they were kept: the members' topics now
+    else:  # a state from before they were kept: the members' topics now
         g.generation_topics = GroupCoordinator._subscribed_now(g)
     return g
 
@@ -1200,18 +1388,29 @@ def _restore_metadata(group: Group, record: dict, now_ms: int) -> None:
     for md in record.get("members") or []:
         sub = md.get("subscription") or {}
         owned = sub.get("owned_partitions")
-        protocol = Protocol(group.protocol_name or "", list(sub.get("topics") or []),
-                            None if owned is None else [(t, int(p)) for t, p in owned],
-                            int(sub.get("generation", -1)), sub.get("user_data"), sub.get("rack"))
+        protocol = Protocol(
+            group.protocol_name or "",
+            list(sub.get("topics") or []),
+            None if owned is None else [(t, int(p)) for t, p in owned],
+            int(sub.get("generation", -1)),
+            sub.get("user_data"),
+            sub.get("rack"),
+        )
         session_timeout = int(md.get("session_timeout", 10_000))
         # No rebalance timeout (GroupMetadataValue v0, or -1): Kafka's loader takes the session timeout.
         rebalance_timeout = int(md.get("rebalance_timeout", -1))
-        member = Member(md["member_id"], md.get("group_instance_id"), md.get("client_id", ""),
-                        md.get("client_host", ""), session_timeout,
-                        rebalance_timeout if rebalance_timeout >= 0 else session_timeout, group.protocol_type or "",
-                        [protocol],
-                        assignment=[(t, int(p)) for t, p in (md.get("assignment") or {}).get("partitions", [])],
-                        assignment_generation=group.generation)
+        member = Member(
+            md["member_id"],
+            md.get("group_instance_id"),
+            md.get("client_id", ""),
+            md.get("client_host", ""),
+            session_timeout,
+            rebalance_timeout if rebalance_timeout >= 0 else session_timeout,
+            group.protocol_type or "",
+            [protocol],
+            assignment=[(t, int(p)) for t, p in (md.get("assignment") or {}).get("partitions", [])],
+            assignment_generation=group.generation,
+        )
         member.last_heartbeat_ts = now_ms
         member.session_deadline = now_ms + member.session_timeout_ms
         group.add(member)
@@ -1220,7 +1419,7 @@ def _restore_metadata(group: Group, record: dict, now_ms: int) -> None:
     for m in group.members.values():
         for topic, partition in m.assignment:
             group.topics[topic] = max(group.topics.get(topic, 0), partition + 1)
-    group.generation_topics = GroupCoordinator._subscribed_now(group)   # as Kafka's loader computes them
+    group.generation_topics = GroupCoordinator._subscribed_now(group)  # as Kafka's loader computes them
     group.leader_id = record.get("leader") if group.members else None
     if group.members:
         group.state = S.STABLE

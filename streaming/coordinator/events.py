@@ -10,6 +10,7 @@ faster than ``json`` plus hand-written checks. Two things it does not do on its 
 keys (msgspec keeps the last one), and turning its errors into reasons that name the event type, the field and the
 offending value. A null in a field that is not nullable counts as the field left out, as before.
 """
+
 from __future__ import annotations
 
 import base64
@@ -27,12 +28,12 @@ MAX_EVENT_BYTES = 1 << 20
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
 
-Int = Annotated[int, Meta(ge=_INT64[0], le=_INT64[1])]              # Kafka's int64 fields
-Int32 = Annotated[int, Meta(ge=_INT32[0], le=_INT32[1])]            # Kafka's int32 fields
-Time = Annotated[int, Meta(ge=0, le=_INT64[1])]                     # epoch ms
+Int = Annotated[int, Meta(ge=_INT64[0], le=_INT64[1])]  # Kafka's int64 fields
+Int32 = Annotated[int, Meta(ge=_INT32[0], le=_INT32[1])]  # Kafka's int32 fields
+Time = Annotated[int, Meta(ge=0, le=_INT64[1])]  # epoch ms
 PartitionId = Annotated[int, Meta(ge=0, le=_INT32[1])]
-ApiVersion = Annotated[int, Meta(ge=0, le=2**15 - 1)]                # a request's version (int16)
-Partitions = list[tuple[str, PartitionId]]                          # [[topic, partition], ...]
+ApiVersion = Annotated[int, Meta(ge=0, le=2**15 - 1)]  # a request's version (int16)
+Partitions = list[tuple[str, PartitionId]]  # [[topic, partition], ...]
 
 
 class ProtocolIn(Struct):
@@ -40,14 +41,14 @@ class ProtocolIn(Struct):
     topics: list[str] | UnsetType = UNSET
     owned_partitions: Union[Partitions, None] | UnsetType = UNSET
     generation: Int32 | UnsetType = UNSET
-    user_data: Union[str, None] | UnsetType = UNSET                 # base64
+    user_data: Union[str, None] | UnsetType = UNSET  # base64
     rack: Union[str, None] | UnsetType = UNSET
 
 
 class OffsetIn(Struct):
     topic: Annotated[str, Meta(min_length=1)]
     partition: PartitionId
-    offset: Annotated[int, Meta(ge=0, le=_INT64[1])]   # Kafka's clients refuse negative offsets
+    offset: Annotated[int, Meta(ge=0, le=_INT64[1])]  # Kafka's clients refuse negative offsets
     leader_epoch: Annotated[int, Meta(ge=-1, le=_INT32[1])] | UnsetType = UNSET
     metadata: Union[str, None] | UnsetType = UNSET
 
@@ -98,6 +99,7 @@ class Commit(_Member, tag="commit"):
     consumer-protocol member's epoch, -1 for the admin client or a consumer without group management.
     ``api_version`` (optional): the request's OffsetCommit version, where Kafka's answer depends on it (null: not
     stated; see the coordinators' commit handling)."""
+
     generation: Union[Int32, None] | UnsetType = UNSET
     offsets: Union[list[OffsetIn], None] | UnsetType = UNSET
     retention_ms: Union[Int, None] | UnsetType = UNSET
@@ -114,6 +116,7 @@ class TopicMetadata(_Event, tag="topic_metadata"):
 
 class OwnedTopic(Struct):
     """Kafka's ConsumerGroupHeartbeatRequest.TopicPartitions: by topic id or by name."""
+
     partitions: list[PartitionId]
     topic_id: Union[str, None] | UnsetType = UNSET
     topic: Union[str, None] | UnsetType = UNSET
@@ -122,6 +125,7 @@ class OwnedTopic(Struct):
 class ConsumerHeartbeat(_Event, tag="consumer_heartbeat"):
     """KIP-848 (group.protocol=consumer): one ConsumerGroupHeartbeat request, fields as Kafka's request has them.
     Null means "not sent" (Kafka's nullable fields); -1 for rebalance_timeout_ms likewise."""
+
     member_id: Union[str, None] | UnsetType = UNSET
     member_epoch: Union[Int32, None] | UnsetType = UNSET
     instance_id: Union[str, None] | UnsetType = UNSET
@@ -144,6 +148,7 @@ class LogEnd(_Event, tag="log_end"):
     """A sample of where a partition the group consumes ends (ListOffsets latest, read at ``ts``): what lag is
     measured against (streaming/coordinator/lag.py). Published per group by the log-end sampler
     (streaming/feeds/log_end_sampler.py), so it travels with the group's other events."""
+
     topic: Union[str, None] | UnsetType = UNSET
     partition: Union[PartitionId, None] | UnsetType = UNSET
     offset: Union[Annotated[int, Meta(ge=0, le=_INT64[1])], None] | UnsetType = UNSET
@@ -157,6 +162,7 @@ _DECODER = msgspec.json.Decoder(_Any)
 
 class _Envelope(Struct):
     """``convert`` to a bare Union re-reads the Union's types on every call (~20x slower); a Struct caches them."""
+
     e: _Any
 
 
@@ -166,6 +172,7 @@ def _convert(obj: dict) -> Struct:
     except msgspec.ValidationError as exc:
         raise InvalidEvent(_reason(str(exc).replace("`$.e", "`$", 1), obj)) from None
 
+
 _GENERIC = msgspec.json.Decoder()
 _ENCODE = msgspec.json.encode
 
@@ -173,31 +180,64 @@ _ENCODE = msgspec.json.encode
 _COMMON = [("group_id", True, False, None), ("ts", False, True, None)]
 _MEMBER = [("member_id", False, False, ""), ("group_instance_id", False, True, None)]
 _FIELDS: dict[str, list[tuple[str, bool, bool, Any]]] = {
-    "join": _COMMON + _MEMBER + [
-        ("client_id", False, False, "consumer"), ("client_host", False, False, "/127.0.0.1"),
-        ("session_timeout_ms", False, False, 10_000), ("rebalance_timeout_ms", False, True, None),
-        ("protocol_type", False, False, "consumer"), ("protocols", True, False, None), ("reason", False, True, None),
-        ("generation", False, True, None), ("leader", False, True, None)],
-    "sync": _COMMON + _MEMBER + [
-        ("generation", True, False, None), ("protocol_type", False, True, None),
-        ("protocol_name", False, True, None), ("assignments", False, True, None), ("assigned", False, True, None)],
+    "join": _COMMON
+    + _MEMBER
+    + [
+        ("client_id", False, False, "consumer"),
+        ("client_host", False, False, "/127.0.0.1"),
+        ("session_timeout_ms", False, False, 10_000),
+        ("rebalance_timeout_ms", False, True, None),
+        ("protocol_type", False, False, "consumer"),
+        ("protocols", True, False, None),
+        ("reason", False, True, None),
+        ("generation", False, True, None),
+        ("leader", False, True, None),
+    ],
+    "sync": _COMMON
+    + _MEMBER
+    + [
+        ("generation", True, False, None),
+        ("protocol_type", False, True, None),
+        ("protocol_name", False, True, None),
+        ("assignments", False, True, None),
+        ("assigned", False, True, None),
+    ],
     "heartbeat": _COMMON + _MEMBER + [("generation", True, False, None)],
     "leave": _COMMON + _MEMBER + [("reason", False, True, None)],
-    "commit": _COMMON + _MEMBER + [("generation", False, False, -1), ("offsets", True, False, None),
-                                   ("retention_ms", False, False, -1), ("api_version", False, True, None)],
+    "commit": _COMMON
+    + _MEMBER
+    + [
+        ("generation", False, False, -1),
+        ("offsets", True, False, None),
+        ("retention_ms", False, False, -1),
+        ("api_version", False, True, None),
+    ],
     # Without a group id, a topic's size applies to every group.
-    "topic_metadata": [("group_id", False, True, None), ("ts", False, True, None),
-                       ("topic", True, False, None), ("partitions", True, False, None),
-                       ("topic_id", False, True, None), ("partition_racks", False, True, None)],
+    "topic_metadata": [
+        ("group_id", False, True, None),
+        ("ts", False, True, None),
+        ("topic", True, False, None),
+        ("partitions", True, False, None),
+        ("topic_id", False, True, None),
+        ("partition_racks", False, True, None),
+    ],
     "delete_group": list(_COMMON),
-    "log_end": _COMMON + [("topic", True, False, None), ("partition", True, False, None),
-                          ("offset", True, False, None)],
-    "consumer_heartbeat": _COMMON + [
-        ("member_id", False, False, ""), ("member_epoch", True, False, None), ("instance_id", False, True, None),
-        ("rack_id", False, True, None), ("rebalance_timeout_ms", False, False, -1),
-        ("subscribed_topic_names", False, True, None), ("subscribed_topic_regex", False, True, None),
-        ("server_assignor", False, True, None), ("topic_partitions", False, True, None),
-        ("client_id", False, False, "consumer"), ("client_host", False, False, "/127.0.0.1")],
+    "log_end": _COMMON
+    + [("topic", True, False, None), ("partition", True, False, None), ("offset", True, False, None)],
+    "consumer_heartbeat": _COMMON
+    + [
+        ("member_id", False, False, ""),
+        ("member_epoch", True, False, None),
+        ("instance_id", False, True, None),
+        ("rack_id", False, True, None),
+        ("rebalance_timeout_ms", False, False, -1),
+        ("subscribed_topic_names", False, True, None),
+        ("subscribed_topic_regex", False, True, None),
+        ("server_assignor", False, True, None),
+        ("topic_partitions", False, True, None),
+        ("client_id", False, False, "consumer"),
+        ("client_host", False, False, "/127.0.0.1"),
+    ],
 }
 
 
@@ -239,14 +279,14 @@ def _decode(raw: bytes | str | None, max_bytes: int) -> Struct:
         if raw.count(colon) == _ENCODE(event).count(b":") and escaped not in raw:
             return event
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
-        pass      # the careful path says why, in the same order as ever
+        pass  # the careful path says why, in the same order as ever
     # Careful path: the generic tree first (every string read, so bad UTF-8 is found; every key kept, unknown ones
     # too), then duplicate keys, then the types.
     try:
         tree = _GENERIC.decode(raw)
     except RecursionError:
         raise InvalidEvent("not valid JSON: nested too deeply") from None
-    except msgspec.ValidationError as exc:       # a number JSON allows but no one can read
+    except msgspec.ValidationError as exc:  # a number JSON allows but no one can read
         raise InvalidEvent(_number_reason(raw, str(exc))) from None
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise InvalidEvent(_not_json(raw, str(exc))) from None
@@ -287,17 +327,23 @@ def _normalise(s: Struct) -> dict:
                 raise InvalidEvent(f"{kind}: missing field {name!r}")
             value = default
         event[name] = value
-    if kind == "heartbeat":       # most of any feed: nothing nested
+    if kind == "heartbeat":  # most of any feed: nothing nested
         return event
     if kind == "join":
         event["protocols"] = [_protocol(f"join.protocols[{i}]", p) for i, p in enumerate(event["protocols"])]
         if event["rebalance_timeout_ms"] is None:
             event["rebalance_timeout_ms"] = event["session_timeout_ms"]  # JoinGroup v0 semantics
     elif kind == "commit":
-        event["offsets"] = [{"topic": o.topic, "partition": o.partition, "offset": o.offset,
-                             "leader_epoch": -1 if o.leader_epoch is UNSET else o.leader_epoch,
-                             "metadata": "" if o.metadata is None or o.metadata is UNSET else o.metadata}
-                            for o in event["offsets"]]
+        event["offsets"] = [
+            {
+                "topic": o.topic,
+                "partition": o.partition,
+                "offset": o.offset,
+                "leader_epoch": -1 if o.leader_epoch is UNSET else o.leader_epoch,
+                "metadata": "" if o.metadata is None or o.metadata is UNSET else o.metadata,
+            }
+            for o in event["offsets"]
+        ]
     elif kind == "sync":
         if event["assignments"] is not None:
             event["assignments"] = {m: [list(tp) for tp in parts] for m, parts in event["assignments"].items()}
@@ -317,8 +363,9 @@ def _normalise(s: Struct) -> dict:
         if event["subscribed_topic_names"] is not None:
             event["subscribed_topic_names"] = list(event["subscribed_topic_names"])
         if event["topic_partitions"] is not None:
-            event["topic_partitions"] = [_owned("consumer_heartbeat.topic_partitions", item)
-                                         for item in event["topic_partitions"]]
+            event["topic_partitions"] = [
+                _owned("consumer_heartbeat.topic_partitions", item) for item in event["topic_partitions"]
+            ]
     return event
 
 
@@ -337,8 +384,9 @@ def _uuid(where: str, value: str) -> str:
             return base64.urlsafe_b64encode(uuid.UUID(value).bytes).decode("ascii").rstrip("=")
         except ValueError:
             pass
-    raise InvalidEvent(f"{where} must be a Kafka topic id (22 characters of URL-safe base64, or a hyphenated UUID), "
-                       f"got {value!r}")
+    raise InvalidEvent(
+        f"{where} must be a Kafka topic id (22 characters of URL-safe base64, or a hyphenated UUID), got {value!r}"
+    )
 
 
 def _racks(where: str, value: dict[str, list[str]]) -> dict[int, list[str]]:
@@ -368,24 +416,58 @@ def _protocol(where: str, p: ProtocolIn) -> dict:
         except (binascii.Error, ValueError):
             raise InvalidEvent(f"{where}.user_data is not valid base64") from None
     owned = None if p.owned_partitions is UNSET else p.owned_partitions
-    return {"name": p.name, "topics": [] if p.topics is UNSET else list(dict.fromkeys(p.topics)),
-            "owned_partitions": None if owned is None else [list(tp) for tp in owned],
-            "generation": -1 if p.generation is UNSET else p.generation, "user_data": user_data,
-            "rack": None if p.rack is UNSET else p.rack}
+    return {
+        "name": p.name,
+        "topics": [] if p.topics is UNSET else list(dict.fromkeys(p.topics)),
+        "owned_partitions": None if owned is None else [list(tp) for tp in owned],
+        "generation": -1 if p.generation is UNSET else p.generation,
+        "user_data": user_data,
+        "rack": None if p.rack is UNSET else p.rack,
+    }
 
 
 # ---------------------------------------------------------------------------------------------- reasons
 # What each kind of field must be, for the reason (by the field's name; names mean the same in every event type).
-_INTEGERS = {"ts", "generation", "member_epoch", "session_timeout_ms", "rebalance_timeout_ms", "partitions",
-             "retention_ms", "partition", "offset", "leader_epoch", "api_version"}
-_RANGES = {"ts": (0, _INT64[1]), "retention_ms": _INT64, "partition": (0, _INT32[1]), "offset": (0, _INT64[1]),
-           "leader_epoch": (-1, _INT32[1]), "api_version": (0, 2**15 - 1)}
-_LISTS = {"protocols": "a list of protocols", "offsets": "a list", "topics": "a list of strings",
-          "subscribed_topic_names": "a list of strings", "topic_partitions": "a list",
-          "owned_partitions": "a list of [topic, partition] pairs", "assigned": "a list of [topic, partition] pairs"}
+_INTEGERS = {
+    "ts",
+    "generation",
+    "member_epoch",
+    "session_timeout_ms",
+    "rebalance_timeout_ms",
+    "partitions",
+    "retention_ms",
+    "partition",
+    "offset",
+    "leader_epoch",
+    "api_version",
+}
+_RANGES = {
+    "ts": (0, _INT64[1]),
+    "retention_ms": _INT64,
+    "partition": (0, _INT32[1]),
+    "offset": (0, _INT64[1]),
+    "leader_epoch": (-1, _INT32[1]),
+    "api_version": (0, 2**15 - 1),
+}
+_LISTS = {
+    "protocols": "a list of protocols",
+    "offsets": "a list",
+    "topics": "a list of strings",
+    "subscribed_topic_names": "a list of strings",
+    "topic_partitions": "a list",
+    "owned_partitions": "a list of [topic, partition] pairs",
+    "assigned": "a list of [topic, partition] pairs",
+}
 _PAIRS = {"owned_partitions", "assigned", "assignments"}
-_JSON_NAMES = {"object": "dict", "array": "list", "str": "str", "int": "int", "float": "float", "bool": "bool",
-               "null": "NoneType"}
+_JSON_NAMES = {
+    "object": "dict",
+    "array": "list",
+    "str": "str",
+    "int": "int",
+    "float": "float",
+    "bool": "bool",
+    "null": "NoneType",
+}
 _ERROR = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>.*)`)?$", re.S)
 _STEP = re.compile(r"\.(\w+)|\[(\d+)\]|\[\.\.\.\]")
 
@@ -409,9 +491,10 @@ def _reason(message: str, tree: dict) -> str:
     if field in _PAIRS and (field != "assignments" or len(steps) > 1):
         # Inside a list of pairs: name the list and show the pair that is wrong, when it can be found.
         cut = path.find("[", path.find(f".{field}"))
-        item = _lookup(tree, path[:path.find("]", cut) + 1])[0] if cut >= 0 and "[...]" not in path else None
-        return f"{kind}{path[:cut] if cut >= 0 else path} must be a list of [topic, partition] pairs" + \
-            (f", got {item!r}" if item is not None else "")
+        item = _lookup(tree, path[: path.find("]", cut) + 1])[0] if cut >= 0 and "[...]" not in path else None
+        return f"{kind}{path[:cut] if cut >= 0 else path} must be a list of [topic, partition] pairs" + (
+            f", got {item!r}" if item is not None else ""
+        )
     got = re.search(r"got `([\w ]+)`", what)
     if "out of range" in what or re.search(r"`(int|str)`[^,]*[<>]=|of length", what):
         if field in _INTEGERS and found and isinstance(value, int) and not isinstance(value, bool):
@@ -419,7 +502,7 @@ def _reason(message: str, tree: dict) -> str:
             return f"{where} = {_short(value)} is out of range [{low}, {high}]"
         if "of length" in what:
             return f"{where} must be a non-empty string"
-        got_name = "float"   # a float too large for a double (1e999)
+        got_name = "float"  # a float too large for a double (1e999)
     else:
         got_name = _JSON_NAMES.get(got[1], got[1]) if got else type(value).__name__
     if field in _INTEGERS and not isinstance(steps[-1], int):
@@ -460,7 +543,7 @@ def _not_json(raw: bytes | str, message: str) -> str:
             return f"not UTF-8: byte 0x{exc.object[exc.start]:02x} at position {exc.start}"
     at = re.search(r"\(byte (\d+)\)", message)
     if at:
-        rest = raw[int(at[1]):]
+        rest = raw[int(at[1]) :]
         for name in ("NaN", "Infinity", "-Infinity"):
             if rest.startswith(name if isinstance(rest, str) else name.encode()):
                 return f"{name} is not a JSON number"

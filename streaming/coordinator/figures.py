@@ -16,6 +16,7 @@ waiting for its consumers to come back. A release whose time the coordinator can
 
 Pure and deterministic; nothing here knows Spark.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ Partition = tuple[str, int]
 class Span:
     """One partition without an owner: released at ``released_ts`` (None: unknown), taken at ``taken_ts``;
     ``no_members_ms``: how much of it the group had no member (None when the release time is unknown)."""
+
     partition: Partition
     released_ts: int | None
     taken_ts: int
@@ -59,6 +61,7 @@ class Span:
 class Settled:
     """What the end of a rebalance reports: partitions moved, the spans it closed (or that closed during it), and
     the partitions it leaves for a later one (cooperative first round, empty group) with their release time."""
+
     moved: int
     spans: list[Span]
     awaiting: list[tuple[Partition, int | None]]
@@ -69,13 +72,13 @@ class Ledger:
     have no owner since when, and how long the group has had no member."""
 
     def __init__(self) -> None:
-        self.owners: dict[Partition, str] = {}          # owner when the group last settled (partitions moved)
-        self.holder: dict[Partition, str] = {}          # who may consume it now
-        self.held: dict[str, set[Partition]] = {}       # the same, per owner
-        self.released: dict[Partition, tuple[int | None, int | None]] = {}   # since (None: unknown), clock then
-        self.empty_since: int | None = None             # the group has had no member since
-        self.empty_ms = 0                               # time without members before empty_since
-        self.spans: list[Span] = []                     # closed since the last settle
+        self.owners: dict[Partition, str] = {}  # owner when the group last settled (partitions moved)
+        self.holder: dict[Partition, str] = {}  # who may consume it now
+        self.held: dict[str, set[Partition]] = {}  # the same, per owner
+        self.released: dict[Partition, tuple[int | None, int | None]] = {}  # since (None: unknown), clock then
+        self.empty_since: int | None = None  # the group has had no member since
+        self.empty_ms = 0  # time without members before empty_since
+        self.spans: list[Span] = []  # closed since the last settle
 
     # ------------------------------------------------------------------ the group's members
     def no_members_clock(self, now: int) -> int:
@@ -110,13 +113,19 @@ class Ledger:
             previous = self.holder.get(tp)
             if previous == owner:
                 continue
-            if previous is not None:        # handed over without being given up first: released this moment
+            if previous is not None:  # handed over without being given up first: released this moment
                 self.release(previous, now, [tp])
             since = self.released.pop(tp, None)
             if since is not None:
                 released, clock = since
-                self.spans.append(Span(tp, released, now, None if released is None or clock is None
-                                       else self.no_members_clock(now) - clock))
+                self.spans.append(
+                    Span(
+                        tp,
+                        released,
+                        now,
+                        None if released is None or clock is None else self.no_members_clock(now) - clock,
+                    )
+                )
             self.holder[tp] = owner
             self.held.setdefault(owner, set()).add(tp)
 
@@ -130,8 +139,13 @@ class Ledger:
             self.take(owner, parts, now)
 
     # ------------------------------------------------------------------ the end of a rebalance
-    def settle(self, assignment: dict[str, Iterable[Partition]], now: int,
-               wanted: Callable[[Partition], bool] | None = None, known: bool = True) -> Settled:
+    def settle(
+        self,
+        assignment: dict[str, Iterable[Partition]],
+        now: int,
+        wanted: Callable[[Partition], bool] | None = None,
+        known: bool = True,
+    ) -> Settled:
         """The group is settled (Stable, or Empty: ``assignment`` empty) on ``assignment`` (owner -> partitions):
         every member may consume exactly its partitions now. Partitions released and still without an owner stay
         released -- they await a later rebalance -- unless the group has members and ``wanted`` says nobody will
@@ -150,11 +164,17 @@ class Ledger:
     def to_dict(self) -> dict:
         # Between rebalances every partition is held by its settled owner: only the differences are kept (None: not
         # held), so a big group's state does not carry its assignment twice.
-        changed = [[t, p, self.holder.get((t, p))] for (t, p) in sorted(self.owners.keys() | self.holder.keys())
-                   if self.holder.get((t, p)) != self.owners.get((t, p))]
-        d: dict = {"owners": [[t, p, o] for (t, p), o in self.owners.items()], "holder_changes": changed,
-                   "released": [[t, p, ts, clock] for (t, p), (ts, clock) in self.released.items()],
-                   "empty_ms": self.empty_ms}
+        changed = [
+            [t, p, self.holder.get((t, p))]
+            for (t, p) in sorted(self.owners.keys() | self.holder.keys())
+            if self.holder.get((t, p)) != self.owners.get((t, p))
+        ]
+        d: dict = {
+            "owners": [[t, p, o] for (t, p), o in self.owners.items()],
+            "holder_changes": changed,
+            "released": [[t, p, ts, clock] for (t, p), (ts, clock) in self.released.items()],
+            "empty_ms": self.empty_ms,
+        }
         if self.empty_since is not None:
             d["empty_since"] = self.empty_since
         if self.spans:
@@ -181,18 +201,22 @@ class Ledger:
         return ledger
 
 
-def rebalance_fields(settled: Settled, started_ts: int | None, now: int,
-                     topic_name: Callable[[str], str] = str) -> RebalanceFigures:
+def rebalance_fields(
+    settled: Settled, started_ts: int | None, now: int, topic_name: Callable[[str], str] = str
+) -> RebalanceFigures:
     """The figures of a ``rebalance`` record (both protocols): when it started (None: unknown) and ended, its
     duration, partitions moved, the longest a partition was unavailable, and per partition the spans without an owner
     it closed (``[topic, partition, released_ts, taken_ts, no_members_ms]``) and those it leaves awaiting an owner
     (``[topic, partition, released_ts]``)."""
-    return {"started_ts": started_ts, "completed_ts": now,
-            "duration_ms": None if started_ts is None else now - started_ts,
-            "partitions_moved": settled.moved,
-            "max_partition_unavailable_ms": max_known(s.unavailable_ms for s in settled.spans),
-            "partitions_without_owner": [s.to_row(topic_name) for s in settled.spans],
-            "awaiting_owner": [[topic_name(tp[0]), tp[1], since] for tp, since in settled.awaiting]}
+    return {
+        "started_ts": started_ts,
+        "completed_ts": now,
+        "duration_ms": None if started_ts is None else now - started_ts,
+        "partitions_moved": settled.moved,
+        "max_partition_unavailable_ms": max_known(s.unavailable_ms for s in settled.spans),
+        "partitions_without_owner": [s.to_row(topic_name) for s in settled.spans],
+        "awaiting_owner": [[topic_name(tp[0]), tp[1], since] for tp, since in settled.awaiting],
+    }
 
 
 # ---------------------------------------------------------------------- aggregates (unknown stays unknown)
@@ -201,7 +225,7 @@ def max_known(values: Iterable[int | None], empty: int | None = 0) -> int | None
     values = list(values)
     if any(v is None for v in values):
         return None
-    return max(values, default=empty)      # type: ignore[type-var]
+    return max(values, default=empty)  # type: ignore[type-var]
 
 
 def sum_known(values: Iterable[int | None]) -> int | None:
@@ -209,7 +233,7 @@ def sum_known(values: Iterable[int | None]) -> int | None:
     values = list(values)
     if any(v is None for v in values):
         return None
-    return sum(values)                     # type: ignore[arg-type]
+    return sum(values)  # type: ignore[arg-type]
 
 
 def spans_of(record: dict) -> list[Span]:

@@ -1,5 +1,6 @@
 """A classic group's state: members, generation, protocol, offsets, timers. Bookkeeping only — the request
 handling that drives it lives in ``coordinator.py``."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -32,12 +33,13 @@ def is_cooperative(protocol: str | None) -> bool:
 @dataclass
 class RebalanceInProgress:
     """What the history needs about the round now running (Kafka keeps none of this)."""
+
     started_ts: int
-    trigger: str                 # join / leave / expiry / metadata / static-replace / sync-timeout / ...
+    trigger: str  # join / leave / expiry / metadata / static-replace / sync-timeout / ...
     detail: str
     join_completed_ts: int | None = None
-    start_seen: bool = True      # False: the feed shows rounds only when they complete (its start is unknown)
-    not_before: int | None = None   # it began after this: the previous generation's join (-1/None: unknown)
+    start_seen: bool = True  # False: the feed shows rounds only when they complete (its start is unknown)
+    not_before: int | None = None  # it began after this: the previous generation's join (-1/None: unknown)
 
 
 @dataclass
@@ -49,20 +51,20 @@ class Group:
     protocol_name: str | None = None
     generation: int = 0
     leader_id: str | None = None
-    members: dict[str, Member] = field(default_factory=dict)        # insertion order matters (leader re-election)
-    static_members: dict[str, str] = field(default_factory=dict)    # group.instance.id -> member id
-    pending_members: dict[str, int] = field(default_factory=dict)   # member id -> deadline (MEMBER_ID_REQUIRED)
+    members: dict[str, Member] = field(default_factory=dict)  # insertion order matters (leader re-election)
+    static_members: dict[str, str] = field(default_factory=dict)  # group.instance.id -> member id
+    pending_members: dict[str, int] = field(default_factory=dict)  # member id -> deadline (MEMBER_ID_REQUIRED)
     pending_sync: list[str] = field(default_factory=list)
     offsets: dict[Partition, CommittedOffset] = field(default_factory=dict)
-    topics: dict[str, int] = field(default_factory=dict)            # partition counts known to this group
-    clock: int = 0                                                  # latest time seen; never moves back
-    generation_ts: int = -1          # when this generation's join completed (observe mode: its earliest answer)
-    deferred: list[dict] = field(default_factory=list)   # observe mode: events held for the next round
-    recorded_generation: int = -1    # the last generation that has its line in the rebalance history
+    topics: dict[str, int] = field(default_factory=dict)  # partition counts known to this group
+    clock: int = 0  # latest time seen; never moves back
+    generation_ts: int = -1  # when this generation's join completed (observe mode: its earliest answer)
+    deferred: list[dict] = field(default_factory=list)  # observe mode: events held for the next round
+    recorded_generation: int = -1  # the last generation that has its line in the rebalance history
     # How many members support each protocol name, kept as members come, go and change their protocols (Kafka's
     # supportedProtocols): a join checks it, and recounting per join made a join storm quadratic.
     protocol_counts: Counter = field(default_factory=Counter, repr=False, compare=False)
-    member_seq: int = 0                                             # for deterministic member ids
+    member_seq: int = 0  # for deterministic member ids
     # subscribed_topics() walks every member, and retention asks for it after every request of a Stable group: kept
     # until the membership, a member's protocols, the protocol, generation or state change (a 10k-member group
     # took minutes to get through one round without it).
@@ -74,13 +76,13 @@ class Group:
     generation_topics: frozenset[str] | None = None
     # Timers (epoch ms, None = not armed).
     join_deadline: int | None = None
-    initial_delay_remaining_ms: int | None = None                   # set while the initial delayed join runs
+    initial_delay_remaining_ms: int | None = None  # set while the initial delayed join runs
     new_member_added: bool = False
     sync_deadline: int | None = None
     retention_deadline: int | None = None
     rebalance: RebalanceInProgress | None = None
-    figures: Ledger = field(default_factory=Ledger, repr=False, compare=False)   # owners over time (figures.py)
-    restored: Restored | None = None   # rebuilt from the store after a lost checkpoint (restored.py)
+    figures: Ledger = field(default_factory=Ledger, repr=False, compare=False)  # owners over time (figures.py)
+    restored: Restored | None = None  # rebuilt from the store after a lost checkpoint (restored.py)
 
     # --- state -----------------------------------------------------------------------------------------------
     def is_(self, state: GroupState) -> bool:
@@ -107,7 +109,7 @@ class Group:
         if member.group_instance_id is not None:
             self.static_members[member.group_instance_id] = member.member_id
         if self.leader_id is None:
-            self.leader_id = member.member_id   # the first member to join leads
+            self.leader_id = member.member_id  # the first member to join leads
 
     def remove(self, member_id: str) -> Member | None:
         member = self.members.pop(member_id, None)
@@ -115,13 +117,13 @@ class Group:
             return None
         self.figures.presence(self.clock, bool(self.members))
         self.protocol_counts.subtract(member.protocol_names())
-        self.protocol_counts += Counter()   # drop the zeros
+        self.protocol_counts += Counter()  # drop the zeros
         self.membership_version += 1
         if member.group_instance_id is not None and self.static_members.get(member.group_instance_id) == member_id:
             del self.static_members[member.group_instance_id]
         if member_id in self.pending_sync:
             self.pending_sync.remove(member_id)
-        if self.leader_id == member_id:   # the next leader is the member Kafka's HashMap of members yields first
+        if self.leader_id == member_id:  # the next leader is the member Kafka's HashMap of members yields first
             self.leader_id = next((m.member_id for m in self.members_in_kafka_order()), None)
         return member
 
@@ -129,7 +131,7 @@ class Group:
         """A static member restarted: same instance id, new member id, same place and assignment."""
         member = self.members.pop(old_id)
         self.membership_version += 1
-        self.members[new_id] = member   # Kafka removes the old id and puts the new one (last in its HashMap bucket)
+        self.members[new_id] = member  # Kafka removes the old id and puts the new one (last in its HashMap bucket)
         member.member_id = new_id
         self.static_members[member.group_instance_id] = new_id
         if self.leader_id == old_id:
@@ -241,16 +243,40 @@ class Group:
             for m in self.members_in_kafka_order():
                 p = m.protocol(self.protocol_name)
                 members.append(outputs.join_member(m.member_id, m.group_instance_id, p.topics if p else []))
-        return outputs.join_answer(self.group_id, self.clock, member.member_id, member.group_instance_id, "NONE",
-                                   self.generation, self.protocol_type, self.protocol_name, self.leader_id, members)
+        return outputs.join_answer(
+            self.group_id,
+            self.clock,
+            member.member_id,
+            member.group_instance_id,
+            "NONE",
+            self.generation,
+            self.protocol_type,
+            self.protocol_name,
+            self.leader_id,
+            members,
+        )
 
     def member_joined(self, member: Member) -> outputs.MemberJoined:
-        return outputs.member_joined(self.group_id, self.clock, member.member_id, member.group_instance_id,
-                                     member.client_id, member.client_host, member.protocol_names())
+        return outputs.member_joined(
+            self.group_id,
+            self.clock,
+            member.member_id,
+            member.group_instance_id,
+            member.client_id,
+            member.client_host,
+            member.protocol_names(),
+        )
 
     def sync_answer(self, member: Member) -> outputs.SyncResponse:
-        return outputs.sync_answer(self.group_id, self.clock, member.member_id, member.group_instance_id,
-                                   self.generation, self.protocol_name, [list(tp) for tp in member.assignment])
+        return outputs.sync_answer(
+            self.group_id,
+            self.clock,
+            member.member_id,
+            member.group_instance_id,
+            self.generation,
+            self.protocol_name,
+            [list(tp) for tp in member.assignment],
+        )
 
     def metadata_record(self) -> outputs.GroupMetadataRecord:
         """The GroupMetadata record of the current generation (members in Kafka's order, each with the metadata of
@@ -258,10 +284,29 @@ class Group:
         members = []
         for m in self.members_in_kafka_order():
             p = m.protocol(self.protocol_name) or (m.protocols[0] if m.protocols else None)
-            members.append(outputs.group_metadata_member(
-                m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
-                m.session_timeout_ms, list(p.topics) if p else [], p.user_data if p else None,
-                [list(tp) for tp in (p.owned_partitions or [])] if p else [], p.generation if p else -1,
-                p.rack if p else None, [list(tp) for tp in m.assignment]))
-        return outputs.group_metadata(self.group_id, self.clock, self.protocol_type or "", self.generation,
-                                      self.protocol_name, self.leader_id, self.state_timestamp, members)
+            members.append(
+                outputs.group_metadata_member(
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    m.rebalance_timeout_ms,
+                    m.session_timeout_ms,
+                    list(p.topics) if p else [],
+                    p.user_data if p else None,
+                    [list(tp) for tp in (p.owned_partitions or [])] if p else [],
+                    p.generation if p else -1,
+                    p.rack if p else None,
+                    [list(tp) for tp in m.assignment],
+                )
+            )
+        return outputs.group_metadata(
+            self.group_id,
+            self.clock,
+            self.protocol_type or "",
+            self.generation,
+            self.protocol_name,
+            self.leader_id,
+            self.state_timestamp,
+            members,
+        )

@@ -20,6 +20,7 @@ Memory is bounded: ``samples`` log-end samples and ``commits`` commits per parti
 (group, partition) entries, the least recently touched dropped first. A figure that cannot be known is None.
 Pure and deterministic; nothing here knows Spark.
 """
+
 from __future__ import annotations
 
 from bisect import bisect_right
@@ -29,20 +30,20 @@ from typing import Iterable, Sequence
 
 from streaming.coordinator.outputs import LOG_END, OFFSET_COMMIT, REBALANCE
 
-PARTITION_LAG = "partition_lag"          # lag of one partition at a log-end sample (derived from the outputs)
-REBALANCE_LAG = "rebalance_lag"          # what a rebalance cost in lag, once its new owners committed
+PARTITION_LAG = "partition_lag"  # lag of one partition at a log-end sample (derived from the outputs)
+REBALANCE_LAG = "rebalance_lag"  # what a rebalance cost in lag, once its new owners committed
 
 INTERPOLATED, EXTRAPOLATED, LOWER_BOUND, CAUGHT_UP = "interpolated", "extrapolated", "lower bound", "caught up"
 METHODS = (INTERPOLATED, EXTRAPOLATED, LOWER_BOUND, CAUGHT_UP)
 
-Sample = tuple[int, int]                 # (ts, log end)
+Sample = tuple[int, int]  # (ts, log end)
 
 
 def offset_time(samples: Sequence[Sample], offset: int) -> tuple[float | None, str]:
     """When the record at ``offset`` was appended (the log end passed it), from log-end samples in time order, and
     how that was found: (None, CAUGHT_UP) when the samples do not reach it yet (nothing unconsumed)."""
     ends = [end for _, end in samples]
-    i = bisect_right(ends, offset)           # the first sample whose log end is past the offset
+    i = bisect_right(ends, offset)  # the first sample whose log end is past the offset
     if i == len(samples):
         return None, CAUGHT_UP
     t1, e1 = samples[i]
@@ -51,7 +52,7 @@ def offset_time(samples: Sequence[Sample], offset: int) -> tuple[float | None, s
         return t0 + (offset + 1 - e0) / (e1 - e0) * (t1 - t0), INTERPOLATED
     first_t, first_e = samples[0]
     last_t, last_e = samples[-1]
-    if last_e > first_e and last_t > first_t:   # older than every sample: back at the samples' average rate
+    if last_e > first_e and last_t > first_t:  # older than every sample: back at the samples' average rate
         rate = (last_e - first_e) / (last_t - first_t)
         return first_t - (first_e - (offset + 1)) / rate, EXTRAPOLATED
     return float(first_t), LOWER_BOUND
@@ -87,18 +88,19 @@ def lag(samples: Sequence[Sample], committed: int | None, now: int) -> tuple[int
 @dataclass
 class _Pending:
     """A partition a rebalance left without an owner, until its new owner's first commit."""
-    rebalance: tuple                 # (ts, generation) of the rebalance that closed the span
+
+    rebalance: tuple  # (ts, generation) of the rebalance that closed the span
     released_ts: int | None
     taken_ts: int
-    at_release: tuple                # (records, seconds, method) at the release, as known when the rebalance ended
+    at_release: tuple  # (records, seconds, method) at the release, as known when the rebalance ended
     first_commit_ts: int | None = None
-    committed_before: int | None = None   # the committed offset just before the new owner's first commit
+    committed_before: int | None = None  # the committed offset just before the new owner's first commit
 
 
 @dataclass
 class _Partition:
-    samples: deque = field(default_factory=deque)        # (ts, log end)
-    commits: deque = field(default_factory=deque)        # (commit ts, offset); a tombstone clears it
+    samples: deque = field(default_factory=deque)  # (ts, log end)
+    commits: deque = field(default_factory=deque)  # (commit ts, offset); a tombstone clears it
     pending: _Pending | None = None
 
     def committed(self, ts: int) -> int | None:
@@ -113,9 +115,9 @@ class LagBook:
     def __init__(self, samples: int = 32, commits: int = 8, max_partitions: int = 10_000) -> None:
         self.samples, self.commits, self.max_partitions = samples, commits, max_partitions
         self.partitions: OrderedDict[tuple[str, str, int], _Partition] = OrderedDict()
-        self.open: dict[tuple[str, tuple], dict[tuple[str, int], list | None]] = {}   # cost rows per rebalance
-        self.latest: dict[str, dict[tuple[str, int], dict]] = {}   # group -> partition -> its last partition_lag
-        self._dropped: list[dict] = []       # rebalance_lag completed by dropping a partition, out with the next add
+        self.open: dict[tuple[str, tuple], dict[tuple[str, int], list | None]] = {}  # cost rows per rebalance
+        self.latest: dict[str, dict[tuple[str, int], dict]] = {}  # group -> partition -> its last partition_lag
+        self._dropped: list[dict] = []  # rebalance_lag completed by dropping a partition, out with the next add
 
     def add_all(self, outputs: Iterable[dict]) -> list[dict]:
         return [derived for o in outputs for derived in self.add(o)]
@@ -125,9 +127,16 @@ class LagBook:
         rebalance's cost is complete)."""
         kind = o.get("type")
         try:
-            out = self._sample(o) if kind == LOG_END else self._commit(o) if kind == OFFSET_COMMIT else \
-                self._rebalance(o) if kind == REBALANCE else []
-        except (KeyError, TypeError, ValueError):   # an output without the fields lag needs: not a figure
+            out = (
+                self._sample(o)
+                if kind == LOG_END
+                else self._commit(o)
+                if kind == OFFSET_COMMIT
+                else self._rebalance(o)
+                if kind == REBALANCE
+                else []
+            )
+        except (KeyError, TypeError, ValueError):  # an output without the fields lag needs: not a figure
             out = []
         if self._dropped:
             out, self._dropped = self._dropped + out, []
@@ -149,7 +158,7 @@ class LagBook:
                 figures.pop((t, n), None)
                 if not figures:
                     self.latest.pop(g, None)
-                if dropped.pending is not None:   # measured with what is known; the rebalance's others go on
+                if dropped.pending is not None:  # measured with what is known; the rebalance's others go on
                     self._dropped += self._close(g, (t, n), dropped, None)
         else:
             self.partitions.move_to_end(key)
@@ -158,17 +167,26 @@ class LagBook:
     def _sample(self, o: dict) -> list[dict]:
         p = self._partition(o["group_id"], o["topic"], o["partition"])
         if p.samples and (o["offset"] < p.samples[-1][1]):
-            p.samples.clear()                # the log went back (topic recreated): the old samples mean nothing
+            p.samples.clear()  # the log went back (topic recreated): the old samples mean nothing
         if p.samples and o["ts"] <= p.samples[-1][0]:
             if o["ts"] < p.samples[-1][0]:
-                return []                    # out of order: kept samples stay in time order
-            p.samples.pop()                  # the same moment again: the later reading wins
+                return []  # out of order: kept samples stay in time order
+            p.samples.pop()  # the same moment again: the later reading wins
         p.samples.append((o["ts"], o["offset"]))
         committed = p.committed(o["ts"])
         records, seconds, method = lag(p.samples, committed, o["ts"])
-        figure = {"type": PARTITION_LAG, "group_id": o["group_id"], "ts": o["ts"], "topic": o["topic"],
-                  "partition": o["partition"], "log_end": o["offset"], "committed": committed,
-                  "lag_records": records, "lag_seconds": seconds, "lag_seconds_method": method}
+        figure = {
+            "type": PARTITION_LAG,
+            "group_id": o["group_id"],
+            "ts": o["ts"],
+            "topic": o["topic"],
+            "partition": o["partition"],
+            "log_end": o["offset"],
+            "committed": committed,
+            "lag_records": records,
+            "lag_seconds": seconds,
+            "lag_seconds_method": method,
+        }
         self.latest.setdefault(o["group_id"], {})[(o["topic"], o["partition"])] = figure
         out = [figure]
         if p.pending is not None and p.pending.first_commit_ts is not None and o["ts"] >= p.pending.first_commit_ts:
@@ -197,10 +215,9 @@ class LagBook:
         spans = o.get("partitions_without_owner") or []
         for topic, partition, released, taken, _ in spans:
             p = self._partition(group, topic, int(partition))
-            if p.pending is not None:        # released again: measured with what is known (no first commit: unknown)
+            if p.pending is not None:  # released again: measured with what is known (no first commit: unknown)
                 out += self._close(group, (topic, int(partition)), p, o["ts"])
-            at_release = lag(p.samples, p.committed(released), released) if released is not None else \
-                (None, None, None)
+            at_release = lag(p.samples, p.committed(released), released) if released is not None else (None, None, None)
             p.pending = _Pending(rebalance, released, taken, at_release)
             self.open.setdefault((group, rebalance), {})[(topic, int(partition))] = None
         return out
@@ -218,13 +235,25 @@ class LagBook:
         rows = self.open.get((group, pending.rebalance))
         if rows is None:
             return []
-        rows[tp] = [tp[0], tp[1], pending.released_ts, first, at_release[0], before[0], at_release[1], before[1],
-                    before[2]]
+        rows[tp] = [
+            tp[0],
+            tp[1],
+            pending.released_ts,
+            first,
+            at_release[0],
+            before[0],
+            at_release[1],
+            before[1],
+            before[2],
+        ]
         if any(row is None for row in rows.values()):
             return []
         del self.open[(group, pending.rebalance)]
-        return [rebalance_lag(group, now if now is not None else pending.taken_ts, pending.rebalance,
-                              [rows[k] for k in sorted(rows)])]
+        return [
+            rebalance_lag(
+                group, now if now is not None else pending.taken_ts, pending.rebalance, [rows[k] for k in sorted(rows)]
+            )
+        ]
 
 
 def built(row: list) -> tuple[int | None, float | None]:
@@ -232,8 +261,10 @@ def built(row: list) -> tuple[int | None, float | None]:
     ``[topic, partition, released_ts, first_commit_ts, records at release, records before the first commit,
     seconds at release, seconds before the first commit, method]``)."""
     _, _, _, _, r0, r1, s0, s1, _ = row
-    return (None if r0 is None or r1 is None else max(r1 - r0, 0),
-            None if s0 is None or s1 is None else max(round(s1 - s0, 3), 0.0))
+    return (
+        None if r0 is None or r1 is None else max(r1 - r0, 0),
+        None if s0 is None or s1 is None else max(round(s1 - s0, 3), 0.0),
+    )
 
 
 def rebalance_lag(group_id: str, ts: int, rebalance: tuple, rows: list[list]) -> dict:
@@ -242,9 +273,14 @@ def rebalance_lag(group_id: str, ts: int, rebalance: tuple, rows: list[list]) ->
     costs = [built(r) for r in rows]
     records = [c[0] for c in costs]
     seconds = [c[1] for c in costs]
-    return {"type": REBALANCE_LAG, "group_id": group_id, "ts": ts, "rebalance_ts": rebalance[0],
-            "generation": rebalance[1],
-            "lag_records": None if any(r is None for r in records) else sum(records),
-            "lag_seconds": None if any(s is None for s in seconds) else max(seconds, default=0.0),
-            "lag_seconds_method": ", ".join(sorted({r[8] for r in rows if r[8]})) or None,
-            "partitions": rows}
+    return {
+        "type": REBALANCE_LAG,
+        "group_id": group_id,
+        "ts": ts,
+        "rebalance_ts": rebalance[0],
+        "generation": rebalance[1],
+        "lag_records": None if any(r is None for r in records) else sum(records),
+        "lag_seconds": None if any(s is None for s in seconds) else max(seconds, default=0.0),
+        "lag_seconds_method": ", ".join(sorted({r[8] for r in rows if r[8]})) or None,
+        "partitions": rows,
+    }

@@ -1,4 +1,5 @@
 """One member of a classic group, as the coordinator remembers it between requests."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
@@ -9,19 +10,25 @@ Partition = tuple[str, int]
 @dataclass
 class Protocol:
     """One (name, metadata) entry of a JoinGroup request, the metadata already decoded."""
+
     name: str
     topics: list[str]
-    owned_partitions: list[Partition] | None = None   # None: the client did not say
+    owned_partitions: list[Partition] | None = None  # None: the client did not say
     generation: int = -1
-    user_data: str | None = None                      # base64
+    user_data: str | None = None  # base64
     rack: str | None = None
 
     @classmethod
     def from_event(cls, p: dict) -> "Protocol":
         owned = p.get("owned_partitions")
-        return cls(p["name"], list(p.get("topics", [])),
-                   None if owned is None else [(t, int(n)) for t, n in owned],
-                   int(p.get("generation", -1)), p.get("user_data"), p.get("rack"))
+        return cls(
+            p["name"],
+            list(p.get("topics", [])),
+            None if owned is None else [(t, int(n)) for t, n in owned],
+            int(p.get("generation", -1)),
+            p.get("user_data"),
+            p.get("rack"),
+        )
 
 
 @dataclass
@@ -42,7 +49,7 @@ class Member:
     # None while the member is waiting in a join round: then the round's own timeout governs it.
     session_deadline: int | None = None
     last_heartbeat_ts: int = 0
-    stand_in: bool = False   # observe mode: named by the broker before its own join arrived
+    stand_in: bool = False  # observe mode: named by the broker before its own join arrived
     # Observe mode: when a follower's unchanged rejoin was answered without a round (Kafka's rule); a round that opens
     # before its answer shows was under way by then.
     rejoin_ts: int | None = None
@@ -50,8 +57,16 @@ class Member:
     @classmethod
     def from_join(cls, member_id: str, e: dict) -> "Member":
         """The member a JoinGroup request describes."""
-        return cls(member_id, e["group_instance_id"], e["client_id"], e["client_host"], e["session_timeout_ms"],
-                   e["rebalance_timeout_ms"], e["protocol_type"], [Protocol.from_event(p) for p in e["protocols"]])
+        return cls(
+            member_id,
+            e["group_instance_id"],
+            e["client_id"],
+            e["client_host"],
+            e["session_timeout_ms"],
+            e["rebalance_timeout_ms"],
+            e["protocol_type"],
+            [Protocol.from_event(p) for p in e["protocols"]],
+        )
 
     @property
     def is_static(self) -> bool:
@@ -84,16 +99,25 @@ class Member:
     def to_row(self) -> list:
         """The fields in declaration order (the state's compact form: no field names per member)."""
         row = [getattr(self, name) for name in _MEMBER_FIELDS]
-        row[_PROTOCOLS] = [[p.name, p.topics, p.owned_partitions, p.generation, p.user_data, p.rack]
-                           for p in self.protocols]
+        row[_PROTOCOLS] = [
+            [p.name, p.topics, p.owned_partitions, p.generation, p.user_data, p.rack] for p in self.protocols
+        ]
         return row
 
     @classmethod
     def from_row(cls, row: list) -> "Member":
         member = cls(*row)
-        member.protocols = [Protocol(name, list(topics), None if owned is None else [(t, int(n)) for t, n in owned],
-                                     generation, user_data, rack)
-                            for name, topics, owned, generation, user_data, rack in row[_PROTOCOLS]]
+        member.protocols = [
+            Protocol(
+                name,
+                list(topics),
+                None if owned is None else [(t, int(n)) for t, n in owned],
+                generation,
+                user_data,
+                rack,
+            )
+            for name, topics, owned, generation, user_data, rack in row[_PROTOCOLS]
+        ]
         member.assignment = [(t, int(n)) for t, n in member.assignment]
         return member
 

@@ -23,6 +23,7 @@ another's. The rules:
 
 The model fills in only what nobody reported, such as an expiry when a member's heartbeats stop.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
@@ -38,13 +39,14 @@ from streaming.coordinator.state import GroupState as S
 if TYPE_CHECKING:
     from streaming.coordinator.config import CoordinatorConfig
 
-REJOIN = "rejoin"   # a round whose cause the model has not seen (yet)
+REJOIN = "rejoin"  # a round whose cause the model has not seen (yet)
 
 
 class ClassicRules(Protocol):
     """What observe mode asks of the classic coordinator (``GroupCoordinator``): Kafka's own operations on a group,
     applied when the broker's answers show they happened, and the timers that go with them. Nothing else of the
     coordinator is used here."""
+
     groups: dict[str, Group]
 
     def apply_kafka_rules(self, group: Group | None, e: dict) -> Outputs:
@@ -66,11 +68,13 @@ class ClassicRules(Protocol):
 
     def prepare_rebalance(self, group: Group, trigger: str, detail: str) -> Outputs: ...
 
-    def update_member_and_rebalance(self, group: Group, member: Member, e: dict, protocols: list[JoinProtocol],
-                                    trigger: str) -> Outputs: ...
+    def update_member_and_rebalance(
+        self, group: Group, member: Member, e: dict, protocols: list[JoinProtocol], trigger: str
+    ) -> Outputs: ...
 
-    def remove_member(self, group: Group, member: Member, trigger: str, detail: str, update_group: bool = True,
-                      reason: str = "") -> Outputs: ...
+    def remove_member(
+        self, group: Group, member: Member, trigger: str, detail: str, update_group: bool = True, reason: str = ""
+    ) -> Outputs: ...
 
     def complete_sync(self, group: Group, given: dict[str, list] | None) -> Outputs:
         """The leader's SyncGroup: the generation's assignment, and Stable."""
@@ -123,7 +127,7 @@ class BrokerObserver:
     def _observe_heartbeat(self, group: Group, e: dict) -> None:
         member = group.members.get(e["member_id"])
         if member is not None and not member.awaiting_join:
-            self.rules.extend_session(group, member)   # alive, whatever generation it still reports
+            self.rules.extend_session(group, member)  # alive, whatever generation it still reports
             if group.is_(S.PREPARING_REBALANCE) and e["generation"] == group.generation:
                 self._broker_round_not_before(group, _ts(e, group))
 
@@ -136,7 +140,7 @@ class BrokerObserver:
             ts, m.rejoin_ts = m.rejoin_ts, None
             if ts is None or ts < group.generation_ts or m.awaiting_join:
                 continue
-            m.awaiting_join, m.session_deadline = True, None   # the round's timeout governs it now
+            m.awaiting_join, m.session_deadline = True, None  # the round's timeout governs it now
             rb.started_ts = min(rb.started_ts, ts)
             if not is_cooperative(group.protocol_name):
                 group.figures.release(m.group_instance_id or m.member_id, None if self.records_only else ts)
@@ -173,17 +177,17 @@ class BrokerObserver:
     def _observe_join(self, group: Group | None, e: dict) -> Outputs | None:
         member_id, generation = e["member_id"], e.get("generation")
         if not member_id:
-            return None                       # asks for an id (KIP-394) or a static member's restart
+            return None  # asks for an id (KIP-394) or a static member's restart
         if generation is not None and generation < 0:
-            generation = None                 # no broker answers a join with a negative generation: a request
-        if generation is None:                # reported when sent: a request for the next round
+            generation = None  # no broker answers a join with a negative generation: a request
+        if generation is None:  # reported when sent: a request for the next round
             return self._observe_join_request(group, e)
         # Reported from the broker's answer: this member is in that generation.
         if group is None:
             group = self.rules.create_group(e)
         reopen = self._reopens(group, _ts(e, group))
         if not reopen and (generation < group.generation or _is_empty(group)):
-            if member_id in group.members:    # an answer from a round already past
+            if member_id in group.members:  # an answer from a round already past
                 return self._refresh_member(group, group.members[member_id], e)
             return []
         member = group.members.get(member_id)
@@ -197,7 +201,7 @@ class BrokerObserver:
         else:
             out = self._refresh_member(group, member, e)
         out += self._note_answer(group, generation, _ts(e, group), leader=e.get("leader"), reopen=reopen)
-        if newcomer:   # the round its answer completed may have opened only now: a newcomer is its cause
+        if newcomer:  # the round its answer completed may have opened only now: a newcomer is its cause
             note_cause(group, "join", f"adding new member {member_id}", _ts(e, group))
         member.awaiting_join = member.is_new = False
         self.rules.schedule_session(group, member)
@@ -207,16 +211,16 @@ class BrokerObserver:
         """A known member's JoinGroup, reported when sent (without the broker's answer)."""
         member_id = e["member_id"]
         if group is None or _is_empty(group):
-            return None                       # a join to a group without members starts a round (Kafka's rules)
+            return None  # a join to a group without members starts a round (Kafka's rules)
         member = group.members.get(member_id)
-        if _ts(e, group) < group.generation_ts:   # sent for the round that has since completed
+        if _ts(e, group) < group.generation_ts:  # sent for the round that has since completed
             if member is not None:
                 return self._refresh_member(group, member, e)
             member = Member.from_join(member_id, e)
-            member.is_new = True              # its place in the generation awaits the leader's word
+            member.is_new = True  # its place in the generation awaits the leader's word
             return self._admit(group, member, f"adding new member {member_id}", _ts(e, group))
         if member is None or group.is_(S.PREPARING_REBALANCE):
-            return None                       # a newcomer starts a round; a round under way takes the rejoin
+            return None  # a newcomer starts a round; a round under way takes the rejoin
         protocols = [JoinProtocol.from_event(p) for p in e["protocols"]]
         if group.is_(S.STABLE) and member_id != group.leader_id and member.same_protocols(protocols):
             # Kafka answers a follower's unchanged rejoin with the current generation (a consumer whose commit was
@@ -232,8 +236,9 @@ class BrokerObserver:
         one (Kafka stores the group with the new id)."""
         member = group.replace_static(old_id, e["member_id"])
         out = self._refresh_member(group, member, e)
-        out.append(outputs.member_replaced(group.group_id, group.clock, member.member_id, old_id,
-                                           member.group_instance_id))
+        out.append(
+            outputs.member_replaced(group.group_id, group.clock, member.member_id, old_id, member.group_instance_id)
+        )
         if e["generation"] == group.generation and group.is_(S.STABLE):
             out.append(group.metadata_record())
         return member, out
@@ -246,35 +251,36 @@ class BrokerObserver:
             group = self.rules.create_group(e, start_seen=False)
             group.protocol_type = e.get("protocol_type") or "consumer"
         if group is None or not e["member_id"] or e["generation"] < 0:
-            return None                       # not an answer a broker gives: Kafka's rules answer the request
+            return None  # not an answer a broker gives: Kafka's rules answer the request
         reopen = self._reopens(group, _ts(e, group))
         if not reopen and e["generation"] < group.generation:
             late = []
             if e.get("assignments") is not None and e["generation"] > group.recorded_generation:
                 late.append(self._late_generation_record(group, e))
-            return late + self.rules.apply_kafka_rules(group, e)   # and Kafka's answer to a stale request
+            return late + self.rules.apply_kafka_rules(group, e)  # and Kafka's answer to a stale request
         if not reopen and _is_empty(group):
-            return None                       # sent before the group emptied: Kafka's answer (UNKNOWN_MEMBER_ID)
+            return None  # sent before the group emptied: Kafka's answer (UNKNOWN_MEMBER_ID)
         member = group.members.get(e["member_id"])
         out: Outputs = []
         if member is None:
             member, out = self._stand_in(group, e["member_id"], e)
         leader = e["member_id"] if e.get("assignments") is not None else None
-        out += self._note_answer(group, e["generation"], _ts(e, group), leader=leader, protocol=e.get("protocol_name"),
-                                 reopen=reopen)
+        out += self._note_answer(
+            group, e["generation"], _ts(e, group), leader=leader, protocol=e.get("protocol_name"), reopen=reopen
+        )
         if e["member_id"] in group.pending_sync:
             group.pending_sync.remove(e["member_id"])
-        member.rejoin_ts = None   # its rejoin, if any, was answered in this generation
+        member.rejoin_ts = None  # its rejoin, if any, was answered in this generation
         member.awaiting_join = member.is_new = False
         self.rules.schedule_session(group, member)
         if group.is_(S.COMPLETING_REBALANCE):
-            member.awaiting_sync = True       # answered once the leader's assignment is known
+            member.awaiting_sync = True  # answered once the leader's assignment is known
             if leader is not None:
                 out += self._complete_observed_round(group, member, e["assignments"])
             return out
         if group.is_(S.STABLE):
             out.append(self.rules.answer_sync(group, member))
-        if e.get("assigned") is not None:     # also a late answer of this generation while the next round runs
+        if e.get("assigned") is not None:  # also a late answer of this generation while the next round runs
             out += self.rules.observe_delivery(group, member, e["assigned"])
         return out
 
@@ -284,12 +290,12 @@ class BrokerObserver:
         on_the_way = []
         unheard = group.restored.unheard if group.restored is not None else set()
         for m in list(group.members.values()):
-            if m.member_id in assignments or m is leader:   # the leader is in its own generation, named or not
+            if m.member_id in assignments or m is leader:  # the leader is in its own generation, named or not
                 m.is_new = False
                 continue
-            if m.is_new:                     # joined too late for this generation: it is in the next one
+            if m.is_new:  # joined too late for this generation: it is in the next one
                 on_the_way.append(m)
-                group.members.pop(m.member_id)   # out of this generation's books only: it is back below
+                group.members.pop(m.member_id)  # out of this generation's books only: it is back below
                 continue
             out += self._left_out(group, m, unheard)
         for member_id in assignments:
@@ -298,7 +304,7 @@ class BrokerObserver:
                 stand_in.awaiting_sync = False
                 out += joined
         group.leader_id = leader.member_id
-        group.pending_sync, group.sync_deadline = [], None   # the leader's word settles the generation
+        group.pending_sync, group.sync_deadline = [], None  # the leader's word settles the generation
         out += self.rules.complete_sync(group, assignments)
         for m in on_the_way:
             group.members[m.member_id] = m
@@ -314,28 +320,47 @@ class BrokerObserver:
         # than a session has passed since the previous generation's join, which restarted every member's
         # session. Otherwise it was alive but did not rejoin in time, or it left. (A member restored from the
         # store counts as heard at the load.)
-        dead = group.clock - m.last_heartbeat_ts >= m.session_timeout_ms // 2 and \
-            not self._within_a_session_of_the_last_join(group, m)
+        dead = (
+            group.clock - m.last_heartbeat_ts >= m.session_timeout_ms // 2
+            and not self._within_a_session_of_the_last_join(group, m)
+        )
         out: Outputs = []
-        if m.member_id in unheard:       # silent since the group was rebuilt: it went quiet before the restore
+        if m.member_id in unheard:  # silent since the group was rebuilt: it went quiet before the restore
             if group.restored is not None:
-                out += self.rules.restore_gap(group, {"type": "sync", "member_id": m.member_id},
-                                              f"member {m.member_id}, not heard from since the restore, is not in "
-                                              f"generation {group.generation}: it went quiet before the restore",
-                                              follows=True)
-            if not dead:                 # too soon to tell an expiry from a leave the restore lost
-                return out + self.rules.remove_member(group, m, "unknown", f"member {m.member_id} left, or its "
-                                                      f"session ran out, before the group was restored from the "
-                                                      f"store", update_group=False, reason="unknown")
+                out += self.rules.restore_gap(
+                    group,
+                    {"type": "sync", "member_id": m.member_id},
+                    f"member {m.member_id}, not heard from since the restore, is not in "
+                    f"generation {group.generation}: it went quiet before the restore",
+                    follows=True,
+                )
+            if not dead:  # too soon to tell an expiry from a leave the restore lost
+                return out + self.rules.remove_member(
+                    group,
+                    m,
+                    "unknown",
+                    f"member {m.member_id} left, or its session ran out, before the group was restored from the store",
+                    update_group=False,
+                    reason="unknown",
+                )
         elif not dead and self._round_shorter_than_its_timeout(group):
             # Neither timeout can have removed it: it left (its LeaveGroup unreported, or this feed shows none).
-            return out + self.rules.remove_member(group, m, "leave", f"removing member {m.member_id}: it left "
-                                                  f"before generation {group.generation}, too soon for a timeout",
-                                                  update_group=False, reason="leave")
-        detail = (f"removing member {m.member_id} on heartbeat expiration" if dead else
-                  f"member {m.member_id} did not rejoin generation {group.generation} in time")
-        return out + self.rules.remove_member(group, m, "expiry", detail, update_group=False,
-                                              reason="session timeout" if dead else "rebalance timeout")
+            return out + self.rules.remove_member(
+                group,
+                m,
+                "leave",
+                f"removing member {m.member_id}: it left before generation {group.generation}, too soon for a timeout",
+                update_group=False,
+                reason="leave",
+            )
+        detail = (
+            f"removing member {m.member_id} on heartbeat expiration"
+            if dead
+            else f"member {m.member_id} did not rejoin generation {group.generation} in time"
+        )
+        return out + self.rules.remove_member(
+            group, m, "expiry", detail, update_group=False, reason="session timeout" if dead else "rebalance timeout"
+        )
 
     @staticmethod
     def _within_a_session_of_the_last_join(group: Group, member: Member) -> bool:
@@ -355,8 +380,9 @@ class BrokerObserver:
         if since is None or since < 0:
             return False
         if self.records_only and group.members:
-            last = max((o.commit_timestamp for o in group.offsets.values() if o.commit_timestamp <= group.clock),
-                       default=None)
+            last = max(
+                (o.commit_timestamp for o in group.offsets.values() if o.commit_timestamp <= group.clock), default=None
+            )
             if last is not None:
                 since = max(since, last - min(m.session_timeout_ms for m in group.members.values()) // 3)
         return group.clock - since < group.max_rebalance_timeout_ms()
@@ -369,12 +395,24 @@ class BrokerObserver:
         members = [group.members.get(m) for m in assignment]
         group.recorded_generation = e["generation"]
         return outputs.late_rebalance(
-            group.group_id, _ts(e, group), e["generation"], group.protocol_type,
+            group.group_id,
+            _ts(e, group),
+            e["generation"],
+            group.protocol_type,
             e.get("protocol_name") or group.protocol_name,
-            "cooperative" if is_cooperative(group.protocol_name) else "eager", e["member_id"],
-            [outputs.rebalance_member(mid, m.group_instance_id if m else None, m.client_id if m else _client_id(mid),
-                                      m.client_host if m else "") for mid, m in zip(assignment, members)],
-            assignment)
+            "cooperative" if is_cooperative(group.protocol_name) else "eager",
+            e["member_id"],
+            [
+                outputs.rebalance_member(
+                    mid,
+                    m.group_instance_id if m else None,
+                    m.client_id if m else _client_id(mid),
+                    m.client_host if m else "",
+                )
+                for mid, m in zip(assignment, members)
+            ],
+            assignment,
+        )
 
     # --- LeaveGroup ----------------------------------------------------------------------------------------
     def _observe_gone(self, group: Group, e: dict) -> Outputs | None:
@@ -382,9 +420,14 @@ class BrokerObserver:
         request: one silent for its whole session when it went was expired, as far as anyone can tell."""
         member = group.members.get(e["member_id"])
         if member is None or _ts(e, group) - member.last_heartbeat_ts < member.session_timeout_ms:
-            return None                       # Kafka's rules for a LeaveGroup
-        return self.rules.remove_member(group, member, "expiry", f"removing member {member.member_id} on heartbeat "
-                                        f"expiration", reason="session timeout")
+            return None  # Kafka's rules for a LeaveGroup
+        return self.rules.remove_member(
+            group,
+            member,
+            "expiry",
+            f"removing member {member.member_id} on heartbeat expiration",
+            reason="session timeout",
+        )
 
     # --- OffsetCommit ---------------------------------------------------------------------------------------
     def _observe_commit(self, group: Group | None, e: dict) -> Outputs:
@@ -399,21 +442,34 @@ class BrokerObserver:
             # (In a group without members a commit proves a generation the model cannot enter: nobody to put in it.
             # The members' own reports will open it.)
             out += self._note_answer(group, e["generation"], ts)
-        fresh = [o for o in e["offsets"] if (current := group.offsets.get((o["topic"], o["partition"]))) is None
-                 or current.commit_timestamp <= ts]   # an older commit arriving late changes nothing
+        fresh = [
+            o
+            for o in e["offsets"]
+            if (current := group.offsets.get((o["topic"], o["partition"]))) is None or current.commit_timestamp <= ts
+        ]  # an older commit arriving late changes nothing
         out += O.store(group.offsets, group.group_id, fresh, ts, e["retention_ms"], now=group.clock)
-        out.append(outputs.commit_response(e, group.clock, "NONE",
-                                           [[o["topic"], o["partition"], "NONE"] for o in e["offsets"]]))
+        out.append(
+            outputs.commit_response(
+                e, group.clock, "NONE", [[o["topic"], o["partition"], "NONE"] for o in e["offsets"]]
+            )
+        )
         return out
 
     # --- generations and members ----------------------------------------------------------------------------
-    def _note_answer(self, group: Group, generation: int, ts: int, leader: str | None = None,
-                     protocol: str | None = None, reopen: bool = False) -> Outputs:
+    def _note_answer(
+        self,
+        group: Group,
+        generation: int,
+        ts: int,
+        leader: str | None = None,
+        protocol: str | None = None,
+        reopen: bool = False,
+    ) -> Outputs:
         """The broker answered in ``generation``: move there if the model is behind, or whatever the model's number
         if the answer reopens a group the model saw empty."""
         out: Outputs = []
         if reopen or generation > group.generation or (generation == group.generation and group.generation_ts < 0):
-            out = self._enter_generation(group, generation, ts, protocol)   # (some brokers number the first 0)
+            out = self._enter_generation(group, generation, ts, protocol)  # (some brokers number the first 0)
         if generation == group.generation:
             group.generation_ts = min(group.generation_ts, ts) if group.generation_ts >= 0 else ts
             if leader is not None and leader in group.members:
@@ -425,17 +481,20 @@ class BrokerObserver:
         (the leader's SyncGroup will say who is in it). Callers admit the answering member first."""
         out: Outputs = []
         if group.is_(S.COMPLETING_REBALANCE):
-            out += self.release_deferred(group)     # the previous generation's leader was never heard from
+            out += self.release_deferred(group)  # the previous generation's leader was never heard from
         if not group.members or group.group_id not in self.rules.groups:
-            return out                              # what waited emptied the group: nobody is left to be in it
+            return out  # what waited emptied the group: nobody is left to be in it
         if not group.is_(S.PREPARING_REBALANCE):
             out += self.rules.prepare_rebalance(group, REJOIN, f"the broker opened generation {generation}")
         group.join_deadline = None
         group.initial_delay_remaining_ms = None
         group.generation, group.generation_ts = generation, ts
         group.protocol_name = protocol or _observed_protocol(group)
-        out.append(self.rules.change_state(group, S.COMPLETING_REBALANCE,
-                                           f"the broker completed the join of generation {generation}"))
+        out.append(
+            self.rules.change_state(
+                group, S.COMPLETING_REBALANCE, f"the broker completed the join of generation {generation}"
+            )
+        )
         if group.rebalance is not None:
             group.rebalance.join_completed_ts = group.clock
         group.pending_sync = list(group.members)
@@ -443,7 +502,7 @@ class BrokerObserver:
         for m in group.members.values():
             # A newcomer stays new until the leader's assignment names it: its JoinGroup may have reached the
             # broker after this join completed (_complete_observed_round).
-            if m.awaiting_join:   # known to be in the round: the broker restarted its session on completing it
+            if m.awaiting_join:  # known to be in the round: the broker restarted its session on completing it
                 m.awaiting_join = False
                 out.append(group.join_answer(m))
                 self.rules.schedule_session(group, m)
@@ -473,9 +532,16 @@ class BrokerObserver:
         like = group.members.get(group.leader_id or "") or next(iter(group.members.values()), None)
         name = (e or {}).get("protocol_name") or group.protocol_name or ""
         topics = list(like.protocol(name).topics) if like is not None and like.protocol(name) else []
-        member = Member(member_id, (e or {}).get("group_instance_id"), _client_id(member_id), "",
-                        like.session_timeout_ms if like else 10_000, like.rebalance_timeout_ms if like else 10_000,
-                        group.protocol_type or "consumer", [JoinProtocol(name, topics)])
+        member = Member(
+            member_id,
+            (e or {}).get("group_instance_id"),
+            _client_id(member_id),
+            "",
+            like.session_timeout_ms if like else 10_000,
+            like.rebalance_timeout_ms if like else 10_000,
+            group.protocol_type or "consumer",
+            [JoinProtocol(name, topics)],
+        )
         member.stand_in = True
         return member, self._admit(group, member, f"adding new member {member_id}", group.clock)
 
@@ -484,20 +550,32 @@ class BrokerObserver:
         was_stand_in = member.stand_in
         member.stand_in = False
         instance_id = e.get("group_instance_id")
-        if instance_id is not None and member.group_instance_id is None:   # a stand-in learns it is static
+        if instance_id is not None and member.group_instance_id is None:  # a stand-in learns it is static
             member.group_instance_id = instance_id
             group.static_members[instance_id] = member.member_id
         protocols = [JoinProtocol.from_event(p) for p in e["protocols"]]
-        changed = (member.protocols, member.client_id, member.client_host, member.session_timeout_ms,
-                   member.rebalance_timeout_ms) != (protocols, e["client_id"], e["client_host"],
-                                                    e["session_timeout_ms"], e["rebalance_timeout_ms"])
+        changed = (
+            member.protocols,
+            member.client_id,
+            member.client_host,
+            member.session_timeout_ms,
+            member.rebalance_timeout_ms,
+        ) != (protocols, e["client_id"], e["client_host"], e["session_timeout_ms"], e["rebalance_timeout_ms"])
         group.set_protocols(member, protocols)
         member.client_id, member.client_host = e["client_id"], e["client_host"]
         member.session_timeout_ms, member.rebalance_timeout_ms = e["session_timeout_ms"], e["rebalance_timeout_ms"]
         out: Outputs = []
         if was_stand_in:
-            out.append(outputs.member_updated(group.group_id, group.clock, member.member_id, member.client_id,
-                                              member.client_host, member.protocol_names()))
+            out.append(
+                outputs.member_updated(
+                    group.group_id,
+                    group.clock,
+                    member.member_id,
+                    member.client_id,
+                    member.client_host,
+                    member.protocol_names(),
+                )
+            )
         if changed and group.is_(S.STABLE):
             out.append(group.metadata_record())
         return out

@@ -8,13 +8,19 @@ a tombstone carries only its key and a ``reason``. Which offsets may expire, and
 type's own rule (``GroupCoordinator._retention_base``, ``ConsumerGroupCoordinator._refresh_retention``); the
 arithmetic is shared.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from streaming.coordinator.outputs import (
-    OFFSET_COMMIT, OffsetCommitRecord, OffsetFetchEntry, offset_commit, offset_tombstone)
+    OFFSET_COMMIT,
+    OffsetCommitRecord,
+    OffsetFetchEntry,
+    offset_commit,
+    offset_tombstone,
+)
 
 Partition = tuple[str, int]
 
@@ -61,8 +67,14 @@ def expire_timestamp(retention_ms: int, commit_ts: int) -> int:
     return (commit_ts + retention_ms + 2**63) % 2**64 - 2**63
 
 
-def store(offsets: dict[Partition, CommittedOffset], group_id: str, requested: Iterable[Mapping], ts: int,
-          retention_ms: int, now: int | None = None) -> list[OffsetCommitRecord]:
+def store(
+    offsets: dict[Partition, CommittedOffset],
+    group_id: str,
+    requested: Iterable[Mapping],
+    ts: int,
+    retention_ms: int,
+    now: int | None = None,
+) -> list[OffsetCommitRecord]:
     """Kafka's commitOffset for the accepted partitions: each one stored at ``ts``, and its OffsetCommit record
     (written at ``now``, the group's clock, when that is past the commit: observe mode stores a commit at the time
     its client made it)."""
@@ -70,10 +82,14 @@ def store(offsets: dict[Partition, CommittedOffset], group_id: str, requested: I
     written = ts if now is None else now
     records = []
     for o in requested:
-        offsets[(o["topic"], o["partition"])] = CommittedOffset(o["offset"], o["leader_epoch"], o["metadata"], ts,
-                                                                expire)
-        records.append(offset_commit(group_id, written, o["topic"], o["partition"], o["offset"], o["leader_epoch"],
-                                     o["metadata"], ts, expire))
+        offsets[(o["topic"], o["partition"])] = CommittedOffset(
+            o["offset"], o["leader_epoch"], o["metadata"], ts, expire
+        )
+        records.append(
+            offset_commit(
+                group_id, written, o["topic"], o["partition"], o["offset"], o["leader_epoch"], o["metadata"], ts, expire
+            )
+        )
     return records
 
 
@@ -83,8 +99,10 @@ def tombstone(group_id: str, ts: int, tp: Partition, reason: str) -> OffsetCommi
 
 def fetch(offsets: Mapping[Partition, CommittedOffset]) -> dict[Partition, OffsetFetchEntry]:
     """OffsetFetch (as the admin client asks it): the committed offsets, by partition."""
-    return {tp: {"offset": o.offset, "leader_epoch": o.leader_epoch, "metadata": o.metadata}
-            for tp, o in sorted(offsets.items())}
+    return {
+        tp: {"offset": o.offset, "leader_epoch": o.leader_epoch, "metadata": o.metadata}
+        for tp, o in sorted(offsets.items())
+    }
 
 
 def expiry_time(o: CommittedOffset, base_ts: int, retention_ms: int) -> int:
@@ -95,8 +113,10 @@ def expiry_time(o: CommittedOffset, base_ts: int, retention_ms: int) -> int:
 
 # ------------------------------------------------------------------------------------ state rows and store records
 def to_rows(offsets: Mapping[Partition, CommittedOffset]) -> list[list]:
-    return [[tp[0], tp[1], o.offset, o.leader_epoch, o.metadata, o.commit_timestamp, o.expire_timestamp]
-            for tp, o in offsets.items()]
+    return [
+        [tp[0], tp[1], o.offset, o.leader_epoch, o.metadata, o.commit_timestamp, o.expire_timestamp]
+        for tp, o in offsets.items()
+    ]
 
 
 def from_rows(rows: Iterable[list]) -> dict[Partition, CommittedOffset]:
@@ -104,8 +124,13 @@ def from_rows(rows: Iterable[list]) -> dict[Partition, CommittedOffset]:
 
 
 def from_record(r: Mapping) -> CommittedOffset:
-    return CommittedOffset(int(r["offset"]), int(r.get("leader_epoch", -1)), r.get("metadata") or "",
-                           int(r["commit_timestamp"]), int(r.get("expire_timestamp", -1)))
+    return CommittedOffset(
+        int(r["offset"]),
+        int(r.get("leader_epoch", -1)),
+        r.get("metadata") or "",
+        int(r["commit_timestamp"]),
+        int(r.get("expire_timestamp", -1)),
+    )
 
 
 def latest(records: Iterable[Mapping]) -> dict[str, dict[Partition, CommittedOffset | None]]:
@@ -113,6 +138,7 @@ def latest(records: Iterable[Mapping]) -> dict[str, dict[Partition, CommittedOff
     out: dict[str, dict[Partition, CommittedOffset | None]] = {}
     for r in records:
         if r.get("type") == OFFSET_COMMIT:
-            out.setdefault(r["group_id"], {})[(r["topic"], int(r["partition"]))] = \
+            out.setdefault(r["group_id"], {})[(r["topic"], int(r["partition"]))] = (
                 None if r.get("tombstone") else from_record(r)
+            )
     return out

@@ -20,6 +20,7 @@ are what ``offsets_store.codec`` reads and writes: their key fields are snake_ca
 as they are (``memberEpoch``, ``assignedPartitions``), as Kafka's generated JSON converters write them. All of these
 names are public and stay as they are.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping, TypedDict, Union
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Mapping, TypedDict, Union
 if TYPE_CHECKING:
     from streaming.coordinator.restored import Restored
 
-Pair = list          # [topic, partition]
+Pair = list  # [topic, partition]
 
 # ==================================================================================== output types
 # Answers to requests (one per request; the job drops them unless asked: most of the volume, rarely needed).
@@ -41,13 +42,13 @@ CONSUMER_HEARTBEAT_RESPONSE = "consumer_heartbeat_response"
 # What happened to the group and its members.
 STATE_CHANGE = "state_change"
 MEMBER_JOINED = "member_joined"
-MEMBER_UPDATED = "member_updated"          # observe mode: a member first named by the broker, its join now seen
-MEMBER_REPLACED = "member_replaced"        # a static member restarted under a new member id
+MEMBER_UPDATED = "member_updated"  # observe mode: a member first named by the broker, its join now seen
+MEMBER_REPLACED = "member_replaced"  # a static member restarted under a new member id
 MEMBER_LEFT = "member_left"
 MEMBER_EXPIRED = "member_expired"
 ASSIGNMENT = "assignment"
 TARGET_ASSIGNMENT = "target_assignment"
-REBALANCE = "rebalance"                    # one line of rebalance history, with its figures (figures.py)
+REBALANCE = "rebalance"  # one line of rebalance history, with its figures (figures.py)
 # A group rebuilt from the store after a lost checkpoint (restored.py).
 GROUP_RESTORED = "group_restored"
 RESTORE_GAP = "restore_gap"
@@ -72,13 +73,19 @@ CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = "consumer_group_current_member_assign
 CONSUMER_GROUP_REGULAR_EXPRESSION = "consumer_group_regular_expression"
 
 MEMBER_GONE = frozenset({MEMBER_LEFT, MEMBER_EXPIRED})
-CLASSIC_RESPONSES = {"join": JOIN_RESPONSE, "sync": SYNC_RESPONSE, "heartbeat": HEARTBEAT_RESPONSE,
-                     "leave": LEAVE_RESPONSE, "commit": COMMIT_RESPONSE}   # request type -> its answer's type
+CLASSIC_RESPONSES = {
+    "join": JOIN_RESPONSE,
+    "sync": SYNC_RESPONSE,
+    "heartbeat": HEARTBEAT_RESPONSE,
+    "leave": LEAVE_RESPONSE,
+    "commit": COMMIT_RESPONSE,
+}  # request type -> its answer's type
 
 
 # ==================================================================================== classic protocol answers
 class Answer(TypedDict):
     """A classic request's answer: ``heartbeat_response`` and ``leave_response`` are no more than this."""
+
     type: str
     group_id: str
     ts: int
@@ -89,17 +96,19 @@ class Answer(TypedDict):
 
 class JoinResponse(Answer):
     """A refused JoinGroup (generation -1), or the refusal of a member's waiting JoinGroup."""
+
     generation: int
 
 
 class JoinMember(TypedDict):
     member_id: str
     group_instance_id: str | None
-    topics: list[str]                       # of the group's protocol
+    topics: list[str]  # of the group's protocol
 
 
 class JoinAnswer(JoinResponse):
     """A JoinGroup answered with the generation (or MEMBER_ID_REQUIRED); only the leader's lists the members."""
+
     protocol_type: str | None
     protocol: str | None
     leader: str | None
@@ -109,57 +118,104 @@ class JoinAnswer(JoinResponse):
 class SyncResponse(JoinResponse, total=False):
     """A SyncGroup's answer: its assignment when NONE (with the protocol), empty when refused; a static member's
     SyncGroup fenced by its restart carries neither."""
+
     protocol: str | None
     assignment: list[Pair]
 
 
 class CommitResponse(Answer):
-    partitions: list[list]                  # [topic, partition, error] per requested partition
+    partitions: list[list]  # [topic, partition, error] per requested partition
 
 
 def _answer(kind: str, group_id: str, ts: int, member_id: str, instance_id: str | None, error: str) -> Answer:
-    return {"type": kind, "group_id": group_id, "ts": ts, "member_id": member_id, "group_instance_id": instance_id,
-            "error": error}
+    return {
+        "type": kind,
+        "group_id": group_id,
+        "ts": ts,
+        "member_id": member_id,
+        "group_instance_id": instance_id,
+        "error": error,
+    }
 
 
 def heartbeat_response(request: Mapping, ts: int, error: str) -> Answer:
     # Written out rather than through _answer: the most frequent output of all.
-    return {"type": HEARTBEAT_RESPONSE, "group_id": request["group_id"], "ts": ts,
-            "member_id": request.get("member_id", ""), "group_instance_id": request.get("group_instance_id"),
-            "error": error}
+    return {
+        "type": HEARTBEAT_RESPONSE,
+        "group_id": request["group_id"],
+        "ts": ts,
+        "member_id": request.get("member_id", ""),
+        "group_instance_id": request.get("group_instance_id"),
+        "error": error,
+    }
 
 
 def leave_response(request: Mapping, ts: int, error: str) -> Answer:
-    return _answer(LEAVE_RESPONSE, request["group_id"], ts, request.get("member_id", ""),
-                   request.get("group_instance_id"), error)
+    return _answer(
+        LEAVE_RESPONSE, request["group_id"], ts, request.get("member_id", ""), request.get("group_instance_id"), error
+    )
 
 
 def join_refused(group_id: str, ts: int, member_id: str, instance_id: str | None, error: str) -> JoinResponse:
     return {**_answer(JOIN_RESPONSE, group_id, ts, member_id, instance_id, error), "generation": -1}
 
 
-def join_answer(group_id: str, ts: int, member_id: str, instance_id: str | None, error: str, generation: int,
-                protocol_type: str | None, protocol: str | None, leader: str | None,
-                members: list[JoinMember]) -> JoinAnswer:
-    return {"type": JOIN_RESPONSE, "group_id": group_id, "ts": ts, "member_id": member_id,
-            "group_instance_id": instance_id, "error": error, "generation": generation,
-            "protocol_type": protocol_type, "protocol": protocol, "leader": leader, "members": members}
+def join_answer(
+    group_id: str,
+    ts: int,
+    member_id: str,
+    instance_id: str | None,
+    error: str,
+    generation: int,
+    protocol_type: str | None,
+    protocol: str | None,
+    leader: str | None,
+    members: list[JoinMember],
+) -> JoinAnswer:
+    return {
+        "type": JOIN_RESPONSE,
+        "group_id": group_id,
+        "ts": ts,
+        "member_id": member_id,
+        "group_instance_id": instance_id,
+        "error": error,
+        "generation": generation,
+        "protocol_type": protocol_type,
+        "protocol": protocol,
+        "leader": leader,
+        "members": members,
+    }
 
 
 def join_member(member_id: str, instance_id: str | None, topics: list[str]) -> JoinMember:
     return {"member_id": member_id, "group_instance_id": instance_id, "topics": topics}
 
 
-def sync_refused(group_id: str, ts: int, member_id: str, instance_id: str | None, error: str,
-                 generation: int) -> SyncResponse:
-    return {**_answer(SYNC_RESPONSE, group_id, ts, member_id, instance_id, error), "generation": generation,
-            "assignment": []}
+def sync_refused(
+    group_id: str, ts: int, member_id: str, instance_id: str | None, error: str, generation: int
+) -> SyncResponse:
+    return {
+        **_answer(SYNC_RESPONSE, group_id, ts, member_id, instance_id, error),
+        "generation": generation,
+        "assignment": [],
+    }
 
 
-def sync_answer(group_id: str, ts: int, member_id: str, instance_id: str | None, generation: int,
-                protocol: str | None, assignment: list[Pair]) -> SyncResponse:
-    return {**_answer(SYNC_RESPONSE, group_id, ts, member_id, instance_id, "NONE"), "generation": generation,
-            "protocol": protocol, "assignment": assignment}
+def sync_answer(
+    group_id: str,
+    ts: int,
+    member_id: str,
+    instance_id: str | None,
+    generation: int,
+    protocol: str | None,
+    assignment: list[Pair],
+) -> SyncResponse:
+    return {
+        **_answer(SYNC_RESPONSE, group_id, ts, member_id, instance_id, "NONE"),
+        "generation": generation,
+        "protocol": protocol,
+        "assignment": assignment,
+    }
 
 
 def fenced_by_restart(kind: str, group_id: str, ts: int, member_id: str, instance_id: str | None) -> JoinResponse:
@@ -170,8 +226,17 @@ def fenced_by_restart(kind: str, group_id: str, ts: int, member_id: str, instanc
 
 def commit_response(request: Mapping, ts: int, error: str, partitions: list[list]) -> CommitResponse:
     """OffsetCommitResponse (both protocols): ``partitions`` is [topic, partition, error] per requested entry."""
-    return {**_answer(COMMIT_RESPONSE, request["group_id"], ts, request.get("member_id", ""),
-                      request.get("group_instance_id"), error), "partitions": partitions}
+    return {
+        **_answer(
+            COMMIT_RESPONSE,
+            request["group_id"],
+            ts,
+            request.get("member_id", ""),
+            request.get("group_instance_id"),
+            error,
+        ),
+        "partitions": partitions,
+    }
 
 
 def request_refused(request: Mapping, ts: int, error: str) -> Answer:
@@ -211,6 +276,7 @@ class TopicAssignment(TypedDict):
 class ConsumerHeartbeatResponse(TypedDict):
     """ConsumerGroupHeartbeatResponse: an error answer carries only the error (and the request's member id, repeated
     for the tracker's readers); ``assignment`` is None when the answer does not carry one."""
+
     type: str
     group_id: str
     ts: int
@@ -223,23 +289,46 @@ class ConsumerHeartbeatResponse(TypedDict):
     assignment: list[TopicAssignment] | None
 
 
-def consumer_heartbeat_response(request: Mapping, ts: int, error: str = "NONE", message: str | None = None,
-                                member_id: str | None = None, member_epoch: int = 0, heartbeat_interval_ms: int = 0,
-                                assignment: list[TopicAssignment] | None = None) -> ConsumerHeartbeatResponse:
-    return {"type": CONSUMER_HEARTBEAT_RESPONSE, "group_id": request["group_id"], "ts": ts,
-            "member_id": member_id if member_id is not None else request["member_id"],
-            "instance_id": request.get("instance_id"), "error": error, "error_message": message,
-            "member_epoch": member_epoch, "heartbeat_interval_ms": heartbeat_interval_ms, "assignment": assignment}
+def consumer_heartbeat_response(
+    request: Mapping,
+    ts: int,
+    error: str = "NONE",
+    message: str | None = None,
+    member_id: str | None = None,
+    member_epoch: int = 0,
+    heartbeat_interval_ms: int = 0,
+    assignment: list[TopicAssignment] | None = None,
+) -> ConsumerHeartbeatResponse:
+    return {
+        "type": CONSUMER_HEARTBEAT_RESPONSE,
+        "group_id": request["group_id"],
+        "ts": ts,
+        "member_id": member_id if member_id is not None else request["member_id"],
+        "instance_id": request.get("instance_id"),
+        "error": error,
+        "error_message": message,
+        "member_epoch": member_epoch,
+        "heartbeat_interval_ms": heartbeat_interval_ms,
+        "assignment": assignment,
+    }
 
 
 # ==================================================================================== what happened: classic groups
-StateChange = TypedDict("StateChange", {"type": str, "group_id": str, "ts": int, "from": str, "to": str,
-                                        "generation": int, "reason": str})
+StateChange = TypedDict(
+    "StateChange", {"type": str, "group_id": str, "ts": int, "from": str, "to": str, "generation": int, "reason": str}
+)
 
 
 def state_change(group_id: str, ts: int, previous: str, state: str, generation: int, reason: str) -> StateChange:
-    return {"type": STATE_CHANGE, "group_id": group_id, "ts": ts, "from": previous, "to": state,
-            "generation": generation, "reason": reason}
+    return {
+        "type": STATE_CHANGE,
+        "group_id": group_id,
+        "ts": ts,
+        "from": previous,
+        "to": state,
+        "generation": generation,
+        "reason": reason,
+    }
 
 
 class MemberJoined(TypedDict):
@@ -253,11 +342,25 @@ class MemberJoined(TypedDict):
     protocols: list[str]
 
 
-def member_joined(group_id: str, ts: int, member_id: str, instance_id: str | None, client_id: str, client_host: str,
-                  protocols: list[str]) -> MemberJoined:
-    return {"type": MEMBER_JOINED, "group_id": group_id, "ts": ts, "member_id": member_id,
-            "group_instance_id": instance_id, "client_id": client_id, "client_host": client_host,
-            "protocols": protocols}
+def member_joined(
+    group_id: str,
+    ts: int,
+    member_id: str,
+    instance_id: str | None,
+    client_id: str,
+    client_host: str,
+    protocols: list[str],
+) -> MemberJoined:
+    return {
+        "type": MEMBER_JOINED,
+        "group_id": group_id,
+        "ts": ts,
+        "member_id": member_id,
+        "group_instance_id": instance_id,
+        "client_id": client_id,
+        "client_host": client_host,
+        "protocols": protocols,
+    }
 
 
 class MemberUpdated(TypedDict):
@@ -270,10 +373,18 @@ class MemberUpdated(TypedDict):
     protocols: list[str]
 
 
-def member_updated(group_id: str, ts: int, member_id: str, client_id: str, client_host: str,
-                   protocols: list[str]) -> MemberUpdated:
-    return {"type": MEMBER_UPDATED, "group_id": group_id, "ts": ts, "member_id": member_id, "client_id": client_id,
-            "client_host": client_host, "protocols": protocols}
+def member_updated(
+    group_id: str, ts: int, member_id: str, client_id: str, client_host: str, protocols: list[str]
+) -> MemberUpdated:
+    return {
+        "type": MEMBER_UPDATED,
+        "group_id": group_id,
+        "ts": ts,
+        "member_id": member_id,
+        "client_id": client_id,
+        "client_host": client_host,
+        "protocols": protocols,
+    }
 
 
 class MemberReplaced(TypedDict):
@@ -285,15 +396,23 @@ class MemberReplaced(TypedDict):
     group_instance_id: str | None
 
 
-def member_replaced(group_id: str, ts: int, member_id: str, previous_member_id: str,
-                    instance_id: str | None) -> MemberReplaced:
-    return {"type": MEMBER_REPLACED, "group_id": group_id, "ts": ts, "member_id": member_id,
-            "previous_member_id": previous_member_id, "group_instance_id": instance_id}
+def member_replaced(
+    group_id: str, ts: int, member_id: str, previous_member_id: str, instance_id: str | None
+) -> MemberReplaced:
+    return {
+        "type": MEMBER_REPLACED,
+        "group_id": group_id,
+        "ts": ts,
+        "member_id": member_id,
+        "previous_member_id": previous_member_id,
+        "group_instance_id": instance_id,
+    }
 
 
 class MemberGone(TypedDict):
     """``member_left`` (reason ``leave``) or ``member_expired`` (session timeout, rebalance timeout, sync timeout,
     new member join timeout, ``unknown``: gone before a restore)."""
+
     type: str
     group_id: str
     ts: int
@@ -305,16 +424,33 @@ class MemberGone(TypedDict):
     generation: int
 
 
-def member_gone(group_id: str, ts: int, member_id: str, instance_id: str | None, client_id: str, reason: str,
-                last_heartbeat_ts: int, generation: int) -> MemberGone:
-    return {"type": MEMBER_LEFT if reason == "leave" else MEMBER_EXPIRED, "group_id": group_id, "ts": ts,
-            "member_id": member_id, "group_instance_id": instance_id, "client_id": client_id, "reason": reason,
-            "last_heartbeat_ts": last_heartbeat_ts, "generation": generation}
+def member_gone(
+    group_id: str,
+    ts: int,
+    member_id: str,
+    instance_id: str | None,
+    client_id: str,
+    reason: str,
+    last_heartbeat_ts: int,
+    generation: int,
+) -> MemberGone:
+    return {
+        "type": MEMBER_LEFT if reason == "leave" else MEMBER_EXPIRED,
+        "group_id": group_id,
+        "ts": ts,
+        "member_id": member_id,
+        "group_instance_id": instance_id,
+        "client_id": client_id,
+        "reason": reason,
+        "last_heartbeat_ts": last_heartbeat_ts,
+        "generation": generation,
+    }
 
 
 class Assignment(TypedDict, total=False):
     """A member's partitions for the generation, and what changed since its previous ones; ``observed``: what an
     instrumented client reported it received, where that differs from the model's."""
+
     type: str
     group_id: str
     ts: int
@@ -328,27 +464,64 @@ class Assignment(TypedDict, total=False):
     observed: bool
 
 
-def assignment(group_id: str, ts: int, member_id: str, instance_id: str | None, generation: int,
-               protocol: str | None, partitions: list[Pair], added: list[Pair], revoked: list[Pair],
-               observed: bool = False) -> Assignment:
-    out: Assignment = {"type": ASSIGNMENT, "group_id": group_id, "ts": ts, "member_id": member_id,
-                       "group_instance_id": instance_id, "generation": generation, "protocol": protocol,
-                       "partitions": partitions, "added": added, "revoked": revoked}
+def assignment(
+    group_id: str,
+    ts: int,
+    member_id: str,
+    instance_id: str | None,
+    generation: int,
+    protocol: str | None,
+    partitions: list[Pair],
+    added: list[Pair],
+    revoked: list[Pair],
+    observed: bool = False,
+) -> Assignment:
+    out: Assignment = {
+        "type": ASSIGNMENT,
+        "group_id": group_id,
+        "ts": ts,
+        "member_id": member_id,
+        "group_instance_id": instance_id,
+        "generation": generation,
+        "protocol": protocol,
+        "partitions": partitions,
+        "added": added,
+        "revoked": revoked,
+    }
     if observed:
         out["observed"] = True
     return out
 
 
 # ==================================================================================== what happened: consumer groups
-ConsumerStateChange = TypedDict("ConsumerStateChange", {
-    "type": str, "group_id": str, "ts": int, "from": str, "to": str, "group_epoch": int, "assignment_epoch": int,
-    "reason": str}, total=False)
+ConsumerStateChange = TypedDict(
+    "ConsumerStateChange",
+    {
+        "type": str,
+        "group_id": str,
+        "ts": int,
+        "from": str,
+        "to": str,
+        "group_epoch": int,
+        "assignment_epoch": int,
+        "reason": str,
+    },
+    total=False,
+)
 
 
-def consumer_state_change(group_id: str, ts: int, previous: str, state: str, group_epoch: int, assignment_epoch: int,
-                          reason: str | None) -> ConsumerStateChange:
-    out: ConsumerStateChange = {"type": STATE_CHANGE, "group_id": group_id, "ts": ts, "from": previous, "to": state,
-                                "group_epoch": group_epoch, "assignment_epoch": assignment_epoch}
+def consumer_state_change(
+    group_id: str, ts: int, previous: str, state: str, group_epoch: int, assignment_epoch: int, reason: str | None
+) -> ConsumerStateChange:
+    out: ConsumerStateChange = {
+        "type": STATE_CHANGE,
+        "group_id": group_id,
+        "ts": ts,
+        "from": previous,
+        "to": state,
+        "group_epoch": group_epoch,
+        "assignment_epoch": assignment_epoch,
+    }
     if reason is not None:
         out["reason"] = reason
     return out
@@ -366,12 +539,27 @@ class ConsumerMemberJoined(TypedDict):
     subscribed_topic_regex: str | None
 
 
-def consumer_member_joined(group_id: str, ts: int, member_id: str, instance_id: str | None, client_id: str,
-                           client_host: str, subscribed_topic_names: list[str],
-                           subscribed_topic_regex: str | None) -> ConsumerMemberJoined:
-    return {"type": MEMBER_JOINED, "group_id": group_id, "ts": ts, "member_id": member_id, "instance_id": instance_id,
-            "client_id": client_id, "client_host": client_host, "subscribed_topic_names": subscribed_topic_names,
-            "subscribed_topic_regex": subscribed_topic_regex}
+def consumer_member_joined(
+    group_id: str,
+    ts: int,
+    member_id: str,
+    instance_id: str | None,
+    client_id: str,
+    client_host: str,
+    subscribed_topic_names: list[str],
+    subscribed_topic_regex: str | None,
+) -> ConsumerMemberJoined:
+    return {
+        "type": MEMBER_JOINED,
+        "group_id": group_id,
+        "ts": ts,
+        "member_id": member_id,
+        "instance_id": instance_id,
+        "client_id": client_id,
+        "client_host": client_host,
+        "subscribed_topic_names": subscribed_topic_names,
+        "subscribed_topic_regex": subscribed_topic_regex,
+    }
 
 
 class ConsumerMemberReplaced(TypedDict):
@@ -383,15 +571,23 @@ class ConsumerMemberReplaced(TypedDict):
     instance_id: str
 
 
-def consumer_member_replaced(group_id: str, ts: int, member_id: str, previous_member_id: str,
-                             instance_id: str) -> ConsumerMemberReplaced:
-    return {"type": MEMBER_REPLACED, "group_id": group_id, "ts": ts, "member_id": member_id,
-            "previous_member_id": previous_member_id, "instance_id": instance_id}
+def consumer_member_replaced(
+    group_id: str, ts: int, member_id: str, previous_member_id: str, instance_id: str
+) -> ConsumerMemberReplaced:
+    return {
+        "type": MEMBER_REPLACED,
+        "group_id": group_id,
+        "ts": ts,
+        "member_id": member_id,
+        "previous_member_id": previous_member_id,
+        "instance_id": instance_id,
+    }
 
 
 class ConsumerMemberLeft(TypedDict):
     """``temporary``: a static member's leave (epoch -2): it keeps its assignment until it is back or its session
     ends."""
+
     type: str
     group_id: str
     ts: int
@@ -401,10 +597,18 @@ class ConsumerMemberLeft(TypedDict):
     temporary: bool
 
 
-def consumer_member_left(group_id: str, ts: int, member_id: str, instance_id: str | None, reason: str,
-                         temporary: bool) -> ConsumerMemberLeft:
-    return {"type": MEMBER_LEFT, "group_id": group_id, "ts": ts, "member_id": member_id, "instance_id": instance_id,
-            "reason": reason, "temporary": temporary}
+def consumer_member_left(
+    group_id: str, ts: int, member_id: str, instance_id: str | None, reason: str, temporary: bool
+) -> ConsumerMemberLeft:
+    return {
+        "type": MEMBER_LEFT,
+        "group_id": group_id,
+        "ts": ts,
+        "member_id": member_id,
+        "instance_id": instance_id,
+        "reason": reason,
+        "temporary": temporary,
+    }
 
 
 class ConsumerMemberExpired(TypedDict):
@@ -413,19 +617,35 @@ class ConsumerMemberExpired(TypedDict):
     ts: int
     member_id: str
     instance_id: str | None
-    reason: str                             # session timeout / rebalance timeout
+    reason: str  # session timeout / rebalance timeout
     detail: str
     last_heartbeat_ts: int | None
 
 
-def consumer_member_expired(group_id: str, ts: int, member_id: str, instance_id: str | None, reason: str,
-                            detail: str, last_heartbeat_ts: int | None) -> ConsumerMemberExpired:
-    return {"type": MEMBER_EXPIRED, "group_id": group_id, "ts": ts, "member_id": member_id,
-            "instance_id": instance_id, "reason": reason, "detail": detail, "last_heartbeat_ts": last_heartbeat_ts}
+def consumer_member_expired(
+    group_id: str,
+    ts: int,
+    member_id: str,
+    instance_id: str | None,
+    reason: str,
+    detail: str,
+    last_heartbeat_ts: int | None,
+) -> ConsumerMemberExpired:
+    return {
+        "type": MEMBER_EXPIRED,
+        "group_id": group_id,
+        "ts": ts,
+        "member_id": member_id,
+        "instance_id": instance_id,
+        "reason": reason,
+        "detail": detail,
+        "last_heartbeat_ts": last_heartbeat_ts,
+    }
 
 
 class ConsumerAssignment(TypedDict):
     """A member's current assignment (its ConsumerGroupCurrentMemberAssignment record, with topic names)."""
+
     type: str
     group_id: str
     ts: int
@@ -433,19 +653,40 @@ class ConsumerAssignment(TypedDict):
     instance_id: str | None
     member_epoch: int
     previous_member_epoch: int
-    state: str                              # MemberState's name
+    state: str  # MemberState's name
     partitions: list[Pair]
     pending_revocation: list[Pair]
     added: list[Pair]
     revoked: list[Pair]
 
 
-def consumer_assignment(group_id: str, ts: int, member_id: str, instance_id: str | None, member_epoch: int,
-                        previous_member_epoch: int, state: str, partitions: list[Pair],
-                        pending_revocation: list[Pair], added: list[Pair], revoked: list[Pair]) -> ConsumerAssignment:
-    return {"type": ASSIGNMENT, "group_id": group_id, "ts": ts, "member_id": member_id, "instance_id": instance_id,
-            "member_epoch": member_epoch, "previous_member_epoch": previous_member_epoch, "state": state,
-            "partitions": partitions, "pending_revocation": pending_revocation, "added": added, "revoked": revoked}
+def consumer_assignment(
+    group_id: str,
+    ts: int,
+    member_id: str,
+    instance_id: str | None,
+    member_epoch: int,
+    previous_member_epoch: int,
+    state: str,
+    partitions: list[Pair],
+    pending_revocation: list[Pair],
+    added: list[Pair],
+    revoked: list[Pair],
+) -> ConsumerAssignment:
+    return {
+        "type": ASSIGNMENT,
+        "group_id": group_id,
+        "ts": ts,
+        "member_id": member_id,
+        "instance_id": instance_id,
+        "member_epoch": member_epoch,
+        "previous_member_epoch": previous_member_epoch,
+        "state": state,
+        "partitions": partitions,
+        "pending_revocation": pending_revocation,
+        "added": added,
+        "revoked": revoked,
+    }
 
 
 class TargetAssignment(TypedDict):
@@ -454,25 +695,33 @@ class TargetAssignment(TypedDict):
     ts: int
     assignment_epoch: int
     assignor: str | None
-    assignment: dict[str, list[Pair]]       # member id -> its target partitions
+    assignment: dict[str, list[Pair]]  # member id -> its target partitions
 
 
-def target_assignment(group_id: str, ts: int, assignment_epoch: int, assignor: str | None,
-                      assignment: dict[str, list[Pair]]) -> TargetAssignment:
-    return {"type": TARGET_ASSIGNMENT, "group_id": group_id, "ts": ts, "assignment_epoch": assignment_epoch,
-            "assignor": assignor, "assignment": assignment}
+def target_assignment(
+    group_id: str, ts: int, assignment_epoch: int, assignor: str | None, assignment: dict[str, list[Pair]]
+) -> TargetAssignment:
+    return {
+        "type": TARGET_ASSIGNMENT,
+        "group_id": group_id,
+        "ts": ts,
+        "assignment_epoch": assignment_epoch,
+        "assignor": assignor,
+        "assignment": assignment,
+    }
 
 
 # ==================================================================================== rebalance history
 class RebalanceFigures(TypedDict):
     """What a rebalance cost (``figures.rebalance_fields``; docs/figures.md defines each): None where unknown."""
+
     started_ts: int | None
     completed_ts: int
     duration_ms: int | None
     partitions_moved: int | None
     max_partition_unavailable_ms: int | None
-    partitions_without_owner: list[list]    # [topic, partition, released_ts, taken_ts, no_members_ms]
-    awaiting_owner: list[list]              # [topic, partition, released_ts]
+    partitions_without_owner: list[list]  # [topic, partition, released_ts, taken_ts, no_members_ms]
+    awaiting_owner: list[list]  # [topic, partition, released_ts]
 
 
 class RebalanceMember(TypedDict):
@@ -487,13 +736,14 @@ class Rebalance(TypedDict, total=False):
     (the figures' fields), and what moved. ``assignor_missing``: the tracker has no assignor of the chosen protocol
     (a client-side custom one), so it assigned nothing. ``late``: a generation the model heard of only after a later
     one (observe mode); its figures are unknown and left out."""
+
     type: str
     group_id: str
     ts: int
     generation: int
     protocol_type: str | None
     protocol: str | None
-    rebalance_protocol: str                 # eager / cooperative
+    rebalance_protocol: str  # eager / cooperative
     leader: str | None
     members: list[RebalanceMember]
     assignment: dict[str, list[Pair]]
@@ -513,35 +763,88 @@ class Rebalance(TypedDict, total=False):
 
 
 def rebalance_member(member_id: str, instance_id: str | None, client_id: str, client_host: str) -> RebalanceMember:
-    return {"member_id": member_id, "group_instance_id": instance_id, "client_id": client_id,
-            "client_host": client_host}
+    return {
+        "member_id": member_id,
+        "group_instance_id": instance_id,
+        "client_id": client_id,
+        "client_host": client_host,
+    }
 
 
-def rebalance(group_id: str, ts: int, generation: int, protocol_type: str | None, protocol: str | None,
-              rebalance_protocol: str, leader: str | None, members: list[RebalanceMember],
-              assignment: dict[str, list[Pair]], trigger: str, trigger_detail: str, join_completed_ts: int | None,
-              figures: RebalanceFigures, unknown_topics: list[str], assignor_missing: bool = False) -> Rebalance:
-    out: Rebalance = {"type": REBALANCE, "group_id": group_id, "ts": ts, "generation": generation,
-                      "protocol_type": protocol_type, "protocol": protocol, "rebalance_protocol": rebalance_protocol,
-                      "leader": leader, "members": members, "assignment": assignment, "trigger": trigger,
-                      "trigger_detail": trigger_detail, "join_completed_ts": join_completed_ts, **figures,
-                      "unknown_topics": unknown_topics}
+def rebalance(
+    group_id: str,
+    ts: int,
+    generation: int,
+    protocol_type: str | None,
+    protocol: str | None,
+    rebalance_protocol: str,
+    leader: str | None,
+    members: list[RebalanceMember],
+    assignment: dict[str, list[Pair]],
+    trigger: str,
+    trigger_detail: str,
+    join_completed_ts: int | None,
+    figures: RebalanceFigures,
+    unknown_topics: list[str],
+    assignor_missing: bool = False,
+) -> Rebalance:
+    out: Rebalance = {
+        "type": REBALANCE,
+        "group_id": group_id,
+        "ts": ts,
+        "generation": generation,
+        "protocol_type": protocol_type,
+        "protocol": protocol,
+        "rebalance_protocol": rebalance_protocol,
+        "leader": leader,
+        "members": members,
+        "assignment": assignment,
+        "trigger": trigger,
+        "trigger_detail": trigger_detail,
+        "join_completed_ts": join_completed_ts,
+        **figures,
+        "unknown_topics": unknown_topics,
+    }
     if assignor_missing:
         out["assignor_missing"] = True
     return out
 
 
-def late_rebalance(group_id: str, ts: int, generation: int, protocol_type: str | None, protocol: str | None,
-                   rebalance_protocol: str, leader: str, members: list[RebalanceMember],
-                   assignment: dict[str, list[Pair]]) -> Rebalance:
+def late_rebalance(
+    group_id: str,
+    ts: int,
+    generation: int,
+    protocol_type: str | None,
+    protocol: str | None,
+    rebalance_protocol: str,
+    leader: str,
+    members: list[RebalanceMember],
+    assignment: dict[str, list[Pair]],
+) -> Rebalance:
     """A generation reported after a later one (observe mode): it was real, so it gets its line, marked late; when
     it started and what it cost are unknown."""
-    return {"type": REBALANCE, "group_id": group_id, "ts": ts, "generation": generation,
-            "protocol_type": protocol_type, "protocol": protocol, "rebalance_protocol": rebalance_protocol,
-            "leader": leader, "members": members, "assignment": assignment, "trigger": "unknown",
-            "trigger_detail": "reported after a later generation", "started_ts": None, "join_completed_ts": ts,
-            "completed_ts": ts, "duration_ms": None, "partitions_moved": None, "max_partition_unavailable_ms": None,
-            "unknown_topics": [], "late": True}
+    return {
+        "type": REBALANCE,
+        "group_id": group_id,
+        "ts": ts,
+        "generation": generation,
+        "protocol_type": protocol_type,
+        "protocol": protocol,
+        "rebalance_protocol": rebalance_protocol,
+        "leader": leader,
+        "members": members,
+        "assignment": assignment,
+        "trigger": "unknown",
+        "trigger_detail": "reported after a later generation",
+        "started_ts": None,
+        "join_completed_ts": ts,
+        "completed_ts": ts,
+        "duration_ms": None,
+        "partitions_moved": None,
+        "max_partition_unavailable_ms": None,
+        "unknown_topics": [],
+        "late": True,
+    }
 
 
 class ConsumerRebalanceMember(TypedDict):
@@ -554,10 +857,11 @@ class ConsumerRebalanceMember(TypedDict):
 class ConsumerRebalance(TypedDict):
     """One line of a consumer-protocol group's rebalance history: from the first epoch bump after it was settled
     until it is settled again (Stable or Empty)."""
+
     type: str
     group_id: str
     ts: int
-    rebalance_protocol: str                 # "consumer"
+    rebalance_protocol: str  # "consumer"
     group_epoch: int
     assignment_epoch: int
     assignor: str | None
@@ -574,24 +878,45 @@ class ConsumerRebalance(TypedDict):
     assignment: dict[str, list[Pair]]
 
 
-def consumer_rebalance_member(member_id: str, instance_id: str | None, client_id: str,
-                              client_host: str) -> ConsumerRebalanceMember:
+def consumer_rebalance_member(
+    member_id: str, instance_id: str | None, client_id: str, client_host: str
+) -> ConsumerRebalanceMember:
     return {"member_id": member_id, "instance_id": instance_id, "client_id": client_id, "client_host": client_host}
 
 
-def consumer_rebalance(group_id: str, ts: int, group_epoch: int, assignment_epoch: int, assignor: str | None,
-                       trigger: str, trigger_detail: str, figures: RebalanceFigures,
-                       members: list[ConsumerRebalanceMember], assignment: dict[str, list[Pair]]) -> ConsumerRebalance:
-    return {"type": REBALANCE, "group_id": group_id, "ts": ts, "rebalance_protocol": "consumer",
-            "group_epoch": group_epoch, "assignment_epoch": assignment_epoch, "assignor": assignor,
-            "trigger": trigger, "trigger_detail": trigger_detail, **figures, "members": members,
-            "assignment": assignment}
+def consumer_rebalance(
+    group_id: str,
+    ts: int,
+    group_epoch: int,
+    assignment_epoch: int,
+    assignor: str | None,
+    trigger: str,
+    trigger_detail: str,
+    figures: RebalanceFigures,
+    members: list[ConsumerRebalanceMember],
+    assignment: dict[str, list[Pair]],
+) -> ConsumerRebalance:
+    return {
+        "type": REBALANCE,
+        "group_id": group_id,
+        "ts": ts,
+        "rebalance_protocol": "consumer",
+        "group_epoch": group_epoch,
+        "assignment_epoch": assignment_epoch,
+        "assignor": assignor,
+        "trigger": trigger,
+        "trigger_detail": trigger_detail,
+        **figures,
+        "members": members,
+        "assignment": assignment,
+    }
 
 
 # ==================================================================================== after a lost checkpoint
 class GroupRestored(TypedDict):
     """A classic group rebuilt from the store: its stored generation; ``topics`` are the partitions the stored
     assignment names until the feed says more (the classic coordinator keeps no topic sizes)."""
+
     type: str
     group_id: str
     ts: int
@@ -605,12 +930,31 @@ class GroupRestored(TypedDict):
     topics: dict[str, int]
 
 
-def group_restored(group_id: str, ts: int, generation: int, state: str, protocol_type: str | None,
-                   protocol: str | None, leader: str | None, members: list[str], committed_partitions: int,
-                   topics: dict[str, int]) -> GroupRestored:
-    return {"type": GROUP_RESTORED, "group_id": group_id, "ts": ts, "generation": generation, "state": state,
-            "protocol_type": protocol_type, "protocol": protocol, "leader": leader, "members": members,
-            "committed_partitions": committed_partitions, "topics": topics}
+def group_restored(
+    group_id: str,
+    ts: int,
+    generation: int,
+    state: str,
+    protocol_type: str | None,
+    protocol: str | None,
+    leader: str | None,
+    members: list[str],
+    committed_partitions: int,
+    topics: dict[str, int],
+) -> GroupRestored:
+    return {
+        "type": GROUP_RESTORED,
+        "group_id": group_id,
+        "ts": ts,
+        "generation": generation,
+        "state": state,
+        "protocol_type": protocol_type,
+        "protocol": protocol,
+        "leader": leader,
+        "members": members,
+        "committed_partitions": committed_partitions,
+        "topics": topics,
+    }
 
 
 class ConsumerGroupRestored(TypedDict):
@@ -625,18 +969,34 @@ class ConsumerGroupRestored(TypedDict):
     topics: dict[str, int]
 
 
-def consumer_group_restored(group_id: str, ts: int, group_epoch: int, assignment_epoch: int, state: str,
-                            members: list[str], committed_partitions: int,
-                            topics: dict[str, int]) -> ConsumerGroupRestored:
-    return {"type": GROUP_RESTORED, "group_id": group_id, "ts": ts, "group_epoch": group_epoch,
-            "assignment_epoch": assignment_epoch, "state": state, "members": members,
-            "committed_partitions": committed_partitions, "topics": topics}
+def consumer_group_restored(
+    group_id: str,
+    ts: int,
+    group_epoch: int,
+    assignment_epoch: int,
+    state: str,
+    members: list[str],
+    committed_partitions: int,
+    topics: dict[str, int],
+) -> ConsumerGroupRestored:
+    return {
+        "type": GROUP_RESTORED,
+        "group_id": group_id,
+        "ts": ts,
+        "group_epoch": group_epoch,
+        "assignment_epoch": assignment_epoch,
+        "state": state,
+        "members": members,
+        "committed_partitions": committed_partitions,
+        "topics": topics,
+    }
 
 
 class RestoreGap(TypedDict, total=False):
     """The first sign of what the store did not hold (restored.py): ``restored_generation`` (classic) or
     ``restored_group_epoch`` (consumer protocol) is what the store held; ``follows``: the model follows the feed
     into a round it cannot know the start of."""
+
     type: str
     group_id: str
     ts: int
@@ -649,22 +1009,36 @@ class RestoreGap(TypedDict, total=False):
     follows: bool
 
 
-def restore_gap(group_id: str, ts: int, restored: Restored, request: Mapping, reason: str, follows: bool,
-                epoch_field: str = "generation") -> RestoreGap:
-    return {"type": RESTORE_GAP, "group_id": group_id, "ts": ts,   # type: ignore[misc]
-            f"restored_{epoch_field}": restored.generation, "loaded_ts": restored.loaded_ts,
-            "request": request.get("type"), "member_id": request.get("member_id"), "reason": reason,
-            "follows": follows}
+def restore_gap(
+    group_id: str,
+    ts: int,
+    restored: Restored,
+    request: Mapping,
+    reason: str,
+    follows: bool,
+    epoch_field: str = "generation",
+) -> RestoreGap:
+    return {
+        "type": RESTORE_GAP,
+        "group_id": group_id,
+        "ts": ts,  # type: ignore[misc]
+        f"restored_{epoch_field}": restored.generation,
+        "loaded_ts": restored.loaded_ts,
+        "request": request.get("type"),
+        "member_id": request.get("member_id"),
+        "reason": reason,
+        "follows": follows,
+    }
 
 
 # ==================================================================================== routing between the models
-ProtocolSwitch = TypedDict("ProtocolSwitch", {"type": str, "group_id": str, "ts": int, "from": str, "to": str,
-                                              "reason": str})
+ProtocolSwitch = TypedDict(
+    "ProtocolSwitch", {"type": str, "group_id": str, "ts": int, "from": str, "to": str, "reason": str}
+)
 
 
 def protocol_switch(group_id: str, ts: int, previous: str, protocol: str, reason: str) -> ProtocolSwitch:
-    return {"type": PROTOCOL_SWITCH, "group_id": group_id, "ts": ts, "from": previous, "to": protocol,
-            "reason": reason}
+    return {"type": PROTOCOL_SWITCH, "group_id": group_id, "ts": ts, "from": previous, "to": protocol, "reason": reason}
 
 
 class ProtocolConversionUnsupported(TypedDict):
@@ -678,11 +1052,19 @@ class ProtocolConversionUnsupported(TypedDict):
     reason: str
 
 
-def protocol_conversion_unsupported(request: Mapping, ts: int, group_protocol: str, error: str,
-                                    reason: str) -> ProtocolConversionUnsupported:
-    return {"type": PROTOCOL_CONVERSION_UNSUPPORTED, "group_id": request["group_id"], "ts": ts,
-            "group_protocol": group_protocol, "request": request["type"], "member_id": request.get("member_id", ""),
-            "error": error, "reason": reason}
+def protocol_conversion_unsupported(
+    request: Mapping, ts: int, group_protocol: str, error: str, reason: str
+) -> ProtocolConversionUnsupported:
+    return {
+        "type": PROTOCOL_CONVERSION_UNSUPPORTED,
+        "group_id": request["group_id"],
+        "ts": ts,
+        "group_protocol": group_protocol,
+        "request": request["type"],
+        "member_id": request.get("member_id", ""),
+        "error": error,
+        "reason": reason,
+    }
 
 
 class IgnoredEvent(TypedDict):
@@ -699,18 +1081,20 @@ def ignored_event(group_id: str, ts: int, event_type: str, reason: str) -> Ignor
 
 class DeadLetter(TypedDict, total=False):
     """``exception``: the group's step raised (a bug), and this is one of its events of the batch."""
+
     type: str
     group_id: str | None
     ts: int
     reason: str
     raw_base64: str
-    source: dict | None                     # {topic, partition, offset} of the record
-    exception: dict                         # {type, message}
+    source: dict | None  # {topic, partition, offset} of the record
+    exception: dict  # {type, message}
 
 
 # ==================================================================================== records: the classic group's
 class OffsetCommitRecord(TypedDict, total=False):
     """OffsetCommitKey/Value (both protocols' groups); a tombstone carries only its key, and why it was written."""
+
     type: str
     group_id: str
     ts: int
@@ -720,26 +1104,52 @@ class OffsetCommitRecord(TypedDict, total=False):
     leader_epoch: int
     metadata: str
     commit_timestamp: int
-    expire_timestamp: int                   # -1: the group's retention rule applies
+    expire_timestamp: int  # -1: the group's retention rule applies
     tombstone: bool
-    reason: str                             # tombstones: retention / group deleted
+    reason: str  # tombstones: retention / group deleted
 
 
-def offset_commit(group_id: str, ts: int, topic: str, partition: int, offset: int, leader_epoch: int, metadata: str,
-                  commit_timestamp: int, expire_timestamp: int) -> OffsetCommitRecord:
-    return {"type": OFFSET_COMMIT, "group_id": group_id, "ts": ts, "topic": topic, "partition": partition,
-            "offset": offset, "leader_epoch": leader_epoch, "metadata": metadata,
-            "commit_timestamp": commit_timestamp, "expire_timestamp": expire_timestamp, "tombstone": False}
+def offset_commit(
+    group_id: str,
+    ts: int,
+    topic: str,
+    partition: int,
+    offset: int,
+    leader_epoch: int,
+    metadata: str,
+    commit_timestamp: int,
+    expire_timestamp: int,
+) -> OffsetCommitRecord:
+    return {
+        "type": OFFSET_COMMIT,
+        "group_id": group_id,
+        "ts": ts,
+        "topic": topic,
+        "partition": partition,
+        "offset": offset,
+        "leader_epoch": leader_epoch,
+        "metadata": metadata,
+        "commit_timestamp": commit_timestamp,
+        "expire_timestamp": expire_timestamp,
+        "tombstone": False,
+    }
 
 
 def offset_tombstone(group_id: str, ts: int, topic: str, partition: int, reason: str) -> OffsetCommitRecord:
-    return {"type": OFFSET_COMMIT, "group_id": group_id, "ts": ts, "topic": topic, "partition": partition,
-            "tombstone": True, "reason": reason}
+    return {
+        "type": OFFSET_COMMIT,
+        "group_id": group_id,
+        "ts": ts,
+        "topic": topic,
+        "partition": partition,
+        "tombstone": True,
+        "reason": reason,
+    }
 
 
 class Subscription(TypedDict):
     topics: list[str]
-    user_data: str | None                   # base64
+    user_data: str | None  # base64
     owned_partitions: list[Pair]
     generation: int
     rack: str | None
@@ -753,23 +1163,45 @@ class GroupMetadataMember(TypedDict):
     rebalance_timeout: int
     session_timeout: int
     subscription: Subscription
-    assignment: dict                        # {"partitions": [[topic, partition], ...], "user_data": None}
+    assignment: dict  # {"partitions": [[topic, partition], ...], "user_data": None}
 
 
-def group_metadata_member(member_id: str, instance_id: str | None, client_id: str, client_host: str,
-                          rebalance_timeout: int, session_timeout: int, topics: list[str], user_data: str | None,
-                          owned_partitions: list[Pair], generation: int, rack: str | None,
-                          partitions: list[Pair]) -> GroupMetadataMember:
-    return {"member_id": member_id, "group_instance_id": instance_id, "client_id": client_id,
-            "client_host": client_host, "rebalance_timeout": rebalance_timeout, "session_timeout": session_timeout,
-            "subscription": {"topics": topics, "user_data": user_data, "owned_partitions": owned_partitions,
-                             "generation": generation, "rack": rack},
-            "assignment": {"partitions": partitions, "user_data": None}}
+def group_metadata_member(
+    member_id: str,
+    instance_id: str | None,
+    client_id: str,
+    client_host: str,
+    rebalance_timeout: int,
+    session_timeout: int,
+    topics: list[str],
+    user_data: str | None,
+    owned_partitions: list[Pair],
+    generation: int,
+    rack: str | None,
+    partitions: list[Pair],
+) -> GroupMetadataMember:
+    return {
+        "member_id": member_id,
+        "group_instance_id": instance_id,
+        "client_id": client_id,
+        "client_host": client_host,
+        "rebalance_timeout": rebalance_timeout,
+        "session_timeout": session_timeout,
+        "subscription": {
+            "topics": topics,
+            "user_data": user_data,
+            "owned_partitions": owned_partitions,
+            "generation": generation,
+            "rack": rack,
+        },
+        "assignment": {"partitions": partitions, "user_data": None},
+    }
 
 
 class GroupMetadataRecord(TypedDict, total=False):
     """GroupMetadataKey/Value: a classic group's generation, written when it changes; a tombstone when the group
     goes."""
+
     type: str
     group_id: str
     ts: int
@@ -782,12 +1214,28 @@ class GroupMetadataRecord(TypedDict, total=False):
     members: list[GroupMetadataMember]
 
 
-def group_metadata(group_id: str, ts: int, protocol_type: str, generation: int, protocol: str | None,
-                   leader: str | None, current_state_timestamp: int,
-                   members: list[GroupMetadataMember]) -> GroupMetadataRecord:
-    return {"type": GROUP_METADATA, "group_id": group_id, "ts": ts, "tombstone": False,
-            "protocol_type": protocol_type, "generation": generation, "protocol": protocol, "leader": leader,
-            "current_state_timestamp": current_state_timestamp, "members": members}
+def group_metadata(
+    group_id: str,
+    ts: int,
+    protocol_type: str,
+    generation: int,
+    protocol: str | None,
+    leader: str | None,
+    current_state_timestamp: int,
+    members: list[GroupMetadataMember],
+) -> GroupMetadataRecord:
+    return {
+        "type": GROUP_METADATA,
+        "group_id": group_id,
+        "ts": ts,
+        "tombstone": False,
+        "protocol_type": protocol_type,
+        "generation": generation,
+        "protocol": protocol,
+        "leader": leader,
+        "current_state_timestamp": current_state_timestamp,
+        "members": members,
+    }
 
 
 def group_metadata_tombstone(group_id: str, ts: int) -> GroupMetadataRecord:
@@ -801,8 +1249,8 @@ def group_metadata_tombstone(group_id: str, ts: int) -> GroupMetadataRecord:
 class ConsumerGroupRecord(TypedDict, total=False):
     type: str
     group_id: str
-    member_id: str                          # member metadata, target assignment member, current member assignment
-    regular_expression: str                 # regular expression records
+    member_id: str  # member metadata, target assignment member, current member assignment
+    regular_expression: str  # regular expression records
     tombstone: bool
     ts: int
     # consumer_group_metadata
@@ -826,7 +1274,7 @@ class ConsumerGroupRecord(TypedDict, total=False):
     # consumer_group_current_member_assignment
     memberEpoch: int
     previousMemberEpoch: int
-    state: int                              # MemberState's byte
+    state: int  # MemberState's byte
     assignedPartitions: list[dict]
     partitionsPendingRevocation: list[dict]
     # consumer_group_regular_expression (topics: the resolved topic names)
@@ -837,6 +1285,7 @@ class ConsumerGroupRecord(TypedDict, total=False):
 # ==================================================================================== answers to the models' queries
 class OffsetFetchEntry(TypedDict):
     """OffsetFetch's answer for one partition (``fetch_offsets``: partition -> entry)."""
+
     offset: int
     leader_epoch: int
     metadata: str
@@ -852,6 +1301,7 @@ class DescribedMember(TypedDict):
 
 class GroupDescription(TypedDict, total=False):
     """DescribeGroups (``GroupCoordinator.describe_group``); an unknown group is Dead, with no members."""
+
     group_id: str
     state: str
     generation: int
@@ -868,7 +1318,7 @@ class DescribedConsumerMember(TypedDict):
     client_id: str
     client_host: str
     member_epoch: int
-    state: str                              # MemberState's name
+    state: str  # MemberState's name
     subscribed_topic_names: list[str]
     subscribed_topic_regex: str | None
     server_assignor: str | None
@@ -879,6 +1329,7 @@ class DescribedConsumerMember(TypedDict):
 
 class ConsumerGroupDescription(TypedDict, total=False):
     """ConsumerGroupDescribe (``ConsumerGroupCoordinator.describe_group``); an unknown group is Dead."""
+
     group_id: str
     state: str
     group_epoch: int
@@ -888,18 +1339,47 @@ class ConsumerGroupDescription(TypedDict, total=False):
 
 
 # ==================================================================================== every output
-Output = Union[Answer, JoinResponse, JoinAnswer, SyncResponse, CommitResponse, DeleteGroupResponse,
-               ConsumerHeartbeatResponse, StateChange, ConsumerStateChange, MemberJoined, ConsumerMemberJoined,
-               MemberUpdated, MemberReplaced, ConsumerMemberReplaced, MemberGone, ConsumerMemberLeft,
-               ConsumerMemberExpired, Assignment, ConsumerAssignment, TargetAssignment, Rebalance, ConsumerRebalance,
-               GroupRestored, ConsumerGroupRestored, RestoreGap, ProtocolSwitch, ProtocolConversionUnsupported,
-               IgnoredEvent, DeadLetter, OffsetCommitRecord, GroupMetadataRecord, ConsumerGroupRecord]
+Output = Union[
+    Answer,
+    JoinResponse,
+    JoinAnswer,
+    SyncResponse,
+    CommitResponse,
+    DeleteGroupResponse,
+    ConsumerHeartbeatResponse,
+    StateChange,
+    ConsumerStateChange,
+    MemberJoined,
+    ConsumerMemberJoined,
+    MemberUpdated,
+    MemberReplaced,
+    ConsumerMemberReplaced,
+    MemberGone,
+    ConsumerMemberLeft,
+    ConsumerMemberExpired,
+    Assignment,
+    ConsumerAssignment,
+    TargetAssignment,
+    Rebalance,
+    ConsumerRebalance,
+    GroupRestored,
+    ConsumerGroupRestored,
+    RestoreGap,
+    ProtocolSwitch,
+    ProtocolConversionUnsupported,
+    IgnoredEvent,
+    DeadLetter,
+    OffsetCommitRecord,
+    GroupMetadataRecord,
+    ConsumerGroupRecord,
+]
 Outputs = list[Output]
 
 
 class LogEnd(TypedDict):
     """A ``log_end`` event passed on as it came (validated; ``ts`` as the job trusts it), so that the views and
     replays measure lag (streaming/coordinator/lag.py) from the same samples as the job."""
+
     type: str
     group_id: str
     ts: int
@@ -910,5 +1390,11 @@ class LogEnd(TypedDict):
 
 def log_end(event: Mapping) -> LogEnd:
     """A validated ``log_end`` event as its output (both models and a group without a model pass it on)."""
-    return {"type": LOG_END, "group_id": event["group_id"], "ts": event.get("ts") or 0, "topic": event["topic"],
-            "partition": event["partition"], "offset": event["offset"]}
+    return {
+        "type": LOG_END,
+        "group_id": event["group_id"],
+        "ts": event.get("ts") or 0,
+        "topic": event["topic"],
+        "partition": event["partition"],
+        "offset": event["offset"],
+    }

@@ -33,6 +33,7 @@ is watched for it, and the first sign is a ``restore_gap`` output:
 
 Committed offsets are records: what the store holds is every offset the lost checkpoint's batches committed.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -41,12 +42,13 @@ from dataclasses import dataclass, field
 @dataclass
 class Restored:
     """A group's restore, kept in its state until the window ends."""
-    generation: int                 # the classic generation, or the consumer group epoch, the store held
+
+    generation: int  # the classic generation, or the consumer group epoch, the store held
     loaded_ts: int
-    until: int                      # the end of the window
-    unheard: set[str] = field(default_factory=set)   # restored members not heard from since the load
-    announced: bool = False         # group_restored is out
-    reported: bool = False          # a restore_gap is out
+    until: int  # the end of the window
+    unheard: set[str] = field(default_factory=set)  # restored members not heard from since the load
+    announced: bool = False  # group_restored is out
+    reported: bool = False  # a restore_gap is out
 
     def to_row(self) -> list:
         return [self.generation, self.loaded_ts, self.until, sorted(self.unheard), self.announced, self.reported]
@@ -64,4 +66,3 @@ def window_end(loaded_ts: int, timeouts: list[tuple[int, int]], default_ms: int)
     timeout, a session it had running within the longest session (``timeouts``: the members' (session, rebalance)
     timeouts; ``default_ms`` for a group without members)."""
     return loaded_ts + max((s + r for s, r in timeouts), default=default_ms)
-

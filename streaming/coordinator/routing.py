@@ -34,6 +34,7 @@ Topic sizes one model knew seed the other.
 This is the only routing: the streaming job runs one ``GroupModel`` per group id (``streaming/spark/group_step.py``),
 and the views run a whole recorded feed through ``GroupModels`` (``run_feed``), so both show the same outputs.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -61,13 +62,17 @@ class Configs:
     (``ConsumerGroupConfig``), the offsets settings (``offsets.retention.minutes``,
     ``offsets.retention.check.interval.ms``, ``offset.metadata.max.bytes``) both models', the rest the classic
     coordinator's (``CoordinatorConfig``)."""
+
     classic: CoordinatorConfig = field(default_factory=CoordinatorConfig)
     consumer: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
 
     @classmethod
     def from_properties(cls, props: Mapping[str, object] | None) -> "Configs":
-        consumer = {k: v for k, v in (props or {}).items()
-                    if str(k).startswith("group.consumer.") or k in _CONSUMER_FIELDS or k in _SHARED}
+        consumer = {
+            k: v
+            for k, v in (props or {}).items()
+            if str(k).startswith("group.consumer.") or k in _CONSUMER_FIELDS or k in _SHARED
+        }
         classic = {k: v for k, v in (props or {}).items() if k not in consumer or k in _SHARED}
         return cls(CoordinatorConfig.from_properties(classic), ConsumerGroupConfig.from_properties(consumer))
 
@@ -86,12 +91,15 @@ def protocol_of(state: bytes | None) -> str | None:
 class GroupModel:
     """The model of one group (one key of the job): ``handle``, ``advance``, ``next_deadline``, ``to_bytes``."""
 
-    def __init__(self, configs: Configs | None = None,
-                 model: GroupCoordinator | ConsumerGroupCoordinator | None = None,
-                 topics: "ClusterTopics | None" = None) -> None:
+    def __init__(
+        self,
+        configs: Configs | None = None,
+        model: GroupCoordinator | ConsumerGroupCoordinator | None = None,
+        topics: "ClusterTopics | None" = None,
+    ) -> None:
         self.configs = configs or Configs()
         self.model = model
-        self.topics = topics     # GroupModels' topic metadata without a group id: every model made here starts from it
+        self.topics = topics  # GroupModels' topic metadata without a group id: every model made here starts from it
 
     @classmethod
     def from_bytes(cls, data: bytes | None, configs: Configs | None = None) -> "GroupModel":
@@ -127,10 +135,10 @@ class GroupModel:
     def handle(self, event: dict) -> Outputs:
         kind = event["type"]
         if self.model is None:
-            if kind == "log_end":    # a sample alone makes no group
+            if kind == "log_end":  # a sample alone makes no group
                 return [outputs.log_end(event)]
             if kind == "topic_metadata" and not event.get("group_id") and self.topics is not None:
-                return []            # already in ``topics``, which the model copies when the group's request comes
+                return []  # already in ``topics``, which the model copies when the group's request comes
             self.model = self._new(CONSUMER if kind == "consumer_heartbeat" else CLASSIC)
             return self.model.handle(event)
         if self.protocol == CLASSIC and kind == "consumer_heartbeat":
@@ -143,8 +151,11 @@ class GroupModel:
     def _new(self, protocol: str):
         if self.topics is not None:
             return self.topics.blank(protocol)
-        return ConsumerGroupCoordinator(self.configs.consumer) if protocol == CONSUMER \
+        return (
+            ConsumerGroupCoordinator(self.configs.consumer)
+            if protocol == CONSUMER
             else GroupCoordinator(self.configs.classic)
+        )
 
     @staticmethod
     def _switch(e: dict, frm: str, to: str, reason: str) -> outputs.ProtocolSwitch:
@@ -158,35 +169,52 @@ class GroupModel:
         """Kafka's consumerGroupHeartbeat -> getOrMaybeCreateConsumerGroup for a group the classic model holds."""
         classic: GroupCoordinator = self.model
         gid, ts = e["group_id"], e.get("ts")
-        out = classic.advance(ts - 1) if ts is not None else []   # what was due first (a last member's expiry)
+        out = classic.advance(ts - 1) if ts is not None else []  # what was due first (a last member's expiry)
         consumer = self._new(CONSUMER)
         group = classic.groups.get(gid)
-        topics = {**classic.default_topics, **classic.pending_topics.get(gid, {}),
-                  **(group.topics if group is not None else {})}
+        topics = {
+            **classic.default_topics,
+            **classic.pending_topics.get(gid, {}),
+            **(group.topics if group is not None else {}),
+        }
         consumer.seed_topics(topics)
         if consumer.heartbeat_error(e) is not None or group is None:
-            answer = consumer.handle(e)           # the request's own error, or a group that did not exist
+            answer = consumer.handle(e)  # the request's own error, or a group that did not exist
             if consumer.groups:
                 self.model = consumer
             return out + answer
         create = e["member_epoch"] == 0
         if create and group.is_(GroupState.EMPTY):
-            out.append(self._switch(e, CLASSIC, CONSUMER, "an Empty classic group is replaced by a consumer group "
-                                                          "when a ConsumerGroupHeartbeat joins it"))
-            if group.generation > 0:              # offsets-only groups never had group metadata written
+            out.append(
+                self._switch(
+                    e,
+                    CLASSIC,
+                    CONSUMER,
+                    "an Empty classic group is replaced by a consumer group when a ConsumerGroupHeartbeat joins it",
+                )
+            )
+            if group.generation > 0:  # offsets-only groups never had group metadata written
                 out.append(outputs.group_metadata_tombstone(gid, ts or 0))
             answer = consumer.handle(e)
             consumer.adopt_offsets(gid, group.offsets)
             self.model = consumer
             return out + answer
-        message = f"Group {gid} is not a consumer group."   # Kafka 4.0's words
+        message = f"Group {gid} is not a consumer group."  # Kafka 4.0's words
         out.append(outputs.consumer_heartbeat_response(e, ts or 0, "GROUP_ID_NOT_FOUND", message))
         if create and self.configs.consumer.upgrade_enabled and group.protocol_type == "consumer":
-            out.append(self._unsupported(e, CLASSIC, "GROUP_ID_NOT_FOUND", (
-                f"Kafka would upgrade the {group.state.value} classic group to a consumer group online "
-                f"(group.consumer.migration.policy={self.configs.consumer.group_consumer_migration_policy}); the "
-                "tracker models no group with members of both protocols, so it answers as Kafka does when the "
-                "policy forbids the upgrade")))
+            out.append(
+                self._unsupported(
+                    e,
+                    CLASSIC,
+                    "GROUP_ID_NOT_FOUND",
+                    (
+                        f"Kafka would upgrade the {group.state.value} classic group to a consumer group online "
+                        f"(group.consumer.migration.policy={self.configs.consumer.group_consumer_migration_policy}); the "
+                        "tracker models no group with members of both protocols, so it answers as Kafka does when the "
+                        "policy forbids the upgrade"
+                    ),
+                )
+            )
         return out
 
     def _classic_request_to_consumer(self, e: dict) -> Outputs:
@@ -205,19 +233,33 @@ class GroupModel:
             if group.state() == "Empty":
                 classic = self._classic_seeded(consumer, gid)
                 answer = classic.handle(e)
-                if gid not in classic.groups:     # the join was refused: nothing replaced the consumer group
+                if gid not in classic.groups:  # the join was refused: nothing replaced the consumer group
                     return out + answer
-                out.append(self._switch(e, CONSUMER, CLASSIC, "an Empty consumer group is replaced by a classic "
-                                                              "group when a JoinGroup arrives"))
+                out.append(
+                    self._switch(
+                        e,
+                        CONSUMER,
+                        CLASSIC,
+                        "an Empty consumer group is replaced by a classic group when a JoinGroup arrives",
+                    )
+                )
                 offsets = dict(consumer.offsets.get(gid, {}))
                 out += consumer.remove_empty_group(gid, ts or consumer.now)
                 classic.adopt_offsets(gid, offsets)
                 self.model = classic
                 return out + answer
             out.append(outputs.request_refused(e, ts or 0, "INCONSISTENT_GROUP_PROTOCOL"))
-            out.append(self._unsupported(e, CONSUMER, "INCONSISTENT_GROUP_PROTOCOL", (
-                "Kafka would take the member into the consumer group as a member of the classic protocol; the tracker "
-                "models no group with members of both protocols")))
+            out.append(
+                self._unsupported(
+                    e,
+                    CONSUMER,
+                    "INCONSISTENT_GROUP_PROTOCOL",
+                    (
+                        "Kafka would take the member into the consumer group as a member of the classic protocol; the tracker "
+                        "models no group with members of both protocols"
+                    ),
+                )
+            )
             return out
         if kind == "commit":
             return out + consumer.handle(e)
@@ -245,10 +287,13 @@ class ClusterTopics:
         self.events.append(event)
 
     def blank(self, protocol: str) -> GroupCoordinator | ConsumerGroupCoordinator:
-        model = ConsumerGroupCoordinator(self.configs.consumer) if protocol == CONSUMER \
+        model = (
+            ConsumerGroupCoordinator(self.configs.consumer)
+            if protocol == CONSUMER
             else GroupCoordinator(self.configs.classic)
+        )
         for event in self.events:
-            model.handle(event)          # no group yet: nothing to answer
+            model.handle(event)  # no group yet: nothing to answer
         return model
 
 
@@ -277,7 +322,7 @@ class GroupModels:
         self.configs = configs or Configs()
         self.topics = ClusterTopics(self.configs)
         self._models: dict[str, GroupModel] = {}
-        self._due: list[tuple[int, str]] = []     # (deadline, group id); stale once _due_at says otherwise
+        self._due: list[tuple[int, str]] = []  # (deadline, group id); stale once _due_at says otherwise
         self._due_at: dict[str, int] = {}
 
     @property

@@ -6,6 +6,7 @@ heartbeat in CompletingRebalance, a request to a Dead group) the model follows t
 (unknown member, fenced instance, wrong generation) have passed. DeleteGroups removes an Empty group and answers
 NON_EMPTY_GROUP in every other state.
 """
+
 from __future__ import annotations
 
 from enum import Enum
@@ -67,8 +68,15 @@ VALID_PREVIOUS: dict[GroupState, frozenset[GroupState]] = {
     GroupState.PREPARING_REBALANCE: frozenset({GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY}),
     GroupState.COMPLETING_REBALANCE: frozenset({GroupState.PREPARING_REBALANCE}),
     GroupState.STABLE: frozenset({GroupState.COMPLETING_REBALANCE}),
-    GroupState.DEAD: frozenset({GroupState.STABLE, GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE,
-                                GroupState.EMPTY, GroupState.DEAD}),
+    GroupState.DEAD: frozenset(
+        {
+            GroupState.STABLE,
+            GroupState.PREPARING_REBALANCE,
+            GroupState.COMPLETING_REBALANCE,
+            GroupState.EMPTY,
+            GroupState.DEAD,
+        }
+    ),
 }
 
 

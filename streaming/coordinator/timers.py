@@ -7,6 +7,7 @@ cancelling, and a group rebuilt from its state re-arms by arming every deadline 
 
 Entries are ``(deadline, *key)``: ties fire in key order, which keeps the outputs deterministic.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -22,14 +23,14 @@ class Timers:
         # owns its timers, and a strong reference back would make every model a cycle only the cyclic collector frees.
         self._deadline_of = weakref.WeakMethod(deadline_of)
         self._heap: list[tuple] = []
-        self._armed: dict[Key, int] = {}     # the earliest entry pushed for a key
+        self._armed: dict[Key, int] = {}  # the earliest entry pushed for a key
 
     def arm(self, key: Key, deadline: int | None) -> None:
         if deadline is None:
             return
         armed = self._armed.get(key)
         if armed is not None and armed <= deadline:
-            return   # the earlier entry pushes itself back to the model's deadline when it pops
+            return  # the earlier entry pushes itself back to the model's deadline when it pops
         self._armed[key] = deadline
         heapq.heappush(self._heap, (deadline, *key))
 

@@ -36,6 +36,7 @@ timestamps (``read_offsets_topic(..., timestamps=True)``). So do the OffsetCommi
 follows: a ``commit`` from the member owning the partition at its member epoch (or an admin commit to an Empty
 group), as the consumer model accepts it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,22 +53,23 @@ from streaming.feeds.consumer_feed import CONSUMER_OBSERVER_SETTINGS, ConsumerGr
 from streaming.views import terminal
 
 OBSERVER_SETTINGS = {"tracker.adopt.unknown.members": "true", "tracker.expire.members": "false"}
-CAUGHT_UP = object()   # yielded by a following reader when it has read everything there is (for now)
+CAUGHT_UP = object()  # yielded by a following reader when it has read everything there is (for now)
 
 
 class ClusterFeed:
     def __init__(self, consumer: ConsumerGroupFeed | None = None) -> None:
-        self.consumer = consumer or ConsumerGroupFeed()   # KIP-848 records (streaming/feeds/consumer_feed.py)
+        self.consumer = consumer or ConsumerGroupFeed()  # KIP-848 records (streaming/feeds/consumer_feed.py)
         self.snapshots: dict[str, dict] = {}
         self.last_commit_ts: dict[str, int] = {}
-        self.member_commit_ts: dict[tuple[str, str], int] = {}   # (group, member id) -> its latest commit
-        self.snapshot_ts: dict[str, int | None] = {}   # group -> the time of its current snapshot
-        self.held: dict[str, list[dict]] = {}   # a group's records waiting for a time (its first commit)
+        self.member_commit_ts: dict[tuple[str, str], int] = {}  # (group, member id) -> its latest commit
+        self.snapshot_ts: dict[str, int | None] = {}  # group -> the time of its current snapshot
+        self.held: dict[str, list[dict]] = {}  # a group's records waiting for a time (its first commit)
         self.undecodable = 0
         self.counts: collections.Counter = collections.Counter()
 
-    def events_for_bytes(self, key: bytes, value: bytes | None, timestamp: int | None = None,
-                         arrival: int | None = None) -> list[dict]:
+    def events_for_bytes(
+        self, key: bytes, value: bytes | None, timestamp: int | None = None, arrival: int | None = None
+    ) -> list[dict]:
         try:
             record = decode_record(key, value)
         except CodecError:
@@ -84,11 +86,16 @@ class ClusterFeed:
         kind, group_id = record["type"], record.get("group_id")
         if kind in CONSUMER_GROUP_TYPES:
             return self.consumer.events_for(record, timestamp)
-        if kind == "offset_commit" and not record.get("tombstone") and self.consumer.holds(group_id) \
-                and group_id not in self.snapshots and group_id not in self.held:
-            return self.consumer.commit_events(record)   # a consumer-protocol group's commit
+        if (
+            kind == "offset_commit"
+            and not record.get("tombstone")
+            and self.consumer.holds(group_id)
+            and group_id not in self.snapshots
+            and group_id not in self.held
+        ):
+            return self.consumer.commit_events(record)  # a consumer-protocol group's commit
         if kind not in ("offset_commit", "group_metadata") or (kind == "offset_commit" and record.get("tombstone")):
-            return []   # share/streams-group records; offset tombstones (the tracker applies retention itself)
+            return []  # share/streams-group records; offset tombstones (the tracker applies retention itself)
         if kind == "group_metadata":
             self.counts["snapshots"] += 1
         own, source = _own_time(record), None
@@ -103,15 +110,16 @@ class ClusterFeed:
             out = self._release(group_id, own, "later commit" if kind == "offset_commit" else "later snapshot")
             return out + self._events(record, own, source)
         if own is None and group_id not in self.last_commit_ts:
-            self.held[group_id] = [record]   # no commit of this group yet: wait for the first
+            self.held[group_id] = [record]  # no commit of this group yet: wait for the first
             return []
         return self._events(record, own, source)
 
     def flush(self) -> list[dict]:
         """Release every held record: their groups have no commit (yet), so their time is unknown; and explain the
         KIP-848 records read so far (a batch is whole once the reader has caught up)."""
-        return [e for group_id in list(self.held) for e in self._release(group_id, None, "none")] + \
-            self.consumer.flush()
+        return [
+            e for group_id in list(self.held) for e in self._release(group_id, None, "none")
+        ] + self.consumer.flush()
 
     def _release(self, group_id: str, ts: int | None, source: str) -> list[dict]:
         """The held records of a group (none had a time of its own), timed by ``ts`` from ``source``."""
@@ -120,8 +128,9 @@ class ClusterFeed:
     def _events(self, record: dict, ts: int | None, source: str | None = None) -> list[dict]:
         """``ts``: the record's own time, else the inferred one (``source`` says from where)."""
         if record["type"] == "offset_commit":
-            self.last_commit_ts[record["group_id"]] = max(record["commit_timestamp"],
-                                                          self.last_commit_ts.get(record["group_id"], 0))
+            self.last_commit_ts[record["group_id"]] = max(
+                record["commit_timestamp"], self.last_commit_ts.get(record["group_id"], 0)
+            )
             return [self._commit(record)]
         if ts is None and source is None:
             ts, source = self.last_commit_ts[record["group_id"]], "earlier commit"
@@ -130,7 +139,7 @@ class ClusterFeed:
         events = self._snapshot(record, ts)
         for e in events:
             if ts is not None:
-                e.setdefault("ts", ts)   # a departure may carry when its member was last seen
+                e.setdefault("ts", ts)  # a departure may carry when its member was last seen
             if source is not None:
                 e["ts_inferred"] = source
         return events
@@ -142,20 +151,22 @@ class ClusterFeed:
         before = (previous or {}).get("members") or []
         seen_ts = self.snapshot_ts.pop(group_id, None)
         if record.get("tombstone"):
-            if before:   # Kafka 0.9 removes a group its last members left, with no Empty record first
+            if before:  # Kafka 0.9 removes a group its last members left, with no Empty record first
                 return self._all_gone(group_id, before, seen_ts, ts, "the group's record was deleted")
             return [{"type": "delete_group", "group_id": group_id}] if previous is not None else []
         self.snapshots[group_id] = record
         self.snapshot_ts[group_id] = ts
         members = record["members"]
-        if not members:   # Empty: whoever was there is gone
+        if not members:  # Empty: whoever was there is gone
             return self._all_gone(group_id, before, seen_ts, ts, f"generation {record['generation']} is empty")
         if previous is not None and previous["generation"] == record["generation"]:
             return self._static_replacements(previous, record)
         known = {m["member_id"] for m in before}
         ordered = [m for m in members if m["member_id"] in known] + [m for m in members if m["member_id"] not in known]
-        leaves = [_leave(group_id, m, "left: it was committing until this generation's round")
-                  for m in self._left(group_id, before, members, ts)]
+        leaves = [
+            _leave(group_id, m, "left: it was committing until this generation's round")
+            for m in self._left(group_id, before, members, ts)
+        ]
         joins = [self._join(record, m, answered=True) for m in ordered]
         # Departures first, as they reached the broker during the round -- unless they would leave nobody: then a
         # newcomer joined while the last member left (a rolling restart), so the group was never Empty, and the
@@ -163,17 +174,22 @@ class ClusterFeed:
         events = joins + leaves if len(leaves) == len(before) else leaves + joins
         leader = record.get("leader") or members[0]["member_id"]
         events += [_sync(record, m) for m in members if m["member_id"] != leader]
-        events.append(_sync(record, next(m for m in members if m["member_id"] == leader), assignments={
-            m["member_id"]: (m.get("assignment") or {}).get("partitions", []) for m in members}))
+        events.append(
+            _sync(
+                record,
+                next(m for m in members if m["member_id"] == leader),
+                assignments={m["member_id"]: (m.get("assignment") or {}).get("partitions", []) for m in members},
+            )
+        )
         return events
 
-    def _all_gone(self, group_id: str, before: list[dict], seen_ts: int | None, ts: int | None,
-                  why: str) -> list[dict]:
+    def _all_gone(self, group_id: str, before: list[dict], seen_ts: int | None, ts: int | None, why: str) -> list[dict]:
         """Everyone of the last snapshot is gone, and the broker wrote only when the last one went. A static member
         keeps its place until its session ends (it sends no LeaveGroup), so with one among them it went last and
         the dynamic ones left before; without, the one heard from last went last: silent for its whole session by
         then, it was expired. Each leave carries when its member was last seen, a bound on when it went (the
         tracker reads a member silent for its session at its leave as expired); the last to go, the record's time."""
+
         def last_seen(m: dict) -> int | None:
             times = [t for t in (seen_ts, self.member_commit_ts.get((group_id, m["member_id"]))) if t is not None]
             return max(times, default=None)
@@ -202,30 +218,50 @@ class ClusterFeed:
         if not gone or ts is None:
             return []
         rebalance_timeout = max(m["rebalance_timeout"] for m in before)
-        return [m for m in gone if (last := self.member_commit_ts.get((group_id, m["member_id"]))) is not None
-                and ts - last < min(m["session_timeout"] // 2, rebalance_timeout)]
+        return [
+            m
+            for m in gone
+            if (last := self.member_commit_ts.get((group_id, m["member_id"]))) is not None
+            and ts - last < min(m["session_timeout"] // 2, rebalance_timeout)
+        ]
 
     def _static_replacements(self, previous: dict, record: dict) -> list[dict]:
         """Same generation, new snapshot: static members restarted and took their old places without a rebalance
         (KIP-345). Replay the broker's answers: the instance's join under its new id in this generation, its sync."""
         before = {m["member_id"] for m in previous["members"]}
-        return [e for m in record["members"] if m["member_id"] not in before and m.get("group_instance_id") is not None
-                for e in (self._join(record, m, answered=True), _sync(record, m))]
+        return [
+            e
+            for m in record["members"]
+            if m["member_id"] not in before and m.get("group_instance_id") is not None
+            for e in (self._join(record, m, answered=True), _sync(record, m))
+        ]
 
     @staticmethod
     def _join(record: dict, m: dict, answered: bool) -> dict:
         sub = m.get("subscription") or {}
         rebalance_timeout = m.get("rebalance_timeout", -1)
-        event = {"type": "join", "group_id": record["group_id"], "member_id": m["member_id"],
-                 "group_instance_id": m.get("group_instance_id"), "client_id": m.get("client_id", ""),
-                 "client_host": m.get("client_host", ""), "session_timeout_ms": m["session_timeout"],
-                 "rebalance_timeout_ms": rebalance_timeout if rebalance_timeout >= 0 else m["session_timeout"],
-                 "protocol_type": record.get("protocol_type") or "consumer",
-                 "protocols": [{"name": record.get("protocol") or "", "topics": sub.get("topics", []),
-                                "owned_partitions": sub.get("owned_partitions") or [],
-                                "generation": sub.get("generation", -1), "user_data": sub.get("user_data"),
-                                "rack": sub.get("rack")}]}
-        if answered:   # the snapshot is the broker's answer: this member is in that generation, under that leader
+        event = {
+            "type": "join",
+            "group_id": record["group_id"],
+            "member_id": m["member_id"],
+            "group_instance_id": m.get("group_instance_id"),
+            "client_id": m.get("client_id", ""),
+            "client_host": m.get("client_host", ""),
+            "session_timeout_ms": m["session_timeout"],
+            "rebalance_timeout_ms": rebalance_timeout if rebalance_timeout >= 0 else m["session_timeout"],
+            "protocol_type": record.get("protocol_type") or "consumer",
+            "protocols": [
+                {
+                    "name": record.get("protocol") or "",
+                    "topics": sub.get("topics", []),
+                    "owned_partitions": sub.get("owned_partitions") or [],
+                    "generation": sub.get("generation", -1),
+                    "user_data": sub.get("user_data"),
+                    "rack": sub.get("rack"),
+                }
+            ],
+        }
+        if answered:  # the snapshot is the broker's answer: this member is in that generation, under that leader
             event["generation"], event["leader"] = record["generation"], record.get("leader")
         return event
 
@@ -233,17 +269,29 @@ class ClusterFeed:
     def _commit(self, record: dict) -> dict:
         group_id, tp = record["group_id"], [record["topic"], record["partition"]]
         snapshot = self.snapshots.get(group_id)
-        owner = next((m for m in (snapshot or {}).get("members", [])
-                      if tp in (m.get("assignment") or {}).get("partitions", [])), None)
-        offset = {"topic": record["topic"], "partition": record["partition"], "offset": record["offset"],
-                  "leader_epoch": record.get("leader_epoch", -1), "metadata": record.get("metadata") or ""}
+        owner = next(
+            (m for m in (snapshot or {}).get("members", []) if tp in (m.get("assignment") or {}).get("partitions", [])),
+            None,
+        )
+        offset = {
+            "topic": record["topic"],
+            "partition": record["partition"],
+            "offset": record["offset"],
+            "leader_epoch": record.get("leader_epoch", -1),
+            "metadata": record.get("metadata") or "",
+        }
         if owner is not None:
             key = (group_id, owner["member_id"])
             self.member_commit_ts[key] = max(record["commit_timestamp"], self.member_commit_ts.get(key, 0))
-        event = {"type": "commit", "group_id": group_id, "ts": record["commit_timestamp"], "offsets": [offset],
-                 "member_id": owner["member_id"] if owner else "",
-                 "group_instance_id": owner.get("group_instance_id") if owner else None,
-                 "generation": snapshot["generation"] if owner else -1}
+        event = {
+            "type": "commit",
+            "group_id": group_id,
+            "ts": record["commit_timestamp"],
+            "offsets": [offset],
+            "member_id": owner["member_id"] if owner else "",
+            "group_instance_id": owner.get("group_instance_id") if owner else None,
+            "generation": snapshot["generation"] if owner else -1,
+        }
         expire = record.get("expire_timestamp", -1)
         if expire not in (None, -1):
             event["retention_ms"] = max(expire - record["commit_timestamp"], 0)
@@ -259,20 +307,36 @@ def _own_time(record: dict) -> int | None:
 
 
 def _leave(group_id: str, m: dict, reason: str) -> dict:
-    return {"type": "leave", "group_id": group_id, "member_id": m["member_id"],
-            "group_instance_id": m.get("group_instance_id"), "reason": reason}
+    return {
+        "type": "leave",
+        "group_id": group_id,
+        "member_id": m["member_id"],
+        "group_instance_id": m.get("group_instance_id"),
+        "reason": reason,
+    }
 
 
 def _sync(record: dict, member: dict, assignments: dict | None = None) -> dict:
-    event = {"type": "sync", "group_id": record["group_id"], "member_id": member["member_id"],
-             "group_instance_id": member.get("group_instance_id"), "generation": record["generation"]}
+    event = {
+        "type": "sync",
+        "group_id": record["group_id"],
+        "member_id": member["member_id"],
+        "group_instance_id": member.get("group_instance_id"),
+        "generation": record["generation"],
+    }
     if assignments is not None:
         event["assignments"] = assignments
     return event
 
 
-def read_offsets_topic(bootstrap: str, topic: str = "__consumer_offsets", follow: bool = False,
-                       poll_ms: int = 500, client: dict | None = None, timestamps: bool = False) -> Iterator:
+def read_offsets_topic(
+    bootstrap: str,
+    topic: str = "__consumer_offsets",
+    follow: bool = False,
+    poll_ms: int = 500,
+    client: dict | None = None,
+    timestamps: bool = False,
+) -> Iterator:
     """Key/value pairs (``timestamps``: key, value, log timestamp) of every partition, in each partition's order,
     from the beginning (to the end, or for ever with ``follow``, yielding ``CAUGHT_UP`` whenever it has read all
     there is; once it has, ``timestamps`` adds the reader's clock when it read the record: its arrival, within a poll
@@ -282,17 +346,20 @@ def read_offsets_topic(bootstrap: str, topic: str = "__consumer_offsets", follow
 
     from streaming.kafka_client.log_end import log_end_offsets
 
-    consumer = KafkaConsumer(**kafka_conf.for_client(KafkaConsumer, client, bootstrap_servers=bootstrap,
-                                                     client_id="rebalance-tracker-cluster-feed")
-                             | {"enable_auto_commit": False, "exclude_internal_topics": False})
+    consumer = KafkaConsumer(
+        **kafka_conf.for_client(
+            KafkaConsumer, client, bootstrap_servers=bootstrap, client_id="rebalance-tracker-cluster-feed"
+        )
+        | {"enable_auto_commit": False, "exclude_internal_topics": False}
+    )
     try:
         tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
         caught_up = live = False
-        while not tps:   # a cluster creates __consumer_offsets when a group first needs it
-            live = True   # then every record is read as it is written
+        while not tps:  # a cluster creates __consumer_offsets when a group first needs it
+            live = True  # then every record is read as it is written
             if not follow:
                 raise LookupError(f"topic {topic!r} not found on {bootstrap} (no group has used this cluster yet?)")
-            yield CAUGHT_UP   # nothing to read yet: the follower is as caught up as it can be
+            yield CAUGHT_UP  # nothing to read yet: the follower is as caught up as it can be
             time.sleep(poll_ms / 1000)
             tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
         ends = log_end_offsets(consumer, tps)
@@ -332,35 +399,57 @@ def summary(feed: ClusterFeed, sent: int, topic: str) -> list[str]:
     lines = [f"published {sent} events to {topic} from {feed.counts['snapshots']} group records"]
     consumer = feed.consumer.counts
     if consumer["consumer group records"]:
-        lines.append(f"{consumer['consumer group records']} KIP-848 consumer-group records became "
-                     f"{consumer['events']} consumer_heartbeat/topic_metadata/delete_group events that make the "
-                     "consumer model write the same records"
-                     + (f"; {consumer['unexplained records']} records no request explains (the tracker misses them)"
-                        if consumer["unexplained records"] else ""))
-    commits = {k[len("commits by "):]: n for k, n in consumer.items() if k.startswith("commits by ")}
+        lines.append(
+            f"{consumer['consumer group records']} KIP-848 consumer-group records became "
+            f"{consumer['events']} consumer_heartbeat/topic_metadata/delete_group events that make the "
+            "consumer model write the same records"
+            + (
+                f"; {consumer['unexplained records']} records no request explains (the tracker misses them)"
+                if consumer["unexplained records"]
+                else ""
+            )
+        )
+    commits = {k[len("commits by ") :]: n for k, n in consumer.items() if k.startswith("commits by ")}
     if commits or consumer["admin commits"]:
-        lines.append("their offset commits became commit events: "
-                     + ", ".join(f"{n} from {who}" for who, n in sorted(commits.items()))
-                     + (f"{', ' if commits else ''}{consumer['admin commits']} admin commits to Empty groups"
-                        if consumer["admin commits"] else "")
-                     + (f"; {consumer['commits the model refuses']} the model refuses"
-                        if consumer["commits the model refuses"] else ""))
-    inferred = {k[len("time from "):]: n for k, n in feed.counts.items() if k.startswith("time from ")}
+        lines.append(
+            "their offset commits became commit events: "
+            + ", ".join(f"{n} from {who}" for who, n in sorted(commits.items()))
+            + (
+                f"{', ' if commits else ''}{consumer['admin commits']} admin commits to Empty groups"
+                if consumer["admin commits"]
+                else ""
+            )
+            + (
+                f"; {consumer['commits the model refuses']} the model refuses"
+                if consumer["commits the model refuses"]
+                else ""
+            )
+        )
+    inferred = {k[len("time from ") :]: n for k, n in feed.counts.items() if k.startswith("time from ")}
     if inferred:
-        said = {"earlier commit": "the group's last commit before it", "later commit": "its first commit after it",
-                "later snapshot": "the next snapshot's time", "arrival": "when the following reader read it",
-                "none": "nowhere: the group never committed (no ts)"}
-        lines.append(f"time inferred for {sum(inferred.values())} group records with no time of their own "
-                     f"(GroupMetadataValue before v2 or a tombstone, on a broker that stamps no log time: 0.9): "
-                     + ", ".join(f"{n} from {said.get(source, source)}" for source, n in sorted(inferred.items()))
-                     + " (events marked ts_inferred)")
+        said = {
+            "earlier commit": "the group's last commit before it",
+            "later commit": "its first commit after it",
+            "later snapshot": "the next snapshot's time",
+            "arrival": "when the following reader read it",
+            "none": "nowhere: the group never committed (no ts)",
+        }
+        lines.append(
+            f"time inferred for {sum(inferred.values())} group records with no time of their own "
+            f"(GroupMetadataValue before v2 or a tombstone, on a broker that stamps no log time: 0.9): "
+            + ", ".join(f"{n} from {said.get(source, source)}" for source, n in sorted(inferred.items()))
+            + " (events marked ts_inferred)"
+        )
     if feed.undecodable:
         lines.append(f"skipped {feed.undecodable} records the codec could not decode")
-    lines.append("run the tracker with "
-                 + " ".join(f"--coordinator-conf {k}={v}" for k, v in OBSERVER_SETTINGS.items()))
+    lines.append(
+        "run the tracker with " + " ".join(f"--coordinator-conf {k}={v}" for k, v in OBSERVER_SETTINGS.items())
+    )
     if consumer["consumer group records"]:
-        lines.append("and its consumer-protocol model with "
-                     + " ".join(f"{k}={v}" for k, v in CONSUMER_OBSERVER_SETTINGS.items()))
+        lines.append(
+            "and its consumer-protocol model with "
+            + " ".join(f"{k}={v}" for k, v in CONSUMER_OBSERVER_SETTINGS.items())
+        )
     return lines
 
 
@@ -368,14 +457,21 @@ def main(argv: list[str] | None = None) -> int:
     from streaming.tracker import TrackerConfig
 
     p = argparse.ArgumentParser(prog="rebalance-tracker cluster-feed", description=__doc__.splitlines()[0])
-    p.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP"),
-                   help="the cluster to observe (default: $KAFKA_BOOTSTRAP)")
+    p.add_argument(
+        "--bootstrap",
+        default=os.environ.get("KAFKA_BOOTSTRAP"),
+        help="the cluster to observe (default: $KAFKA_BOOTSTRAP)",
+    )
     p.add_argument("--offsets-topic", default="__consumer_offsets")
     p.add_argument("--feed-bootstrap", default=None, help="where the tracker's events topic lives (default: same)")
-    p.add_argument("--events-topic", default=TrackerConfig.events_topic,
-                   help="the tracker's events topic (default: %(default)s)")
-    p.add_argument("--out", default=None,
-                   help="write the events as JSON lines to this file instead ('-': stdout), for replay and report")
+    p.add_argument(
+        "--events-topic", default=TrackerConfig.events_topic, help="the tracker's events topic (default: %(default)s)"
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help="write the events as JSON lines to this file instead ('-': stdout), for replay and report",
+    )
     p.add_argument("--follow", action="store_true", help="keep reading new records until Ctrl-C")
     kafka_conf.add_arguments(p)
     kafka_conf.add_arguments(p, prefix="feed-")
@@ -396,8 +492,9 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"cluster-feed: {exc}", file=sys.stderr)
         return 2
-    refused = kafka_conf.access_error(args.bootstrap, client) or \
-        (kafka_conf.access_error(feed_bootstrap, feed_client) if not same_cluster and not args.out else None)
+    refused = kafka_conf.access_error(args.bootstrap, client) or (
+        kafka_conf.access_error(feed_bootstrap, feed_client) if not same_cluster and not args.out else None
+    )
     if refused:
         print(f"cluster-feed: {refused}", file=sys.stderr)
         return 2
@@ -407,23 +504,36 @@ def main(argv: list[str] | None = None) -> int:
     if props:
         print(f"client settings: {kafka_conf.describe(props)}", file=sys.stderr)
     if not same_cluster and not args.out:
-        print(f"events topic on {feed_bootstrap}, with "
-              + (f"its own settings: {kafka_conf.describe(feed_props)}" if feed_props else
-                 "no client settings (--feed-kafka-conf gives some; the observed cluster's are not used there)"),
-              file=sys.stderr)
+        print(
+            f"events topic on {feed_bootstrap}, with "
+            + (
+                f"its own settings: {kafka_conf.describe(feed_props)}"
+                if feed_props
+                else "no client settings (--feed-kafka-conf gives some; the observed cluster's are not used there)"
+            ),
+            file=sys.stderr,
+        )
     if args.out:
         producer = FileProducer(sys.stdout if args.out == "-" else open(args.out, "w", encoding="utf-8"))
         target = "stdout" if args.out == "-" else args.out
     else:
         try:
-            producer = KafkaProducer(**kafka_conf.for_client(KafkaProducer, feed_client,
-                                                             bootstrap_servers=feed_bootstrap, acks="all",
-                                                             client_id="rebalance-tracker-cluster-feed"))
+            producer = KafkaProducer(
+                **kafka_conf.for_client(
+                    KafkaProducer,
+                    feed_client,
+                    bootstrap_servers=feed_bootstrap,
+                    acks="all",
+                    client_id="rebalance-tracker-cluster-feed",
+                )
+            )
         except KafkaError as exc:
             from streaming.kafka_client.broker_features import unavailable
 
-            print(f"cluster-feed: cannot write to the events topic: {unavailable(feed_bootstrap, feed_client, exc)}",
-                  file=sys.stderr)
+            print(
+                f"cluster-feed: cannot write to the events topic: {unavailable(feed_bootstrap, feed_client, exc)}",
+                file=sys.stderr,
+            )
             return 1
         target = args.events_topic
         # Created as run creates it (TrackerConfig.events_partitions), not by the broker on first use with its
@@ -433,16 +543,20 @@ def main(argv: list[str] | None = None) -> int:
         try:
             ensure_topics(feed_bootstrap, {target: TrackerConfig.events_partitions}, feed_client)
         except TopicsMissing:
-            print(f"cluster-feed: {target} does not exist and {feed_bootstrap} cannot create topics over the "
-                  f"protocol: it is created on first use if the broker allows it (auto.create.topics.enable, with "
-                  f"its default partition count), else create it with Kafka's tool", file=sys.stderr)
+            print(
+                f"cluster-feed: {target} does not exist and {feed_bootstrap} cannot create topics over the "
+                f"protocol: it is created on first use if the broker allows it (auto.create.topics.enable, with "
+                f"its default partition count), else create it with Kafka's tool",
+                file=sys.stderr,
+            )
     feed, publisher = ClusterFeed(), Publisher(producer, args.events_topic)
     try:
         with terminal.progress(f"reading {args.offsets_topic}", unit="records") as task:
+
             def counted(pairs: Iterable) -> Iterator:
                 for pair in pairs:
                     if pair is CAUGHT_UP:
-                        publisher.settle()   # following: every event so far acknowledged before waiting for more
+                        publisher.settle()  # following: every event so far acknowledged before waiting for more
                     else:
                         task.advance()
                     yield pair
@@ -473,8 +587,11 @@ def main(argv: list[str] | None = None) -> int:
     for line in summary(feed, sent, target):
         print(line, file=sys.stderr)
     if publisher.failed:
-        print(f"cluster-feed: {publisher.failed} of {publisher.sent} events were not delivered to {args.events_topic} "
-              f"on {feed_bootstrap}: {publisher.error}", file=sys.stderr)
+        print(
+            f"cluster-feed: {publisher.failed} of {publisher.sent} events were not delivered to {args.events_topic} "
+            f"on {feed_bootstrap}: {publisher.error}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -519,8 +636,13 @@ class Publisher:
         self.error: str | None = None
 
     def send(self, event: dict) -> None:
-        self.pending.append(self.producer.send(self.topic, key=event["group_id"].encode("utf-8"),
-                                               value=json.dumps(event, separators=(",", ":")).encode("utf-8")))
+        self.pending.append(
+            self.producer.send(
+                self.topic,
+                key=event["group_id"].encode("utf-8"),
+                value=json.dumps(event, separators=(",", ":")).encode("utf-8"),
+            )
+        )
         self.sent += 1
         if len(self.pending) >= self.every:
             self.settle()
@@ -539,10 +661,9 @@ class Publisher:
                 continue
             self.failed += 1
             if self.error is None:
-                self.error = repr(future.exception) if future.is_done else \
-                    f"not acknowledged within {self.timeout_s:.0f} s"
+                self.error = (
+                    repr(future.exception) if future.is_done else f"not acknowledged within {self.timeout_s:.0f} s"
+                )
         self.pending = []
         if self.failed:
             raise Undelivered(self.error)
-
-

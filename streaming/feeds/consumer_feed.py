@@ -55,6 +55,7 @@ What cannot be inferred:
     (``offsets.retention.check.interval.ms`` from its load), the model's at exact expiry times, so an Empty group's
     deletion can come a little earlier in the tracker than in the log (a later ``delete_group`` finds it gone).
 """
+
 from __future__ import annotations
 
 import collections
@@ -69,8 +70,11 @@ from streaming.coordinator.figures import Ledger
 # The tracker's consumer model for this feed: no session expiry of its own (the feed sees no plain heartbeats).
 CONSUMER_OBSERVER_SETTINGS = {"group.consumer.session.timeout.ms": str(2**31 - 1)}
 
-_MEMBER_TYPES = ("consumer_group_member_metadata", "consumer_group_target_assignment_member",
-                 "consumer_group_current_member_assignment")
+_MEMBER_TYPES = (
+    "consumer_group_member_metadata",
+    "consumer_group_target_assignment_member",
+    "consumer_group_current_member_assignment",
+)
 
 
 def is_consumer_group_record(record: dict) -> bool:
@@ -97,16 +101,28 @@ def normalise(r: dict) -> tuple:
     elif kind == "consumer_group_partition_metadata":
         value = tuple(sorted((t["topicId"], t["topicName"], t["numPartitions"]) for t in r["topics"]))
     elif kind == "consumer_group_member_metadata":
-        value = (r.get("instanceId"), r.get("rackId"), r.get("clientId"), r.get("clientHost"),
-                 tuple(sorted(r.get("subscribedTopicNames") or [])), r.get("subscribedTopicRegex") or "",
-                 r.get("rebalanceTimeoutMs", -1), r.get("serverAssignor"))
+        value = (
+            r.get("instanceId"),
+            r.get("rackId"),
+            r.get("clientId"),
+            r.get("clientHost"),
+            tuple(sorted(r.get("subscribedTopicNames") or [])),
+            r.get("subscribedTopicRegex") or "",
+            r.get("rebalanceTimeoutMs", -1),
+            r.get("serverAssignor"),
+        )
     elif kind == "consumer_group_target_assignment_metadata":
         value = (r["assignmentEpoch"],)
     elif kind == "consumer_group_target_assignment_member":
         value = _parts(r["topicPartitions"])
     elif kind == "consumer_group_current_member_assignment":
-        value = (r["memberEpoch"], r["previousMemberEpoch"], r["state"], _parts(r["assignedPartitions"]),
-                 _parts(r["partitionsPendingRevocation"]))
+        value = (
+            r["memberEpoch"],
+            r["previousMemberEpoch"],
+            r["state"],
+            _parts(r["assignedPartitions"]),
+            _parts(r["partitionsPendingRevocation"]),
+        )
     else:
         value = tuple(sorted(r["topics"]))
     return key + (value,)
@@ -132,8 +148,9 @@ def _same(got: list[tuple], want: list[tuple]) -> bool:
 class ConsumerGroupFeed:
     """Per group: the records not yet explained, and the shadow model fed every event emitted so far."""
 
-    def __init__(self, config: ConsumerGroupConfig | None = None,
-                 topics: Callable[[str], tuple[str, int] | None] | None = None) -> None:
+    def __init__(
+        self, config: ConsumerGroupConfig | None = None, topics: Callable[[str], tuple[str, int] | None] | None = None
+    ) -> None:
         self.config = config or ConsumerGroupConfig.from_properties(CONSUMER_OBSERVER_SETTINGS)
         # brokers 4.1+: a topic name -> (topic id, partitions) in the cluster, None if it has none (module docstring)
         self.topics = topics
@@ -168,21 +185,37 @@ class ConsumerGroupFeed:
         group_id, ts = record["group_id"], record["commit_timestamp"]
         out = self._drain(group_id, final=True)
         shadow = self.shadows.get(group_id) or ConsumerGroupCoordinator(self.config)
-        event = {"type": "commit", "group_id": group_id, "ts": ts, "member_id": "", "group_instance_id": None,
-                 "generation": -1, "offsets": [{"topic": record["topic"], "partition": record["partition"],
-                                                "offset": record["offset"],
-                                                "leader_epoch": record.get("leader_epoch", -1),
-                                                "metadata": record.get("metadata") or ""}]}
+        event = {
+            "type": "commit",
+            "group_id": group_id,
+            "ts": ts,
+            "member_id": "",
+            "group_instance_id": None,
+            "generation": -1,
+            "offsets": [
+                {
+                    "topic": record["topic"],
+                    "partition": record["partition"],
+                    "offset": record["offset"],
+                    "leader_epoch": record.get("leader_epoch", -1),
+                    "metadata": record.get("metadata") or "",
+                }
+            ],
+        }
         expire = record.get("expire_timestamp", -1)
         if expire not in (None, -1):
             event["retention_ms"] = max(expire - ts, 0)
         group = shadow.groups.get(group_id)
         committer = self._committer(shadow, group, record) if group is not None else None
         if committer is not None:
-            event.update(member_id=committer.member_id, group_instance_id=committer.instance_id,
-                         generation=committer.member_epoch)
-            self.counts["commits by " + ("the partition's owner" if self._owns(shadow, committer, record)
-                                         else "another member")] += 1
+            event.update(
+                member_id=committer.member_id,
+                group_instance_id=committer.instance_id,
+                generation=committer.member_epoch,
+            )
+            self.counts[
+                "commits by " + ("the partition's owner" if self._owns(shadow, committer, record) else "another member")
+            ] += 1
         else:
             self.counts["admin commits"] += 1
         parsed, error = parse_event(event)
@@ -197,15 +230,19 @@ class ConsumerGroupFeed:
     @staticmethod
     def _owns(shadow: ConsumerGroupCoordinator, m, record: dict) -> bool:
         topic_id = shadow.image.id_for(record["topic"])
-        return any(record["partition"] in a.get(topic_id, ()) for a in (m.assigned_partitions,
-                                                                          m.partitions_pending_revocation))
+        return any(
+            record["partition"] in a.get(topic_id, ()) for a in (m.assigned_partitions, m.partitions_pending_revocation)
+        )
 
     def _committer(self, shadow: ConsumerGroupCoordinator, group, record: dict):
         """Who the broker accepted the commit from: the partition's owner, else the first member with an epoch
         (by member id), else any member; None for an Empty group (an admin commit)."""
         members = sorted(group.members.values(), key=lambda m: m.member_id)
-        return next((m for m in members if self._owns(shadow, m, record)), None) \
-            or next((m for m in members if m.member_epoch >= 0), None) or next(iter(members), None)
+        return (
+            next((m for m in members if self._owns(shadow, m, record)), None)
+            or next((m for m in members if m.member_epoch >= 0), None)
+            or next(iter(members), None)
+        )
 
     # ------------------------------------------------------------ matching requests to records
     def _drain(self, group_id: str, final: bool) -> list[dict]:
@@ -216,7 +253,7 @@ class ConsumerGroupFeed:
             # Kafka stamps every record of a batch with the time of the write: a new time is a new batch.
             size = next((i for i, r in enumerate(pending) if r["ts"] != pending[0]["ts"]), len(pending))
             if size == len(pending) and not final:
-                break   # the batch may go on: wait for a record of another time (or the reader catching up)
+                break  # the batch may go on: wait for a record of another time (or the reader catching up)
             want = [normalise(r) for r in pending[:size]]
             best = None
             for events in self._candidates(shadow, pending):
@@ -226,15 +263,19 @@ class ConsumerGroupFeed:
                 copy = ConsumerGroupCoordinator.from_dict(shadow.to_dict(), self.config)
                 if events:
                     outputs = [o for e, _ in parsed for o in copy.handle(e)]
-                else:   # no request: the model's own timers, up to the batch's time
+                else:  # no request: the model's own timers, up to the batch's time
                     outputs = copy.advance(pending[0]["ts"])
-                got = [normalise(o) for o in outputs if is_consumer_group_record(o)
-                       and not (self.topics is not None and o["type"] == "consumer_group_partition_metadata")]
+                got = [
+                    normalise(o)
+                    for o in outputs
+                    if is_consumer_group_record(o)
+                    and not (self.topics is not None and o["type"] == "consumer_group_partition_metadata")
+                ]
                 n = len(got)
                 if not n:
                     continue
                 if n <= len(want) and _same(got, want[:n]) and (best is None or n > best[0]):
-                    best = (n, events, copy)   # the request writing the most of this time's records
+                    best = (n, events, copy)  # the request writing the most of this time's records
             if best is None:
                 self._apply_unexplained(shadow, pending.pop(0))
                 continue
@@ -287,15 +328,23 @@ class ConsumerGroupFeed:
             if kind == "consumer_group_current_member_assignment" and head["member_id"] in members:
                 m = members[head["member_id"]]
                 new = pending[3] if len(pending) > 3 else None
-                if (m.instance_id is not None and new is not None and not new.get("tombstone")
-                        and new["type"] == "consumer_group_member_metadata"
-                        and new.get("instanceId") == m.instance_id):
-                    yield from heartbeats([self._join(new, ts)])   # a static member restarted under a new id
+                if (
+                    m.instance_id is not None
+                    and new is not None
+                    and not new.get("tombstone")
+                    and new["type"] == "consumer_group_member_metadata"
+                    and new.get("instanceId") == m.instance_id
+                ):
+                    yield from heartbeats([self._join(new, ts)])  # a static member restarted under a new id
                 if m.partitions_pending_revocation:
-                    yield []   # still revoking: its rebalance timeout may have run out (the model's own timer)
-                yield from heartbeats([self._heartbeat(group_id, m, -1, ts)])   # left, or its session expired
-            elif kind in ("consumer_group_target_assignment_metadata", "consumer_group_metadata",
-                          "consumer_group_partition_metadata", "consumer_group_regular_expression"):
+                    yield []  # still revoking: its rebalance timeout may have run out (the model's own timer)
+                yield from heartbeats([self._heartbeat(group_id, m, -1, ts)])  # left, or its session expired
+            elif kind in (
+                "consumer_group_target_assignment_metadata",
+                "consumer_group_metadata",
+                "consumer_group_partition_metadata",
+                "consumer_group_regular_expression",
+            ):
                 yield [{"type": "delete_group", "group_id": group_id, "ts": ts}]
             return
         if kind == "consumer_group_member_metadata":
@@ -303,37 +352,65 @@ class ConsumerGroupFeed:
             if m is None:
                 yield from heartbeats([self._join(head, ts)])
             else:
-                yield from heartbeats([self._heartbeat(group_id, m, m.member_epoch, ts, owned, metadata=head)
-                                       for owned in _owned_variants(m)] + [self._join(head, ts)])
+                yield from heartbeats(
+                    [
+                        self._heartbeat(group_id, m, m.member_epoch, ts, owned, metadata=head)
+                        for owned in _owned_variants(m)
+                    ]
+                    + [self._join(head, ts)]
+                )
             return
         if kind == "consumer_group_current_member_assignment" and head["member_id"] in members:
             m = members[head["member_id"]]
             if head["memberEpoch"] == -2 and m.instance_id is not None:
-                yield [self._heartbeat(group_id, m, -2, ts)]   # a static member's temporary leave
+                yield [self._heartbeat(group_id, m, -2, ts)]  # a static member's temporary leave
                 return
-            yield from heartbeats([self._heartbeat(group_id, m, m.member_epoch, ts, owned)
-                                   for owned in _owned_variants(m)])
+            yield from heartbeats(
+                [self._heartbeat(group_id, m, m.member_epoch, ts, owned) for owned in _owned_variants(m)]
+            )
             return
         # A batch starting with new topics, a new group epoch or a new target: a request of a member whose own
         # metadata did not change; the member whose current assignment the batch ends with, when it has one.
-        sender = next((r["member_id"] for r in pending if r["type"] == "consumer_group_current_member_assignment"
-                       and not r.get("tombstone") and r["member_id"] in members), None)
+        sender = next(
+            (
+                r["member_id"]
+                for r in pending
+                if r["type"] == "consumer_group_current_member_assignment"
+                and not r.get("tombstone")
+                and r["member_id"] in members
+            ),
+            None,
+        )
         order = ([members[sender]] if sender is not None else []) + [m for mid, m in members.items() if mid != sender]
-        yield from heartbeats([self._heartbeat(group_id, m, m.member_epoch, ts, owned)
-                               for m in order if m.member_epoch >= 0 for owned in _owned_variants(m)])
+        yield from heartbeats(
+            [
+                self._heartbeat(group_id, m, m.member_epoch, ts, owned)
+                for m in order
+                if m.member_epoch >= 0
+                for owned in _owned_variants(m)
+            ]
+        )
 
     def _topic_events(self, shadow: ConsumerGroupCoordinator, pending: list[dict]) -> list[dict]:
         """``topic_metadata`` for the topics the shadow does not know as they are (created, grown, or another id):
         those of the first subscription metadata record ahead, else (brokers 4.1+) those the batch's member
         metadata records subscribe to, from ``topics``."""
-        record = next((r for r in pending if r["type"] == "consumer_group_partition_metadata"
-                       and not r.get("tombstone")), None)
+        record = next(
+            (r for r in pending if r["type"] == "consumer_group_partition_metadata" and not r.get("tombstone")), None
+        )
         if record is not None:
             described = [(t["topicName"], t["topicId"], t["numPartitions"]) for t in record["topics"]]
         elif self.topics is not None:
-            names = sorted({name for r in pending if r["ts"] == pending[0]["ts"]
-                            and r["type"] == "consumer_group_member_metadata" and not r.get("tombstone")
-                            for name in r.get("subscribedTopicNames") or []})
+            names = sorted(
+                {
+                    name
+                    for r in pending
+                    if r["ts"] == pending[0]["ts"]
+                    and r["type"] == "consumer_group_member_metadata"
+                    and not r.get("tombstone")
+                    for name in r.get("subscribedTopicNames") or []
+                }
+            )
             described = [(name, *found) for name in names if (found := self.topics(name)) is not None]
         else:
             return []
@@ -341,43 +418,74 @@ class ConsumerGroupFeed:
         for name, topic_id, partitions in described:
             known = shadow.image.get(name)
             if known is None or (known.topic_id, known.partitions) != (topic_id, partitions):
-                events.append({"type": "topic_metadata", "group_id": pending[0]["group_id"], "ts": pending[0]["ts"],
-                               "topic": name, "partitions": partitions, "topic_id": topic_id})
+                events.append(
+                    {
+                        "type": "topic_metadata",
+                        "group_id": pending[0]["group_id"],
+                        "ts": pending[0]["ts"],
+                        "topic": name,
+                        "partitions": partitions,
+                        "topic_id": topic_id,
+                    }
+                )
         return events
 
     @staticmethod
     def _join(metadata: dict, ts: int) -> dict:
         """A member's first request (epoch 0): everything its metadata record holds."""
-        return {"type": "consumer_heartbeat", "group_id": metadata["group_id"], "ts": ts,
-                "member_id": metadata["member_id"], "member_epoch": 0, "instance_id": metadata.get("instanceId"),
-                "rack_id": metadata.get("rackId"), "rebalance_timeout_ms": metadata.get("rebalanceTimeoutMs", -1),
-                "subscribed_topic_names": list(metadata.get("subscribedTopicNames") or []),
-                "subscribed_topic_regex": metadata.get("subscribedTopicRegex") or None,
-                "server_assignor": metadata.get("serverAssignor"), "topic_partitions": [],
-                "client_id": metadata.get("clientId", ""), "client_host": metadata.get("clientHost", "")}
+        return {
+            "type": "consumer_heartbeat",
+            "group_id": metadata["group_id"],
+            "ts": ts,
+            "member_id": metadata["member_id"],
+            "member_epoch": 0,
+            "instance_id": metadata.get("instanceId"),
+            "rack_id": metadata.get("rackId"),
+            "rebalance_timeout_ms": metadata.get("rebalanceTimeoutMs", -1),
+            "subscribed_topic_names": list(metadata.get("subscribedTopicNames") or []),
+            "subscribed_topic_regex": metadata.get("subscribedTopicRegex") or None,
+            "server_assignor": metadata.get("serverAssignor"),
+            "topic_partitions": [],
+            "client_id": metadata.get("clientId", ""),
+            "client_host": metadata.get("clientHost", ""),
+        }
 
     @staticmethod
-    def _heartbeat(group_id: str, m, epoch: int, ts: int, owned: list[dict] | None = None,
-                   metadata: dict | None = None) -> dict:
+    def _heartbeat(
+        group_id: str, m, epoch: int, ts: int, owned: list[dict] | None = None, metadata: dict | None = None
+    ) -> dict:
         """A request of a known member at its epoch (-1: leave, -2: static leave), reporting ``owned``; with
         ``metadata`` (its new metadata record) carrying the fields it changed."""
-        event = {"type": "consumer_heartbeat", "group_id": group_id, "ts": ts, "member_id": m.member_id,
-                 "member_epoch": epoch, "instance_id": m.instance_id, "client_id": m.client_id,
-                 "client_host": m.client_host}
+        event = {
+            "type": "consumer_heartbeat",
+            "group_id": group_id,
+            "ts": ts,
+            "member_id": m.member_id,
+            "member_epoch": epoch,
+            "instance_id": m.instance_id,
+            "client_id": m.client_id,
+            "client_host": m.client_host,
+        }
         if owned is not None:
             event["topic_partitions"] = owned
         if metadata is not None:
-            event.update(rack_id=metadata.get("rackId"), rebalance_timeout_ms=metadata.get("rebalanceTimeoutMs", -1),
-                         subscribed_topic_names=list(metadata.get("subscribedTopicNames") or []),
-                         subscribed_topic_regex=metadata.get("subscribedTopicRegex") or "",
-                         server_assignor=metadata.get("serverAssignor"), client_id=metadata.get("clientId", ""),
-                         client_host=metadata.get("clientHost", ""), instance_id=metadata.get("instanceId"))
+            event.update(
+                rack_id=metadata.get("rackId"),
+                rebalance_timeout_ms=metadata.get("rebalanceTimeoutMs", -1),
+                subscribed_topic_names=list(metadata.get("subscribedTopicNames") or []),
+                subscribed_topic_regex=metadata.get("subscribedTopicRegex") or "",
+                server_assignor=metadata.get("serverAssignor"),
+                client_id=metadata.get("clientId", ""),
+                client_host=metadata.get("clientHost", ""),
+                instance_id=metadata.get("instanceId"),
+            )
         return event
 
 
 def _owned_variants(m) -> list[list[dict]]:
     """What the member can have reported owning: when it has partitions pending revocation, first without them
     (its revocation completed: the record that follows has them gone), then with them; else all it has."""
+
     def pairs(*assignments):
         merged: dict[str, set] = {}
         for a in assignments:
@@ -407,13 +515,13 @@ def consumer_group_timeline(records: Iterable[dict]) -> list[dict]:
     """
     out: list[dict] = []
     names: dict[str, str] = {}
-    members: dict[tuple, dict] = {}    # (group, member) -> {"assigned", "pending", "target"}
+    members: dict[tuple, dict] = {}  # (group, member) -> {"assigned", "pending", "target"}
     targets: dict[tuple, dict] = {}
     revoking: dict[tuple, tuple] = {}  # (group, member) -> (ts, pending pairs)
-    ledgers: dict[str, Ledger] = {}    # group -> who may consume what (figures.py)
-    present: collections.Counter = collections.Counter()   # group -> members
-    instances: dict[tuple, str] = {}   # (group, member) -> its instance id
-    gone: dict[tuple, tuple] = {}      # (group, instance id) -> (member that left, when)
+    ledgers: dict[str, Ledger] = {}  # group -> who may consume what (figures.py)
+    present: collections.Counter = collections.Counter()  # group -> members
+    instances: dict[tuple, str] = {}  # (group, member) -> its instance id
+    gone: dict[tuple, tuple] = {}  # (group, instance id) -> (member that left, when)
 
     def named(parts: tuple) -> list[list]:
         return sorted([names.get(t, t), p] for t, ps in parts for p in ps)
@@ -424,10 +532,18 @@ def consumer_group_timeline(records: Iterable[dict]) -> list[dict]:
         ledger.assign({member_id: {(t, p) for t, ps in assigned for p in ps}}, ts)
         for span in ledger.spans:
             if span.ownerless_ms:
-                out.append({"type": "partition_unowned", "group_id": group_id, "ts": ts, "member_id": member_id,
-                            "partition": [names.get(span.partition[0], span.partition[0]), span.partition[1]],
-                            "since_ts": span.released_ts, "unowned_ms": span.ownerless_ms,
-                            "no_members_ms": span.no_members_ms})
+                out.append(
+                    {
+                        "type": "partition_unowned",
+                        "group_id": group_id,
+                        "ts": ts,
+                        "member_id": member_id,
+                        "partition": [names.get(span.partition[0], span.partition[0]), span.partition[1]],
+                        "since_ts": span.released_ts,
+                        "unowned_ms": span.ownerless_ms,
+                        "no_members_ms": span.no_members_ms,
+                    }
+                )
         ledger.spans.clear()
 
     def members_now(group_id: str, ts: int, change: int) -> None:
@@ -450,13 +566,18 @@ def consumer_group_timeline(records: Iterable[dict]) -> list[dict]:
             elif mkey not in members:
                 members[mkey] = {}
                 members_now(group_id, ts, +1)
-                joined = {"type": "member_joined", "group_id": group_id, "ts": ts, "member_id": member_id,
-                          "instance_id": r.get("instanceId"),
-                          "subscribed_topic_names": sorted(r.get("subscribedTopicNames") or [])}
+                joined = {
+                    "type": "member_joined",
+                    "group_id": group_id,
+                    "ts": ts,
+                    "member_id": member_id,
+                    "instance_id": r.get("instanceId"),
+                    "subscribed_topic_names": sorted(r.get("subscribedTopicNames") or []),
+                }
                 if r.get("instanceId") is not None:
                     instances[mkey] = r["instanceId"]
                     left = gone.pop((group_id, r["instanceId"]), None)
-                    if left is not None and left[1] == ts:   # the same batch: a static member restarted
+                    if left is not None and left[1] == ts:  # the same batch: a static member restarted
                         joined["replaces"] = left[0]
                 out.append(joined)
         elif kind == "consumer_group_metadata" and not r.get("tombstone"):
@@ -467,29 +588,63 @@ def consumer_group_timeline(records: Iterable[dict]) -> list[dict]:
             else:
                 targets[mkey] = _parts(r["topicPartitions"])
         elif kind == "consumer_group_target_assignment_metadata" and not r.get("tombstone"):
-            out.append({"type": "target_assignment", "group_id": group_id, "ts": ts,
-                        "assignment_epoch": r["assignmentEpoch"],
-                        "assignment": {m: named(a) for (g, m), a in sorted(targets.items()) if g == group_id}})
+            out.append(
+                {
+                    "type": "target_assignment",
+                    "group_id": group_id,
+                    "ts": ts,
+                    "assignment_epoch": r["assignmentEpoch"],
+                    "assignment": {m: named(a) for (g, m), a in sorted(targets.items()) if g == group_id},
+                }
+            )
         elif kind == "consumer_group_current_member_assignment":
             if r.get("tombstone"):
                 hold(group_id, member_id, (), ts)
                 started = revoking.pop(mkey, None)
                 if started is not None:
-                    out.append({"type": "revocation", "group_id": group_id, "ts": ts, "member_id": member_id,
-                                "partitions": started[1], "started_ts": started[0], "latency_ms": ts - started[0],
-                                "completed": False})
+                    out.append(
+                        {
+                            "type": "revocation",
+                            "group_id": group_id,
+                            "ts": ts,
+                            "member_id": member_id,
+                            "partitions": started[1],
+                            "started_ts": started[0],
+                            "latency_ms": ts - started[0],
+                            "completed": False,
+                        }
+                    )
                 continue
             assigned, pending = _parts(r["assignedPartitions"]), _parts(r["partitionsPendingRevocation"])
-            out.append({"type": "member_epoch", "group_id": group_id, "ts": ts, "member_id": member_id,
-                        "member_epoch": r["memberEpoch"], "previous_member_epoch": r["previousMemberEpoch"],
-                        "state": r["state"], "assigned": named(assigned), "pending_revocation": named(pending),
-                        "target": named(targets.get(mkey, ()))})
+            out.append(
+                {
+                    "type": "member_epoch",
+                    "group_id": group_id,
+                    "ts": ts,
+                    "member_id": member_id,
+                    "member_epoch": r["memberEpoch"],
+                    "previous_member_epoch": r["previousMemberEpoch"],
+                    "state": r["state"],
+                    "assigned": named(assigned),
+                    "pending_revocation": named(pending),
+                    "target": named(targets.get(mkey, ())),
+                }
+            )
             started = revoking.get(mkey)
             if started is not None and not pending:
                 del revoking[mkey]
-                out.append({"type": "revocation", "group_id": group_id, "ts": ts, "member_id": member_id,
-                            "partitions": started[1], "started_ts": started[0], "latency_ms": ts - started[0],
-                            "completed": True})
+                out.append(
+                    {
+                        "type": "revocation",
+                        "group_id": group_id,
+                        "ts": ts,
+                        "member_id": member_id,
+                        "partitions": started[1],
+                        "started_ts": started[0],
+                        "latency_ms": ts - started[0],
+                        "completed": True,
+                    }
+                )
             elif started is None and pending:
                 revoking[mkey] = (ts, named(pending))
             hold(group_id, member_id, assigned, ts)

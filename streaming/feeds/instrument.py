@@ -22,6 +22,7 @@ Each event reports what the broker really did, taken from the request and, where
 Run the tracker with ``tracker.adopt.unknown.members=true``: member ids and generations come from the broker.
 This relies on kafka-python 3 internals (``consumer._coordinator._manager.send``); it never changes what is sent.
 """
+
 from __future__ import annotations
 
 import json
@@ -59,7 +60,7 @@ def _as_bytes(data: Any) -> bytes:
 def _subscription(metadata: Any) -> dict:
     try:
         sub = decode_subscription(_as_bytes(metadata))
-    except CodecError:   # not the consumer protocol: the tracker still sees the join, without topics
+    except CodecError:  # not the consumer protocol: the tracker still sees the join, without topics
         return {"topics": [], "owned_partitions": None, "generation": -1, "user_data": None, "rack": None}
     sub.pop("version", None)
     return sub
@@ -67,7 +68,7 @@ def _subscription(metadata: Any) -> dict:
 
 def _partitions(data: Any) -> list[list]:
     if data is None or not _as_bytes(data):
-        return []   # an empty assignment may come as zero bytes
+        return []  # an empty assignment may come as zero bytes
     try:
         return sorted([t, int(p)] for t, p in decode_assignment(_as_bytes(data))["partitions"])
     except CodecError:
@@ -80,21 +81,35 @@ def join_event(request: Any, member_id: str, client_id: str, host: str, now_ms: 
     for p in _field(request, "protocols", []) or []:
         name, metadata = (p.name, p.metadata) if hasattr(p, "name") else p
         protocols.append({"name": name, **_subscription(metadata)})
-    event = {"type": "join", "group_id": request.group_id, "ts": now_ms, "member_id": member_id,
-             "group_instance_id": _field(request, "group_instance_id"), "client_id": client_id, "client_host": host,
-             "session_timeout_ms": request.session_timeout_ms,
-             "rebalance_timeout_ms": _field(request, "rebalance_timeout_ms", request.session_timeout_ms),
-             "protocol_type": request.protocol_type, "protocols": protocols}
+    event = {
+        "type": "join",
+        "group_id": request.group_id,
+        "ts": now_ms,
+        "member_id": member_id,
+        "group_instance_id": _field(request, "group_instance_id"),
+        "client_id": client_id,
+        "client_host": host,
+        "session_timeout_ms": request.session_timeout_ms,
+        "rebalance_timeout_ms": _field(request, "rebalance_timeout_ms", request.session_timeout_ms),
+        "protocol_type": request.protocol_type,
+        "protocols": protocols,
+    }
     if _field(request, "reason"):
         event["reason"] = request.reason
     return event
 
 
 def sync_event(request: Any, response: Any, now_ms: int) -> dict:
-    event = {"type": "sync", "group_id": request.group_id, "ts": now_ms, "member_id": request.member_id,
-             "group_instance_id": _field(request, "group_instance_id"), "generation": request.generation_id,
-             "protocol_type": _field(request, "protocol_type") or _field(response, "protocol_type"),
-             "protocol_name": _field(request, "protocol_name") or _field(response, "protocol_name")}
+    event = {
+        "type": "sync",
+        "group_id": request.group_id,
+        "ts": now_ms,
+        "member_id": request.member_id,
+        "group_instance_id": _field(request, "group_instance_id"),
+        "generation": request.generation_id,
+        "protocol_type": _field(request, "protocol_type") or _field(response, "protocol_type"),
+        "protocol_name": _field(request, "protocol_name") or _field(response, "protocol_name"),
+    }
     assignments = {}
     for a in _field(request, "assignments", []) or []:
         member, data = (a.member_id, a.assignment) if hasattr(a, "member_id") else a
@@ -106,8 +121,14 @@ def sync_event(request: Any, response: Any, now_ms: int) -> dict:
 
 
 def heartbeat_event(request: Any, now_ms: int) -> dict:
-    return {"type": "heartbeat", "group_id": request.group_id, "ts": now_ms, "member_id": request.member_id,
-            "group_instance_id": _field(request, "group_instance_id"), "generation": request.generation_id}
+    return {
+        "type": "heartbeat",
+        "group_id": request.group_id,
+        "ts": now_ms,
+        "member_id": request.member_id,
+        "group_instance_id": _field(request, "group_instance_id"),
+        "generation": request.generation_id,
+    }
 
 
 def leave_events(request: Any, response: Any, now_ms: int) -> list[dict]:
@@ -115,43 +136,73 @@ def leave_events(request: Any, response: Any, now_ms: int) -> list[dict]:
     if _field(response, "error_code", NO_ERROR) != NO_ERROR:
         return []
     members = _field(request, "members") or []
-    identities = [(m.member_id, _field(m, "group_instance_id"), _field(m, "reason")) for m in members] or \
-        [(_field(request, "member_id"), None, None)]
-    refused = {(m.member_id, _field(m, "group_instance_id")) for m in _field(response, "members", None) or []
-               if m.error_code != NO_ERROR}
-    return [{"type": "leave", "group_id": request.group_id, "ts": now_ms, "member_id": member_id or "",
-             "group_instance_id": instance_id, "reason": reason or ""} for member_id, instance_id, reason in identities
-            if (member_id, instance_id) not in refused]
+    identities = [(m.member_id, _field(m, "group_instance_id"), _field(m, "reason")) for m in members] or [
+        (_field(request, "member_id"), None, None)
+    ]
+    refused = {
+        (m.member_id, _field(m, "group_instance_id"))
+        for m in _field(response, "members", None) or []
+        if m.error_code != NO_ERROR
+    }
+    return [
+        {
+            "type": "leave",
+            "group_id": request.group_id,
+            "ts": now_ms,
+            "member_id": member_id or "",
+            "group_instance_id": instance_id,
+            "reason": reason or "",
+        }
+        for member_id, instance_id, reason in identities
+        if (member_id, instance_id) not in refused
+    ]
 
 
 def commit_event(request: Any, response: Any, now_ms: int) -> dict | None:
-    accepted = {(t.name, p.partition_index) for t in _field(response, "topics", []) or []
-                for p in t.partitions if p.error_code == NO_ERROR}
+    accepted = {
+        (t.name, p.partition_index)
+        for t in _field(response, "topics", []) or []
+        for p in t.partitions
+        if p.error_code == NO_ERROR
+    }
     offsets = []
     for t in request.topics:
         for p in t.partitions:
             if (t.name, p.partition_index) not in accepted:
                 continue
             epoch = _field(p, "committed_leader_epoch", -1)
-            offsets.append({"topic": t.name, "partition": p.partition_index, "offset": p.committed_offset,
-                            "leader_epoch": -1 if epoch is None else epoch,
-                            "metadata": _field(p, "committed_metadata", "") or ""})
+            offsets.append(
+                {
+                    "topic": t.name,
+                    "partition": p.partition_index,
+                    "offset": p.committed_offset,
+                    "leader_epoch": -1 if epoch is None else epoch,
+                    "metadata": _field(p, "committed_metadata", "") or "",
+                }
+            )
     if not offsets:
         return None
     generation = _field(request, "generation_id_or_member_epoch", _field(request, "generation_id", -1))
     retention = _field(request, "retention_time_ms", -1)
-    return {"type": "commit", "group_id": request.group_id, "ts": now_ms, "member_id": request.member_id or "",
-            "group_instance_id": _field(request, "group_instance_id"),
-            "generation": -1 if generation is None else generation, "offsets": offsets,
-            "retention_ms": -1 if retention is None else retention}
+    return {
+        "type": "commit",
+        "group_id": request.group_id,
+        "ts": now_ms,
+        "member_id": request.member_id or "",
+        "group_instance_id": _field(request, "group_instance_id"),
+        "generation": -1 if generation is None else generation,
+        "offsets": offsets,
+        "retention_ms": -1 if retention is None else retention,
+    }
 
 
 # ------------------------------------------------------------------ the hook
 class GroupEventMirror:
     """Publishes the group events of every consumer attached to it to ``feed_topic`` through ``producer``."""
 
-    def __init__(self, producer: Any, feed_topic: str, heartbeat_every_ms: int = 1_000,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, producer: Any, feed_topic: str, heartbeat_every_ms: int = 1_000, clock: Callable[[], float] = time.time
+    ) -> None:
         self.producer, self.feed_topic = producer, feed_topic
         self.heartbeat_every_ms, self.clock = heartbeat_every_ms, clock
         self._lock = threading.Lock()
@@ -164,7 +215,7 @@ class GroupEventMirror:
         original = manager.send
         client_id, host = consumer.config.get("client_id", "kafka-python"), _host()
 
-        def send(request, *args, **kwargs):   # the client's own send: returns a Future its callers await
+        def send(request, *args, **kwargs):  # the client's own send: returns a Future its callers await
             self._safely(self._before, request, client_id, host)
             future = original(request, *args, **kwargs)
             # Registered before the caller awaits it, so the event is out before the consumer acts on the answer.
@@ -176,8 +227,11 @@ class GroupEventMirror:
 
     def publish(self, event: dict) -> None:
         with self._lock:
-            self.producer.send(self.feed_topic, key=event["group_id"].encode("utf-8"),
-                               value=json.dumps(event, separators=(",", ":")).encode("utf-8"))
+            self.producer.send(
+                self.feed_topic,
+                key=event["group_id"].encode("utf-8"),
+                value=json.dumps(event, separators=(",", ":")).encode("utf-8"),
+            )
             self.published += 1
 
     def flush(self, timeout: float | None = None) -> None:

@@ -10,6 +10,7 @@ one ``log_end`` event per group and partition, keyed by the group id so it trave
 The rate is bounded twice: one round per ``interval_s``, and at most ``max_partitions`` partitions per round (the
 rest wait for the next rounds, oldest-sampled first).
 """
+
 from __future__ import annotations
 
 import json
@@ -28,21 +29,37 @@ Partition = tuple[str, int]
 
 def log_end_events(group_topics: dict[str, set[str]], ends: dict[Partition, int], ts: int) -> list[dict]:
     """One ``log_end`` event per group and partition of its topics whose end is known, in a fixed order."""
-    return [{"type": "log_end", "group_id": group, "ts": ts, "topic": topic, "partition": partition,
-             "offset": ends[(topic, partition)]}
-            for group in sorted(group_topics) for (topic, partition) in sorted(ends) if topic in group_topics[group]]
+    return [
+        {
+            "type": "log_end",
+            "group_id": group,
+            "ts": ts,
+            "topic": topic,
+            "partition": partition,
+            "offset": ends[(topic, partition)],
+        }
+        for group in sorted(group_topics)
+        for (topic, partition) in sorted(ends)
+        if topic in group_topics[group]
+    ]
 
 
 class LogEndSampler:
-    def __init__(self, bootstrap: str, events_topic: str, interval_s: float = 5.0, client: dict | None = None,
-                 max_partitions: int = 1000) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        events_topic: str,
+        interval_s: float = 5.0,
+        client: dict | None = None,
+        max_partitions: int = 1000,
+    ) -> None:
         self.bootstrap = bootstrap
-        self.client = client or {}   # kafka-python settings (see streaming.kafka_client.kafka_conf)
+        self.client = client or {}  # kafka-python settings (see streaming.kafka_client.kafka_conf)
         self.events_topic = events_topic
         self.interval_s = interval_s
         self.max_partitions = max_partitions
         self.group_topics: dict[str, set[str]] = {}
-        self._sampled: dict[Partition, float] = {}     # when each partition was last sampled (round robin)
+        self._sampled: dict[Partition, float] = {}  # when each partition was last sampled (round robin)
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -98,29 +115,42 @@ class LogEndSampler:
         if not topics:
             return []
         if self._consumer is None:
-            self._consumer = KafkaConsumer(**for_client(KafkaConsumer, self.client, bootstrap_servers=self.bootstrap,
-                                                        enable_auto_commit=False,
-                                                        client_id="rebalance-tracker-log-end"))
+            self._consumer = KafkaConsumer(
+                **for_client(
+                    KafkaConsumer,
+                    self.client,
+                    bootstrap_servers=self.bootstrap,
+                    enable_auto_commit=False,
+                    client_id="rebalance-tracker-log-end",
+                )
+            )
         known = self._consumer.topics()
-        partitions = [(t, p) for t in sorted(topics & known) for p in sorted(self._consumer.partitions_for_topic(t)
-                                                                             or ())]
-        partitions.sort(key=lambda tp: self._sampled.get(tp, 0.0))          # the longest unsampled first
-        chosen = partitions[:self.max_partitions]
+        partitions = [
+            (t, p) for t in sorted(topics & known) for p in sorted(self._consumer.partitions_for_topic(t) or ())
+        ]
+        partitions.sort(key=lambda tp: self._sampled.get(tp, 0.0))  # the longest unsampled first
+        chosen = partitions[: self.max_partitions]
         if not chosen:
             return []
         ends = log_end_offsets(self._consumer, [TopicPartition(t, p) for t, p in chosen])
         now = time.time()
         for tp in chosen:
             self._sampled[tp] = now
-        events = log_end_events(group_topics, {(tp.topic, tp.partition): o for tp, o in ends.items()},
-                                int(now * 1000))
+        events = log_end_events(group_topics, {(tp.topic, tp.partition): o for tp, o in ends.items()}, int(now * 1000))
         if events:
             if self._producer is None:
-                self._producer = KafkaProducer(**for_client(KafkaProducer, self.client, acks="all",
-                                                            bootstrap_servers=self.bootstrap,
-                                                            client_id="rebalance-tracker-log-end"))
+                self._producer = KafkaProducer(
+                    **for_client(
+                        KafkaProducer,
+                        self.client,
+                        acks="all",
+                        bootstrap_servers=self.bootstrap,
+                        client_id="rebalance-tracker-log-end",
+                    )
+                )
             for event in events:
-                self._producer.send(self.events_topic, key=event["group_id"].encode("utf-8"),
-                                    value=json.dumps(event).encode("utf-8"))
+                self._producer.send(
+                    self.events_topic, key=event["group_id"].encode("utf-8"), value=json.dumps(event).encode("utf-8")
+                )
             self._producer.flush()
         return events

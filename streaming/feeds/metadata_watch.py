@@ -5,6 +5,7 @@ groups use (periodically, and at once for topics a rebalance could not size) and
 appends a global ``topic_metadata`` event to the events topic. The job then hands it to every group, and a group whose
 subscribed topic changed size rebalances — as Kafka's leader would after its metadata refresh.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,7 @@ log = logging.getLogger(__name__)
 class TopicMetadataWatcher:
     def __init__(self, bootstrap: str, events_topic: str, interval_s: float = 30.0, client: dict | None = None) -> None:
         self.bootstrap = bootstrap
-        self.client = client or {}   # kafka-python settings (see streaming.kafka_client.kafka_conf)
+        self.client = client or {}  # kafka-python settings (see streaming.kafka_client.kafka_conf)
         self.events_topic = events_topic
         self.interval_s = interval_s
         self.watched: set[str] = set()
@@ -87,8 +88,11 @@ class TopicMetadataWatcher:
         if not topics:
             return {}
         if self._consumer is None:
-            self._consumer = KafkaConsumer(**for_client(KafkaConsumer, self.client, bootstrap_servers=self.bootstrap,
-                                                        client_id="rebalance-tracker-metadata"))
+            self._consumer = KafkaConsumer(
+                **for_client(
+                    KafkaConsumer, self.client, bootstrap_servers=self.bootstrap, client_id="rebalance-tracker-metadata"
+                )
+            )
         self._consumer.topics()  # forces a metadata refresh
         changed = {}
         for topic in topics:
@@ -97,9 +101,15 @@ class TopicMetadataWatcher:
                 changed[topic] = len(partitions)
         if changed:
             if self._producer is None:
-                self._producer = KafkaProducer(**for_client(KafkaProducer, self.client, acks="all",
-                                                            bootstrap_servers=self.bootstrap,
-                                                            client_id="rebalance-tracker-metadata"))
+                self._producer = KafkaProducer(
+                    **for_client(
+                        KafkaProducer,
+                        self.client,
+                        acks="all",
+                        bootstrap_servers=self.bootstrap,
+                        client_id="rebalance-tracker-metadata",
+                    )
+                )
             now = int(time.time() * 1000)
             for topic, count in changed.items():
                 event = {"type": "topic_metadata", "topic": topic, "partitions": count, "ts": now}

@@ -11,6 +11,7 @@
 
 The event feed is keyed by group id through the default rule, so one group's events stay in order in one partition.
 """
+
 from __future__ import annotations
 
 import random
@@ -78,7 +79,7 @@ class RoundRobinPartitioner(Partitioner):
         if queued:
             return queued.pop(0)
         n = self.counters.get(topic, 0)
-        self.counters[topic] = (n + 1) & 0xFFFFFFFF   # Java int overflow; toPositive keeps the low 31 bits
+        self.counters[topic] = (n + 1) & 0xFFFFFFFF  # Java int overflow; toPositive keeps the low 31 bits
         return available[to_positive(n) % len(available)]
 
     def on_new_batch(self, topic, cluster, prev_partition) -> None:
@@ -88,17 +89,26 @@ class RoundRobinPartitioner(Partitioner):
 class UniformStickyPartitioner(Partitioner):
     """All records stick to one partition until ``batch_size`` bytes went there or ``linger_ms`` passed."""
 
-    def __init__(self, batch_size: int = 16_384, linger_ms: int = 5, rng: random.Random | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        batch_size: int = 16_384,
+        linger_ms: int = 5,
+        rng: random.Random | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.batch_size, self.linger_ms = batch_size, linger_ms
         self.rng, self.clock = rng or random.Random(), clock
-        self.current: dict[str, tuple[int, int, float]] = {}   # topic -> (partition, bytes so far, since)
+        self.current: dict[str, tuple[int, int, float]] = {}  # topic -> (partition, bytes so far, since)
 
     def choose(self, topic: str, partitions: list[int], record_bytes: int) -> int:
         now = self.clock()
         current = self.current.get(topic)
-        if (current is None or current[0] not in partitions or current[1] >= self.batch_size
-                or (now - current[2]) * 1000 >= self.linger_ms):
+        if (
+            current is None
+            or current[0] not in partitions
+            or current[1] >= self.batch_size
+            or (now - current[2]) * 1000 >= self.linger_ms
+        ):
             previous = current[0] if current else None
             candidates = [p for p in partitions if p != previous] or partitions
             current = (self.rng.choice(candidates), 0, now)

@@ -1,4 +1,5 @@
 """Play a simulation in real time into a Kafka topic (or a JSON-lines file): ``rebalance-tracker simulate``."""
+
 from __future__ import annotations
 
 import argparse
@@ -26,9 +27,16 @@ def encode_event(event: dict) -> tuple[bytes, bytes]:
     return key, json.dumps(event, separators=(",", ":")).encode("utf-8")
 
 
-def play(simulator: Simulator, send: Callable[[dict], None], *, speed: float = 1.0, duration_s: float | None = None,
-         stop: threading.Event | None = None, tick_s: float = 0.05,
-         on_tick: Callable[[PublishStats], None] | None = None) -> PublishStats:
+def play(
+    simulator: Simulator,
+    send: Callable[[dict], None],
+    *,
+    speed: float = 1.0,
+    duration_s: float | None = None,
+    stop: threading.Event | None = None,
+    tick_s: float = 0.05,
+    on_tick: Callable[[PublishStats], None] | None = None,
+) -> PublishStats:
     """Run the simulation against the wall clock (``speed`` virtual seconds per real second) and ``send`` each
     event as its virtual time comes. Events carry virtual time, which at speed 1 is the wall clock."""
     stop = stop or threading.Event()
@@ -54,8 +62,16 @@ def kafka_sender(bootstrap: str, topic: str, client: dict | None = None):
     kafka-python settings (see ``streaming.kafka_client.kafka_conf``)."""
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(**kafka_conf.for_client(KafkaProducer, client, bootstrap_servers=bootstrap, acks="all",
-                                                     linger_ms=10, client_id="rebalance-simulator"))
+    producer = KafkaProducer(
+        **kafka_conf.for_client(
+            KafkaProducer,
+            client,
+            bootstrap_servers=bootstrap,
+            acks="all",
+            linger_ms=10,
+            client_id="rebalance-simulator",
+        )
+    )
 
     def send(event: dict) -> None:
         key, value = encode_event(event)
@@ -67,30 +83,45 @@ def kafka_sender(bootstrap: str, topic: str, client: dict | None = None):
 def file_sender(out: TextIO):
     def send(event: dict) -> None:
         out.write(json.dumps(event, separators=(",", ":")) + "\n")
+
     return send
 
 
 def build_parser() -> argparse.ArgumentParser:
     from streaming.tracker import TrackerConfig
 
-    p = argparse.ArgumentParser(prog="rebalance-tracker simulate",
-                                description="Simulate consumer groups and publish their protocol events.")
+    p = argparse.ArgumentParser(
+        prog="rebalance-tracker simulate", description="Simulate consumer groups and publish their protocol events."
+    )
     p.add_argument("--bootstrap", default=None, help="Kafka bootstrap servers (default: $KAFKA_BOOTSTRAP)")
-    p.add_argument("--topic", default=TrackerConfig.events_topic,
-                   help="the tracker's events topic (default: %(default)s)")
+    p.add_argument(
+        "--topic", default=TrackerConfig.events_topic, help="the tracker's events topic (default: %(default)s)"
+    )
     p.add_argument("--out", default=None, help="write JSON lines to this file instead of Kafka ('-' = stdout)")
     p.add_argument("--groups", type=int, default=3)
     p.add_argument("--members", type=int, default=3, help="initial members per group")
     p.add_argument("--partitions", type=int, default=6, help="partitions per topic")
-    p.add_argument("--assignors", default="range,roundrobin,sticky,cooperative-sticky",
-                   help="protocols, one per group in turn")
-    p.add_argument("--group-protocol", choices=("classic", "consumer", "mixed"), default="classic",
-                   help="classic: JoinGroup/SyncGroup; consumer: KIP-848 ConsumerGroupHeartbeat; mixed: every other "
-                        "group speaks the consumer protocol (default: %(default)s)")
-    p.add_argument("--server-assignors", default="uniform,range",
-                   help="consumer-protocol groups: the server-side assignor the members ask for, one per group in turn")
-    p.add_argument("--session-timeout-ms", type=int, default=10_000,
-                   help="classic groups' session timeout (consumer-protocol groups use the coordinator's, 45 s)")
+    p.add_argument(
+        "--assignors", default="range,roundrobin,sticky,cooperative-sticky", help="protocols, one per group in turn"
+    )
+    p.add_argument(
+        "--group-protocol",
+        choices=("classic", "consumer", "mixed"),
+        default="classic",
+        help="classic: JoinGroup/SyncGroup; consumer: KIP-848 ConsumerGroupHeartbeat; mixed: every other "
+        "group speaks the consumer protocol (default: %(default)s)",
+    )
+    p.add_argument(
+        "--server-assignors",
+        default="uniform,range",
+        help="consumer-protocol groups: the server-side assignor the members ask for, one per group in turn",
+    )
+    p.add_argument(
+        "--session-timeout-ms",
+        type=int,
+        default=10_000,
+        help="classic groups' session timeout (consumer-protocol groups use the coordinator's, 45 s)",
+    )
     p.add_argument("--heartbeat-interval-ms", type=int, default=3_000)
     p.add_argument("--churn-interval-ms", type=int, default=20_000, help="mean time between disruptions per group")
     p.add_argument("--seed", type=int, default=0)
@@ -108,14 +139,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def settings_from_args(args) -> SimulationSettings:
-    return SimulationSettings(groups=args.groups, members_per_group=args.members,
-                              partitions_per_topic=args.partitions,
-                              assignors=tuple(a.strip() for a in args.assignors.split(",") if a.strip()),
-                              session_timeout_ms=args.session_timeout_ms,
-                              heartbeat_interval_ms=args.heartbeat_interval_ms,
-                              churn_interval_ms=args.churn_interval_ms, seed=args.seed,
-                              group_protocol=args.group_protocol,
-                              server_assignors=tuple(a.strip() for a in args.server_assignors.split(",") if a.strip()))
+    return SimulationSettings(
+        groups=args.groups,
+        members_per_group=args.members,
+        partitions_per_topic=args.partitions,
+        assignors=tuple(a.strip() for a in args.assignors.split(",") if a.strip()),
+        session_timeout_ms=args.session_timeout_ms,
+        heartbeat_interval_ms=args.heartbeat_interval_ms,
+        churn_interval_ms=args.churn_interval_ms,
+        seed=args.seed,
+        group_protocol=args.group_protocol,
+        server_assignors=tuple(a.strip() for a in args.server_assignors.split(",") if a.strip()),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,10 +160,13 @@ def main(argv: list[str] | None = None) -> int:
     start = args.start_ms if args.start_ms is not None else int(time.time() * 1000)
     settings = settings_from_args(args)
     simulator = Simulator(settings, start_ms=start)
-    if settings.group_protocol != "classic":   # the feed does not carry the broker's settings: say them
+    if settings.group_protocol != "classic":  # the feed does not carry the broker's settings: say them
         assumed = " ".join(f"{k}={v}" for k, v in settings.broker_settings().items())
-        print(f"simulate: the consumer-protocol groups assume a broker with {assumed}; replay them with the same "
-              "(--coordinator-config KEY=VALUE)", file=sys.stderr)
+        print(
+            f"simulate: the consumer-protocol groups assume a broker with {assumed}; replay them with the same "
+            "(--coordinator-config KEY=VALUE)",
+            file=sys.stderr,
+        )
     producer = None
     if args.out:
         out = sys.stdout if args.out == "-" else open(args.out, "w", encoding="utf-8")
@@ -166,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
                         events += 1
                     task.update(completed=(min(until, end) - start) // 1000, note=f"{events:,} events")
             else:
+
                 def on_tick(stats: PublishStats) -> None:
                     task.update(completed=stats.virtual_ms // 1000, note=f"{stats.events:,} events")
 

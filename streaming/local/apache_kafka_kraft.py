@@ -24,6 +24,7 @@ from 3.9 on should start too. On 3.9 the group coordinator is the old Scala one 
 ``group.coordinator.rebalance.protocols=classic,consumer``) and there are no share groups; format and settings are
 otherwise the same.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,8 @@ from streaming.local.broker import BrokerError, free_port, wait_for_leaders, wai
 from streaming.local.jvm import JVM_FLAGS, JavaServices, ScratchDir, java, write_properties
 
 DEFAULT_VERSION = "4.4.0"
-VERSIONS = {"4": DEFAULT_VERSION, "3.9": "3.9.2", "3": "3.9.2"}   # short names -> the Maven version they mean
-LOG4J_VERSION = "2.25.5"   # what kafka_2.13 4.4.0 depends on
+VERSIONS = {"4": DEFAULT_VERSION, "3.9": "3.9.2", "3": "3.9.2"}  # short names -> the Maven version they mean
+LOG4J_VERSION = "2.25.5"  # what kafka_2.13 4.4.0 depends on
 
 
 def resolve_version(version: str | None) -> str:
@@ -48,8 +49,10 @@ def resolve_version(version: str | None) -> str:
     version = VERSIONS.get(version, version)
     major, minor = (int(x) for x in version.split(".")[:2])
     if (major, minor) < (3, 9):
-        raise BrokerError(f"Apache Kafka {version}: KRaft as started here needs 3.9 or newer "
-                          f"(Kafka 0.9.0.1 is streaming/local/apache_kafka.py)")
+        raise BrokerError(
+            f"Apache Kafka {version}: KRaft as started here needs 3.9 or newer "
+            f"(Kafka 0.9.0.1 is streaming/local/apache_kafka.py)"
+        )
     return version
 
 
@@ -60,10 +63,14 @@ def kafka_jars(version: str | None = None):
 
     version = resolve_version(version)
     try:
-        return fetch_jars(f"apache-kafka-{version}-log4j-{LOG4J_VERSION}", [
-            f"org.apache.kafka:kafka_2.13:{version}",
-            f"org.apache.logging.log4j:log4j-slf4j-impl:{LOG4J_VERSION}",
-            f"org.apache.logging.log4j:log4j-core:{LOG4J_VERSION}"])
+        return fetch_jars(
+            f"apache-kafka-{version}-log4j-{LOG4J_VERSION}",
+            [
+                f"org.apache.kafka:kafka_2.13:{version}",
+                f"org.apache.logging.log4j:log4j-slf4j-impl:{LOG4J_VERSION}",
+                f"org.apache.logging.log4j:log4j-core:{LOG4J_VERSION}",
+            ],
+        )
     except MavenError as exc:
         raise BrokerError(f"Apache Kafka {version} comes from Maven Central: {exc}") from None
 
@@ -81,33 +88,51 @@ def default_settings(version: str, port: int, controller_port: int, log_dir: str
     """server.properties of a one-node cluster on loopback (see the module's doc for why each group setting)."""
     listeners = f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}"
     settings = {
-        "process.roles": "broker,controller", "node.id": 1,
-        "listeners": listeners, "advertised.listeners": listeners, "controller.listener.names": "CONTROLLER",
+        "process.roles": "broker,controller",
+        "node.id": 1,
+        "listeners": listeners,
+        "advertised.listeners": listeners,
+        "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}", "log.dirs": log_dir,
-        "num.partitions": 1, "auto.create.topics.enable": "true",
-        "offsets.topic.replication.factor": 1, "offsets.topic.num.partitions": 50,
-        "transaction.state.log.replication.factor": 1, "transaction.state.log.min.isr": 1,
-        "log.cleaner.dedupe.buffer.size": 8 * 1024 * 1024,   # default 128 MB of a 512 MB heap
-        "group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 1000,
-        "group.consumer.session.timeout.ms": 10000, "group.consumer.min.session.timeout.ms": 1000,
-        "group.consumer.heartbeat.interval.ms": 1000, "group.consumer.min.heartbeat.interval.ms": 100,
+        "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
+        "log.dirs": log_dir,
+        "num.partitions": 1,
+        "auto.create.topics.enable": "true",
+        "offsets.topic.replication.factor": 1,
+        "offsets.topic.num.partitions": 50,
+        "transaction.state.log.replication.factor": 1,
+        "transaction.state.log.min.isr": 1,
+        "log.cleaner.dedupe.buffer.size": 8 * 1024 * 1024,  # default 128 MB of a 512 MB heap
+        "group.initial.rebalance.delay.ms": 0,
+        "group.min.session.timeout.ms": 1000,
+        "group.consumer.session.timeout.ms": 10000,
+        "group.consumer.min.session.timeout.ms": 1000,
+        "group.consumer.heartbeat.interval.ms": 1000,
+        "group.consumer.min.heartbeat.interval.ms": 100,
     }
     if int(version.split(".")[0]) >= 4:
-        settings.update({"share.coordinator.state.topic.replication.factor": 1,
-                         "share.coordinator.state.topic.min.isr": 1})
+        settings.update(
+            {"share.coordinator.state.topic.replication.factor": 1, "share.coordinator.state.topic.min.isr": 1}
+        )
     return settings
 
 
 # WARN and up, and the group coordinator's INFO lines (joins, generations, expiries): the tail a failed test prints.
 LOG4J2 = {
-    "status": "warn", "shutdownHook": "disable",
-    "appender.out.type": "Console", "appender.out.name": "out", "appender.out.layout.type": "PatternLayout",
+    "status": "warn",
+    "shutdownHook": "disable",
+    "appender.out.type": "Console",
+    "appender.out.name": "out",
+    "appender.out.layout.type": "PatternLayout",
     "appender.out.layout.pattern": "[%d] %p %m (%c)%n",
-    "rootLogger.level": "WARN", "rootLogger.appenderRef.out.ref": "out",
-    "logger.coordinator.name": "org.apache.kafka.coordinator.group", "logger.coordinator.level": "INFO",
-    "logger.scala-coordinator.name": "kafka.coordinator.group", "logger.scala-coordinator.level": "INFO",   # 3.x
-    "logger.server.name": "kafka.server.KafkaRaftServer", "logger.server.level": "INFO",   # "Kafka Server started"
+    "rootLogger.level": "WARN",
+    "rootLogger.appenderRef.out.ref": "out",
+    "logger.coordinator.name": "org.apache.kafka.coordinator.group",
+    "logger.coordinator.level": "INFO",
+    "logger.scala-coordinator.name": "kafka.coordinator.group",
+    "logger.scala-coordinator.level": "INFO",  # 3.x
+    "logger.server.name": "kafka.server.KafkaRaftServer",
+    "logger.server.level": "INFO",  # "Kafka Server started"
 }
 
 
@@ -145,9 +170,13 @@ class KraftKafka(JavaServices):
         wait_for_leaders(self.bootstrap, topics)
 
 
-def start_kraft_kafka(version: str | None = None, broker_settings: dict | None = None,
-                      timeout_s: float = 60.0, format_args: list[str] | None = None,
-                      ports: tuple[int, int] | None = None) -> KraftKafka:
+def start_kraft_kafka(
+    version: str | None = None,
+    broker_settings: dict | None = None,
+    timeout_s: float = 60.0,
+    format_args: list[str] | None = None,
+    ports: tuple[int, int] | None = None,
+) -> KraftKafka:
     """Start Apache Kafka ``version`` (default ``DEFAULT_VERSION``; ``"4"``, ``"3.9"`` or an exact Maven version) as
     one KRaft node on free loopback ports; returns once it answers. ``broker_settings`` override server.properties
     (e.g. ``{"group.consumer.session.timeout.ms": 6000}``); ``format_args`` go to ``StorageTool format`` (e.g.
@@ -159,16 +188,36 @@ def start_kraft_kafka(version: str | None = None, broker_settings: dict | None =
     kafka = KraftKafka(version, port, controller_port, ScratchDir(f"apache-kafka-{version}-"))
     atexit.register(kafka.stop)
     workdir = kafka.workdir
-    settings = {**default_settings(version, kafka.port, kafka.controller_port, str(workdir / "data")),
-                **(broker_settings or {})}
+    settings = {
+        **default_settings(version, kafka.port, kafka.controller_port, str(workdir / "data")),
+        **(broker_settings or {}),
+    }
     server_props = write_properties(workdir / "server.properties", settings)
     logging = {"log4j2.configurationFile": write_properties(workdir / "log4j2.properties", LOG4J2)}
     try:
         # --standalone: this node is the whole controller quorum (its host:port goes into the storage).
-        done = subprocess.run([java(), "-Xmx256m", *JVM_FLAGS, *(f"-D{k}={v}" for k, v in logging.items()),
-                               "-cp", classpath, "kafka.tools.StorageTool", "format", "--standalone",
-                               "-t", cluster_id(), "-c", str(server_props), *(format_args or [])],
-                              capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [
+                java(),
+                "-Xmx256m",
+                *JVM_FLAGS,
+                *(f"-D{k}={v}" for k, v in logging.items()),
+                "-cp",
+                classpath,
+                "kafka.tools.StorageTool",
+                "format",
+                "--standalone",
+                "-t",
+                cluster_id(),
+                "-c",
+                str(server_props),
+                *(format_args or []),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
+        )
         if done.returncode != 0:
             raise BrokerError(f"formatting its storage failed: {(done.stdout + done.stderr).strip()[-2000:]}")
         kafka.start_java("kafka", classpath, "kafka.Kafka", [str(server_props)], "512m", logging)
@@ -181,18 +230,26 @@ def start_kraft_kafka(version: str | None = None, broker_settings: dict | None =
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="rebalance-tracker broker --apache-kafka 4",
-                                     description="Run Apache Kafka (KRaft, one node) on loopback.")
-    parser.add_argument("version", nargs="?", default=DEFAULT_VERSION,
-                        help=f"4 (= {DEFAULT_VERSION}), 3.9 (= {VERSIONS['3.9']}) or an exact kafka_2.13 version")
+    parser = argparse.ArgumentParser(
+        prog="rebalance-tracker broker --apache-kafka 4", description="Run Apache Kafka (KRaft, one node) on loopback."
+    )
+    parser.add_argument(
+        "version",
+        nargs="?",
+        default=DEFAULT_VERSION,
+        help=f"4 (= {DEFAULT_VERSION}), 3.9 (= {VERSIONS['3.9']}) or an exact kafka_2.13 version",
+    )
     args = parser.parse_args(argv)
     kafka = start_kraft_kafka(args.version)
     try:
-        print(f"Apache Kafka {kafka.version} (KRaft, one broker+controller) listening: bootstrap={kafka.bootstrap}; "
-              f"Ctrl-C stops it\nTopics: create them with any admin client (e.g. kafka-topics.sh --bootstrap-server "
-              f"{kafka.bootstrap} --create --topic my-topic --partitions 6), or producers create them with 1 "
-              f"partition.\nGroup settings for quick tests: classic sessions from 1 s; consumer protocol: session "
-              f"10 s, heartbeat 1 s (scratch dir {kafka.workdir})", flush=True)
+        print(
+            f"Apache Kafka {kafka.version} (KRaft, one broker+controller) listening: bootstrap={kafka.bootstrap}; "
+            f"Ctrl-C stops it\nTopics: create them with any admin client (e.g. kafka-topics.sh --bootstrap-server "
+            f"{kafka.bootstrap} --create --topic my-topic --partitions 6), or producers create them with 1 "
+            f"partition.\nGroup settings for quick tests: classic sessions from 1 s; consumer protocol: session "
+            f"10 s, heartbeat 1 s (scratch dir {kafka.workdir})",
+            flush=True,
+        )
         while kafka.running():
             time.sleep(0.5)
     except KeyboardInterrupt:

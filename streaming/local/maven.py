@@ -6,6 +6,7 @@ folder from the same artifacts costs no network), leaving out the artifact ids i
 they join has already). The folder appears in one step, complete or not at all: an
 interrupted or concurrent fetch never leaves half a class path.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,11 +30,15 @@ def _pom(artifacts: list[str]) -> str:
     dependencies = []
     for coordinates in artifacts:
         group, artifact, version = coordinates.split(":")
-        dependencies.append(f"<dependency><groupId>{escape(group)}</groupId><artifactId>{escape(artifact)}"
-                            f"</artifactId><version>{escape(version)}</version></dependency>")
-    return ('<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
-            "<groupId>rebalance-tracker</groupId><artifactId>jar-fetch</artifactId><version>0</version>"
-            f"<dependencies>{''.join(dependencies)}</dependencies></project>\n")
+        dependencies.append(
+            f"<dependency><groupId>{escape(group)}</groupId><artifactId>{escape(artifact)}"
+            f"</artifactId><version>{escape(version)}</version></dependency>"
+        )
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        "<groupId>rebalance-tracker</groupId><artifactId>jar-fetch</artifactId><version>0</version>"
+        f"<dependencies>{''.join(dependencies)}</dependencies></project>\n"
+    )
 
 
 def fetch_jars(name: str, artifacts: list[str], timeout_s: float = 600.0, exclude: Iterable[str] = ()) -> Path:
@@ -51,8 +56,16 @@ def fetch_jars(name: str, artifacts: list[str], timeout_s: float = 600.0, exclud
         pom = Path(scratch) / "pom.xml"
         pom.write_text(_pom(artifacts))
         jars = Path(scratch) / "jars"
-        command = [mvn, "-B", "-q", "-f", str(pom), f"{DEPENDENCY_PLUGIN}:copy-dependencies",
-                   "-DincludeScope=runtime", f"-DoutputDirectory={jars}"]
+        command = [
+            mvn,
+            "-B",
+            "-q",
+            "-f",
+            str(pom),
+            f"{DEPENDENCY_PLUGIN}:copy-dependencies",
+            "-DincludeScope=runtime",
+            f"-DoutputDirectory={jars}",
+        ]
         if exclude:
             command.append(f"-DexcludeArtifactIds={','.join(sorted(exclude))}")
         try:
@@ -63,7 +76,7 @@ def fetch_jars(name: str, artifacts: list[str], timeout_s: float = 600.0, exclud
             output = (done.stdout + done.stderr).strip()[-1500:]
             raise MavenError(f"mvn could not fetch {', '.join(artifacts)}:\n{output}")
         try:
-            os.rename(jars, target)   # one step; if a concurrent fetch got there first, its folder stands
+            os.rename(jars, target)  # one step; if a concurrent fetch got there first, its folder stands
         except OSError:
             if not target.is_dir():
                 raise

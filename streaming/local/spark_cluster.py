@@ -8,6 +8,7 @@ For tests and for trying the tracker on a real (if small) cluster on one machine
 Each daemon is tied to this process (``PR_SET_PDEATHSIG``, as the bundled broker is), so a killed test run leaves no
 master or worker behind; a worker stopping takes its executors with it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,7 +43,7 @@ def spark_home() -> Path:
         import pyspark
 
         candidates.append(os.path.dirname(pyspark.__file__))
-    except ImportError:   # pragma: no cover - dependency declared in pyproject
+    except ImportError:  # pragma: no cover - dependency declared in pyproject
         pass
     for home in filter(None, candidates):
         if (Path(home) / "bin" / "spark-class").is_file():
@@ -58,7 +59,7 @@ class SparkCluster:
     workdir: Path
     master: subprocess.Popen
     workers: list[subprocess.Popen] = field(default_factory=list)
-    remove_workdir: bool = False      # a temporary work dir is removed on stop
+    remove_workdir: bool = False  # a temporary work dir is removed on stop
 
     def worker_dir(self, index: int) -> Path:
         """Worker ``index``'s work dir: ``app-*/<executor id>/`` holds each executor's files and logs."""
@@ -96,16 +97,26 @@ def daemon_env(home: Path, memory: str = "256m") -> dict[str, str]:
     # Executors inherit their worker's environment, and their Python workers its PYTHONPATH: start the daemons
     # without ours, so what executors import comes from the application (its PYSPARK_PYTHON, its shipped code).
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("PYSPARK_")}
-    env.update(SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1", SPARK_DAEMON_MEMORY=memory,
-               SPARK_DAEMON_JAVA_OPTS="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto",
-               SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false")
+    env.update(
+        SPARK_HOME=str(home),
+        SPARK_LOCAL_IP="127.0.0.1",
+        SPARK_DAEMON_MEMORY=memory,
+        SPARK_DAEMON_JAVA_OPTS="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto",
+        SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false",
+    )
     return env
 
 
 def _start(home: Path, args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
     with open(log, "wb") as out:
-        return subprocess.Popen([str(home / "bin" / "spark-class"), *args], stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=env, preexec_fn=_die_with_parent)
+        return subprocess.Popen(
+            [str(home / "bin" / "spark-class"), *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            preexec_fn=_die_with_parent,
+        )
 
 
 def _wait_for(cluster: SparkCluster, ready, what: str, deadline: float) -> None:
@@ -114,14 +125,16 @@ def _wait_for(cluster: SparkCluster, ready, what: str, deadline: float) -> None:
             return
         dead = [p for p in [cluster.master, *cluster.workers] if p.poll() is not None]
         if dead:
-            raise SparkClusterError(f"a Spark daemon exited (code {dead[0].returncode}) before {what}:\n"
-                                    f"{cluster.logs()}")
+            raise SparkClusterError(
+                f"a Spark daemon exited (code {dead[0].returncode}) before {what}:\n{cluster.logs()}"
+            )
         time.sleep(0.1)
     raise SparkClusterError(f"timed out waiting for {what}:\n{cluster.logs()}")
 
 
-def start_spark_cluster(workers: int = 2, cores: int = 1, memory: str = "1g", workdir: str | None = None,
-                        timeout_s: float = 90.0) -> SparkCluster:
+def start_spark_cluster(
+    workers: int = 2, cores: int = 1, memory: str = "1g", workdir: str | None = None, timeout_s: float = 90.0
+) -> SparkCluster:
     """Start a master and ``workers`` workers (``cores`` cores and ``memory`` for executors each) on loopback and
     wait until every worker has registered. ``workdir`` (default: a new temporary directory) holds the daemons' logs
     and the workers' work dirs; a temporary one is removed on ``stop``. Raises :class:`SparkClusterError`."""
@@ -133,8 +146,20 @@ def start_spark_cluster(workers: int = 2, cores: int = 1, memory: str = "1g", wo
     env = daemon_env(home)
     deadline = time.monotonic() + timeout_s
     master_log = root / "master.log"
-    master = _start(home, ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                           "--port", str(free_port()), "--webui-port", str(free_port())], env, master_log)
+    master = _start(
+        home,
+        [
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(free_port()),
+            "--webui-port",
+            str(free_port()),
+        ],
+        env,
+        master_log,
+    )
     cluster = SparkCluster("", root, master, remove_workdir=workdir is None)
     atexit.register(cluster.stop)
     try:
@@ -150,12 +175,33 @@ def start_spark_cluster(workers: int = 2, cores: int = 1, memory: str = "1g", wo
         cluster.master_url = found[0]
         for i in range(workers):
             cluster.worker_dir(i).mkdir(exist_ok=True)
-            cluster.workers.append(_start(home, [
-                "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", str(cores),
-                "--memory", memory, "--webui-port", str(free_port()), "--work-dir", str(cluster.worker_dir(i)),
-                cluster.master_url], env, root / f"worker-{i}.log"))
-        _wait_for(cluster, lambda: all(_REGISTERED in (root / f"worker-{i}.log").read_text(errors="replace")
-                                       for i in range(workers)), f"{workers} workers to register", deadline)
+            cluster.workers.append(
+                _start(
+                    home,
+                    [
+                        "org.apache.spark.deploy.worker.Worker",
+                        "--host",
+                        "127.0.0.1",
+                        "--cores",
+                        str(cores),
+                        "--memory",
+                        memory,
+                        "--webui-port",
+                        str(free_port()),
+                        "--work-dir",
+                        str(cluster.worker_dir(i)),
+                        cluster.master_url,
+                    ],
+                    env,
+                    root / f"worker-{i}.log",
+                )
+            )
+        _wait_for(
+            cluster,
+            lambda: all(_REGISTERED in (root / f"worker-{i}.log").read_text(errors="replace") for i in range(workers)),
+            f"{workers} workers to register",
+            deadline,
+        )
     except BaseException:
         cluster.stop()
         raise
@@ -163,8 +209,10 @@ def start_spark_cluster(workers: int = 2, cores: int = 1, memory: str = "1g", wo
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="rebalance-tracker spark-cluster",
-                                description="Run a Spark standalone master and workers on 127.0.0.1 until Ctrl-C.")
+    p = argparse.ArgumentParser(
+        prog="rebalance-tracker spark-cluster",
+        description="Run a Spark standalone master and workers on 127.0.0.1 until Ctrl-C.",
+    )
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--cores", type=int, default=1, help="cores each worker offers")
     p.add_argument("--memory", default="1g", help="memory each worker offers to executors")
@@ -175,8 +223,10 @@ def main(argv: list[str] | None = None) -> int:
     except SparkClusterError as exc:
         print(f"spark-cluster: {exc}", file=sys.stderr)
         return 1
-    print(f"Spark master at {cluster.master_url} with {args.workers} workers (logs: {cluster.workdir}); "
-          f"Ctrl-C stops", flush=True)
+    print(
+        f"Spark master at {cluster.master_url} with {args.workers} workers (logs: {cluster.workdir}); Ctrl-C stops",
+        flush=True,
+    )
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

@@ -6,6 +6,7 @@ would look for every group under a key it was never stored under and start each 
 mode changes the query's plan (a watermark and event-time timers, or neither). So the first start of a checkpoint
 writes ``tracker-settings.json`` next to Spark's query checkpoint, and each later start compares.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,11 @@ class CheckpointSettingsChanged(ValueError):
 
 def job_settings(state_key: str, time_mode: str, state_partitions: int | None) -> dict:
     """What a checkpoint's state depends on. The partition count matters only when the state is keyed by it."""
-    return {"state_key": state_key, "time_mode": time_mode,
-            "offsets.topic.num.partitions": state_partitions if state_key == "coordinator-partition" else None}
+    return {
+        "state_key": state_key,
+        "time_mode": time_mode,
+        "offsets.topic.num.partitions": state_partitions if state_key == "coordinator-partition" else None,
+    }
 
 
 def check_and_record(checkpoint: str, fresh: bool, settings: dict) -> None:
@@ -32,12 +36,16 @@ def check_and_record(checkpoint: str, fresh: bool, settings: dict) -> None:
     path = Path(checkpoint) / FILE
     recorded = None if fresh or not path.exists() else json.loads(path.read_text())
     if recorded is not None and recorded != settings:
-        changed = ", ".join(f"{name} {recorded.get(name)!r} -> {value!r}"
-                            for name, value in settings.items() if recorded.get(name) != value)
+        changed = ", ".join(
+            f"{name} {recorded.get(name)!r} -> {value!r}"
+            for name, value in settings.items()
+            if recorded.get(name) != value
+        )
         raise CheckpointSettingsChanged(
             f"checkpoint {checkpoint} was started with other settings ({changed}): its state would not be found "
             f"under them. Restart with the checkpoint's settings, or start a new --checkpoint (the groups are "
-            f"rebuilt from the store).")
+            f"rebuilt from the store)."
+        )
     if recorded is None:
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_suffix(".tmp")

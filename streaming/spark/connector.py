@@ -14,6 +14,7 @@ the driver serves them to the executors of a cluster. Under ``spark-submit`` the
 ``spark-submit --jars "$(rebalance-tracker kafka-connector)" ...`` gives it the same jars (or Spark's own
 ``--packages org.apache.spark:spark-sql-kafka-0-10_2.13:<version>``, which resolves them with Ivy).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,8 +66,11 @@ def connector_jars(version: str | None = None) -> list[Path]:
     scala = scala_version(jars)
     shipped = {artifact_id(j.name) for j in jars.glob("*.jar")}
     try:
-        folder = fetch_jars(f"spark-kafka-connector-{version}_{scala}",
-                            [f"org.apache.spark:{CONNECTOR}_{scala}:{version}"], exclude=shipped)
+        folder = fetch_jars(
+            f"spark-kafka-connector-{version}_{scala}",
+            [f"org.apache.spark:{CONNECTOR}_{scala}:{version}"],
+            exclude=shipped,
+        )
     except MavenError as exc:
         raise ConnectorUnavailable(f"Spark's Kafka connector {version} comes from Maven Central: {exc}") from None
     return sorted(folder.glob("*.jar"))
@@ -79,10 +83,12 @@ def with_connector(conf: dict[str, str], jars: list[Path]) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="rebalance-tracker kafka-connector",
-                                description="Print the jars of Spark's Kafka connector for the installed pyspark, "
-                                            "comma-separated (fetched from Maven Central on first use), for "
-                                            "spark-submit --jars.")
+    p = argparse.ArgumentParser(
+        prog="rebalance-tracker kafka-connector",
+        description="Print the jars of Spark's Kafka connector for the installed pyspark, "
+        "comma-separated (fetched from Maven Central on first use), for "
+        "spark-submit --jars.",
+    )
     p.parse_args(argv)
     try:
         jars = connector_jars()

@@ -4,6 +4,7 @@ Spark hands us a group's serialised coordinator state, the group's new events (a
 we return the new state, the outputs and the next deadline. Nothing here knows about Spark, so the exact same step
 runs in tests, in replays and inside ``applyInPandasWithState``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -16,29 +17,49 @@ from streaming.gc_pause import gc_paused
 
 # Output types the job keeps by default. Per-request responses (join_response, heartbeat_response, ...) are what the
 # coordinator answers each client; a tracker rarely needs them downstream and they are most of the volume.
-DEFAULT_OUTPUT_TYPES = frozenset({
-    "state_change", "assignment", "rebalance", "member_expired", "member_joined", "member_left", "member_replaced",
-    "offset_commit", "group_metadata",
-    # Consumer-protocol (KIP-848) groups: their target assignments, their __consumer_offsets records, the switch
-    # between protocols, and what the tracker does not model.
-    "target_assignment", "protocol_switch", "protocol_conversion_unsupported", "ignored_event",
-    # A lost checkpoint: each group rebuilt from the store, and the first sign of what the store did not hold.
-    "group_restored", "restore_gap",
-    # Log-end samples, passed on: lag is measured from them and the commits (streaming/coordinator/lag.py).
-    "log_end",
-}) | CONSUMER_GROUP_RECORDS
+DEFAULT_OUTPUT_TYPES = (
+    frozenset(
+        {
+            "state_change",
+            "assignment",
+            "rebalance",
+            "member_expired",
+            "member_joined",
+            "member_left",
+            "member_replaced",
+            "offset_commit",
+            "group_metadata",
+            # Consumer-protocol (KIP-848) groups: their target assignments, their __consumer_offsets records, the switch
+            # between protocols, and what the tracker does not model.
+            "target_assignment",
+            "protocol_switch",
+            "protocol_conversion_unsupported",
+            "ignored_event",
+            # A lost checkpoint: each group rebuilt from the store, and the first sign of what the store did not hold.
+            "group_restored",
+            "restore_gap",
+            # Log-end samples, passed on: lag is measured from them and the commits (streaming/coordinator/lag.py).
+            "log_end",
+        }
+    )
+    | CONSUMER_GROUP_RECORDS
+)
 
 
 @dataclass
 class StepResult:
-    state: bytes | None          # None: the group no longer exists (Dead and nothing left to keep)
+    state: bytes | None  # None: the group no longer exists (Dead and nothing left to keep)
     outputs: list[dict] = field(default_factory=list)
     next_deadline: int | None = None
 
 
-def step_group(state: bytes | None, events: Iterable[dict], now_ms: int | None,
-               config: CoordinatorConfig | Configs,
-               keep_types: frozenset[str] | None = DEFAULT_OUTPUT_TYPES) -> StepResult:
+def step_group(
+    state: bytes | None,
+    events: Iterable[dict],
+    now_ms: int | None,
+    config: CoordinatorConfig | Configs,
+    keep_types: frozenset[str] | None = DEFAULT_OUTPUT_TYPES,
+) -> StepResult:
     """Apply ``events`` (in feed order), then fire the timers due at ``now_ms``.
 
     The coordinator fires timers due before each event itself, so the result does not depend on how the feed was
@@ -46,15 +67,20 @@ def step_group(state: bytes | None, events: Iterable[dict], now_ms: int | None,
     the classic or the consumer-protocol model (``streaming.coordinator.routing``); ``config`` is both models'
     settings (a ``CoordinatorConfig`` alone: the consumer protocol's defaults).
     """
-    with gc_paused():   # in a process holding pandas, pyarrow and pyspark, ~25% of a step was the collector
+    with gc_paused():  # in a process holding pandas, pyarrow and pyspark, ~25% of a step was the collector
         return _step(state, events, now_ms, config, keep_types)
 
 
-def _step(state: bytes | None, events: Iterable[dict], now_ms: int | None, config: CoordinatorConfig | Configs,
-          keep_types: frozenset[str] | None) -> StepResult:
+def _step(
+    state: bytes | None,
+    events: Iterable[dict],
+    now_ms: int | None,
+    config: CoordinatorConfig | Configs,
+    keep_types: frozenset[str] | None,
+) -> StepResult:
     configs = config if isinstance(config, Configs) else Configs.of(config)
     coordinator = GroupModel.from_bytes(state, configs)
-    outputs: list[dict] = coordinator.announcements()   # a group rebuilt from the store says so in its first step
+    outputs: list[dict] = coordinator.announcements()  # a group rebuilt from the store says so in its first step
     for event in events:
         outputs.extend(coordinator.handle(event))
     if now_ms is not None:

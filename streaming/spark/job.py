@@ -3,6 +3,7 @@
 Only wiring lives here. Validation is ``streaming.coordinator.events.parse_event``, the per-group step is
 ``streaming.spark.group_step.step_group``; both are pure and tested without Spark.
 """
+
 from __future__ import annotations
 
 import functools
@@ -39,8 +40,8 @@ PARTITION_KEYED_SCHEMA = "coordinator_partition int, run binary, event_time time
 # One row per coordinator output (and per dead letter). payload is the output record as JSON.
 OUTPUT_SCHEMA = "group_id string, type string, ts long, seq int, payload string"
 STATE_SCHEMA = "version int, data binary"
-STATE_VERSION = 1             # data: one group's coordinator state
-PARTITION_STATE_VERSION = 2   # data: a partition's groups, MessagePack {group id: [state, next deadline or None]}
+STATE_VERSION = 1  # data: one group's coordinator state
+PARTITION_STATE_VERSION = 2  # data: a partition's groups, MessagePack {group id: [state, next deadline or None]}
 
 # Global topic metadata (no group id) is fanned out to every group by the driver; it travels under this key. Not "":
 # the empty group id is a group of its own (Kafka keeps offset commits working for it).
@@ -49,13 +50,14 @@ BROADCAST_KEY = None
 
 class Run(msgspec.Struct, array_like=True):
     """A group's validated events from one Kafka partition of one Arrow batch, in offset order, or one bad record."""
+
     topic: str
     partition: int
     first_offset: int
     group_id: str | None
-    events: list[dict] | None = None      # None for a bad record
-    offsets: list[int] = []               # each event's offset (a group's records need not be adjacent)
-    dead_letter: dict | None = None       # the bad record's dead letter
+    events: list[dict] | None = None  # None for a bad record
+    offsets: list[int] = []  # each event's offset (a group's records need not be adjacent)
+    dead_letter: dict | None = None  # the bad record's dead letter
 
 
 _ENCODER, _DECODER = msgspec.msgpack.Encoder(), msgspec.msgpack.Decoder()
@@ -81,8 +83,12 @@ def _to_json(output: dict) -> bytes:
     return _JSON.encode(output)
 
 
-def parse_rows(batches: Iterator[pd.DataFrame], max_ahead_ms: int = JobOptions.max_event_ahead_ms,
-               stage_times=None, coordinator_partitions: int | None = None) -> Iterator[pd.DataFrame]:
+def parse_rows(
+    batches: Iterator[pd.DataFrame],
+    max_ahead_ms: int = JobOptions.max_event_ahead_ms,
+    stage_times=None,
+    coordinator_partitions: int | None = None,
+) -> Iterator[pd.DataFrame]:
     """Validate raw Kafka rows. Bad rows are kept, with their reason, for the dead-letter sink. With
     ``coordinator_partitions``, rows are keyed by the group's __consumer_offsets partition (PARTITION_KEYED_SCHEMA)."""
     for pdf in batches:
@@ -100,8 +106,9 @@ def _coordinator_partition(group_id: str | None, partitions: int) -> int:
 
 
 def _keyed_by_partition(frame: pd.DataFrame, partitions: int) -> pd.DataFrame:
-    keys = np.fromiter((_coordinator_partition(g, partitions) for g in frame["group_id"].tolist()),
-                       dtype="int32", count=len(frame))
+    keys = np.fromiter(
+        (_coordinator_partition(g, partitions) for g in frame["group_id"].tolist()), dtype="int32", count=len(frame)
+    )
     return pd.DataFrame({"coordinator_partition": keys, "run": frame["run"], "event_time": frame["event_time"]})
 
 
@@ -121,30 +128,44 @@ def trusted_time(event: dict, record_ms: int, now_ms: int, max_ahead_ms: int) ->
     bound = min(record_ms, now_ms) if has_record_time else now_ms
     if event["ts"] is None:
         if not has_record_time:
-            return None, ("no time: the event has no ts and its record no timestamp (brokers before 0.10 keep "
-                          "none); give the event a ts")
+            return None, (
+                "no time: the event has no ts and its record no timestamp (brokers before 0.10 keep "
+                "none); give the event a ts"
+            )
         if record_ms - now_ms > max_ahead_ms:
-            return None, (f"no trustworthy time: the event has no ts and its record's timestamp {record_ms} is "
-                          f"{(record_ms - now_ms) // 1000} s ahead of the clock (the bound is "
-                          f"{max_ahead_ms // 1000} s)")
+            return None, (
+                f"no trustworthy time: the event has no ts and its record's timestamp {record_ms} is "
+                f"{(record_ms - now_ms) // 1000} s ahead of the clock (the bound is "
+                f"{max_ahead_ms // 1000} s)"
+            )
         return record_ms, None
     if event["ts"] - bound > max_ahead_ms:
-        against = (f"its record's timestamp {record_ms}" if bound == record_ms else
-                   f"the clock ({now_ms}; its record's timestamp is {record_ms})")
-        return None, (f"ts {event['ts']} is {(event['ts'] - bound) // 1000} s ahead of {against} (the bound is "
-                      f"{max_ahead_ms // 1000} s)")
+        against = (
+            f"its record's timestamp {record_ms}"
+            if bound == record_ms
+            else f"the clock ({now_ms}; its record's timestamp is {record_ms})"
+        )
+        return None, (
+            f"ts {event['ts']} is {(event['ts'] - bound) // 1000} s ahead of {against} (the bound is "
+            f"{max_ahead_ms // 1000} s)"
+        )
     return event["ts"], None
 
 
 def _parse_frame(pdf: pd.DataFrame, max_ahead_ms: int) -> pd.DataFrame:
-    runs: dict[tuple, tuple[Run, list]] = {}   # (group id, topic, partition) -> (its run, [latest ts])
-    rows: list[tuple] = []         # (group id, event time or None, run)
+    runs: dict[tuple, tuple[Run, list]] = {}  # (group id, topic, partition) -> (its run, [latest ts])
+    rows: list[tuple] = []  # (group id, event time or None, run)
     now_ms = int(time.time() * 1000)
     for key, value, topic, partition, offset, record_ms in zip(
-            pdf["key"].tolist(), pdf["value"].tolist(), pdf["topic"].tolist(), pdf["partition"].tolist(),
-            pdf["offset"].tolist(), record_times_ms(pdf["timestamp_ms"])):
-        raw = bytes(value) if value is not None else None   # a null value: "empty record value"
-        if topic == RESTORE_TOPIC:   # a group's state rebuilt from the store (streaming/spark/restore.py)
+        pdf["key"].tolist(),
+        pdf["value"].tolist(),
+        pdf["topic"].tolist(),
+        pdf["partition"].tolist(),
+        pdf["offset"].tolist(),
+        record_times_ms(pdf["timestamp_ms"]),
+    ):
+        raw = bytes(value) if value is not None else None  # a null value: "empty record value"
+        if topic == RESTORE_TOPIC:  # a group's state rebuilt from the store (streaming/spark/restore.py)
             group_id, event, ts = bytes(key).decode("utf-8"), json.loads(raw), record_ms
         else:
             event, error = parse_event(raw)
@@ -155,7 +176,7 @@ def _parse_frame(pdf: pd.DataFrame, max_ahead_ms: int) -> pd.DataFrame:
             if event is not None:
                 group_id = event["group_id"]
                 if event["type"] == "topic_metadata" and not group_id:
-                    group_id = BROADCAST_KEY   # the coordinator reads an empty group id here as "every group" too
+                    group_id = BROADCAST_KEY  # the coordinator reads an empty group id here as "every group" too
                 ts = event["ts"]
             else:
                 # Keep bad input under the record's key so it is dead-lettered next to its group's events; no event
@@ -173,9 +194,13 @@ def _parse_frame(pdf: pd.DataFrame, max_ahead_ms: int) -> pd.DataFrame:
             entry[0].offsets.append(offset)
     rows += [(run.group_id, latest, _pack(run)) for run, (latest,) in runs.values()]
     group_ids, stamps, packed = zip(*rows) if rows else ((), (), ())
-    return pd.DataFrame({
-        "group_id": np.array(group_ids, dtype=object), "run": np.array(packed, dtype=object),
-        "event_time": pd.to_datetime(pd.Series(stamps, dtype="float64"), unit="ms")})
+    return pd.DataFrame(
+        {
+            "group_id": np.array(group_ids, dtype=object),
+            "run": np.array(packed, dtype=object),
+            "event_time": pd.to_datetime(pd.Series(stamps, dtype="float64"), unit="ms"),
+        }
+    )
 
 
 def _feed_position(run: Run) -> tuple[int, int]:
@@ -192,25 +217,29 @@ def _output_frame(rows: list[tuple[str, int, str]], group_ids: list) -> pd.DataF
     n = len(rows)
     ids = np.empty(n, dtype=object)
     ids[:] = group_ids
-    return pd.DataFrame({
-        "group_id": ids,
-        "type": np.array([r[0] for r in rows], dtype=object),
-        "ts": np.fromiter((r[1] for r in rows), dtype="int64", count=n),
-        "seq": np.arange(n, dtype="int32"),
-        "payload": np.array([r[2] for r in rows], dtype=object),
-    }, copy=False)
+    return pd.DataFrame(
+        {
+            "group_id": ids,
+            "type": np.array([r[0] for r in rows], dtype=object),
+            "ts": np.fromiter((r[1] for r in rows), dtype="int64", count=n),
+            "seq": np.arange(n, dtype="int32"),
+            "payload": np.array([r[2] for r in rows], dtype=object),
+        },
+        copy=False,
+    )
 
 
 @dataclass
 class _Clock:
     """A micro-batch's time, as one key's call sees it."""
-    now: int | None      # what timers fire up to (None: event time with no watermark yet)
-    behind: int          # events stamped before this are late (event time) and dropped
+
+    now: int | None  # what timers fire up to (None: event time with no watermark yet)
+    behind: int  # events stamped before this are late (event time) and dropped
 
 
 def make_state_function(options: JobOptions):
     """Build the ``applyInPandasWithState`` function around :func:`step_group`, for ``options.state_key``."""
-    config = Configs.from_properties(options.coordinator)   # group.consumer.* keys: the consumer protocol's
+    config = Configs.from_properties(options.coordinator)  # group.consumer.* keys: the consumer protocol's
     event_time = options.time_mode == "event"
     if options.state_key not in STATE_KEYS:
         raise ValueError(f"state key must be one of {STATE_KEYS}, not {options.state_key!r}")
@@ -230,7 +259,7 @@ def make_state_function(options: JobOptions):
     def clock_of(state) -> _Clock:
         if event_time:
             watermark = state.getCurrentWatermarkMs()
-            return _Clock(watermark if watermark > 0 else None, watermark)   # no watermark yet: only events move time
+            return _Clock(watermark if watermark > 0 else None, watermark)  # no watermark yet: only events move time
         return _Clock(state.getCurrentProcessingTimeMs() - options.timeout_grace_ms, 0)
 
     def set_timeout(state, deadline: int) -> None:
@@ -255,10 +284,10 @@ def make_state_function(options: JobOptions):
 
     def step_partition(runs: list[Run], state, clock: _Clock) -> pd.DataFrame | None:
         """Every group of one __consumer_offsets partition: those with input, and those whose timers are due."""
-        groups: dict = {}   # group id -> its runs, in feed order
+        groups: dict = {}  # group id -> its runs, in feed order
         for run in runs:
             groups.setdefault(run.group_id, []).append(run)
-        held: dict[str, list] = _unpack(state.get[1]) if state.exists else {}   # group id -> [state, deadline]
+        held: dict[str, list] = _unpack(state.get[1]) if state.exists else {}  # group id -> [state, deadline]
         if clock.now is not None:
             for group_id, (_, deadline) in held.items():
                 if deadline is not None and deadline <= clock.now and group_id not in groups:
@@ -285,26 +314,35 @@ def make_state_function(options: JobOptions):
             state.remove()
         return _output_frame(outputs, group_ids) if outputs else None
 
-    def step_one(group_id, runs: list[Run], previous: bytes | None, timed_out: bool,
-                 clock: _Clock) -> tuple[list[dict], StepResult | None]:
+    def step_one(
+        group_id, runs: list[Run], previous: bytes | None, timed_out: bool, clock: _Clock
+    ) -> tuple[list[dict], StepResult | None]:
         """One group's runs and timers: (its outputs, dead letters first; its step, None if it was not stepped).
 
         Nothing a group brings may stop the query: if its step raises, its events become dead letters naming the
         exception (``step_failure_letters``) and it keeps its previous state."""
-        dead = [run.dead_letter for run in runs if run.dead_letter is not None]   # bad input, next to its outputs
+        dead = [run.dead_letter for run in runs if run.dead_letter is not None]  # bad input, next to its outputs
         try:
             outputs, result = step_events(group_id, runs, previous, timed_out, clock)
-            return [_row(o) for o in dead + outputs], result   # JSON here: an output that cannot be written fails
-        except Exception as error:   # noqa: BLE001 - the containment itself
-            ts = clock.now if clock.now is not None else \
-                max((e["ts"] for r in runs if r.events for e in r.events), default=0)
+            return [_row(o) for o in dead + outputs], result  # JSON here: an output that cannot be written fails
+        except Exception as error:  # noqa: BLE001 - the containment itself
+            ts = (
+                clock.now
+                if clock.now is not None
+                else max((e["ts"] for r in runs if r.events for e in r.events), default=0)
+            )
             kept = None if previous is None else StepResult(previous, [], None)
-            events = [(event, run.topic, run.partition, offset) for run in runs if run.events
-                      for event, offset in zip(run.events, run.offsets)]
+            events = [
+                (event, run.topic, run.partition, offset)
+                for run in runs
+                if run.events
+                for event, offset in zip(run.events, run.offsets)
+            ]
             return [_row(o) for o in dead + step_failure_letters(group_id, events, error, ts)], kept
 
-    def step_events(group_id, runs: list[Run], previous: bytes | None, timed_out: bool,
-                    clock: _Clock) -> tuple[list[dict], StepResult | None]:
+    def step_events(
+        group_id, runs: list[Run], previous: bytes | None, timed_out: bool, clock: _Clock
+    ) -> tuple[list[dict], StepResult | None]:
         outputs: list[dict] = []
         events: list[dict] = []
         restored = None
@@ -319,8 +357,7 @@ def make_state_function(options: JobOptions):
                 elif event["ts"] < clock.behind:
                     continue
                 elif group_id is BROADCAST_KEY:
-                    outputs.append({"type": "broadcast_event", "group_id": group_id, "ts": event["ts"],
-                                    "event": event})
+                    outputs.append({"type": "broadcast_event", "group_id": group_id, "ts": event["ts"], "event": event})
                 else:
                     events.append(event)
         result = None
@@ -355,15 +392,19 @@ def build_tracker_stream(raw_stream, options: JobOptions, restore_stream=None):
     # One branch: bad rows go through the stateful stage too, under their record's key, and come out as dead
     # letters there. Their event_time is null, so the watermark neither moves for them nor drops them. (A second
     # branch for them made Spark read and parse every record twice.)
-    function = make_state_function(options)   # refuses an unknown state key
+    function = make_state_function(options)  # refuses an unknown state key
     by_partition = options.state_key == "coordinator-partition"
     partitions = Configs.from_properties(options.coordinator).classic.offsets_topic_num_partitions
     key = "coordinator_partition" if by_partition else "group_id"
-    parsed = raw_stream \
-        .mapInPandas(functools.partial(parse_rows, max_ahead_ms=options.max_event_ahead_ms,
-                                      stage_times=options.stage_times,
-                                      coordinator_partitions=partitions if by_partition else None),
-                     PARTITION_KEYED_SCHEMA if by_partition else PARSED_SCHEMA)
+    parsed = raw_stream.mapInPandas(
+        functools.partial(
+            parse_rows,
+            max_ahead_ms=options.max_event_ahead_ms,
+            stage_times=options.stage_times,
+            coordinator_partitions=partitions if by_partition else None,
+        ),
+        PARTITION_KEYED_SCHEMA if by_partition else PARSED_SCHEMA,
+    )
     if options.time_mode == "event":
         parsed = parsed.withWatermark("event_time", options.watermark_delay)
         timeout = GroupStateTimeout.EventTimeTimeout
@@ -373,5 +414,4 @@ def build_tracker_stream(raw_stream, options: JobOptions, restore_stream=None):
         timeout = GroupStateTimeout.ProcessingTimeTimeout
     else:
         raise ValueError(f"time mode must be 'processing' or 'event', not {options.time_mode!r}")
-    return parsed.groupBy(key).applyInPandasWithState(
-        function, OUTPUT_SCHEMA, STATE_SCHEMA, "append", timeout)
+    return parsed.groupBy(key).applyInPandasWithState(function, OUTPUT_SCHEMA, STATE_SCHEMA, "append", timeout)

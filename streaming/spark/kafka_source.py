@@ -17,6 +17,7 @@ Where a partition ends is taken as the larger of ListOffsets(latest) and the hig
 some brokers (e.g. the bundled Tansu) answer ListOffsets with the start of the last batch + 1, which would hide the
 rest of a multi-record batch until more data arrives.
 """
+
 from __future__ import annotations
 
 import os
@@ -36,8 +37,7 @@ from streaming.gc_pause import gc_paused
 from streaming.spark.memory_probe import probe
 
 FORMAT = "kafka-python"
-SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
-          "timestampType int")
+SCHEMA = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
 EARLIEST, LATEST = -2, -1
 
 
@@ -61,13 +61,13 @@ def _exit_when_orphaned(every_s: float = 0.5) -> None:
     kafka-python's request timeout (30 s) before it finds out."""
     global _watchdog
     if _watchdog is not None or not _in_source_runner():
-        return   # only there: a driver or test process calling the reader is nobody's worker
+        return  # only there: a driver or test process calling the reader is nobody's worker
     parent = os.getppid()
 
     def watch() -> None:
         while not _orphaned(parent):
             time.sleep(every_s)
-        os._exit(1)   # nobody is left to answer; skip clean-up that could block on the dead broker or JVM
+        os._exit(1)  # nobody is left to answer; skip clean-up that could block on the dead broker or JVM
 
     _watchdog = threading.Thread(target=watch, name="exit-when-orphaned", daemon=True)
     _watchdog.start()
@@ -83,9 +83,17 @@ SOURCES = ("python", *CLIENTS, "builtin", "auto")
 def _arrow_schema():
     import pyarrow as pa
 
-    return pa.schema([("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
-                      ("partition", pa.int32()), ("offset", pa.int64()),
-                      ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32())])
+    return pa.schema(
+        [
+            ("key", pa.binary()),
+            ("value", pa.binary()),
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("offset", pa.int64()),
+            ("timestamp", pa.timestamp("us", tz="UTC")),
+            ("timestampType", pa.int32()),
+        ]
+    )
 
 
 ARROW_SCHEMA = _arrow_schema()
@@ -94,6 +102,7 @@ ARROW_SCHEMA = _arrow_schema()
 @dataclass(frozen=True)
 class KafkaRange(InputPartition):
     """One topic-partition's offsets [start, end) for one micro-batch; read by one Spark task."""
+
     topic: str
     partition: int
     start: int
@@ -106,16 +115,24 @@ def client_config(options: dict[str, str]) -> dict:
     to every client by ``--kafka-conf``) are left out: the consumer refuses them by name."""
     from kafka import KafkaConsumer
 
-    props = {key[len("kafka."):]: value for key, value in options.items()
-             if key.startswith("kafka.") and key != "kafka.bootstrap.servers"}
+    props = {
+        key[len("kafka.") :]: value
+        for key, value in options.items()
+        if key.startswith("kafka.") and key != "kafka.bootstrap.servers"
+    }
     # Reconnect within a second of a broker's return (kafka-python backs off up to 30 s by default).
-    return for_client(KafkaConsumer, to_kwargs(props), reconnect_backoff_max_ms=1000,
-                      bootstrap_servers=options["kafka.bootstrap.servers"])
+    return for_client(
+        KafkaConsumer,
+        to_kwargs(props),
+        reconnect_backoff_max_ms=1000,
+        bootstrap_servers=options["kafka.bootstrap.servers"],
+    )
 
 
 @dataclass(frozen=True)
 class KafkaRanges(InputPartition):
     """Several topic-partitions' ranges, read one after the other by one Spark task (option ``maxPartitions``)."""
+
     ranges: tuple[KafkaRange, ...]
 
 
@@ -128,8 +145,9 @@ def group_ranges(ranges: list[KafkaRange], tasks: int) -> list[KafkaRange | Kafk
     for r in sorted(ranges, key=lambda r: (-(r.end - r.start), r.topic, r.partition)):
         load, i, members = min(loads)
         loads[i] = (load + r.end - r.start, i, members + [r])
-    return [KafkaRanges(tuple(sorted(members, key=lambda r: (r.topic, r.partition))))
-            for _, _, members in loads if members]
+    return [
+        KafkaRanges(tuple(sorted(members, key=lambda r: (r.topic, r.partition)))) for _, _, members in loads if members
+    ]
 
 
 class KafkaPythonDataSource(DataSource):
@@ -183,9 +201,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
             _exit_when_orphaned()
             # Planning only needs high-water marks: fetch as little as possible.
-            self._consumer = KafkaConsumer(**{"client_id": "spark-kafka-python-source"} | client_config(self.options)
-                                           | {"enable_auto_commit": False, "fetch_max_wait_ms": 10,
-                                              "max_partition_fetch_bytes": 1})
+            self._consumer = KafkaConsumer(
+                **{"client_id": "spark-kafka-python-source"}
+                | client_config(self.options)
+                | {"enable_auto_commit": False, "fetch_max_wait_ms": 10, "max_partition_fetch_bytes": 1}
+            )
         return self._consumer
 
     def _waiting(self, call):
@@ -241,7 +261,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for tp in tps:
             offset = given.get(tp.topic, {}).get(str(tp.partition), EARLIEST)
             out.setdefault(tp.topic, {})[str(tp.partition)] = (
-                earliest[tp] if offset == EARLIEST else latest[tp] if offset == LATEST else int(offset))
+                earliest[tp] if offset == EARLIEST else latest[tp] if offset == LATEST else int(offset)
+            )
         return out
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
@@ -252,7 +273,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # for the next run (which starts them from earliest, as they are not in its checkpoint).
             tps = [tp for tp in tps if str(tp.partition) in target.get(tp.topic, {})]
         latest = _to_json(self._latest(tps))
-        self._reported_latest = latest if target is None else None   # AvailableNow left partitions out
+        self._reported_latest = latest if target is None else None  # AvailableNow left partitions out
         if target is not None:
             latest = _cap(latest, target)
         # Partitions that appeared since the last batch start at their earliest offset.
@@ -325,12 +346,18 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         tp = TopicPartition(partition.topic, partition.partition)
         fail_on_data_loss = self.options.get("failondataloss", "true").lower() != "false"
         poll_timeout_s = int(self.options.get("kafkaconsumer.polltimeoutms", "120000")) / 1000
-        config = {"client_id": "spark-kafka-python-reader"} | client_config(self.options) | {
-            "enable_auto_commit": False, "max_poll_records": 5_000,
-            # Records deleted by retention before we read them: fail (Spark's default) or skip to what is left.
-            "auto_offset_reset": "none" if fail_on_data_loss else "earliest"}
+        config = (
+            {"client_id": "spark-kafka-python-reader"}
+            | client_config(self.options)
+            | {
+                "enable_auto_commit": False,
+                "max_poll_records": 5_000,
+                # Records deleted by retention before we read them: fail (Spark's default) or skip to what is left.
+                "auto_offset_reset": "none" if fail_on_data_loss else "earliest",
+            }
+        )
         bootstrap, parent = self.options["kafka.bootstrap.servers"], os.getppid()
-        while True:   # a broker that is gone is waited for: the task goes on when it is back
+        while True:  # a broker that is gone is waited for: the task goes on when it is back
             try:
                 consumer = KafkaConsumer(**config)
                 break
@@ -343,13 +370,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             consumer.seek(tp, partition.start)
             position, idle_since = partition.start, time.monotonic()
             while position < partition.end:
-                with gc_paused():   # a poll builds thousands of small objects: ~25% less CPU
+                with gc_paused():  # a poll builds thousands of small objects: ~25% less CPU
                     try:
                         polled = consumer.poll(timeout_ms=500).get(tp, [])
                     except OffsetOutOfRangeError:
                         raise RuntimeError(
                             f"{tp}: offset {position} is no longer on the broker (deleted by retention?); records "
-                            f"up to {partition.end} are lost. Set failOnDataLoss=false to skip them.") from None
+                            f"up to {partition.end} are lost. Set failOnDataLoss=false to skip them."
+                        ) from None
                     # The plan's end is exclusive: later records belong to the next micro-batch.
                     records = [r for r in polled if r.offset < partition.end]
                     batch = _to_arrow(records, pa) if records else None
@@ -359,15 +387,20 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     position = records[-1].offset + 1
                 # Offsets may have gaps (compaction, transaction markers): trust the consumer's position too.
                 position = max(position, consumer.position(tp))
-                if not polled and time.monotonic() - idle_since > poll_timeout_s and not broker_reachable(bootstrap) \
-                        and not _orphaned(parent):
-                    idle_since = time.monotonic()   # the broker is gone: waiting for it is not waiting for records
+                if (
+                    not polled
+                    and time.monotonic() - idle_since > poll_timeout_s
+                    and not broker_reachable(bootstrap)
+                    and not _orphaned(parent)
+                ):
+                    idle_since = time.monotonic()  # the broker is gone: waiting for it is not waiting for records
                 elif not polled and time.monotonic() - idle_since > poll_timeout_s:
-                    raise TimeoutError(f"no records from {tp} at offset {position} for {poll_timeout_s:.0f} s "
-                                       f"(planned to read up to {partition.end})")
+                    raise TimeoutError(
+                        f"no records from {tp} at offset {position} for {poll_timeout_s:.0f} s "
+                        f"(planned to read up to {partition.end})"
+                    )
         finally:
             consumer.close()
-
 
     def _read_confluent(self, partition: KafkaRange) -> Iterator:
         from confluent_kafka import Consumer, TopicPartition
@@ -375,23 +408,29 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         fail_on_data_loss = self.options.get("failondataloss", "true").lower() != "false"
         poll_timeout_s = int(self.options.get("kafkaconsumer.polltimeoutms", "120000")) / 1000
         config = confluent_config(client_config(self.options)) | {
-            "group.id": "spark-kafka-source-reader", "enable.auto.commit": False, "enable.partition.eof": True,
+            "group.id": "spark-kafka-source-reader",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
             "auto.offset.reset": "error" if fail_on_data_loss else "earliest",
-            "fetch.wait.max.ms": 100, "queued.min.messages": 100_000}
+            "fetch.wait.max.ms": 100,
+            "queued.min.messages": 100_000,
+        }
         consumer = Consumer(config)
         try:
             consumer.assign([TopicPartition(partition.topic, partition.partition, partition.start)])
             position, idle_since = partition.start, time.monotonic()
             while position < partition.end:
-                with gc_paused():   # 10k messages a consume: ~35% less CPU without the collector
+                with gc_paused():  # 10k messages a consume: ~35% less CPU without the collector
                     batch, position, polled = self._consume(consumer, partition, position, self.consume_wait_s)
                 if batch is not None:
                     yield batch
                     idle_since = time.monotonic()
                 elif not polled and time.monotonic() - idle_since > poll_timeout_s:
-                    raise TimeoutError(f"no records from {partition.topic}-{partition.partition} at offset "
-                                       f"{position} for {poll_timeout_s:.0f} s (planned to read up to "
-                                       f"{partition.end})")
+                    raise TimeoutError(
+                        f"no records from {partition.topic}-{partition.partition} at offset "
+                        f"{position} for {poll_timeout_s:.0f} s (planned to read up to "
+                        f"{partition.end})"
+                    )
         finally:
             consumer.close()
 
@@ -410,19 +449,20 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             error = m.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:
-                    position = max(position, m.offset())   # the end of the log: nothing hides past it
+                    position = max(position, m.offset())  # the end of the log: nothing hides past it
                     continue
                 if error.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
                     raise RuntimeError(
                         f"{partition.topic}-{partition.partition}: offset {position} is no longer on the "
                         f"broker (deleted by retention?); records up to {partition.end} are lost. Set "
-                        f"failOnDataLoss=false to skip them.")
+                        f"failOnDataLoss=false to skip them."
+                    )
                 raise KafkaException(error)
             offset = m.offset()
-            if offset >= partition.end:   # later records belong to the next micro-batch
+            if offset >= partition.end:  # later records belong to the next micro-batch
                 position = partition.end
                 break
-            kind, ts = m.timestamp()   # librdkafka: 0 none, 1 create time, 2 log append; Kafka: -1, 0, 1
+            kind, ts = m.timestamp()  # librdkafka: 0 none, 1 create time, 2 log append; Kafka: -1, 0, 1
             keys.append(m.key())
             values.append(m.value())
             offsets.append(offset)
@@ -431,12 +471,20 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not offsets:
             return None, position, len(messages)
         n = len(offsets)
-        batch = pa.RecordBatch.from_arrays([
-            pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
-            pa.array([partition.topic] * n, pa.string()), pa.array([partition.partition] * n, pa.int32()),
-            pa.array(offsets, pa.int64()), pa.array(stamps, pa.timestamp("us", tz="UTC")),
-            pa.array(types, pa.int32())], schema=ARROW_SCHEMA)
+        batch = pa.RecordBatch.from_arrays(
+            [
+                pa.array(keys, pa.binary()),
+                pa.array(values, pa.binary()),
+                pa.array([partition.topic] * n, pa.string()),
+                pa.array([partition.partition] * n, pa.int32()),
+                pa.array(offsets, pa.int64()),
+                pa.array(stamps, pa.timestamp("us", tz="UTC")),
+                pa.array(types, pa.int32()),
+            ],
+            schema=ARROW_SCHEMA,
+        )
         return batch, max(position, offsets[-1] + 1), len(messages)
+
 
 def confluent_config(kwargs: dict) -> dict:
     """kafka-python keyword arguments (``client_config``) as librdkafka settings, for the settings that have one;
@@ -448,20 +496,29 @@ def confluent_config(kwargs: dict) -> dict:
         out |= {"api.version.request": False, "broker.version.fallback": ".".join(map(str, version)) + ".0"}
         if tuple(version)[:2] == (0, 9):
             out["broker.version.fallback"] = "0.9.0.1"
-    names = {"client_id": "client.id", "security_protocol": "security.protocol", "sasl_mechanism": "sasl.mechanism",
-             "sasl_plain_username": "sasl.username", "sasl_plain_password": "sasl.password",
-             "ssl_cafile": "ssl.ca.location", "ssl_certfile": "ssl.certificate.location",
-             "ssl_keyfile": "ssl.key.location", "ssl_password": "ssl.key.password",
-             "request_timeout_ms": "socket.timeout.ms", "reconnect_backoff_max_ms": "reconnect.backoff.max.ms",
-             "max_request_size": "message.max.bytes"}
+    names = {
+        "client_id": "client.id",
+        "security_protocol": "security.protocol",
+        "sasl_mechanism": "sasl.mechanism",
+        "sasl_plain_username": "sasl.username",
+        "sasl_plain_password": "sasl.password",
+        "ssl_cafile": "ssl.ca.location",
+        "ssl_certfile": "ssl.certificate.location",
+        "ssl_keyfile": "ssl.key.location",
+        "ssl_password": "ssl.key.password",
+        "request_timeout_ms": "socket.timeout.ms",
+        "reconnect_backoff_max_ms": "reconnect.backoff.max.ms",
+        "max_request_size": "message.max.bytes",
+    }
     for key, value in kwargs.items():
         if key == "ssl_check_hostname":
             out["ssl.endpoint.identification.algorithm"] = "https" if value else "none"
         elif key in names:
             out[names[key]] = value
         else:
-            raise ValueError(f"kafkaClient=confluent: no librdkafka setting for kafka-python's {key}; use "
-                             f"kafkaClient=kafka-python")
+            raise ValueError(
+                f"kafkaClient=confluent: no librdkafka setting for kafka-python's {key}; use kafkaClient=kafka-python"
+            )
     return out
 
 
@@ -475,17 +532,21 @@ def _micros(ms: int) -> int | None:
 
 
 def _to_arrow(records: list, pa):
-    return pa.RecordBatch.from_arrays([
-        pa.array([r.key for r in records], pa.binary()),
-        pa.array([r.value for r in records], pa.binary()),
-        pa.array([r.topic for r in records], pa.string()),
-        pa.array([r.partition for r in records], pa.int32()),
-        pa.array([r.offset for r in records], pa.int64()),
-        # Kafka: ms since epoch; brokers before 0.10 keep none (-1 and type -1, as Kafka's Java client reports).
-        pa.array([-1000 if r.timestamp is None else _micros(r.timestamp) for r in records],
-                 pa.timestamp("us", tz="UTC")),
-        pa.array([-1 if r.timestamp_type is None else r.timestamp_type for r in records], pa.int32()),
-    ], schema=ARROW_SCHEMA)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([r.key for r in records], pa.binary()),
+            pa.array([r.value for r in records], pa.binary()),
+            pa.array([r.topic for r in records], pa.string()),
+            pa.array([r.partition for r in records], pa.int32()),
+            pa.array([r.offset for r in records], pa.int64()),
+            # Kafka: ms since epoch; brokers before 0.10 keep none (-1 and type -1, as Kafka's Java client reports).
+            pa.array(
+                [-1000 if r.timestamp is None else _micros(r.timestamp) for r in records], pa.timestamp("us", tz="UTC")
+            ),
+            pa.array([-1 if r.timestamp_type is None else r.timestamp_type for r in records], pa.int32()),
+        ],
+        schema=ARROW_SCHEMA,
+    )
 
 
 def _to_json(offsets: dict) -> dict[str, dict[str, int]]:
@@ -537,7 +598,8 @@ def builtin_kafka_available(spark) -> bool:
     ``spark.jars``; py4j's ``Class.forName`` sees only the JVM's start-up class path.)"""
     try:
         spark.sparkContext._jvm.org.apache.spark.util.Utils.classForName(
-            "org.apache.spark.sql.kafka010.KafkaSourceProvider", False, False)
+            "org.apache.spark.sql.kafka010.KafkaSourceProvider", False, False
+        )
         return True
     except Exception:  # py4j wraps ClassNotFoundException; any failure means "not usable"
         return False
@@ -553,17 +615,23 @@ def cluster_id(bootstrap: str, client: dict | None = None) -> str | None:
     """The cluster id the broker gives in its Metadata answer (None from brokers before Kafka 0.10.1)."""
     from kafka import KafkaConsumer
 
-    consumer = KafkaConsumer(**for_client(KafkaConsumer, client, bootstrap_servers=bootstrap,
-                                          client_id="rebalance-tracker-admin"))
+    consumer = KafkaConsumer(
+        **for_client(KafkaConsumer, client, bootstrap_servers=bootstrap, client_id="rebalance-tracker-admin")
+    )
     try:
-        consumer.topics()   # a Metadata request
+        consumer.topics()  # a Metadata request
         return consumer._client.cluster.cluster_id
     finally:
         consumer.close()
 
 
-def choose_source(source: str, connector_loaded: bool, broker_cluster_id: str | None | Callable[[], str | None],
-                  broker_version: tuple[int, ...] | None = None, secured: bool = False) -> tuple[str, str]:
+def choose_source(
+    source: str,
+    connector_loaded: bool,
+    broker_cluster_id: str | None | Callable[[], str | None],
+    broker_version: tuple[int, ...] | None = None,
+    secured: bool = False,
+) -> tuple[str, str]:
     """What ``source`` reads with, and why, in words: ``auto`` is Spark's connector where it is loaded, the connection
     is plaintext and the broker (speaking ``broker_version``, where known) answers as Kafka 0.10 and later do, else
     this module's source with its default client. ``broker_cluster_id`` may be a function, asked only when the
@@ -577,24 +645,36 @@ def choose_source(source: str, connector_loaded: bool, broker_cluster_id: str | 
     if secured:
         # The settings were checked against the broker by the Python clients, in kafka-python's terms (PEM files,
         # username and password); the connector's Java client would take only its own names, and say less.
-        return "python", ("the connection is secured (SASL/SSL): the Python source reads with the settings checked "
-                          "before Spark started; --kafka-source builtin passes them to Spark's connector as they are")
+        return "python", (
+            "the connection is secured (SASL/SSL): the Python source reads with the settings checked "
+            "before Spark started; --kafka-source builtin passes them to Spark's connector as they are"
+        )
     if broker_version is not None and broker_version < (0, 10):
         # The connector's kafka-clients opens with ApiVersions, which Kafka 0.9 does not answer.
-        return "python", (f"the broker speaks Kafka {'.'.join(map(str, broker_version))}, older than 0.10, "
-                          f"which Spark's connector cannot read")
+        return "python", (
+            f"the broker speaks Kafka {'.'.join(map(str, broker_version))}, older than 0.10, "
+            f"which Spark's connector cannot read"
+        )
     if callable(broker_cluster_id):
         broker_cluster_id = broker_cluster_id()
     broker = MISREPORTING_CLUSTERS.get(broker_cluster_id or "")
     if broker is not None:
-        return "python", (f"the broker is {broker}, whose ListOffsets answer hides the rest of a partition's last "
-                          f"record batch from Spark's connector")
+        return "python", (
+            f"the broker is {broker}, whose ListOffsets answer hides the rest of a partition's last "
+            f"record batch from Spark's connector"
+        )
     return "builtin", "Spark's Kafka connector is loaded"
 
 
-def read_kafka_stream(spark, bootstrap: str, topics: list[str], starting_offsets: str = "earliest",
-                      max_offsets_per_trigger: int | None = None, source: str = "python",
-                      extra_options: dict[str, str] | None = None):
+def read_kafka_stream(
+    spark,
+    bootstrap: str,
+    topics: list[str],
+    starting_offsets: str = "earliest",
+    max_offsets_per_trigger: int | None = None,
+    source: str = "python",
+    extra_options: dict[str, str] | None = None,
+):
     """A streaming DataFrame of Kafka records with Spark's kafka-source columns.
 
     ``source``: ``python`` (this module, reading with its default client), ``kafka-python`` or ``confluent`` (this
@@ -613,8 +693,11 @@ def read_kafka_stream(spark, bootstrap: str, topics: list[str], starting_offsets
             reader = reader.option("kafkaClient", source)
         # One wave of read tasks: no more of them than the cores Spark runs tasks on at once.
         reader = reader.option("maxPartitions", str(max(1, spark.sparkContext.defaultParallelism)))
-    reader = (reader.option("kafka.bootstrap.servers", bootstrap).option("subscribe", ",".join(topics))
-              .option("startingOffsets", starting_offsets))
+    reader = (
+        reader.option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", ",".join(topics))
+        .option("startingOffsets", starting_offsets)
+    )
     if max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(max_offsets_per_trigger))
     for key, value in (extra_options or {}).items():

@@ -8,6 +8,7 @@ also traces Python allocations (tracemalloc, that many frames; slows the worker)
 ``python -m streaming.spark.memory_probe DIR`` to compare a worker's first and last.
 Off, a call costs one global lookup.
 """
+
 from __future__ import annotations
 
 import collections
@@ -21,14 +22,26 @@ import time
 _DIR = os.environ.get("REBALANCE_TRACKER_MEMORY_PROBE") or None
 _EVERY_S = float(os.environ.get("REBALANCE_TRACKER_MEMORY_PROBE_EVERY_S", "60"))
 _FRAMES = int(os.environ.get("REBALANCE_TRACKER_MEMORY_PROBE_FRAMES", "0"))
-_last: dict[int, float] = {}   # pid -> when it last wrote (a forked worker starts with its parent's copy)
+_last: dict[int, float] = {}  # pid -> when it last wrote (a forked worker starts with its parent's copy)
 _snapshots = 0
 
 
 class _Mallinfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in
-                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
-                 "keepcost")]
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
 
 
 def glibc_heap() -> dict[str, int]:
@@ -40,8 +53,12 @@ def glibc_heap() -> dict[str, int]:
     except (OSError, AttributeError):
         return {}
     info = libc.mallinfo2()
-    return {"malloc_in_use": info.uordblks + info.hblkhd, "malloc_free_kept": info.fordblks,
-            "malloc_arena": info.arena, "mmapped": info.hblkhd}
+    return {
+        "malloc_in_use": info.uordblks + info.hblkhd,
+        "malloc_free_kept": info.fordblks,
+        "malloc_arena": info.arena,
+        "mmapped": info.hblkhd,
+    }
 
 
 def rss_bytes(pid: int | str = "self") -> int:
@@ -67,8 +84,15 @@ def probe(stage: str) -> None:
         tracemalloc.start(_FRAMES)
     objects = gc.get_objects()
     types = collections.Counter(type(o).__name__ for o in objects)
-    record = {"pid": pid, "t": time.time(), "stage": stage, "rss": rss_bytes(), "gc_objects": len(objects),
-              "gc_counts": gc.get_count(), "top_types": types.most_common(12)} | glibc_heap()
+    record = {
+        "pid": pid,
+        "t": time.time(),
+        "stage": stage,
+        "rss": rss_bytes(),
+        "gc_objects": len(objects),
+        "gc_counts": gc.get_count(),
+        "top_types": types.most_common(12),
+    } | glibc_heap()
     del objects
     if "pyarrow" in sys.modules:
         record["arrow_allocated"] = sys.modules["pyarrow"].total_allocated_bytes()
@@ -87,8 +111,10 @@ def compare(directory: str, top: int = 15) -> None:
     import tracemalloc
 
     by_pid: dict[str, list[str]] = collections.defaultdict(list)
-    for name in sorted(os.listdir(directory), key=lambda n: (n.split("-")[0], int(n.split("-")[1].split(".")[0]))
-                       if n.endswith(".snapshot") else ("", 0)):
+    for name in sorted(
+        os.listdir(directory),
+        key=lambda n: (n.split("-")[0], int(n.split("-")[1].split(".")[0])) if n.endswith(".snapshot") else ("", 0),
+    ):
         if name.endswith(".snapshot"):
             by_pid[name.split("-")[0]].append(os.path.join(directory, name))
     for pid, paths in by_pid.items():

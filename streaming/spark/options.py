@@ -1,6 +1,7 @@
 """The streaming job's settings and their defaults, in one place: ``TrackerConfig`` (``streaming/tracker.py``) and the
 ``run`` command take theirs from here. Kept apart from ``job.py`` so that reading them does not load pandas and
 PySpark (``run --help``)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -23,8 +24,8 @@ STATE_KEYS = ("group", "coordinator-partition")
 
 @dataclass(frozen=True)
 class JobOptions:
-    time_mode: str = "processing"           # one of TIME_MODES
-    watermark_delay: str = "10 seconds"     # event-time mode: how late an event may arrive
+    time_mode: str = "processing"  # one of TIME_MODES
+    watermark_delay: str = "10 seconds"  # event-time mode: how late an event may arrive
     # Processing-time mode: timers run this far behind the wall clock, because events reach the job some time after
     # they happened; without it a micro-batch that lags would expire members whose heartbeats are still in flight.
     timeout_grace_ms: int = 500
@@ -34,5 +35,5 @@ class JobOptions:
     max_event_ahead_ms: int = 3_600_000
     coordinator: dict = field(default_factory=dict)  # Kafka-named coordinator settings
     output_types: frozenset[str] | None = DEFAULT_OUTPUT_TYPES  # None keeps every output, responses included
-    state_key: str = "group"                # one of STATE_KEYS
-    stage_times: Any = None                 # a streaming.spark.stage_times accumulator (benchmarks), or None
+    state_key: str = "group"  # one of STATE_KEYS
+    stage_times: Any = None  # a streaming.spark.stage_times accumulator (benchmarks), or None

@@ -14,6 +14,7 @@ A fresh checkpoint must also know where in the feed the lost one stopped: with e
 the batch's end offsets on the events topic to the store, as the consumer group ``rebalance-tracker`` (one
 transaction with the batch's records in SQLite), and a job without a checkpoint starts reading there.
 """
+
 from __future__ import annotations
 
 import base64
@@ -21,9 +22,9 @@ import json
 import os
 from pathlib import Path
 
-RESTORE_TOPIC = "<restore>"     # '<' and '>' are not allowed in Kafka topic names
+RESTORE_TOPIC = "<restore>"  # '<' and '>' are not allowed in Kafka topic names
 RESTORE_TYPE = "restore"
-POSITION_GROUP = "rebalance-tracker"   # the tracker's own consumer group: its position on the events topic
+POSITION_GROUP = "rebalance-tracker"  # the tracker's own consumer group: its position on the events topic
 KAFKA_ROW_SCHEMA = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
 
 
@@ -63,7 +64,7 @@ def group_states(records: list[dict], now_ms: int, config) -> dict[str, bytes]:
             by_group.setdefault(r["group_id"], []).append(r)
     for r in records:
         if r["type"] == "offset_commit" and r["group_id"] in by_group:
-            by_group[r["group_id"]].append(r)      # a consumer group's offsets: the consumer model keeps them
+            by_group[r["group_id"]].append(r)  # a consumer group's offsets: the consumer model keeps them
     for group_id, group_records in by_group.items():
         consumer = ConsumerGroupCoordinator(configs.consumer)
         consumer.load_records(group_records, now_ms)
@@ -79,14 +80,15 @@ def load_time(records: list[dict], event_time: bool, wall_ms: int, feed_ms: int 
     the wall's. Consumer-protocol records carry no time of their own; their groups need ``feed_ms``."""
     if not event_time:
         return wall_ms
-    records = [r for r in records if r["group_id"] != POSITION_GROUP]   # stamped with the wall clock
+    records = [r for r in records if r["group_id"] != POSITION_GROUP]  # stamped with the wall clock
     stamps = [r.get("commit_timestamp", -1) for r in records] + [r.get("current_state_timestamp", -1) for r in records]
     stamps.append(feed_ms if feed_ms is not None else -1)
     return max((t for t in stamps if t is not None and t > 0), default=0)
 
 
-def feed_time(bootstrap: str, topic: str, offsets: dict[str, int], client: dict | None = None,
-              timeout_s: float = 10.0) -> int | None:
+def feed_time(
+    bootstrap: str, topic: str, offsets: dict[str, int], client: dict | None = None, timeout_s: float = 10.0
+) -> int | None:
     """The newest event time (its ``ts``, else its record's timestamp) among the last events before ``offsets``
     (partition -> the next offset to read) on the events topic: where the feed's clock stood when the lost
     checkpoint stopped. None when nothing can be read."""
@@ -99,8 +101,15 @@ def feed_time(bootstrap: str, topic: str, offsets: dict[str, int], client: dict 
     wanted = {TopicPartition(topic, int(p)): int(o) - 1 for p, o in offsets.items() if int(o) > 0}
     if not wanted:
         return None
-    consumer = KafkaConsumer(**for_client(KafkaConsumer, client, bootstrap_servers=bootstrap, enable_auto_commit=False,
-                                          client_id="rebalance-tracker-restore"))
+    consumer = KafkaConsumer(
+        **for_client(
+            KafkaConsumer,
+            client,
+            bootstrap_servers=bootstrap,
+            enable_auto_commit=False,
+            client_id="rebalance-tracker-restore",
+        )
+    )
     newest, pending = None, set(wanted)
     try:
         consumer.assign(list(wanted))
@@ -133,15 +142,26 @@ def write_restore_rows(directory: Path, states: dict[str, bytes], ts_ms: int) ->
     directory.mkdir(parents=True, exist_ok=True)
     if not states:
         return 0
-    values = [json.dumps({"type": RESTORE_TYPE, "group_id": g, "ts": ts_ms,
-                          "state": base64.b64encode(state).decode("ascii")}).encode() for g, state in states.items()]
-    frame = pd.DataFrame({"key": [g.encode("utf-8") for g in states], "value": values, "topic": RESTORE_TOPIC,
-                          "partition": 0, "offset": range(len(values)),
-                          "timestamp": pd.to_datetime([ts_ms] * len(values), unit="ms")})
+    values = [
+        json.dumps(
+            {"type": RESTORE_TYPE, "group_id": g, "ts": ts_ms, "state": base64.b64encode(state).decode("ascii")}
+        ).encode()
+        for g, state in states.items()
+    ]
+    frame = pd.DataFrame(
+        {
+            "key": [g.encode("utf-8") for g in states],
+            "value": values,
+            "topic": RESTORE_TOPIC,
+            "partition": 0,
+            "offset": range(len(values)),
+            "timestamp": pd.to_datetime([ts_ms] * len(values), unit="ms"),
+        }
+    )
     frame["partition"] = frame["partition"].astype("int32")
     tmp = directory / ".groups.parquet.tmp"
     frame.to_parquet(tmp, coerce_timestamps="us")
-    os.replace(tmp, directory / "groups.parquet")   # the source must never see half a file
+    os.replace(tmp, directory / "groups.parquet")  # the source must never see half a file
     return len(values)
 
 
@@ -159,16 +179,32 @@ def batch_end_offsets(query_checkpoint: str, batch_id: int, topic: str) -> dict[
 
 
 def position_records(topic: str, offsets: dict[str, int], now_ms: int) -> list[dict]:
-    return [{"type": "offset_commit", "group_id": POSITION_GROUP, "topic": topic, "partition": int(p), "offset": o,
-             "leader_epoch": -1, "metadata": "", "commit_timestamp": now_ms, "expire_timestamp": -1}
-            for p, o in sorted(offsets.items(), key=lambda kv: int(kv[0]))]
+    return [
+        {
+            "type": "offset_commit",
+            "group_id": POSITION_GROUP,
+            "topic": topic,
+            "partition": int(p),
+            "offset": o,
+            "leader_epoch": -1,
+            "metadata": "",
+            "commit_timestamp": now_ms,
+            "expire_timestamp": -1,
+        }
+        for p, o in sorted(offsets.items(), key=lambda kv: int(kv[0]))
+    ]
 
 
 def stored_position(records: list[dict], topic: str) -> str | None:
     """``startingOffsets`` JSON for the events topic where the last checkpoint stopped, or None."""
-    parts = {str(r["partition"]): r["offset"] for r in records
-             if r["type"] == "offset_commit" and r["group_id"] == POSITION_GROUP and r.get("topic") == topic
-             and not r.get("tombstone")}
+    parts = {
+        str(r["partition"]): r["offset"]
+        for r in records
+        if r["type"] == "offset_commit"
+        and r["group_id"] == POSITION_GROUP
+        and r.get("topic") == topic
+        and not r.get("tombstone")
+    }
     return json.dumps({topic: parts}) if parts else None
 
 

@@ -12,6 +12,7 @@ Spark's own Kafka connector (``streaming/spark/connector.py``) joins the session
 had (fetched from Maven Central on first use); without them the session starts all the same and reads Kafka with the
 Python source. Under ``spark-submit`` the JVM is up before this runs: give it the jars there (``--jars``).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -45,8 +46,7 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     # State for applyInPandasWithState is small per group; the default RocksDB-less provider is fine.
-    "spark.sql.streaming.stateStore.providerClass":
-        "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+    "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
     # A long-running job's JVM: Spark keeps the last 1,000 jobs, stages and SQL executions for its UI and status
     # API even with the UI off, and a micro-batch a second adds ~1.5 of each: the live heap grew for the first
     # ~15 minutes (67 -> ~110 MB and on). 100 is the last minute or two.
@@ -75,7 +75,7 @@ def check_java() -> str:
             "Spark needs Java 17 or 21, and no 'java' was found on PATH"
             + (f" nor in JAVA_HOME={java_home}" if java_home else "")
             + ". Install it (Debian/Ubuntu: sudo apt-get install openjdk-17-jre-headless; macOS: brew install "
-              "openjdk@17) or set JAVA_HOME."
+            "openjdk@17) or set JAVA_HOME."
         )
     out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
     return (out.stderr or out.stdout).strip()
@@ -92,8 +92,13 @@ def parse_conf(pairs: list[str] | None) -> dict[str, str]:
     return conf
 
 
-def build_spark_session(app_name: str = "rebalance-tracker", master: str | None = None,
-                        conf: Mapping[str, str] | None = None, quiet: bool = True, kafka_connector: bool = True):
+def build_spark_session(
+    app_name: str = "rebalance-tracker",
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    quiet: bool = True,
+    kafka_connector: bool = True,
+):
     """Create (or reuse) the SparkSession.
 
     ``master`` defaults to ``local[2]`` unless one is already set (e.g. by ``spark-submit``); the local defaults apply

@@ -8,6 +8,7 @@ record headers (before Kafka 0.11, or a client told ``api.version`` below it) ge
 the record's JSON value instead (``record_headers=False``); the global topic metadata fanned out to the events topic
 then goes without them (the job reads no headers).
 """
+
 from __future__ import annotations
 
 import logging
@@ -61,10 +62,20 @@ def _crash_point(batch_id: int, outputs: list[dict]) -> None:
 
 
 class TrackerSink:
-    def __init__(self, *, store=None, bootstrap: str | None = None, events_topic: str | None = None,
-                 outputs_topic: str | None = None, dlq_topic: str | None = None, checkpoint: str | None = None,
-                 on_outputs: Callable[[int, list[dict]], None] | None = None, producer_config: dict | None = None,
-                 producer_client: str = "kafka-python", record_headers: bool = True):
+    def __init__(
+        self,
+        *,
+        store=None,
+        bootstrap: str | None = None,
+        events_topic: str | None = None,
+        outputs_topic: str | None = None,
+        dlq_topic: str | None = None,
+        checkpoint: str | None = None,
+        on_outputs: Callable[[int, list[dict]], None] | None = None,
+        producer_config: dict | None = None,
+        producer_client: str = "kafka-python",
+        record_headers: bool = True,
+    ):
         self.store = store
         self.record_headers = record_headers
         self.bootstrap = bootstrap
@@ -81,8 +92,9 @@ class TrackerSink:
         self.query_checkpoint = str(Path(checkpoint) / "query") if checkpoint else None
         # Groups global topic metadata is fanned out to; after a restart the store remembers them. Never "": a
         # topic_metadata for the empty group id means every group, so fanning out to it would come back for ever.
-        self.known_groups: set[str] = {g for g in store.groups() if g and g != POSITION_GROUP} \
-            if store is not None else set()
+        self.known_groups: set[str] = (
+            {g for g in store.groups() if g and g != POSITION_GROUP} if store is not None else set()
+        )
         self.dead_letters = 0
 
     # -- Kafka -------------------------------------------------------------------------------------------------
@@ -91,15 +103,21 @@ class TrackerSink:
         if self._producer is None and self.producer_client == "confluent":
             from streaming.spark.confluent_producer import ConfluentProducer
 
-            self._producer = ConfluentProducer(self.bootstrap, self.producer_config,
-                                               client_id="rebalance-tracker-sink")
+            self._producer = ConfluentProducer(self.bootstrap, self.producer_config, client_id="rebalance-tracker-sink")
         elif self._producer is None:
             from kafka import KafkaProducer
 
-            self._producer = KafkaProducer(**for_client(KafkaProducer, self.producer_config,
-                                                        bootstrap_servers=self.bootstrap, acks="all", linger_ms=5,
-                                                        client_id="rebalance-tracker-sink",
-                                                        reconnect_backoff_max_ms=1000))
+            self._producer = KafkaProducer(
+                **for_client(
+                    KafkaProducer,
+                    self.producer_config,
+                    bootstrap_servers=self.bootstrap,
+                    acks="all",
+                    linger_ms=5,
+                    client_id="rebalance-tracker-sink",
+                    reconnect_backoff_max_ms=1000,
+                )
+            )
         return self._producer
 
     def close(self) -> None:
@@ -127,19 +145,25 @@ class TrackerSink:
         # futures, live view) ~1.0 s and ~0.5 s.
         with gc_paused():
             # Broadcasts (a null group id) first, then each group, the empty group id included, in its own order.
-            rows = sorted(zip(table.column("group_id").to_pylist(), table.column("seq").to_pylist(),
-                              table.column("payload").to_pylist()), key=lambda r: (r[0] is not None, r[0] or "", r[1]))
+            rows = sorted(
+                zip(
+                    table.column("group_id").to_pylist(),
+                    table.column("seq").to_pylist(),
+                    table.column("payload").to_pylist(),
+                ),
+                key=lambda r: (r[0] is not None, r[0] or "", r[1]),
+            )
             decode = msgspec.json.Decoder().decode
             outputs = [decode(payload) for _, _, payload in rows]
             self.handle(outputs, batch_id)
 
     def handle(self, outputs: list[dict], batch_id: int) -> None:
         for o in outputs:
-            if o.get("group_id"):   # not "" (see known_groups)
+            if o.get("group_id"):  # not "" (see known_groups)
                 self.known_groups.add(o["group_id"])
         if self.store is not None:
             records = [o for o in outputs if o["type"] in STORE_TYPES]
-            if self.query_checkpoint and self.events_topic:   # where a checkpoint-less restart picks up the feed
+            if self.query_checkpoint and self.events_topic:  # where a checkpoint-less restart picks up the feed
                 end = batch_end_offsets(self.query_checkpoint, batch_id, self.events_topic)
                 records += position_records(self.events_topic, end, int(time.time() * 1000)) if end else []
             self.store.write(records, batch_id=batch_id)
@@ -155,8 +179,12 @@ class TrackerSink:
     def _produce_until_delivered(self, outputs: list[dict], batch_id: int) -> None:
         """Send the batch and check every record was acknowledged; while the broker is gone, wait for it and send the
         whole batch again (readers drop the repeats by the headers)."""
-        send_until_delivered(lambda: self._produce(outputs, batch_id), self.bootstrap,
-                             f"batch {batch_id}: writing the outputs to Kafka", self._drop_producer)
+        send_until_delivered(
+            lambda: self._produce(outputs, batch_id),
+            self.bootstrap,
+            f"batch {batch_id}: writing the outputs to Kafka",
+            self._drop_producer,
+        )
 
     def _drop_producer(self) -> None:
         close_quietly(self._producer)
@@ -183,4 +211,4 @@ class TrackerSink:
         return futures
 
 
-_json = msgspec.json.Encoder(order="sorted").encode   # compact, sorted keys: json.dumps(sort_keys=True)'s shape
+_json = msgspec.json.Encoder(order="sorted").encode  # compact, sorted keys: json.dumps(sort_keys=True)'s shape

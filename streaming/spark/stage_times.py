@@ -5,6 +5,7 @@ The job's Python functions add to it when ``JobOptions.stage_times`` is set (the
 pays nothing). Times are the CPU time of each stage's Python work in its own thread (so a busy machine does not
 inflate them), not Spark's plumbing around it (Arrow transfer, shuffle, scheduling, the JVM).
 """
+
 from __future__ import annotations
 
 import time

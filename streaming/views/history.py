@@ -23,6 +23,7 @@ Lag comes from the same outputs through ``streaming.coordinator.lag.LagBook`` (d
 partition at each log-end sample (``GroupHistory.lag``), and each rebalance's lag cost (``Generation.lag_cost``, the
 ``rebalance_lag`` it was followed by).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -31,8 +32,16 @@ from typing import Iterable
 from streaming.coordinator.figures import max_known, spans_of, sum_known
 from streaming.coordinator.lag import PARTITION_LAG, REBALANCE_LAG, LagBook
 from streaming.coordinator.outputs import (
-    ASSIGNMENT, GROUP_METADATA, MEMBER_EXPIRED, MEMBER_JOINED, MEMBER_LEFT, MEMBER_REPLACED, REBALANCE, STATE_CHANGE,
-    TARGET_ASSIGNMENT)
+    ASSIGNMENT,
+    GROUP_METADATA,
+    MEMBER_EXPIRED,
+    MEMBER_JOINED,
+    MEMBER_LEFT,
+    MEMBER_REPLACED,
+    REBALANCE,
+    STATE_CHANGE,
+    TARGET_ASSIGNMENT,
+)
 
 Partition = tuple[str, int]
 
@@ -42,6 +51,7 @@ REBALANCING_STATES = ("PreparingRebalance", "CompletingRebalance")
 @dataclass(frozen=True)
 class OwnershipChange:
     """A partition that changed hands at a generation; ``None`` means nobody owns it (revoked / newly created)."""
+
     partition: Partition
     from_lane: str | None
     to_lane: str | None
@@ -52,6 +62,7 @@ class UnownedSpan:
     """A partition without an owner: released by ``from_lane`` (its owner told to stop consuming it, or gone) at
     ``from_ts`` (None: unknown), taken by ``to_lane`` at ``to_ts`` (None: still awaiting an owner when the history
     ends); ``no_members_ms``: how much of it the group had no member at all."""
+
     partition: Partition
     from_lane: str | None
     from_ts: int | None
@@ -74,25 +85,26 @@ class UnownedSpan:
 @dataclass
 class Generation:
     """One completed rebalance (one ``rebalance`` record) and what it changed."""
+
     generation: int
     trigger: str
     trigger_detail: str
     protocol: str | None
     rebalance_protocol: str
     leader: str | None
-    started_ts: int | None                        # None: unknown (the feed shows only the round's completion)
+    started_ts: int | None  # None: unknown (the feed shows only the round's completion)
     join_completed_ts: int | None
     completed_ts: int
     duration_ms: int | None
     partitions_moved: int | None
     max_partition_unavailable_ms: int | None
-    members: list[str]                            # lanes, in the coordinator's member order
-    owners: dict[str, list[Partition]]            # lane -> partitions after this rebalance
+    members: list[str]  # lanes, in the coordinator's member order
+    owners: dict[str, list[Partition]]  # lane -> partitions after this rebalance
     changes: list[OwnershipChange] = field(default_factory=list)
     unknown_topics: list[str] = field(default_factory=list)
-    spans: list[UnownedSpan] = field(default_factory=list)      # partitions it gave an owner after a time without
-    awaiting_owner: list[UnownedSpan] = field(default_factory=list)   # partitions it left without one
-    lag_cost: dict | None = None      # its ``rebalance_lag``: the lag it cost, once its new owners committed
+    spans: list[UnownedSpan] = field(default_factory=list)  # partitions it gave an owner after a time without
+    awaiting_owner: list[UnownedSpan] = field(default_factory=list)  # partitions it left without one
+    lag_cost: dict | None = None  # its ``rebalance_lag``: the lag it cost, once its new owners committed
 
     @property
     def shown_start_ts(self) -> int:
@@ -128,11 +140,11 @@ class Generation:
 
 @dataclass
 class Lane:
-    key: str                                      # group.instance.id, or the member id of a dynamic member
+    key: str  # group.instance.id, or the member id of a dynamic member
     label: str
     static: bool
     member_ids: list[str] = field(default_factory=list)
-    spans: list[list[int | None]] = field(default_factory=list)   # [start_ts, end_ts or None while present]
+    spans: list[list[int | None]] = field(default_factory=list)  # [start_ts, end_ts or None while present]
 
     def present_at(self, ts: int) -> bool:
         return any(s <= ts and (e is None or ts < e) for s, e in self.spans)
@@ -141,6 +153,7 @@ class Lane:
 @dataclass(frozen=True)
 class Departure:
     """A member that left the group: ``kind`` is ``expired`` (session / join / sync timeout) or ``left``."""
+
     lane: str
     member_id: str
     ts: int
@@ -154,7 +167,7 @@ class Departure:
 class StateSpan:
     state: str
     start_ts: int
-    end_ts: int | None                            # None: still in this state at the end of the history
+    end_ts: int | None  # None: still in this state at the end of the history
     generation: int | None
     reason: str
 
@@ -162,14 +175,15 @@ class StateSpan:
 @dataclass
 class TargetEpoch:
     """One target assignment of a consumer-protocol group (a ``target_assignment`` output)."""
-    epoch: int                                    # the assignment epoch: the group epoch it was computed for
-    ts: int                                       # when the coordinator computed it
-    bumped_ts: int                                # the first group-epoch bump it answers
-    trigger: str                                  # join, leave, expiry, subscription, metadata, regex, unknown
+
+    epoch: int  # the assignment epoch: the group epoch it was computed for
+    ts: int  # when the coordinator computed it
+    bumped_ts: int  # the first group-epoch bump it answers
+    trigger: str  # join, leave, expiry, subscription, metadata, regex, unknown
     assignor: str | None
-    target: dict[str, list[Partition]]            # lane -> partitions
-    changes: list[OwnershipChange] = field(default_factory=list)   # against the previous target
-    reconciled_ts: int | None = None              # the group Stable on this epoch; None: superseded first, or never
+    target: dict[str, list[Partition]]  # lane -> partitions
+    changes: list[OwnershipChange] = field(default_factory=list)  # against the previous target
+    reconciled_ts: int | None = None  # the group Stable on this epoch; None: superseded first, or never
 
     @property
     def changed(self) -> bool:
@@ -189,6 +203,7 @@ class TargetEpoch:
 class Reconciliation:
     """One member on its way to one target assignment: from the target's computation to the member being Stable at
     that epoch or a later one (``completed_ts`` None: the member left first, or the history ended)."""
+
     lane: str
     member_id: str
     target_epoch: int
@@ -204,6 +219,7 @@ class Reconciliation:
 class Revocation:
     """A partition a member was asked to give up, and when it said it had (``acked_ts`` None: it never did --
     it left or was fenced holding it, or the history ended)."""
+
     lane: str
     member_id: str
     partition: Partition
@@ -235,9 +251,9 @@ class GroupHistory:
     lag: list[tuple[int, int | None, float | None]] = field(default_factory=list)
     reconciliations: list[Reconciliation] = field(default_factory=list)
     revocations: list[Revocation] = field(default_factory=list)
-    group_epochs: list[tuple[int, int]] = field(default_factory=list)        # (ts, group epoch) at each bump
-    current: dict[str, list[Partition]] = field(default_factory=dict)        # lane -> assigned now (no pending)
-    pending_revocation: dict[str, list[Partition]] = field(default_factory=dict)   # lane -> still to give up
+    group_epochs: list[tuple[int, int]] = field(default_factory=list)  # (ts, group epoch) at each bump
+    current: dict[str, list[Partition]] = field(default_factory=dict)  # lane -> assigned now (no pending)
+    pending_revocation: dict[str, list[Partition]] = field(default_factory=dict)  # lane -> still to give up
 
     @property
     def is_consumer(self) -> bool:
@@ -285,13 +301,15 @@ class GroupHistory:
             last_ts=self.last_ts if self.last_ts is None or self.last_ts >= ts else ts,
             protocol=self.protocol,
             targets=[t for t in self.targets if t.ts >= ts],
-            member_epochs={k: [p for p in v if p[0] >= ts] for k, v in self.member_epochs.items()
-                           if any(p[0] >= ts for p in v)},
+            member_epochs={
+                k: [p for p in v if p[0] >= ts] for k, v in self.member_epochs.items() if any(p[0] >= ts for p in v)
+            },
             reconciliations=[r for r in self.reconciliations if r.completed_ts is None or r.completed_ts >= ts],
             revocations=[r for r in self.revocations if r.acked_ts is None or r.acked_ts >= ts],
             group_epochs=[e for e in self.group_epochs if e[0] >= ts],
             current={k: list(v) for k, v in self.current.items()},
-            pending_revocation={k: list(v) for k, v in self.pending_revocation.items()})
+            pending_revocation={k: list(v) for k, v in self.pending_revocation.items()},
+        )
 
 
 class HistoryBuilder:
@@ -299,9 +317,9 @@ class HistoryBuilder:
 
     def __init__(self) -> None:
         self.groups: dict[str, GroupHistory] = {}
-        self._lane_of: dict[tuple[str, str], str] = {}     # (group, member id) -> lane key
-        self._last_owner: dict[str, dict[Partition, str]] = {}   # group -> partition -> the lane that last had it
-        self._consumer: dict[str, _ConsumerFold] = {}       # consumer-protocol groups: what the fold remembers
+        self._lane_of: dict[tuple[str, str], str] = {}  # (group, member id) -> lane key
+        self._last_owner: dict[str, dict[Partition, str]] = {}  # group -> partition -> the lane that last had it
+        self._consumer: dict[str, _ConsumerFold] = {}  # consumer-protocol groups: what the fold remembers
         self.lag = LagBook()
 
     def add_all(self, outputs: Iterable[dict]) -> "HistoryBuilder":
@@ -334,7 +352,7 @@ class HistoryBuilder:
             seconds = [f["lag_seconds"] for f in latest if f["lag_seconds"] is not None]
             point = (d["ts"], max(records, default=None), max(seconds, default=None))
             if h.lag and h.lag[-1][0] == d["ts"]:
-                h.lag[-1] = point        # one point per sampling moment, with every partition sampled then
+                h.lag[-1] = point  # one point per sampling moment, with every partition sampled then
             else:
                 h.lag.append(point)
         elif d["type"] == REBALANCE_LAG:
@@ -374,9 +392,17 @@ class HistoryBuilder:
             return self._consumer_member_gone(h, o, ts)
         lane = self._lane(h, o["member_id"], o.get("group_instance_id"), o.get("client_id"))
         self._close(lane, ts)
-        h.departures.append(Departure(lane.key, o["member_id"], ts,
-                                      "left" if o["type"] == MEMBER_LEFT else "expired",
-                                      o.get("reason") or "", o.get("last_heartbeat_ts"), o.get("generation")))
+        h.departures.append(
+            Departure(
+                lane.key,
+                o["member_id"],
+                ts,
+                "left" if o["type"] == MEMBER_LEFT else "expired",
+                o.get("reason") or "",
+                o.get("last_heartbeat_ts"),
+                o.get("generation"),
+            )
+        )
 
     def _member_replaced(self, h: GroupHistory, o: dict, ts: int) -> None:
         if "instance_id" in o:
@@ -399,11 +425,15 @@ class HistoryBuilder:
         consumer = o.get("rebalance_protocol") == "consumer"
         if consumer:
             self._consumer_fold(h)
-            lanes = [self._consumer_lane(h, m["member_id"], m.get("instance_id"), m.get("client_id")).key
-                     for m in o.get("members", [])]
+            lanes = [
+                self._consumer_lane(h, m["member_id"], m.get("instance_id"), m.get("client_id")).key
+                for m in o.get("members", [])
+            ]
         else:
-            lanes = [self._lane(h, m["member_id"], m.get("group_instance_id"), m.get("client_id")).key
-                     for m in o.get("members", [])]
+            lanes = [
+                self._lane(h, m["member_id"], m.get("group_instance_id"), m.get("client_id")).key
+                for m in o.get("members", [])
+            ]
             for key in lanes:
                 self._open(h.lanes[key], o.get("started_ts") or ts)
         owners: dict[str, list[Partition]] = {key: [] for key in lanes}
@@ -414,24 +444,49 @@ class HistoryBuilder:
         previous = h.generations[-1].owners if h.generations else {}
         last_owner = self._last_owner.setdefault(h.group_id, {})
         new_owner = {tp: lane for lane, parts in owners.items() for tp in parts}
-        spans = [UnownedSpan(s.partition, last_owner.get(s.partition), s.released_ts, new_owner.get(s.partition),
-                             s.taken_ts, s.no_members_ms) for s in spans_of(o)]
-        awaiting = [UnownedSpan((t, int(p)), last_owner.get((t, int(p))), since)
-                    for t, p, since in o.get("awaiting_owner") or []]
+        spans = [
+            UnownedSpan(
+                s.partition,
+                last_owner.get(s.partition),
+                s.released_ts,
+                new_owner.get(s.partition),
+                s.taken_ts,
+                s.no_members_ms,
+            )
+            for s in spans_of(o)
+        ]
+        awaiting = [
+            UnownedSpan((t, int(p)), last_owner.get((t, int(p))), since)
+            for t, p, since in o.get("awaiting_owner") or []
+        ]
         last_owner.update(new_owner)
-        h.generations.append(Generation(
-            generation=int(o["group_epoch"] if consumer else o["generation"]), trigger=o.get("trigger", "unknown"),
-            trigger_detail=o.get("trigger_detail") or "", protocol=o.get("assignor" if consumer else "protocol"),
-            rebalance_protocol=o.get("rebalance_protocol") or "eager", leader=o.get("leader"),
-            started_ts=o.get("started_ts", ts), join_completed_ts=o.get("join_completed_ts"), completed_ts=ts,
-            duration_ms=o.get("duration_ms"), partitions_moved=o.get("partitions_moved"),
-            max_partition_unavailable_ms=o.get("max_partition_unavailable_ms",
-                                               max_known(u.unavailable_ms for u in spans)),
-            members=lanes, owners=owners, changes=ownership_changes(previous, owners),
-            unknown_topics=list(o.get("unknown_topics") or []), spans=spans, awaiting_owner=awaiting))
+        h.generations.append(
+            Generation(
+                generation=int(o["group_epoch"] if consumer else o["generation"]),
+                trigger=o.get("trigger", "unknown"),
+                trigger_detail=o.get("trigger_detail") or "",
+                protocol=o.get("assignor" if consumer else "protocol"),
+                rebalance_protocol=o.get("rebalance_protocol") or "eager",
+                leader=o.get("leader"),
+                started_ts=o.get("started_ts", ts),
+                join_completed_ts=o.get("join_completed_ts"),
+                completed_ts=ts,
+                duration_ms=o.get("duration_ms"),
+                partitions_moved=o.get("partitions_moved"),
+                max_partition_unavailable_ms=o.get(
+                    "max_partition_unavailable_ms", max_known(u.unavailable_ms for u in spans)
+                ),
+                members=lanes,
+                owners=owners,
+                changes=ownership_changes(previous, owners),
+                unknown_topics=list(o.get("unknown_topics") or []),
+                spans=spans,
+                awaiting_owner=awaiting,
+            )
+        )
 
     def _group_metadata(self, h: GroupHistory, o: dict, ts: int) -> None:
-        if o.get("tombstone"):   # group deleted or expired: nobody is in it any more
+        if o.get("tombstone"):  # group deleted or expired: nobody is in it any more
             for lane in h.lanes.values():
                 self._close(lane, ts)
 
@@ -443,12 +498,13 @@ class HistoryBuilder:
             h.protocol = "consumer"
         return fold
 
-    def _consumer_lane(self, h: GroupHistory, member_id: str, instance_id: str | None,
-                       client_id: str | None = None) -> Lane:
+    def _consumer_lane(
+        self, h: GroupHistory, member_id: str, instance_id: str | None, client_id: str | None = None
+    ) -> Lane:
         known = (h.group_id, member_id) in self._lane_of
         lane = self._lane(h, member_id, instance_id, client_id)
         if not known and instance_id is None and client_id:
-            lane.label = f"{client_id}-{member_id[:8]}"   # the consumer's own member id is a bare Uuid
+            lane.label = f"{client_id}-{member_id[:8]}"  # the consumer's own member id is a bare Uuid
         return lane
 
     def _consumer_member_joined(self, h: GroupHistory, o: dict, ts: int) -> None:
@@ -462,10 +518,13 @@ class HistoryBuilder:
         self._close(lane, ts)
         temporary = bool(o.get("temporary"))
         kind = "left" if o["type"] == MEMBER_LEFT else "expired"
-        h.departures.append(Departure(lane.key, o["member_id"], ts, kind,
-                                      o.get("reason") or "", o.get("last_heartbeat_ts"), fold.group_epoch))
+        h.departures.append(
+            Departure(
+                lane.key, o["member_id"], ts, kind, o.get("reason") or "", o.get("last_heartbeat_ts"), fold.group_epoch
+            )
+        )
         if temporary:
-            return          # a static member away (-2) keeps its partitions until it is back or its session ends
+            return  # a static member away (-2) keeps its partitions until it is back or its session ends
         fold.cause(ts, "leave" if kind == "left" else "expiry")
         fold.gone(h, lane.key)
 
@@ -487,7 +546,7 @@ class HistoryBuilder:
     def _consumer_state(self, h: GroupHistory, o: dict, ts: int) -> None:
         fold = self._consumer_fold(h)
         epoch = int(o["group_epoch"])
-        if epoch > fold.group_epoch:          # without the records in the outputs, bumps show here
+        if epoch > fold.group_epoch:  # without the records in the outputs, bumps show here
             fold.group_epoch = epoch
             h.group_epochs.append((ts, epoch))
             fold.bumped(ts)
@@ -506,13 +565,21 @@ class HistoryBuilder:
         target = {k: sorted(v) for k, v in target.items()}
         previous = h.targets[-1].target if h.targets else {}
         epoch = int(o["assignment_epoch"])
-        if epoch > fold.group_epoch:      # outputs without the records: the bump shows first here
+        if epoch > fold.group_epoch:  # outputs without the records: the bump shows first here
             fold.group_epoch = epoch
             h.group_epochs.append((ts, epoch))
             fold.bumped(ts)
-        h.targets.append(TargetEpoch(epoch, ts, fold.bumped_ts if fold.bumped_ts is not None else ts,
-                                     fold.trigger or "unknown", o.get("assignor"), target,
-                                     ownership_changes(previous, target)))
+        h.targets.append(
+            TargetEpoch(
+                epoch,
+                ts,
+                fold.bumped_ts if fold.bumped_ts is not None else ts,
+                fold.trigger or "unknown",
+                o.get("assignor"),
+                target,
+                ownership_changes(previous, target),
+            )
+        )
         fold.bumped_ts, fold.trigger = None, None
         # Every member of the target that is not yet Stable on it starts reconciling towards it.
         for lane_key in target:
@@ -524,7 +591,7 @@ class HistoryBuilder:
 
     def _assignment(self, h: GroupHistory, o: dict, ts: int) -> None:
         if "member_epoch" not in o:
-            return                                      # the classic coordinator's per-member assignment
+            return  # the classic coordinator's per-member assignment
         fold = self._consumer_fold(h)
         lane = self._consumer_lane(h, o["member_id"], o.get("instance_id"))
         key = lane.key
@@ -557,12 +624,13 @@ class HistoryBuilder:
 @dataclass
 class _ConsumerFold:
     """What the history fold keeps between outputs of one consumer-protocol group."""
+
     group_epoch: int = 0
-    bumped_ts: int | None = None                                   # first epoch bump since the last target
-    trigger: str | None = None                                     # what caused that bump
-    causes: list[tuple[int, str, bool]] = field(default_factory=list)   # (ts, trigger, strong) at the latest ts
+    bumped_ts: int | None = None  # first epoch bump since the last target
+    trigger: str | None = None  # what caused that bump
+    causes: list[tuple[int, str, bool]] = field(default_factory=list)  # (ts, trigger, strong) at the latest ts
     member_epoch: dict[str, tuple[int, str]] = field(default_factory=dict)
-    member_of: dict[str, str] = field(default_factory=dict)        # lane -> current member id
+    member_of: dict[str, str] = field(default_factory=dict)  # lane -> current member id
     reconciling: dict[str, list[int]] = field(default_factory=dict)
     revoking: dict[str, dict[Partition, int]] = field(default_factory=dict)
 
@@ -580,7 +648,7 @@ class _ConsumerFold:
         h.pending_revocation.pop(lane, None)
         self.member_epoch.pop(lane, None)
         self.reconciling.pop(lane, None)
-        self.revoking.pop(lane, None)      # never acknowledged: the member is gone
+        self.revoking.pop(lane, None)  # never acknowledged: the member is gone
 
     def bumped(self, ts: int) -> None:
         here = [c for c in self.causes if c[0] == ts]
@@ -615,8 +683,11 @@ def ownership_changes(before: dict[str, list[Partition]], after: dict[str, list[
     """Every partition whose owning lane differs between two assignments, sorted by partition."""
     old = {tp: lane for lane, parts in before.items() for tp in parts}
     new = {tp: lane for lane, parts in after.items() for tp in parts}
-    return [OwnershipChange(tp, old.get(tp), new.get(tp))
-            for tp in sorted(set(old) | set(new)) if old.get(tp) != new.get(tp)]
+    return [
+        OwnershipChange(tp, old.get(tp), new.get(tp))
+        for tp in sorted(set(old) | set(new))
+        if old.get(tp) != new.get(tp)
+    ]
 
 
 def build_histories(outputs: Iterable[dict]) -> dict[str, GroupHistory]:
@@ -628,8 +699,9 @@ def build_history(outputs: Iterable[dict], group_id: str) -> GroupHistory:
     return build_histories(o for o in outputs if o.get("group_id") == group_id).get(group_id, GroupHistory(group_id))
 
 
-def coordinator_outputs(events: Iterable[dict], config: object | None = None,
-                        consumer_config: object | None = None) -> tuple[list[dict], int]:
+def coordinator_outputs(
+    events: Iterable[dict], config: object | None = None, consumer_config: object | None = None
+) -> tuple[list[dict], int]:
     """Run a recorded feed through fresh coordinators, in feed order: (outputs, events rejected as invalid).
 
     The feed goes through the job's own routing (``streaming.coordinator.routing.run_feed``: one model per group, the
@@ -649,5 +721,5 @@ def coordinator_outputs(events: Iterable[dict], config: object | None = None,
 def _short_member(member_id: str, client_id: str | None) -> str:
     # Kafka member ids are "<client.id>-<uuid>"; the first uuid block is enough to tell members apart.
     if client_id and member_id.startswith(client_id + "-"):
-        return f"{client_id}-{member_id[len(client_id) + 1:][:8]}"
+        return f"{client_id}-{member_id[len(client_id) + 1 :][:8]}"
     return member_id[:40]

@@ -8,6 +8,7 @@ LAG is the group's worst partition at the last log-end sample (streaming/coordin
 in records and in seconds, and which partition it is; each rebalance's lag cost goes to the recent events when its
 new owners have committed.
 """
+
 from __future__ import annotations
 
 import sys
@@ -18,10 +19,24 @@ from typing import TextIO
 
 from streaming.coordinator.lag import PARTITION_LAG, REBALANCE_LAG, LagBook
 from streaming.coordinator.outputs import (
-    ASSIGNMENT, DEAD_LETTER, GROUP_METADATA, GROUP_RESTORED, MEMBER_EXPIRED, MEMBER_JOINED, MEMBER_LEFT,
-    MEMBER_REPLACED, OFFSET_COMMIT, PROTOCOL_SWITCH, REBALANCE, RESTORE_GAP, STATE_CHANGE, TARGET_ASSIGNMENT)
+    ASSIGNMENT,
+    DEAD_LETTER,
+    GROUP_METADATA,
+    GROUP_RESTORED,
+    MEMBER_EXPIRED,
+    MEMBER_JOINED,
+    MEMBER_LEFT,
+    MEMBER_REPLACED,
+    OFFSET_COMMIT,
+    PROTOCOL_SWITCH,
+    REBALANCE,
+    RESTORE_GAP,
+    STATE_CHANGE,
+    TARGET_ASSIGNMENT,
+)
 from streaming.dead_letters import is_step_failure
 from streaming.views import terminal
+
 
 def clock(ts_ms: int | None = None) -> str:
     """HH:MM:SS of an epoch-ms time (None: now), on the local clock like the rest of the job's lines."""
@@ -30,8 +45,6 @@ def clock(ts_ms: int | None = None) -> str:
 
 def _members(n: int) -> str:
     return f"{n} member" if n == 1 else f"{n} members"
-
-
 
 
 @dataclass
@@ -48,18 +61,21 @@ class GroupView:
     last_duration_ms: int | None = None
     last_moved: int | None = None
     expired: int = 0
-    committed: dict = field(default_factory=dict)   # (topic, partition) -> offset
+    committed: dict = field(default_factory=dict)  # (topic, partition) -> offset
     # Consumer-protocol (KIP-848) groups: ``generation`` holds the group epoch.
     consumer: bool = False
     assignment_epoch: int = 0
-    member_states: dict = field(default_factory=dict)   # member id -> (member epoch, state)
-    restored_committed: int = 0    # partitions committed when the group was rebuilt from the store
+    member_states: dict = field(default_factory=dict)  # member id -> (member epoch, state)
+    restored_committed: int = 0  # partitions committed when the group was rebuilt from the store
     worst_lag: dict | None = None  # the partition_lag of its partition furthest behind (seconds, then records)
 
     @property
     def reconciling(self) -> int:
-        return sum(1 for epoch, state in self.member_states.values()
-                   if epoch >= 0 and (state != "STABLE" or epoch < self.assignment_epoch))
+        return sum(
+            1
+            for epoch, state in self.member_states.values()
+            if epoch >= 0 and (state != "STABLE" or epoch < self.assignment_epoch)
+        )
 
 
 def _lag_cell(figure: dict | None) -> str:
@@ -70,8 +86,14 @@ def _lag_cell(figure: dict | None) -> str:
 
 
 class LiveView:
-    def __init__(self, out: TextIO | None = None, max_rows: int = 30, redraw: bool | None = None,
-                 width: int | None = None, console=None):
+    def __init__(
+        self,
+        out: TextIO | None = None,
+        max_rows: int = 30,
+        redraw: bool | None = None,
+        width: int | None = None,
+        console=None,
+    ):
         """``out``: where to draw (stdout); ``redraw``: redraw in place (default: when ``out`` is a terminal), else
         append plain text; ``width``: the terminal's width when forced; ``console``: a ``rich`` console to draw
         on instead (its terminal-ness decides ``redraw``)."""
@@ -87,11 +109,11 @@ class LiveView:
         self.batches = 0
         self.last_batch_id: int | None = None
         self.dead_letters = 0
-        self.step_failures = 0   # steps of a group that raised (its events dead-lettered; the rest went on)
-        self.restored = 0         # groups rebuilt from the store after a lost checkpoint
-        self.restore_gaps = 0     # of those, the ones whose feed showed what the store did not hold
+        self.step_failures = 0  # steps of a group that raised (its events dead-lettered; the rest went on)
+        self.restored = 0  # groups rebuilt from the store after a lost checkpoint
+        self.restore_gaps = 0  # of those, the ones whose feed showed what the store did not hold
         self.recent: list[str] = []
-        self.waiting: str | None = None   # why the job is not moving (its broker gone), shown above the table
+        self.waiting: str | None = None  # why the job is not moving (its broker gone), shown above the table
         self.lag = LagBook()
         self._lock = threading.Lock()
 
@@ -145,7 +167,7 @@ class LiveView:
             self.restore_gaps += 1
             self._note(f"{gid}: the store did not hold all (restore gap): {o.get('reason')}")
             return
-        if kind == PROTOCOL_SWITCH:   # an Empty group replaced by one of the other protocol: start afresh
+        if kind == PROTOCOL_SWITCH:  # an Empty group replaced by one of the other protocol: start afresh
             # ... but with its committed offsets, which Kafka keeps for the new group (and so does the tracker).
             self.groups[gid] = GroupView(gid, consumer=o.get("to") == "consumer", committed=g.committed)
             self._note(f"{gid}: now a {o.get('to')}-protocol group", o.get("ts"))
@@ -162,8 +184,11 @@ class LiveView:
             elif o.get("group_epoch") is not None:
                 g.generation = int(o["group_epoch"])
                 g.assignment_epoch = int(o.get("assignment_epoch") or g.assignment_epoch)
-        elif g.consumer and kind in (ASSIGNMENT, TARGET_ASSIGNMENT, MEMBER_JOINED, MEMBER_LEFT,
-                                     MEMBER_REPLACED) or (g.consumer and kind == REBALANCE):
+        elif (
+            g.consumer
+            and kind in (ASSIGNMENT, TARGET_ASSIGNMENT, MEMBER_JOINED, MEMBER_LEFT, MEMBER_REPLACED)
+            or (g.consumer and kind == REBALANCE)
+        ):
             self._consumer(g, kind, o)
         elif kind == REBALANCE:
             g.rebalances += 1
@@ -177,8 +202,9 @@ class LiveView:
             g.last_duration_ms = o.get("duration_ms")
             moved = o.get("partitions_moved")
             g.last_moved = len(moved) if isinstance(moved, list) else moved
-            self._note(f"{gid}: generation {g.generation} ({g.last_trigger}), {_members(g.members)}",
-                       g.last_rebalance_ts)
+            self._note(
+                f"{gid}: generation {g.generation} ({g.last_trigger}), {_members(g.members)}", g.last_rebalance_ts
+            )
         elif kind == MEMBER_EXPIRED:
             g.expired += 1
             g.member_states.pop(o.get("member_id"), None)
@@ -200,8 +226,11 @@ class LiveView:
             known = [f for f in self.lag.current(g.group_id) if f["lag_records"] is not None]
             g.worst_lag = max(known, key=lambda f: (f["lag_seconds"], f["lag_records"]), default=None)
         elif d["type"] == REBALANCE_LAG:
-            cost = "?" if d["lag_records"] is None else \
-                f"{d['lag_records']} records, {d['lag_seconds']:.1f} s ({d['lag_seconds_method']})"
+            cost = (
+                "?"
+                if d["lag_records"] is None
+                else f"{d['lag_records']} records, {d['lag_seconds']:.1f} s ({d['lag_seconds_method']})"
+            )
             self._note(f"{g.group_id}: the rebalance of {clock(d['rebalance_ts'])} cost {cost} of lag", d["ts"])
 
     def _consumer(self, g: GroupView, kind: str, o: dict) -> None:
@@ -229,8 +258,11 @@ class LiveView:
             g.last_duration_ms = o.get("duration_ms")
             g.last_moved = o.get("partitions_moved")
             members = len(o.get("members") or [])
-            self._note(f"{o['group_id']}: epoch {g.generation} {'stable' if members else 'empty'} "
-                       f"({g.last_trigger}), {_members(members)}", g.last_rebalance_ts)
+            self._note(
+                f"{o['group_id']}: epoch {g.generation} {'stable' if members else 'empty'} "
+                f"({g.last_trigger}), {_members(members)}",
+                g.last_rebalance_ts,
+            )
         g.members = len(g.member_states)
 
     def set_waiting(self, text: str | None, resolved: str | None = None) -> None:
@@ -247,8 +279,21 @@ class LiveView:
         del self.recent[:-8]
 
     # -- drawing -------------------------------------------------------------------------------------------------
-    HEADER = ("GROUP", "STATE", "GEN/EPOCH", "PROTOCOL", "MEMBERS", "REBALANCES", "LAST REBALANCE", "TRIGGER", "TOOK",
-              "MOVED", "EXPIRED", "COMMITTED", "LAG")
+    HEADER = (
+        "GROUP",
+        "STATE",
+        "GEN/EPOCH",
+        "PROTOCOL",
+        "MEMBERS",
+        "REBALANCES",
+        "LAST REBALANCE",
+        "TRIGGER",
+        "TOOK",
+        "MOVED",
+        "EXPIRED",
+        "COMMITTED",
+        "LAG",
+    )
     NUMERIC = (2, 4, 5, 8, 9, 10, 11)
 
     def _picture(self, progress: dict | None) -> tuple[str, list[tuple[str, ...]], str | None, list[str]]:
@@ -258,27 +303,47 @@ class LiveView:
             for g in sorted(self.groups.values(), key=lambda v: v.group_id)[: self.max_rows]:
                 when = clock(g.last_rebalance_ts) if g.last_rebalance_ts else "-"
                 # "-": no rebalance yet; "?": the outputs could not know how long it took (docs/figures.md).
-                took = "-" if not g.rebalances else "?" if g.last_duration_ms is None \
+                took = (
+                    "-"
+                    if not g.rebalances
+                    else "?"
+                    if g.last_duration_ms is None
                     else f"{g.last_duration_ms / 1000:.1f}s"
-                members = f"{g.members} ({g.reconciling} reconciling)" if g.consumer and g.reconciling \
-                    else str(g.members)
-                rows.append((g.group_id, g.state, f"e{g.generation}" if g.consumer else str(g.generation),
-                             g.protocol or ("consumer" if g.consumer else "-"), members,
-                             str(g.rebalances), when, g.last_trigger or "-", took,
-                             "-" if not g.rebalances else "?" if g.last_moved is None else str(g.last_moved),
-                             str(g.expired),
-                             str(len(g.committed) or g.restored_committed), _lag_cell(g.worst_lag)))
-            more = f"... and {len(self.groups) - self.max_rows} more groups" \
-                if len(self.groups) > self.max_rows else None
+                )
+                members = (
+                    f"{g.members} ({g.reconciling} reconciling)" if g.consumer and g.reconciling else str(g.members)
+                )
+                rows.append(
+                    (
+                        g.group_id,
+                        g.state,
+                        f"e{g.generation}" if g.consumer else str(g.generation),
+                        g.protocol or ("consumer" if g.consumer else "-"),
+                        members,
+                        str(g.rebalances),
+                        when,
+                        g.last_trigger or "-",
+                        took,
+                        "-" if not g.rebalances else "?" if g.last_moved is None else str(g.last_moved),
+                        str(g.expired),
+                        str(len(g.committed) or g.restored_committed),
+                        _lag_cell(g.worst_lag),
+                    )
+                )
+            more = (
+                f"... and {len(self.groups) - self.max_rows} more groups" if len(self.groups) > self.max_rows else None
+            )
             status = f"batch {self.last_batch_id}  groups {len(self.groups)}  dead letters {self.dead_letters}"
             if self.step_failures:
                 status += f"  GROUP STEP FAILURES {self.step_failures}"
             if self.restored:
                 status += f"  restored {self.restored} (gaps {self.restore_gaps})"
             if progress:
-                status += (f"  input {progress.get('inputRowsPerSecond', 0):.0f} ev/s"
-                           f"  processed {progress.get('processedRowsPerSecond', 0):.0f} ev/s"
-                           f"  batch took {progress.get('durationMs', {}).get('triggerExecution', 0)} ms")
+                status += (
+                    f"  input {progress.get('inputRowsPerSecond', 0):.0f} ev/s"
+                    f"  processed {progress.get('processedRowsPerSecond', 0):.0f} ev/s"
+                    f"  batch took {progress.get('durationMs', {}).get('triggerExecution', 0)} ms"
+                )
             if self.waiting:
                 status = f"WAITING: {self.waiting}\n{status}"
             return status, rows, more, list(self.recent)
@@ -299,9 +364,11 @@ class LiveView:
     def renderable(self, progress: dict | None = None):
         """The picture for a terminal: a table between the status line and the recent events."""
         status, rows, more, recent = self._picture(progress)
-        return terminal.stack(terminal.lines(status, style="bold"),
-                              terminal.table(self.HEADER, rows, right=self.NUMERIC, caption=more),
-                              terminal.lines("recent:", *(f"  {r}" for r in recent), style="dim") if recent else None)
+        return terminal.stack(
+            terminal.lines(status, style="bold"),
+            terminal.table(self.HEADER, rows, right=self.NUMERIC, caption=more),
+            terminal.lines("recent:", *(f"  {r}" for r in recent), style="dim") if recent else None,
+        )
 
     def draw(self, progress: dict | None = None) -> None:
         """On a terminal: redraw the table in place. Elsewhere: append the picture as plain lines."""

@@ -31,21 +31,42 @@ once its new owners have committed: ``group_rebalance_lag_records_total`` and th
 This module is the one place that knows ``prometheus_client``: the rest of the tracker calls
 :meth:`Metrics.update` once per micro-batch and :func:`serve` once.
 """
+
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from prometheus_client import (CollectorRegistry, Counter, GCCollector, Gauge, Histogram, PlatformCollector,
-                               ProcessCollector, generate_latest, start_http_server)
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    GCCollector,
+    Gauge,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+    start_http_server,
+)
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 from streaming.coordinator.figures import spans_of
 from streaming.coordinator.lag import PARTITION_LAG, REBALANCE_LAG, LagBook
 from streaming.coordinator.outputs import (
-    ASSIGNMENT, DEAD_LETTER, GROUP_METADATA, GROUP_RESTORED, MEMBER_EXPIRED, MEMBER_JOINED, MEMBER_LEFT,
-    MEMBER_REPLACED, REBALANCE, RESTORE_GAP, STATE_CHANGE, TARGET_ASSIGNMENT)
+    ASSIGNMENT,
+    DEAD_LETTER,
+    GROUP_METADATA,
+    GROUP_RESTORED,
+    MEMBER_EXPIRED,
+    MEMBER_JOINED,
+    MEMBER_LEFT,
+    MEMBER_REPLACED,
+    REBALANCE,
+    RESTORE_GAP,
+    STATE_CHANGE,
+    TARGET_ASSIGNMENT,
+)
 from streaming.dead_letters import is_step_failure
 
 PREFIX = "rebalance_tracker"
@@ -60,18 +81,24 @@ CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 @dataclass
 class _Group:
     """What the fold needs to remember of a group between outputs (the counters live in the instruments)."""
+
     state: str = "Empty"
     generation: int = 0
     members: set[str] = field(default_factory=set)
-    consumer: bool = False                      # a consumer-protocol (KIP-848) group
+    consumer: bool = False  # a consumer-protocol (KIP-848) group
     assignment_epoch: int = 0
-    member_states: dict[str, tuple[int, str]] = field(default_factory=dict)   # member -> (epoch, state)
+    member_states: dict[str, tuple[int, str]] = field(default_factory=dict)  # member -> (epoch, state)
 
     @property
     def reconciling(self) -> int:
         """Members still on their way to the target assignment (a static member away with epoch -2 is not)."""
-        return sum(1 for m in self.members if (st := self.member_states.get(m)) is not None and st[0] >= 0
-                   and (st[1] != "STABLE" or st[0] < self.assignment_epoch))
+        return sum(
+            1
+            for m in self.members
+            if (st := self.member_states.get(m)) is not None
+            and st[0] >= 0
+            and (st[1] != "STABLE" or st[0] < self.assignment_epoch)
+        )
 
 
 class Metrics:
@@ -89,72 +116,135 @@ class Metrics:
             return f"{PREFIX}_{n}"
 
         # Instruments belong to no registry of their own: the registry below collects them under the lock.
-        self.groups = Gauge(name("groups"), "Number of groups in each state (Kafka's NumGroups{state}).",
-                            ["state"], registry=None)
-        self.group_state = Gauge(name("group_state"), "1 for the state the group is in, 0 for the others.",
-                                 ["group", "state"], registry=None)
+        self.groups = Gauge(
+            name("groups"), "Number of groups in each state (Kafka's NumGroups{state}).", ["state"], registry=None
+        )
+        self.group_state = Gauge(
+            name("group_state"), "1 for the state the group is in, 0 for the others.", ["group", "state"], registry=None
+        )
         self.group_members = Gauge(name("group_members"), "Members of the group.", ["group"], registry=None)
-        self.group_generation = Gauge(name("group_generation"), "Current generation id of the group.", ["group"],
-                                      registry=None)
-        self.group_epoch = Gauge(name("group_epoch"), "Group epoch of a consumer-protocol (KIP-848) group.",
-                                 ["group"], registry=None)
-        self.group_assignment_epoch = Gauge(name("group_assignment_epoch"),
-                                            "Epoch of the target assignment of a consumer-protocol group.",
-                                            ["group"], registry=None)
-        self.group_reconciling = Gauge(name("group_reconciling_members"),
-                                       "Members of a consumer-protocol group not yet Stable on its target assignment.",
-                                       ["group"], registry=None)
-        self.rebalances = Counter(name("group_rebalances"),
-                                  "Completed rebalances (Kafka's group-completed-rebalance-count).", ["group"],
-                                  registry=None)
-        self.triggers = Counter(name("group_rebalance_triggers"), "Completed rebalances by what started them.",
-                                ["group", "trigger"], registry=None)
-        self.rebalance_duration = Histogram(name("group_rebalance_duration_seconds"),
-                                            "Time from a rebalance's start to the group settled again (Stable or "
-                                            "Empty); unknown durations are not observed.", ["group"],
-                                            buckets=REBALANCE_BUCKETS, registry=None)
-        self.unavailability = Histogram(name("group_partition_unavailability_seconds"),
-                                        "Per partition a rebalance gave a new owner: how long it had none while its "
-                                        "group had members (docs/figures.md); unknown ones are not observed.",
-                                        ["group"], buckets=REBALANCE_BUCKETS, registry=None)
-        self.expired = Counter(name("group_expired_members"), "Members removed because their session or join expired.",
-                               ["group"], registry=None)
-        self.moved = Counter(name("group_partitions_moved"), "Partitions that changed owner in a rebalance.",
-                             ["group"], registry=None)
+        self.group_generation = Gauge(
+            name("group_generation"), "Current generation id of the group.", ["group"], registry=None
+        )
+        self.group_epoch = Gauge(
+            name("group_epoch"), "Group epoch of a consumer-protocol (KIP-848) group.", ["group"], registry=None
+        )
+        self.group_assignment_epoch = Gauge(
+            name("group_assignment_epoch"),
+            "Epoch of the target assignment of a consumer-protocol group.",
+            ["group"],
+            registry=None,
+        )
+        self.group_reconciling = Gauge(
+            name("group_reconciling_members"),
+            "Members of a consumer-protocol group not yet Stable on its target assignment.",
+            ["group"],
+            registry=None,
+        )
+        self.rebalances = Counter(
+            name("group_rebalances"),
+            "Completed rebalances (Kafka's group-completed-rebalance-count).",
+            ["group"],
+            registry=None,
+        )
+        self.triggers = Counter(
+            name("group_rebalance_triggers"),
+            "Completed rebalances by what started them.",
+            ["group", "trigger"],
+            registry=None,
+        )
+        self.rebalance_duration = Histogram(
+            name("group_rebalance_duration_seconds"),
+            "Time from a rebalance's start to the group settled again (Stable or "
+            "Empty); unknown durations are not observed.",
+            ["group"],
+            buckets=REBALANCE_BUCKETS,
+            registry=None,
+        )
+        self.unavailability = Histogram(
+            name("group_partition_unavailability_seconds"),
+            "Per partition a rebalance gave a new owner: how long it had none while its "
+            "group had members (docs/figures.md); unknown ones are not observed.",
+            ["group"],
+            buckets=REBALANCE_BUCKETS,
+            registry=None,
+        )
+        self.expired = Counter(
+            name("group_expired_members"),
+            "Members removed because their session or join expired.",
+            ["group"],
+            registry=None,
+        )
+        self.moved = Counter(
+            name("group_partitions_moved"), "Partitions that changed owner in a rebalance.", ["group"], registry=None
+        )
         self.dead_letters = Counter(name("dead_lettered_events"), "Input events rejected as invalid.", registry=None)
-        self.step_failures = Counter(name("group_step_failures"),
-                                     "Micro-batch steps of a group that raised: its events were dead-lettered with "
-                                     "the exception and the group kept its state (every other group went on).",
-                                     ["group"], registry=None)
-        self.restored = Counter(name("groups_restored"), "Groups rebuilt from the store after a lost checkpoint.",
-                                registry=None)
-        self.restore_gaps = Counter(name("restore_gaps"), "Restored groups whose feed showed what the store did not "
-                                    "hold (restore_gap outputs).", registry=None)
-        self.group_lag_records = Gauge(name("group_lag_records"), "Lag in records of the group's partition furthest "
-                                       "behind, at the last log-end sample.", ["group"], registry=None)
-        self.group_lag_seconds = Gauge(name("group_lag_seconds"), "Age of the oldest unconsumed record over the "
-                                       "group's partitions, at the last log-end sample (interpolated from the "
-                                       "samples).", ["group"], registry=None)
-        self.partition_lag_records = Gauge(name("partition_lag_records"), "Log end - committed offset, for the "
-                                           "partitions furthest behind (bounded in number).",
-                                           ["group", "topic", "partition"], registry=None)
-        self.partition_lag_seconds = Gauge(name("partition_lag_seconds"), "Age of the partition's oldest "
-                                           "unconsumed record, for the partitions furthest behind (bounded in "
-                                           "number).", ["group", "topic", "partition"], registry=None)
-        self.rebalance_lag_records = Counter(name("group_rebalance_lag_records"),
-                                             "Records of lag built by rebalances, from each partition's release to "
-                                             "its new owner's first commit.", ["group"], registry=None)
-        self.rebalance_lag_seconds = Histogram(name("group_rebalance_lag_seconds"),
-                                               "Per rebalance, the most seconds of lag a partition it left without "
-                                               "an owner built until its new owner's first commit.", ["group"],
-                                               buckets=REBALANCE_BUCKETS, registry=None)
+        self.step_failures = Counter(
+            name("group_step_failures"),
+            "Micro-batch steps of a group that raised: its events were dead-lettered with "
+            "the exception and the group kept its state (every other group went on).",
+            ["group"],
+            registry=None,
+        )
+        self.restored = Counter(
+            name("groups_restored"), "Groups rebuilt from the store after a lost checkpoint.", registry=None
+        )
+        self.restore_gaps = Counter(
+            name("restore_gaps"),
+            "Restored groups whose feed showed what the store did not hold (restore_gap outputs).",
+            registry=None,
+        )
+        self.group_lag_records = Gauge(
+            name("group_lag_records"),
+            "Lag in records of the group's partition furthest behind, at the last log-end sample.",
+            ["group"],
+            registry=None,
+        )
+        self.group_lag_seconds = Gauge(
+            name("group_lag_seconds"),
+            "Age of the oldest unconsumed record over the "
+            "group's partitions, at the last log-end sample (interpolated from the "
+            "samples).",
+            ["group"],
+            registry=None,
+        )
+        self.partition_lag_records = Gauge(
+            name("partition_lag_records"),
+            "Log end - committed offset, for the partitions furthest behind (bounded in number).",
+            ["group", "topic", "partition"],
+            registry=None,
+        )
+        self.partition_lag_seconds = Gauge(
+            name("partition_lag_seconds"),
+            "Age of the partition's oldest unconsumed record, for the partitions furthest behind (bounded in number).",
+            ["group", "topic", "partition"],
+            registry=None,
+        )
+        self.rebalance_lag_records = Counter(
+            name("group_rebalance_lag_records"),
+            "Records of lag built by rebalances, from each partition's release to its new owner's first commit.",
+            ["group"],
+            registry=None,
+        )
+        self.rebalance_lag_seconds = Histogram(
+            name("group_rebalance_lag_seconds"),
+            "Per rebalance, the most seconds of lag a partition it left without "
+            "an owner built until its new owner's first commit.",
+            ["group"],
+            buckets=REBALANCE_BUCKETS,
+            registry=None,
+        )
         self.batches = Counter(name("batches"), "Micro-batches processed.", registry=None)
-        self.input_rows = Counter(name("input_rows"), "Input rows read, as reported by the streaming query.",
-                                  registry=None)
+        self.input_rows = Counter(
+            name("input_rows"), "Input rows read, as reported by the streaming query.", registry=None
+        )
         self.last_batch_id = Gauge(name("last_batch_id"), "Id of the last micro-batch processed.", registry=None)
-        self.batch_duration = Histogram(name("batch_duration_seconds"),
-                                        "Wall time of a micro-batch (trigger execution).", buckets=BATCH_BUCKETS,
-                                        registry=None)
+        self.batch_duration = Histogram(
+            name("batch_duration_seconds"),
+            "Wall time of a micro-batch (trigger execution).",
+            buckets=BATCH_BUCKETS,
+            registry=None,
+        )
 
         self.registry = CollectorRegistry()
         self.registry.register(_Snapshot(self))
@@ -174,7 +264,7 @@ class Metrics:
             for o in outputs:
                 self._fold(o)
             for group_id in sorted({o.get("group_id") or "" for o in outputs if is_step_failure(o)}):
-                self.step_failures.labels(group_id).inc()   # one a group and batch, however many events it had
+                self.step_failures.labels(group_id).inc()  # one a group and batch, however many events it had
             if progress:
                 duration = (progress.get("durationMs") or {}).get("triggerExecution")
                 if duration is not None:
@@ -187,7 +277,7 @@ class Metrics:
         if g is None:
             g = self._groups[group_id] = _Group()
             for counter in (self.rebalances, self.expired, self.moved, self.rebalance_duration, self.unavailability):
-                counter.labels(group_id)   # every group shows every per-group series, at 0 until it happens
+                counter.labels(group_id)  # every group shows every per-group series, at 0 until it happens
         return g
 
     def _fold(self, o: dict) -> None:
@@ -229,7 +319,7 @@ class Metrics:
         elif kind == TARGET_ASSIGNMENT:
             g.assignment_epoch = int(o["assignment_epoch"])
         elif kind == MEMBER_LEFT and o.get("temporary"):
-            g.member_states[o["member_id"]] = (-2, "STABLE")   # away, holding its partitions
+            g.member_states[o["member_id"]] = (-2, "STABLE")  # away, holding its partitions
         elif kind == MEMBER_JOINED:
             g.members.add(o["member_id"])
         elif kind in (MEMBER_LEFT, MEMBER_EXPIRED):
@@ -244,7 +334,7 @@ class Metrics:
         elif kind == GROUP_METADATA:
             if o.get("tombstone"):
                 g.members.clear()
-            else:   # the stored record is the authority on who is in the group
+            else:  # the stored record is the authority on who is in the group
                 g.members = {m["member_id"] for m in o.get("members", [])}
                 g.generation = o.get("generation", g.generation)
         elif kind == REBALANCE:
@@ -258,14 +348,14 @@ class Metrics:
                 if span.unavailable_ms is not None:
                     self.unavailability.labels(group_id).observe(span.unavailable_ms / 1000)
             g.generation = o.get("generation", o.get("group_epoch", g.generation))
-            if g.consumer:      # Stable again: the record names every member
+            if g.consumer:  # Stable again: the record names every member
                 g.members = {m["member_id"] for m in o.get("members", [])}
 
     def _set_gauges(self) -> None:
         for state in ALL_STATES:
             self.groups.labels(state).set(sum(1 for g in self._groups.values() if g.state == state))
         for group_id, g in self._groups.items():
-            for state in (CONSUMER_STATES if g.consumer else STATES):
+            for state in CONSUMER_STATES if g.consumer else STATES:
                 self.group_state.labels(group_id, state).set(int(g.state == state))
             self.group_members.labels(group_id).set(len(g.members))
             if g.consumer:
@@ -277,16 +367,21 @@ class Metrics:
         self._set_lag_gauges()
 
     def _set_lag_gauges(self) -> None:
-        figures = [f for group_id in sorted(self._lag.latest) for f in self._lag.current(group_id)
-                   if f["lag_records"] is not None]
+        figures = [
+            f
+            for group_id in sorted(self._lag.latest)
+            for f in self._lag.current(group_id)
+            if f["lag_records"] is not None
+        ]
         for group_id in sorted({f["group_id"] for f in figures}):
             mine = [f for f in figures if f["group_id"] == group_id]
             self.group_lag_records.labels(group_id).set(max(f["lag_records"] for f in mine))
             self.group_lag_seconds.labels(group_id).set(max(f["lag_seconds"] for f in mine))
-        self.partition_lag_records.clear()       # only the partitions furthest behind now: bounded series
+        self.partition_lag_records.clear()  # only the partitions furthest behind now: bounded series
         self.partition_lag_seconds.clear()
-        worst = sorted(figures, key=lambda f: (-f["lag_seconds"], -f["lag_records"], f["group_id"], f["topic"],
-                                               f["partition"]))[:self.max_partition_series]
+        worst = sorted(
+            figures, key=lambda f: (-f["lag_seconds"], -f["lag_records"], f["group_id"], f["topic"], f["partition"])
+        )[: self.max_partition_series]
         for f in worst:
             labels = (f["group_id"], f["topic"], str(f["partition"]))
             self.partition_lag_records.labels(*labels).set(f["lag_records"])
@@ -294,20 +389,39 @@ class Metrics:
 
     def _collect(self):
         with self._lock:
-            instruments = [self.groups, self.group_state, self.group_members, self.group_generation,
-                           self.group_epoch, self.group_assignment_epoch, self.group_reconciling,
-                           self.rebalances, self.triggers, self.rebalance_duration, self.unavailability,
-                           self.expired, self.moved, self.group_lag_records, self.group_lag_seconds,
-                           self.partition_lag_records, self.partition_lag_seconds, self.rebalance_lag_records,
-                           self.rebalance_lag_seconds,
-                           self.dead_letters, self.step_failures, self.restored, self.restore_gaps, self.batches,
-                           self.input_rows,
-                           self.batch_duration]
+            instruments = [
+                self.groups,
+                self.group_state,
+                self.group_members,
+                self.group_generation,
+                self.group_epoch,
+                self.group_assignment_epoch,
+                self.group_reconciling,
+                self.rebalances,
+                self.triggers,
+                self.rebalance_duration,
+                self.unavailability,
+                self.expired,
+                self.moved,
+                self.group_lag_records,
+                self.group_lag_seconds,
+                self.partition_lag_records,
+                self.partition_lag_seconds,
+                self.rebalance_lag_records,
+                self.rebalance_lag_seconds,
+                self.dead_letters,
+                self.step_failures,
+                self.restored,
+                self.restore_gaps,
+                self.batches,
+                self.input_rows,
+                self.batch_duration,
+            ]
             if self._last_batch_id is not None:
                 instruments.append(self.last_batch_id)
             families = [family for instrument in instruments for family in instrument.collect()]
-        for family in families:   # fresh objects per collect; the per-child *_created series would double each
-            family.samples = [x for x in family.samples if not x.name.endswith("_created")]   # group's series
+        for family in families:  # fresh objects per collect; the per-child *_created series would double each
+            family.samples = [x for x in family.samples if not x.name.endswith("_created")]  # group's series
         return families
 
     # ------------------------------------------------------------------ exposition

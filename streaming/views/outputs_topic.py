@@ -7,6 +7,7 @@ names in its JSON value. Per partition, in offset order, a record whose ``batch_
 ``seq`` is not above the previous one's repeats that batch and is dropped. What is left is every output once, in the
 order the job wrote it: the JSON-lines file ``report --outputs`` reads (the bookkeeping fields taken out).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,7 +26,8 @@ BOOKKEEPING = ("batch_id", "seq")
 @dataclass
 class ExactlyOnce:
     """The reading rule, one partition at a time; ``counts`` says what it did."""
-    last: dict = field(default_factory=dict)           # partition -> (batch_id, seq) of its last record kept
+
+    last: dict = field(default_factory=dict)  # partition -> (batch_id, seq) of its last record kept
     counts: dict = field(default_factory=lambda: {"kept": 0, "repeated": 0, "unmarked": 0, "not json": 0})
 
     def take(self, partition: int, value: bytes | None, headers: Iterable[tuple[str, bytes]] = ()) -> dict | None:
@@ -41,7 +43,7 @@ class ExactlyOnce:
         try:
             if len(marks) == 2:
                 mark = (int(marks["batch_id"]), int(marks["seq"]))
-            elif all(isinstance(output.get(k), int) for k in BOOKKEEPING):   # a broker without headers
+            elif all(isinstance(output.get(k), int) for k in BOOKKEEPING):  # a broker without headers
                 mark = (output.pop("batch_id"), output.pop("seq"))
             else:
                 mark = None
@@ -59,8 +61,14 @@ class ExactlyOnce:
         return output
 
 
-def read_outputs(bootstrap: str, topic: str, client: dict | None = None, follow: bool = False,
-                 poll_ms: int = 500, rule: ExactlyOnce | None = None) -> Iterator[dict]:
+def read_outputs(
+    bootstrap: str,
+    topic: str,
+    client: dict | None = None,
+    follow: bool = False,
+    poll_ms: int = 500,
+    rule: ExactlyOnce | None = None,
+) -> Iterator[dict]:
     """Every output of ``topic`` once (the reading rule above), partition by partition in offset order, from the
     beginning to the end (``follow``: for ever)."""
     from kafka import KafkaConsumer, TopicPartition
@@ -68,9 +76,12 @@ def read_outputs(bootstrap: str, topic: str, client: dict | None = None, follow:
     from streaming.kafka_client.log_end import log_end_offsets
 
     rule = rule or ExactlyOnce()
-    consumer = KafkaConsumer(**kafka_conf.for_client(KafkaConsumer, client, bootstrap_servers=bootstrap,
-                                                     client_id="rebalance-tracker-outputs")
-                             | {"enable_auto_commit": False})
+    consumer = KafkaConsumer(
+        **kafka_conf.for_client(
+            KafkaConsumer, client, bootstrap_servers=bootstrap, client_id="rebalance-tracker-outputs"
+        )
+        | {"enable_auto_commit": False}
+    )
     try:
         tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
         if not tps:
@@ -95,11 +106,17 @@ def main(argv: list[str] | None = None) -> int:
     from streaming.tracker import TrackerConfig
 
     p = argparse.ArgumentParser(prog="rebalance-tracker outputs", description=__doc__.splitlines()[0])
-    p.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP"),
-                   help="the tracker's broker (default: $KAFKA_BOOTSTRAP)")
-    p.add_argument("--topic", default=TrackerConfig.outputs_topic,
-                   help="the outputs topic (run's --assignments-topic), or the dead letters (<events-topic>.dlq) "
-                        "(default: %(default)s)")
+    p.add_argument(
+        "--bootstrap",
+        default=os.environ.get("KAFKA_BOOTSTRAP"),
+        help="the tracker's broker (default: $KAFKA_BOOTSTRAP)",
+    )
+    p.add_argument(
+        "--topic",
+        default=TrackerConfig.outputs_topic,
+        help="the outputs topic (run's --assignments-topic), or the dead letters (<events-topic>.dlq) "
+        "(default: %(default)s)",
+    )
     p.add_argument("--group", action="append", default=None, help="only this group's outputs (repeat for several)")
     p.add_argument("--out", default="-", help="JSON-lines file to write ('-': stdout, the default)")
     p.add_argument("--follow", action="store_true", help="keep reading new outputs until Ctrl-C")
@@ -149,9 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     if counts["not json"]:
         notes.append(f"{counts['not json']} records that are no JSON object skipped")
     where = "stdout" if args.out == "-" else args.out
-    print(f"wrote {written} outputs of {args.topic} to {where}"
-          + (f" (of {counts['kept']}, for {', '.join(sorted(groups))})" if groups else "")
-          + f"; {'; '.join(notes)}", file=sys.stderr)
+    print(
+        f"wrote {written} outputs of {args.topic} to {where}"
+        + (f" (of {counts['kept']}, for {', '.join(sorted(groups))})" if groups else "")
+        + f"; {'; '.join(notes)}",
+        file=sys.stderr,
+    )
     return 0
 
 

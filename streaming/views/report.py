@@ -14,6 +14,7 @@ Under the timeline, on the same time axis, the group's lag when the feed has log
 worst partition in seconds (a line) and in records (a second, lighter line, on its own scale), with every rebalance
 shaded and its lag cost written at its end; a table lists each rebalance's cost.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,10 +45,10 @@ GAIN_GREEN = "#1a9a3a"
 BAND_FILLS = ("#eef3fb", "#f7f7f7")
 REBALANCE_FILL = {"eager": "#ffb84d", "cooperative": "#8fc7ff", "consumer": "#c3b2f2"}
 LANE_FILL = "#c9d3df"
-RECONCILING_FILL = "#8a63d2"    # a consumer-protocol member not yet Stable on its target
+RECONCILING_FILL = "#8a63d2"  # a consumer-protocol member not yet Stable on its target
 LAG_SECONDS_BLUE = "#1f5fbf"
 LAG_RECORDS_TEAL = "#2aa198"
-LAG_H = 150                     # the lag panel's height (px)
+LAG_H = 150  # the lag panel's height (px)
 
 
 # ==================================================================== inputs
@@ -97,8 +98,28 @@ class _Scale:
 
 def _ticks(span_ms: int) -> int:
     """A tick step (ms) giving roughly 6–12 ticks."""
-    for step in (100, 200, 500, 1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000,
-                 900_000, 1_800_000, 3_600_000, 7_200_000, 21_600_000, 43_200_000, 86_400_000):
+    for step in (
+        100,
+        200,
+        500,
+        1_000,
+        2_000,
+        5_000,
+        10_000,
+        15_000,
+        30_000,
+        60_000,
+        120_000,
+        300_000,
+        600_000,
+        900_000,
+        1_800_000,
+        3_600_000,
+        7_200_000,
+        21_600_000,
+        43_200_000,
+        86_400_000,
+    ):
         if span_ms / step <= 12:
             return step
     return 86_400_000 * max(1, span_ms // (86_400_000 * 12))
@@ -126,7 +147,8 @@ def render_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
         f'font-family="sans-serif" font-size="11" role="img" aria-label="rebalance timeline of {escape(h.group_id)}">',
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
         f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{GAIN_GREEN}"/></marker></defs>',
-        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>']
+        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
+    ]
 
     # Generation bands: from a generation's completion to the start of the next rebalance.
     gens = h.generations
@@ -134,25 +156,33 @@ def render_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
     for i, g in enumerate(gens):
         end = gens[i + 1].shown_start_ts if i + 1 < len(gens) else t1
         x_a, x_b = x(g.completed_ts), x(end)
-        el.append(f'<rect class="generation" data-generation="{g.generation}" x="{x_a}" y="{AXIS_H - 14}" '
-                  f'width="{max(x_b - x_a, 0.5)}" height="{bottom - AXIS_H + 14}" fill="{BAND_FILLS[i % 2]}"/>')
+        el.append(
+            f'<rect class="generation" data-generation="{g.generation}" x="{x_a}" y="{AXIS_H - 14}" '
+            f'width="{max(x_b - x_a, 0.5)}" height="{bottom - AXIS_H + 14}" fill="{BAND_FILLS[i % 2]}"/>'
+        )
         if x_b - x_a > 24:
-            el.append(f'<text x="{(x_a + x_b) / 2}" y="{AXIS_H - 4}" text-anchor="middle" fill="#334">'
-                      f'{word} {g.generation}</text>')
+            el.append(
+                f'<text x="{(x_a + x_b) / 2}" y="{AXIS_H - 4}" text-anchor="middle" fill="#334">'
+                f"{word} {g.generation}</text>"
+            )
     # Rebalances: PreparingRebalance..Stable, coloured by protocol.
     for g in gens:
         x_a, x_b = x(g.shown_start_ts), x(g.completed_ts)
         fill = REBALANCE_FILL.get(g.rebalance_protocol, REBALANCE_FILL["eager"])
-        el.append(f'<rect class="rebalance" data-generation="{g.generation}" x="{x_a}" y="{AXIS_H}" '
-                  f'width="{max(x_b - x_a, 2)}" height="{bottom - AXIS_H}" fill="{fill}" fill-opacity="0.55">'
-                  f'<title>{"group epoch" if h.is_consumer else "generation"} {g.generation}: '
-                  f'{escape(g.trigger)} — {shown(g.duration_ms, "unknown")} ms, '
-                  f'{shown(g.partitions_moved, "unknown")} partitions moved</title></rect>')
+        el.append(
+            f'<rect class="rebalance" data-generation="{g.generation}" x="{x_a}" y="{AXIS_H}" '
+            f'width="{max(x_b - x_a, 2)}" height="{bottom - AXIS_H}" fill="{fill}" fill-opacity="0.55">'
+            f"<title>{'group epoch' if h.is_consumer else 'generation'} {g.generation}: "
+            f"{escape(g.trigger)} — {shown(g.duration_ms, 'unknown')} ms, "
+            f"{shown(g.partitions_moved, 'unknown')} partitions moved</title></rect>"
+        )
     open_since = h.rebalance_in_progress_since if not h.is_consumer else _consumer_open_since(h)
     if open_since is not None:
-        el.append(f'<rect class="rebalance open" x="{x(open_since)}" y="{AXIS_H}" '
-                  f'width="{max(x(t1) - x(open_since), 2)}" height="{bottom - AXIS_H}" fill="#ffb84d" '
-                  f'fill-opacity="0.3" stroke="#ff8c00" stroke-dasharray="4 3"/>')
+        el.append(
+            f'<rect class="rebalance open" x="{x(open_since)}" y="{AXIS_H}" '
+            f'width="{max(x(t1) - x(open_since), 2)}" height="{bottom - AXIS_H}" fill="#ffb84d" '
+            f'fill-opacity="0.3" stroke="#ff8c00" stroke-dasharray="4 3"/>'
+        )
 
     # Time axis.
     step = _ticks(t1 - t0)
@@ -160,45 +190,54 @@ def render_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
     tick = 0
     while t0 + tick <= t1:
         tx = x(t0 + tick)
-        el.append(f'<line x1="{tx}" y1="{AXIS_H - 20}" x2="{tx}" y2="{bottom}" stroke="#dde" stroke-width="0.6"/>'
-                  f'<text x="{tx}" y="{AXIS_H - 24}" text-anchor="middle" fill="#556">+{_fmt_offset(tick)}</text>')
+        el.append(
+            f'<line x1="{tx}" y1="{AXIS_H - 20}" x2="{tx}" y2="{bottom}" stroke="#dde" stroke-width="0.6"/>'
+            f'<text x="{tx}" y="{AXIS_H - 24}" text-anchor="middle" fill="#556">+{_fmt_offset(tick)}</text>'
+        )
         tick += step
 
     # Lanes: presence bars with the partition count each generation left the member.
     for lane in lanes:
         y = lane_y[lane.key]
         label = lane.label if len(lane.label) <= 32 else "…" + lane.label[-31:]
-        style = ' font-style="italic"' if lane.static else ""   # static members: one lane across restarts
-        el.append(f'<text x="{LABEL_W - 8}" y="{y + LANE_H / 2 + 4}" text-anchor="end" fill="#223"{style}>'
-                  f'{escape(label)}<title>{escape(", ".join(lane.member_ids))}</title></text>')
-        el.append(f'<line x1="{LABEL_W}" y1="{y + LANE_H}" x2="{width - RIGHT_PAD}" y2="{y + LANE_H}" '
-                  f'stroke="#e4e8ee"/>')
+        style = ' font-style="italic"' if lane.static else ""  # static members: one lane across restarts
+        el.append(
+            f'<text x="{LABEL_W - 8}" y="{y + LANE_H / 2 + 4}" text-anchor="end" fill="#223"{style}>'
+            f"{escape(label)}<title>{escape(', '.join(lane.member_ids))}</title></text>"
+        )
+        el.append(
+            f'<line x1="{LABEL_W}" y1="{y + LANE_H}" x2="{width - RIGHT_PAD}" y2="{y + LANE_H}" stroke="#e4e8ee"/>'
+        )
         for start, end in lane.spans:
             x_a, x_b = x(start), x(end if end is not None else t1)
-            el.append(f'<rect class="lane" x="{x_a}" y="{y + 9}" width="{max(x_b - x_a, 1)}" height="{LANE_H - 18}" '
-                      f'rx="3" fill="{LANE_FILL}"/>')
+            el.append(
+                f'<rect class="lane" x="{x_a}" y="{y + 9}" width="{max(x_b - x_a, 1)}" height="{LANE_H - 18}" '
+                f'rx="3" fill="{LANE_FILL}"/>'
+            )
         for start, end, epoch in _reconciling_spans(h, lane.key, t1):
             x_a, x_b = x(start), x(end)
-            el.append(f'<rect class="reconciling" x="{x_a}" y="{y + LANE_H - 11}" width="{max(x_b - x_a, 1.5)}" '
-                      f'height="4" fill="{RECONCILING_FILL}"><title>reconciling towards epoch {epoch}: '
-                      f'{end - start} ms</title></rect>')
+            el.append(
+                f'<rect class="reconciling" x="{x_a}" y="{y + LANE_H - 11}" width="{max(x_b - x_a, 1.5)}" '
+                f'height="4" fill="{RECONCILING_FILL}"><title>reconciling towards epoch {epoch}: '
+                f"{end - start} ms</title></rect>"
+            )
         last_x = None
         for ts, epoch, _state in h.member_epochs.get(lane.key, []):
             ex = x(ts)
             if epoch > 0 and (last_x is None or ex - last_x > 26):
-                el.append(f'<text class="member-epoch" x="{ex + 2}" y="{y + 8}" font-size="9" fill="#5b3fa0">'
-                          f'e{epoch}</text>')
+                el.append(
+                    f'<text class="member-epoch" x="{ex + 2}" y="{y + 8}" font-size="9" fill="#5b3fa0">e{epoch}</text>'
+                )
                 last_x = ex
         for i, g in enumerate(gens):
             if h.is_consumer:
-                continue          # the epoch marks say it better than the partition counts
+                continue  # the epoch marks say it better than the partition counts
             if lane.key not in g.owners:
                 continue
             end = gens[i + 1].shown_start_ts if i + 1 < len(gens) else t1
             x_a, x_b = x(g.completed_ts), x(end)
             if x_b - x_a > 18:
-                el.append(f'<text x="{x_a + 4}" y="{y + LANE_H / 2 + 4}" fill="#123">{len(g.owners[lane.key])}p'
-                          f'</text>')
+                el.append(f'<text x="{x_a + 4}" y="{y + LANE_H / 2 + 4}" fill="#123">{len(g.owners[lane.key])}p</text>')
 
     # Consumer groups: a partition without an owner is a dotted line on the lane that released it, up to the moment
     # another member took it.
@@ -206,10 +245,12 @@ def render_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
         if u.from_lane in lane_y and u.from_ts is not None:
             yu = lane_y[u.from_lane] + LANE_H - 4
             end = u.to_ts if u.to_ts is not None else t1
-            el.append(f'<line class="unowned" x1="{x(u.from_ts)}" y1="{yu}" x2="{max(x(end), x(u.from_ts) + 1)}" '
-                      f'y2="{yu}" stroke="#b36b00" stroke-width="2" stroke-dasharray="2 2"><title>'
-                      f'{escape(u.partition[0])}-{u.partition[1]} without an owner for '
-                      f'{"" if u.duration_ms is None else u.duration_ms} ms</title></line>')
+            el.append(
+                f'<line class="unowned" x1="{x(u.from_ts)}" y1="{yu}" x2="{max(x(end), x(u.from_ts) + 1)}" '
+                f'y2="{yu}" stroke="#b36b00" stroke-width="2" stroke-dasharray="2 2"><title>'
+                f"{escape(u.partition[0])}-{u.partition[1]} without an owner for "
+                f"{'' if u.duration_ms is None else u.duration_ms} ms</title></line>"
+            )
     # Ownership changes: one arrow per (from, to) pair at the generation's completion; gains without a previous
     # owner (new partitions, cooperative second round) and revocations without a new owner get a tick mark.
     for g in gens:
@@ -218,9 +259,11 @@ def render_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
         for (src, dst), n in sorted(pairs.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
             if src in lane_y and dst in lane_y:
                 y_a, y_b = lane_y[src] + LANE_H / 2, lane_y[dst] + LANE_H / 2
-                el.append(f'<line class="move" data-generation="{g.generation}" x1="{gx}" y1="{y_a}" x2="{gx}" '
-                          f'y2="{y_b + (-6 if y_b > y_a else 6)}" stroke="{GAIN_GREEN}" stroke-width="2" '
-                          f'marker-end="url(#arrow)"><title>{n} partition(s) moved</title></line>')
+                el.append(
+                    f'<line class="move" data-generation="{g.generation}" x1="{gx}" y1="{y_a}" x2="{gx}" '
+                    f'y2="{y_b + (-6 if y_b > y_a else 6)}" stroke="{GAIN_GREEN}" stroke-width="2" '
+                    f'marker-end="url(#arrow)"><title>{n} partition(s) moved</title></line>'
+                )
                 el.append(f'<text x="{gx + 4}" y="{(y_a + y_b) / 2}" fill="{GAIN_GREEN}">{n}</text>')
             elif dst in lane_y:
                 yb = lane_y[dst]
@@ -237,18 +280,25 @@ def render_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
         dx = x(d.ts)
         if d.kind == "expired":
             if d.last_heartbeat_ts is not None and d.last_heartbeat_ts < d.ts:
-                el.append(f'<line x1="{x(d.last_heartbeat_ts)}" y1="{y}" x2="{dx}" y2="{y}" stroke="{EXPIRY_RED}" '
-                          f'stroke-width="2" stroke-dasharray="3 3"/>')
-            el.append(f'<g class="expiry" stroke="{EXPIRY_RED}" stroke-width="4">'
-                      f'<line x1="{dx - 7}" y1="{y - 7}" x2="{dx + 7}" y2="{y + 7}"/>'
-                      f'<line x1="{dx - 7}" y1="{y + 7}" x2="{dx + 7}" y2="{y - 7}"/>'
-                      f'<title>expired ({escape(d.reason)}) at {iso(d.ts)}</title></g>')
+                el.append(
+                    f'<line x1="{x(d.last_heartbeat_ts)}" y1="{y}" x2="{dx}" y2="{y}" stroke="{EXPIRY_RED}" '
+                    f'stroke-width="2" stroke-dasharray="3 3"/>'
+                )
+            el.append(
+                f'<g class="expiry" stroke="{EXPIRY_RED}" stroke-width="4">'
+                f'<line x1="{dx - 7}" y1="{y - 7}" x2="{dx + 7}" y2="{y + 7}"/>'
+                f'<line x1="{dx - 7}" y1="{y + 7}" x2="{dx + 7}" y2="{y - 7}"/>'
+                f"<title>expired ({escape(d.reason)}) at {iso(d.ts)}</title></g>"
+            )
         else:
-            el.append(f'<rect class="leave" x="{dx - 2}" y="{y - 9}" width="4" height="18" fill="{LEAVE_GREY}">'
-                      f'<title>left ({escape(d.reason)}) at {iso(d.ts)}</title></rect>')
+            el.append(
+                f'<rect class="leave" x="{dx - 2}" y="{y - 9}" width="4" height="18" fill="{LEAVE_GREY}">'
+                f"<title>left ({escape(d.reason)}) at {iso(d.ts)}</title></rect>"
+            )
     if not lanes:
-        el.append(f'<text x="{width / 2}" y="{AXIS_H + 20}" text-anchor="middle" fill="#667">'
-                  f'no members in this period</text>')
+        el.append(
+            f'<text x="{width / 2}" y="{AXIS_H + 20}" text-anchor="middle" fill="#667">no members in this period</text>'
+        )
     el.append("</svg>")
     return "\n".join(el)
 
@@ -270,42 +320,63 @@ def render_lag_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
     def y(value: float, top_value: float) -> float:
         return round(bottom - (bottom - top) * value / top_value, 1)
 
-    el = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{LAG_H}" viewBox="0 0 {width} {LAG_H}" '
-          f'font-family="sans-serif" font-size="11" role="img" aria-label="lag of {escape(h.group_id)}">',
-          f'<rect x="0" y="0" width="{width}" height="{LAG_H}" fill="#ffffff"/>']
+    el = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{LAG_H}" viewBox="0 0 {width} {LAG_H}" '
+        f'font-family="sans-serif" font-size="11" role="img" aria-label="lag of {escape(h.group_id)}">',
+        f'<rect x="0" y="0" width="{width}" height="{LAG_H}" fill="#ffffff"/>',
+    ]
     for g in h.generations:
         x_a, x_b = x(g.shown_start_ts), x(g.completed_ts)
         fill = REBALANCE_FILL.get(g.rebalance_protocol, REBALANCE_FILL["eager"])
-        el.append(f'<rect class="lag-rebalance" data-generation="{g.generation}" x="{x_a}" y="{top}" '
-                  f'width="{max(x_b - x_a, 2)}" height="{bottom - top}" fill="{fill}" fill-opacity="0.55"/>'
-                  f'<line x1="{x_b}" y1="{top - 6}" x2="{x_b}" y2="{bottom}" stroke="#b36b00" '
-                  f'stroke-dasharray="3 2"/>')
+        el.append(
+            f'<rect class="lag-rebalance" data-generation="{g.generation}" x="{x_a}" y="{top}" '
+            f'width="{max(x_b - x_a, 2)}" height="{bottom - top}" fill="{fill}" fill-opacity="0.55"/>'
+            f'<line x1="{x_b}" y1="{top - 6}" x2="{x_b}" y2="{bottom}" stroke="#b36b00" '
+            f'stroke-dasharray="3 2"/>'
+        )
         cost = g.lag_cost
         if cost is not None and cost["lag_records"] is not None:
-            near_end = x_b > width - RIGHT_PAD - 120     # written leftwards there, so it stays on the picture
-            el.append(f'<text class="lag-cost" x="{x_b - 3 if near_end else x_b + 3}" y="{top - 8}" '
-                      f'text-anchor="{"end" if near_end else "start"}" fill="#8a4b00">+{cost["lag_records"]} '
-                      f'rec / {cost["lag_seconds"]:.1f}s<title>lag cost of {"epoch" if h.is_consumer else "gen"} '
-                      f'{g.generation}: built from release to the first commit of its new owner</title></text>')
+            near_end = x_b > width - RIGHT_PAD - 120  # written leftwards there, so it stays on the picture
+            el.append(
+                f'<text class="lag-cost" x="{x_b - 3 if near_end else x_b + 3}" y="{top - 8}" '
+                f'text-anchor="{"end" if near_end else "start"}" fill="#8a4b00">+{cost["lag_records"]} '
+                f"rec / {cost['lag_seconds']:.1f}s<title>lag cost of {'epoch' if h.is_consumer else 'gen'} "
+                f"{g.generation}: built from release to the first commit of its new owner</title></text>"
+            )
     el.append(f'<line x1="{LABEL_W}" y1="{bottom}" x2="{width - RIGHT_PAD}" y2="{bottom}" stroke="#889"/>')
     seconds = " ".join(f"{x(t)},{y(s or 0.0, max_s)}" for t, _, s in points)
     records = " ".join(f"{x(t)},{y(r, max_r)}" for t, r, _ in points)
-    el.append(f'<polyline class="lag-records" points="{records}" fill="none" stroke="{LAG_RECORDS_TEAL}" '
-              f'stroke-width="1.5" stroke-dasharray="5 3"/>')
-    el.append(f'<polyline class="lag-seconds" points="{seconds}" fill="none" stroke="{LAG_SECONDS_BLUE}" '
-              f'stroke-width="2"/>')
-    el.append(f'<text x="8" y="{top + 10}" fill="#223" font-weight="bold">lag, worst partition</text>'
-              f'<text x="8" y="{top + 30}" fill="{LAG_SECONDS_BLUE}">seconds (max {max_s:.1f})</text>'
-              f'<text x="8" y="{top + 48}" fill="{LAG_RECORDS_TEAL}">records (max {max_r})</text>'
-              f'<text x="8" y="{bottom - 4}" fill="#667">interpolated from log-end samples</text>')
+    el.append(
+        f'<polyline class="lag-records" points="{records}" fill="none" stroke="{LAG_RECORDS_TEAL}" '
+        f'stroke-width="1.5" stroke-dasharray="5 3"/>'
+    )
+    el.append(
+        f'<polyline class="lag-seconds" points="{seconds}" fill="none" stroke="{LAG_SECONDS_BLUE}" stroke-width="2"/>'
+    )
+    el.append(
+        f'<text x="8" y="{top + 10}" fill="#223" font-weight="bold">lag, worst partition</text>'
+        f'<text x="8" y="{top + 30}" fill="{LAG_SECONDS_BLUE}">seconds (max {max_s:.1f})</text>'
+        f'<text x="8" y="{top + 48}" fill="{LAG_RECORDS_TEAL}">records (max {max_r})</text>'
+        f'<text x="8" y="{bottom - 4}" fill="#667">interpolated from log-end samples</text>'
+    )
     el.append("</svg>")
     return "\n".join(el)
 
 
 def _lag_rows(h: GroupHistory) -> list[list[object]]:
-    return [[g.generation, iso(g.completed_ts), len(g.lag_cost["partitions"]), shown(g.lag_cost["lag_records"]),
-             shown(g.lag_cost["lag_seconds"]), g.lag_cost["lag_seconds_method"] or "",
-             iso(g.lag_cost["ts"])] for g in h.generations if g.lag_cost is not None]
+    return [
+        [
+            g.generation,
+            iso(g.completed_ts),
+            len(g.lag_cost["partitions"]),
+            shown(g.lag_cost["lag_records"]),
+            shown(g.lag_cost["lag_seconds"]),
+            g.lag_cost["lag_seconds_method"] or "",
+            iso(g.lag_cost["ts"]),
+        ]
+        for g in h.generations
+        if g.lag_cost is not None
+    ]
 
 
 def _table(caption: str, headers: list[str], rows: list[list[object]], cls: str) -> str:
@@ -374,9 +445,16 @@ def _per_partition_rows(h: GroupHistory) -> list[list[object]]:
     for g in h.generations:
         for u in g.spans:
             by.setdefault(u.partition, []).append(u)
-    return [[f"{tp[0]}-{tp[1]}", len(us), shown(sum_known(u.unavailable_ms for u in us)),
-             shown(max_known(u.unavailable_ms for u in us)), shown(sum_known(u.no_members_ms for u in us))]
-            for tp, us in sorted(by.items())]
+    return [
+        [
+            f"{tp[0]}-{tp[1]}",
+            len(us),
+            shown(sum_known(u.unavailable_ms for u in us)),
+            shown(max_known(u.unavailable_ms for u in us)),
+            shown(sum_known(u.no_members_ms for u in us)),
+        ]
+        for tp, us in sorted(by.items())
+    ]
 
 
 def _member_label(h: GroupHistory, member_id: str | None) -> str:
@@ -389,8 +467,9 @@ def _member_label(h: GroupHistory, member_id: str | None) -> str:
 def _phase_ms(g: Generation) -> tuple[object, object]:
     if g.join_completed_ts is None:
         return "", ""
-    return shown(None if g.started_ts is None else g.join_completed_ts - g.started_ts), \
-        g.completed_ts - g.join_completed_ts
+    return shown(
+        None if g.started_ts is None else g.join_completed_ts - g.started_ts
+    ), g.completed_ts - g.join_completed_ts
 
 
 def figures_summary(h: GroupHistory) -> dict[str, object]:
@@ -405,11 +484,13 @@ def figures_summary(h: GroupHistory) -> dict[str, object]:
         "longest rebalance (ms)": shown(max_known(g.duration_ms for g in gens), "unknown"),
         "partitions moved": shown(sum_known(g.partitions_moved for g in gens), "unknown"),
         "max partition unavailability (ms)": shown(max_known(u.unavailable_ms for u in spans), "unknown"),
-        "partition unavailability (partition·s)": shown(None if unavailable is None else round(unavailable / 1000, 1),
-                                                        "unknown"),
+        "partition unavailability (partition·s)": shown(
+            None if unavailable is None else round(unavailable / 1000, 1), "unknown"
+        ),
         "max without owner, incl. no members (ms)": shown(max_known(u.duration_ms for u in spans), "unknown"),
-        "without owner, incl. no members (partition·s)": shown(None if ownerless is None
-                                                               else round(ownerless / 1000, 1), "unknown"),
+        "without owner, incl. no members (partition·s)": shown(
+            None if ownerless is None else round(ownerless / 1000, 1), "unknown"
+        ),
     }
 
 
@@ -422,7 +503,10 @@ def summary(h: GroupHistory) -> dict[str, object]:
         triggers[g.trigger] = triggers.get(g.trigger, 0) + 1
     figures = figures_summary(h)
     return {
-        "group": h.group_id, "from": iso(h.first_ts), "to": iso(h.last_ts), "state at end": h.state or "unknown",
+        "group": h.group_id,
+        "from": iso(h.first_ts),
+        "to": iso(h.last_ts),
+        "state at end": h.state or "unknown",
         "rebalances": figures.pop("rebalances"),
         "by trigger": ", ".join(f"{k} {v}" for k, v in sorted(triggers.items())) or "—",
         **figures,
@@ -449,7 +533,10 @@ def consumer_summary(h: GroupHistory) -> dict[str, object]:
             triggers[t.trigger] = triggers.get(t.trigger, 0) + 1
     figures = figures_summary(h)
     return {
-        "group": h.group_id, "protocol": "consumer (KIP-848)", "from": iso(h.first_ts), "to": iso(h.last_ts),
+        "group": h.group_id,
+        "protocol": "consumer (KIP-848)",
+        "from": iso(h.first_ts),
+        "to": iso(h.last_ts),
         "state at end": h.state or "unknown",
         "group epoch at end": h.group_epochs[-1][1] if h.group_epochs else (gens[-1].generation if gens else 0),
         "target assignments": len(h.targets),
@@ -458,9 +545,11 @@ def consumer_summary(h: GroupHistory) -> dict[str, object]:
         "rebalances (epoch bumps to Stable or Empty)": figures.pop("rebalances"),
         **figures,
         "reconciliation per member, median / max (ms)": _ms_stats(
-            [r.duration_ms for r in h.reconciliations if r.duration_ms is not None]),
+            [r.duration_ms for r in h.reconciliations if r.duration_ms is not None]
+        ),
         "revocation latency, median / max (ms)": _ms_stats(
-            [r.latency_ms for r in h.revocations if r.latency_ms is not None]),
+            [r.latency_ms for r in h.revocations if r.latency_ms is not None]
+        ),
         "members expired": sum(1 for d in h.departures if d.kind == "expired"),
         "members left": sum(1 for d in h.departures if d.kind == "left"),
         "static member restarts": len(h.replacements),
@@ -469,18 +558,38 @@ def consumer_summary(h: GroupHistory) -> dict[str, object]:
 
 def _consumer_tables(h: GroupHistory) -> str:
     """The tables only a consumer-protocol group has."""
+
     def label(key: str | None) -> str:
         return _label(h, key)
 
-    target_rows = [[t.epoch, iso(t.ts), t.trigger, t.assignor or "", len(t.target), len(t.changes),
-                    "" if t.reconciliation_ms is None else t.reconciliation_ms, t.balance,
-                    "; ".join(f"{label(k)}: {len(v)}" for k, v in t.target.items())] for t in h.targets]
+    target_rows = [
+        [
+            t.epoch,
+            iso(t.ts),
+            t.trigger,
+            t.assignor or "",
+            len(t.target),
+            len(t.changes),
+            "" if t.reconciliation_ms is None else t.reconciliation_ms,
+            t.balance,
+            "; ".join(f"{label(k)}: {len(v)}" for k, v in t.target.items()),
+        ]
+        for t in h.targets
+    ]
     last_target = h.targets[-1].target if h.targets else {}
     lanes = list(dict.fromkeys([*last_target, *h.current]))
-    versus_rows = [[label(k), _partitions(last_target.get(k, [])), _partitions(h.current.get(k, [])),
-                    _partitions(h.pending_revocation.get(k, [])),
-                    "yes" if sorted(last_target.get(k, [])) == sorted(h.current.get(k, []))
-                    and not h.pending_revocation.get(k) else "no"] for k in lanes]
+    versus_rows = [
+        [
+            label(k),
+            _partitions(last_target.get(k, [])),
+            _partitions(h.current.get(k, [])),
+            _partitions(h.pending_revocation.get(k, [])),
+            "yes"
+            if sorted(last_target.get(k, [])) == sorted(h.current.get(k, [])) and not h.pending_revocation.get(k)
+            else "no",
+        ]
+        for k in lanes
+    ]
     member_rows = []
     for key, points in h.member_epochs.items():
         recs = [r.duration_ms for r in h.reconciliations if r.lane == key and r.duration_ms is not None]
@@ -491,73 +600,209 @@ def _consumer_tables(h: GroupHistory) -> str:
     revocations: dict[tuple[str, int], list] = {}
     for r in h.revocations:
         revocations.setdefault((r.lane, r.started_ts), []).append(r)
-    revocation_rows = [[label(lane), rs[0].member_epoch, iso(ts), _partitions([r.partition for r in rs]),
-                        iso(rs[0].acked_ts) if rs[0].acked_ts is not None else "never (gone)",
-                        "" if rs[0].latency_ms is None else rs[0].latency_ms]
-                       for (lane, ts), rs in revocations.items()]
-    unowned_rows = [[f"{u.partition[0]}-{u.partition[1]}", label(u.from_lane), iso(u.from_ts) or "unknown",
-                     label(u.to_lane) if u.to_ts is not None else "(awaiting)", iso(u.to_ts),
-                     "" if u.to_ts is None else shown(u.unavailable_ms), "" if u.to_ts is None
-                     else shown(u.no_members_ms)] for u in h.unowned]
-    return "\n".join([
-        _table("Target assignments", ["epoch", "computed", "trigger", "assignor", "members", "partitions changed",
-                                      "reconciled after ms", "balance (max−min)", "partitions per member"],
-               target_rows, "targets"),
-        _table("Target vs current assignment (end)", ["member", "target", "current", "pending revocation",
-                                                     "reconciled"], versus_rows, "versus"),
-        _table("Member epochs and reconciliation", ["member", "epochs", "reconciliations", "median / max ms",
-                                                    "revocations acked", "revocation median / max ms"],
-               member_rows, "member-epochs"),
-        _table("Revocations", ["member", "member epoch", "asked", "partitions", "acknowledged", "latency ms"],
-               revocation_rows, "revocations"),
-        _table("Partitions without an owner", ["partition", "released by", "at", "taken by", "at",
-                                               "unavailable ms", "+ no members ms"], unowned_rows, "unowned"),
-    ])
+    revocation_rows = [
+        [
+            label(lane),
+            rs[0].member_epoch,
+            iso(ts),
+            _partitions([r.partition for r in rs]),
+            iso(rs[0].acked_ts) if rs[0].acked_ts is not None else "never (gone)",
+            "" if rs[0].latency_ms is None else rs[0].latency_ms,
+        ]
+        for (lane, ts), rs in revocations.items()
+    ]
+    unowned_rows = [
+        [
+            f"{u.partition[0]}-{u.partition[1]}",
+            label(u.from_lane),
+            iso(u.from_ts) or "unknown",
+            label(u.to_lane) if u.to_ts is not None else "(awaiting)",
+            iso(u.to_ts),
+            "" if u.to_ts is None else shown(u.unavailable_ms),
+            "" if u.to_ts is None else shown(u.no_members_ms),
+        ]
+        for u in h.unowned
+    ]
+    return "\n".join(
+        [
+            _table(
+                "Target assignments",
+                [
+                    "epoch",
+                    "computed",
+                    "trigger",
+                    "assignor",
+                    "members",
+                    "partitions changed",
+                    "reconciled after ms",
+                    "balance (max−min)",
+                    "partitions per member",
+                ],
+                target_rows,
+                "targets",
+            ),
+            _table(
+                "Target vs current assignment (end)",
+                ["member", "target", "current", "pending revocation", "reconciled"],
+                versus_rows,
+                "versus",
+            ),
+            _table(
+                "Member epochs and reconciliation",
+                [
+                    "member",
+                    "epochs",
+                    "reconciliations",
+                    "median / max ms",
+                    "revocations acked",
+                    "revocation median / max ms",
+                ],
+                member_rows,
+                "member-epochs",
+            ),
+            _table(
+                "Revocations",
+                ["member", "member epoch", "asked", "partitions", "acknowledged", "latency ms"],
+                revocation_rows,
+                "revocations",
+            ),
+            _table(
+                "Partitions without an owner",
+                ["partition", "released by", "at", "taken by", "at", "unavailable ms", "+ no members ms"],
+                unowned_rows,
+                "unowned",
+            ),
+        ]
+    )
 
 
 def render_html(h: GroupHistory, title: str | None = None) -> str:
     title = title or f"Rebalance history of {h.group_id}"
     gens = h.generations
-    gen_rows = [[g.generation, g.trigger, g.trigger_detail, g.protocol or "", g.rebalance_protocol,
-                 _member_label(h, g.leader), len(g.members), iso(g.started_ts) or "unknown", shown(g.duration_ms),
-                 *_phase_ms(g), shown(g.partitions_moved), shown(g.max_partition_unavailable_ms), g.partition_count,
-                 g.balance] for g in gens]
-    move_rows = [[g.generation, iso(g.completed_ts), _label(h, src), _label(h, dst), len(parts), _partitions(parts)]
-                 for g in gens for (src, dst), parts in _grouped_changes(g).items()]
-    departure_rows = [[iso(d.ts), _label(h, d.lane), d.member_id, d.kind, d.reason, iso(d.last_heartbeat_ts),
-                       "" if d.last_heartbeat_ts is None else d.ts - d.last_heartbeat_ts,
-                       "" if d.generation is None else d.generation] for d in h.departures]
-    member_rows = [[lane.label, "static" if lane.static else "dynamic", " ".join(lane.member_ids),
-                    iso(lane.spans[0][0]) if lane.spans else "",
-                    "present" if lane.spans and lane.spans[-1][1] is None else iso(lane.spans[-1][1])
-                    if lane.spans else ""] for lane in h.lanes.values()]
+    gen_rows = [
+        [
+            g.generation,
+            g.trigger,
+            g.trigger_detail,
+            g.protocol or "",
+            g.rebalance_protocol,
+            _member_label(h, g.leader),
+            len(g.members),
+            iso(g.started_ts) or "unknown",
+            shown(g.duration_ms),
+            *_phase_ms(g),
+            shown(g.partitions_moved),
+            shown(g.max_partition_unavailable_ms),
+            g.partition_count,
+            g.balance,
+        ]
+        for g in gens
+    ]
+    move_rows = [
+        [g.generation, iso(g.completed_ts), _label(h, src), _label(h, dst), len(parts), _partitions(parts)]
+        for g in gens
+        for (src, dst), parts in _grouped_changes(g).items()
+    ]
+    departure_rows = [
+        [
+            iso(d.ts),
+            _label(h, d.lane),
+            d.member_id,
+            d.kind,
+            d.reason,
+            iso(d.last_heartbeat_ts),
+            "" if d.last_heartbeat_ts is None else d.ts - d.last_heartbeat_ts,
+            "" if d.generation is None else d.generation,
+        ]
+        for d in h.departures
+    ]
+    member_rows = [
+        [
+            lane.label,
+            "static" if lane.static else "dynamic",
+            " ".join(lane.member_ids),
+            iso(lane.spans[0][0]) if lane.spans else "",
+            "present" if lane.spans and lane.spans[-1][1] is None else iso(lane.spans[-1][1]) if lane.spans else "",
+        ]
+        for lane in h.lanes.values()
+    ]
     facts = "".join(f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in summary(h).items())
     consumer = h.is_consumer
     if consumer:
-        gen_rows = [[g.generation, g.trigger, g.trigger_detail, g.protocol or "", len(g.members),
-                     iso(g.started_ts) or "unknown", shown(g.duration_ms), shown(g.partitions_moved),
-                     shown(g.max_partition_unavailable_ms), g.partition_count, g.balance] for g in gens]
-        gen_table = _table("Rebalances (group epoch bumped until Stable or Empty)", [
-            "epoch", "trigger", "detail", "assignor", "members", "started", "duration ms", "partitions moved",
-            "max unavailable ms", "partitions", "balance (max−min)"], gen_rows, "generations")
+        gen_rows = [
+            [
+                g.generation,
+                g.trigger,
+                g.trigger_detail,
+                g.protocol or "",
+                len(g.members),
+                iso(g.started_ts) or "unknown",
+                shown(g.duration_ms),
+                shown(g.partitions_moved),
+                shown(g.max_partition_unavailable_ms),
+                g.partition_count,
+                g.balance,
+            ]
+            for g in gens
+        ]
+        gen_table = _table(
+            "Rebalances (group epoch bumped until Stable or Empty)",
+            [
+                "epoch",
+                "trigger",
+                "detail",
+                "assignor",
+                "members",
+                "started",
+                "duration ms",
+                "partitions moved",
+                "max unavailable ms",
+                "partitions",
+                "balance (max−min)",
+            ],
+            gen_rows,
+            "generations",
+        )
     else:
-        gen_table = _table("Generations", ["generation", "trigger", "detail", "assignor", "protocol", "leader",
-                                           "members", "started", "duration ms", "join ms", "sync ms",
-                                           "partitions moved", "max unavailable ms", "partitions",
-                                           "balance (max−min)"], gen_rows, "generations")
-    legend = (f'<p class="legend"><span style="background:{REBALANCE_FILL["eager"]}">&nbsp;&nbsp;&nbsp;</span> '
-              f'eager rebalance (stop-the-world) <span style="background:{REBALANCE_FILL["cooperative"]}">'
-              f'&nbsp;&nbsp;&nbsp;</span> cooperative rebalance <span style="color:{GAIN_GREEN}">&#8595;</span> '
-              f'partitions moved between members <span style="color:{EXPIRY_RED}">&#10006;</span> session expiry '
-              f'(dotted: silent since last heartbeat) <span style="color:{LEAVE_GREY}">&#9646;</span> LeaveGroup</p>')
+        gen_table = _table(
+            "Generations",
+            [
+                "generation",
+                "trigger",
+                "detail",
+                "assignor",
+                "protocol",
+                "leader",
+                "members",
+                "started",
+                "duration ms",
+                "join ms",
+                "sync ms",
+                "partitions moved",
+                "max unavailable ms",
+                "partitions",
+                "balance (max−min)",
+            ],
+            gen_rows,
+            "generations",
+        )
+    legend = (
+        f'<p class="legend"><span style="background:{REBALANCE_FILL["eager"]}">&nbsp;&nbsp;&nbsp;</span> '
+        f'eager rebalance (stop-the-world) <span style="background:{REBALANCE_FILL["cooperative"]}">'
+        f'&nbsp;&nbsp;&nbsp;</span> cooperative rebalance <span style="color:{GAIN_GREEN}">&#8595;</span> '
+        f'partitions moved between members <span style="color:{EXPIRY_RED}">&#10006;</span> session expiry '
+        f'(dotted: silent since last heartbeat) <span style="color:{LEAVE_GREY}">&#9646;</span> LeaveGroup</p>'
+    )
     if consumer:
-        legend = (f'<p class="legend"><span style="background:{REBALANCE_FILL["consumer"]}">&nbsp;&nbsp;&nbsp;'
-                  f'</span> group epoch bumped until Stable again <span style="background:{RECONCILING_FILL}">'
-                  f'&nbsp;&nbsp;&nbsp;</span> member reconciling (e<i>N</i>: its epoch) '
-                  f'<span style="color:#b36b00">&#8943;</span> partition released, no owner yet '
-                  f'<span style="color:{GAIN_GREEN}">&#8595;</span> partitions moved between members '
-                  f'<span style="color:{EXPIRY_RED}">&#10006;</span> session expiry '
-                  f'<span style="color:{LEAVE_GREY}">&#9646;</span> leave (epoch -1, or -2 for a static member)</p>')
+        legend = (
+            f'<p class="legend"><span style="background:{REBALANCE_FILL["consumer"]}">&nbsp;&nbsp;&nbsp;'
+            f'</span> group epoch bumped until Stable again <span style="background:{RECONCILING_FILL}">'
+            f"&nbsp;&nbsp;&nbsp;</span> member reconciling (e<i>N</i>: its epoch) "
+            f'<span style="color:#b36b00">&#8943;</span> partition released, no owner yet '
+            f'<span style="color:{GAIN_GREEN}">&#8595;</span> partitions moved between members '
+            f'<span style="color:{EXPIRY_RED}">&#10006;</span> session expiry '
+            f'<span style="color:{LEAVE_GREY}">&#9646;</span> leave (epoch -1, or -2 for a static member)</p>'
+        )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>
 <style>
@@ -574,18 +819,64 @@ table.summary th {{ background: #f5f7fa; font-weight: normal; }} .legend {{ font
 <div class="timeline">{render_svg(h)}</div>
 <div class="lag">{render_lag_svg(h)}</div>
 {gen_table}
-{_table("Lag cost of each rebalance (from each partition's release to its new owner's first commit)",
-        ["epoch" if consumer else "generation", "completed", "partitions", "records", "seconds (the worst)",
-         "seconds from", "known at"], _lag_rows(h), "lag-cost") if any(g.lag_cost for g in gens) else ""}
-{_table("Unavailability per partition", ["partition", "times without an owner", "unavailable ms, total",
-                                         "unavailable ms, max", "+ no members ms, total"], _per_partition_rows(h),
-         "per-partition")}
+{
+        _table(
+            "Lag cost of each rebalance (from each partition's release to its new owner's first commit)",
+            [
+                "epoch" if consumer else "generation",
+                "completed",
+                "partitions",
+                "records",
+                "seconds (the worst)",
+                "seconds from",
+                "known at",
+            ],
+            _lag_rows(h),
+            "lag-cost",
+        )
+        if any(g.lag_cost for g in gens)
+        else ""
+    }
+{
+        _table(
+            "Unavailability per partition",
+            [
+                "partition",
+                "times without an owner",
+                "unavailable ms, total",
+                "unavailable ms, max",
+                "+ no members ms, total",
+            ],
+            _per_partition_rows(h),
+            "per-partition",
+        )
+    }
 {_consumer_tables(h) if consumer else ""}
-{_table("Partition ownership changes", ["epoch" if consumer else "generation", "at", "from", "to", "count",
-                                        "partitions"], move_rows, "moves")}
-{_table("Members that left or expired", ["at", "member", "member id", "kind", "reason", "last heartbeat",
-                                         "silent ms", "group epoch" if consumer else "generation"], departure_rows,
-         "departures")}
+{
+        _table(
+            "Partition ownership changes",
+            ["epoch" if consumer else "generation", "at", "from", "to", "count", "partitions"],
+            move_rows,
+            "moves",
+        )
+    }
+{
+        _table(
+            "Members that left or expired",
+            [
+                "at",
+                "member",
+                "member id",
+                "kind",
+                "reason",
+                "last heartbeat",
+                "silent ms",
+                "group epoch" if consumer else "generation",
+            ],
+            departure_rows,
+            "departures",
+        )
+    }
 {_table("Members", ["member", "kind", "member ids", "first seen", "until"], member_rows, "members")}
 </body></html>
 """
@@ -594,8 +885,13 @@ table.summary th {{ background: #f5f7fa; font-weight: normal; }} .legend {{ font
 def page_height(h: GroupHistory) -> int:
     """Height (px) that shows the whole page in a screenshot, estimated from the row counts."""
     svg = AXIS_H + max(len(h.lanes), 1) * LANE_H + BOTTOM_PAD + (LAG_H if h.lag else 0)
-    rows = (len(h.generations) * 2 + sum(len(_grouped_changes(g)) for g in h.generations) + len(h.departures)
-            + len(h.lanes) + len({u.partition for g in h.generations for u in g.spans}))
+    rows = (
+        len(h.generations) * 2
+        + sum(len(_grouped_changes(g)) for g in h.generations)
+        + len(h.departures)
+        + len(h.lanes)
+        + len({u.partition for g in h.generations for u in g.spans})
+    )
     if h.is_consumer:
         revocations = len({(r.lane, r.started_ts) for r in h.revocations})
         rows += len(h.targets) + len(h.current) + len(h.member_epochs) + revocations + len(h.unowned) + 8
@@ -614,20 +910,34 @@ def chromium_path() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def screenshot(html_path: str | Path, png_path: str | Path, width: int = PAGE_WIDTH, height: int = 900,
-               timeout_s: float = 60.0) -> Path:
+def screenshot(
+    html_path: str | Path, png_path: str | Path, width: int = PAGE_WIDTH, height: int = 900, timeout_s: float = 60.0
+) -> Path:
     """Photograph a local HTML file with headless Chromium (a throwaway profile, no network services)."""
     browser = chromium_path()
     if browser is None:
-        raise ChromiumMissing("PNG export needs Chromium at /usr/bin/chromium (Debian/Ubuntu: "
-                              "apt-get install -y chromium); the HTML report was still written")
+        raise ChromiumMissing(
+            "PNG export needs Chromium at /usr/bin/chromium (Debian/Ubuntu: "
+            "apt-get install -y chromium); the HTML report was still written"
+        )
     png = Path(png_path).resolve()
     png.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="rt-chromium-") as profile:
-        cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
-               f"--user-data-dir={profile}", f"--screenshot={png}", f"--window-size={width},{height}",
-               Path(html_path).resolve().as_uri()]
+        cmd = [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--hide-scrollbars",
+            f"--user-data-dir={profile}",
+            f"--screenshot={png}",
+            f"--window-size={width},{height}",
+            Path(html_path).resolve().as_uri(),
+        ]
         result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
     if not png.exists() or png.stat().st_size == 0:
         raise RuntimeError(f"chromium wrote no screenshot (exit {result.returncode}): {result.stderr.strip()[-800:]}")
@@ -636,8 +946,9 @@ def screenshot(html_path: str | Path, png_path: str | Path, width: int = PAGE_WI
 
 # ==================================================================== CLI
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rebalance-tracker report",
-                                description="Write a group's rebalance history as a self-contained HTML page.")
+    p = argparse.ArgumentParser(
+        prog="rebalance-tracker report", description="Write a group's rebalance history as a self-contained HTML page."
+    )
     p.add_argument("--group", required=True, help="consumer group id")
     p.add_argument("--since", default=None, help="start at this time: epoch ms or ISO-8601 (UTC by default)")
     source = p.add_mutually_exclusive_group(required=True)
@@ -651,11 +962,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_coordinator_option(p: argparse.ArgumentParser) -> None:
     """``--coordinator-conf`` as ``run`` spells it (``--coordinator-config``: the old spelling, still taken)."""
-    p.add_argument("--coordinator-conf", "--coordinator-config", dest="coordinator_conf", action="append", default=[],
-                   metavar="KEY=VALUE",
-                   help="coordinator setting used to replay a feed, Kafka-style (e.g. "
-                        "group.initial.rebalance.delay.ms=0, or for consumer-protocol groups "
-                        "group.consumer.session.timeout.ms=10000); repeatable")
+    p.add_argument(
+        "--coordinator-conf",
+        "--coordinator-config",
+        dest="coordinator_conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="coordinator setting used to replay a feed, Kafka-style (e.g. "
+        "group.initial.rebalance.delay.ms=0, or for consumer-protocol groups "
+        "group.consumer.session.timeout.ms=10000); repeatable",
+    )
 
 
 def _pairs(pairs: list[str]) -> dict[str, str]:
@@ -692,21 +1009,26 @@ def _absent(group: str, groups: collections.Counter, outputs: list[dict], config
     instrumented client's) needs observe mode (issue #34)."""
     if not groups.get(group):
         named = sorted(str(g) for g in groups if g)
-        return (f"group {group!r} does not appear in the input" + (
-            f"; its groups: {', '.join(named[:10])}{', ...' if len(named) > 10 else ''}" if named else
-            " (no records with a group id)"))
-    errors = collections.Counter(o["error"] for o in outputs
-                                 if o.get("group_id") == group and o.get("error") not in (None, "NONE"))
+        return f"group {group!r} does not appear in the input" + (
+            f"; its groups: {', '.join(named[:10])}{', ...' if len(named) > 10 else ''}"
+            if named
+            else " (no records with a group id)"
+        )
+    errors = collections.Counter(
+        o["error"] for o in outputs if o.get("group_id") == group and o.get("error") not in (None, "NONE")
+    )
     text = f"group {group!r} has {groups[group]} records in the input but no history"
     if errors:
         text += " (the coordinator answered " + ", ".join(f"{n} with {e}" for e, n in errors.most_common()) + ")"
     if observed and not config.adopt_unknown_members:
         from streaming.feeds.cluster_feed import OBSERVER_SETTINGS
 
-        text += ("; its member ids were issued by a real broker (a cluster feed, or instrumented consumers), which "
-                 "the model follows only in observe mode: give --coordinator-conf tracker.adopt.unknown.members=true"
-                 f", and for a cluster feed also --coordinator-conf tracker.expire.members="
-                 f"{OBSERVER_SETTINGS['tracker.expire.members']} (it has no heartbeats)")
+        text += (
+            "; its member ids were issued by a real broker (a cluster feed, or instrumented consumers), which "
+            "the model follows only in observe mode: give --coordinator-conf tracker.adopt.unknown.members=true"
+            f", and for a cluster feed also --coordinator-conf tracker.expire.members="
+            f"{OBSERVER_SETTINGS['tracker.expire.members']} (it has no heartbeats)"
+        )
     return text
 
 
@@ -719,8 +1041,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"report: {exc}", file=sys.stderr)
         return 2
-    groups: collections.Counter = collections.Counter()   # records per group id in the input
-    answered: set = set()   # groups whose joins carry a broker's answer: a member id and a generation
+    groups: collections.Counter = collections.Counter()  # records per group id in the input
+    answered: set = set()  # groups whose joins carry a broker's answer: a member id and a generation
 
     def counted(records: Iterable) -> Iterable:
         for r in records:
@@ -730,15 +1052,17 @@ def main(argv: list[str] | None = None) -> int:
                     answered.add(r.get("group_id"))
             yield r
 
-    if args.feed:   # the coordinator runs over the whole feed: a progress bar on stderr (plain lines elsewhere)
-        records = terminal.track(read_jsonl(args.feed), "running the feed", terminal.count_lines(args.feed),
-                                 unit="records")
+    if args.feed:  # the coordinator runs over the whole feed: a progress bar on stderr (plain lines elsewhere)
+        records = terminal.track(
+            read_jsonl(args.feed), "running the feed", terminal.count_lines(args.feed), unit="records"
+        )
         outputs, rejected = coordinator_outputs(counted(records), config, consumer)
         if rejected:
             print(f"report: skipped {rejected} invalid feed records", file=sys.stderr)
     else:
-        records = terminal.track(read_jsonl(args.outputs), "reading the outputs", terminal.count_lines(args.outputs),
-                                 unit="records")
+        records = terminal.track(
+            read_jsonl(args.outputs), "reading the outputs", terminal.count_lines(args.outputs), unit="records"
+        )
         outputs = [o for o in counted(records) if isinstance(o, dict)]
     history = build_history(outputs, args.group)
     if history.first_ts is None:
@@ -748,8 +1072,10 @@ def main(argv: list[str] | None = None) -> int:
         history = history.since(since)
     Path(args.out).write_text(render_html(history), encoding="utf-8")
     if history.is_consumer:
-        print(f"wrote {args.out}: {len(history.targets)} target assignments, {len(history.generations)} "
-              f"rebalances, {len(history.departures)} departures")
+        print(
+            f"wrote {args.out}: {len(history.targets)} target assignments, {len(history.generations)} "
+            f"rebalances, {len(history.departures)} departures"
+        )
     else:
         print(f"wrote {args.out}: {len(history.generations)} generations, {len(history.departures)} departures")
     if args.png:

@@ -6,6 +6,7 @@ This module is the one place that knows ``rich``; the commands use :func:`progre
 (so ``TERM=dumb``, ``NO_COLOR``, ``FORCE_COLOR`` and ``TTY_COMPATIBLE`` behave as they do for other rich programs).
 Progress goes to stderr, so stdout stays the command's result.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -21,14 +22,19 @@ from rich.table import Table
 from rich.text import Text
 
 T = TypeVar("T")
-PLAIN_EVERY_S = 10.0        # how often a plain progress line is written while work goes on
-PUSH_EVERY_S = 0.1          # how often counts reach the terminal display (advance() is called per item)
+PLAIN_EVERY_S = 10.0  # how often a plain progress line is written while work goes on
+PUSH_EVERY_S = 0.1  # how often counts reach the terminal display (advance() is called per item)
 
 
 def console(out: TextIO | None = None, *, terminal: bool | None = None, width: int | None = None) -> Console:
     """A console writing to ``out`` (default stdout); ``terminal`` forces or forbids terminal output."""
-    return Console(file=out if out is not None else sys.stdout, force_terminal=terminal, width=width,
-                   highlight=False, soft_wrap=False)
+    return Console(
+        file=out if out is not None else sys.stdout,
+        force_terminal=terminal,
+        width=width,
+        highlight=False,
+        soft_wrap=False,
+    )
 
 
 def is_terminal(out: TextIO | None = None) -> bool:
@@ -36,8 +42,9 @@ def is_terminal(out: TextIO | None = None) -> bool:
 
 
 # ==================================================================== a table redrawn in place
-def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, right: Iterable[int] = (),
-          caption: str | None = None) -> Table:
+def table(
+    header: Sequence[str], rows: Iterable[Sequence[str]], *, right: Iterable[int] = (), caption: str | None = None
+) -> Table:
     """A table; columns whose index is in ``right`` are right-aligned (numbers)."""
     right = set(right)
     t = Table(caption=caption, caption_justify="left", header_style="bold", expand=False)
@@ -64,8 +71,14 @@ class LiveScreen:
 
     def __init__(self, out: TextIO | None = None, *, width: int | None = None, con: Console | None = None):
         self.console = con if con is not None else console(out, terminal=True, width=width)
-        self._live = Live(console=self.console, screen=True, auto_refresh=False, transient=False,
-                          redirect_stdout=False, redirect_stderr=False)
+        self._live = Live(
+            console=self.console,
+            screen=True,
+            auto_refresh=False,
+            transient=False,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
         self._last: RenderableType | None = None
 
     def show(self, renderable: RenderableType) -> None:
@@ -91,8 +104,9 @@ class _Count(ProgressColumn):
 
 class _Rate(ProgressColumn):
     def render(self, task) -> Text:
-        speed = (task.finished_speed if task.finished else task.speed) or \
-            (task.completed / task.elapsed if task.elapsed else None)   # too short for rich's sampled estimate
+        speed = (task.finished_speed if task.finished else task.speed) or (
+            task.completed / task.elapsed if task.elapsed else None
+        )  # too short for rich's sampled estimate
         return Text(f"{speed:,.0f} {task.fields.get('unit', '')}/s" if speed else "", style="cyan")
 
 
@@ -153,10 +167,19 @@ class Progress:
         self._tasks: dict[int, Task] = {}
         self._next_id = 0
         if self.terminal:
-            self._rich = _RichProgress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), _Count(),
-                                       _Rate(), TimeElapsedColumn(), TextColumn("{task.fields[note]}"),
-                                       console=self.console, transient=False, redirect_stdout=False,
-                                       redirect_stderr=False)
+            self._rich = _RichProgress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                BarColumn(),
+                _Count(),
+                _Rate(),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[note]}"),
+                console=self.console,
+                transient=False,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
 
     def __enter__(self) -> "Progress":
         if self._rich is not None:
@@ -202,15 +225,20 @@ class Progress:
 
 
 @contextlib.contextmanager
-def progress(description: str, total: float | None = None, unit: str = "events", out: TextIO | None = None,
-             ) -> Iterator[Task]:
+def progress(
+    description: str,
+    total: float | None = None,
+    unit: str = "events",
+    out: TextIO | None = None,
+) -> Iterator[Task]:
     """One task's progress, finished when the block ends."""
     with Progress(out) as p:
         yield p.task(description, total, unit)
 
 
-def track(items: Iterable[T], description: str, total: float | None = None, unit: str = "events",
-          out: TextIO | None = None) -> Iterator[T]:
+def track(
+    items: Iterable[T], description: str, total: float | None = None, unit: str = "events", out: TextIO | None = None
+) -> Iterator[T]:
     """``items``, counted as they are consumed."""
     with progress(description, total, unit, out) as task:
         for item in items:

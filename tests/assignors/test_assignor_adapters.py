@@ -1,4 +1,5 @@
 """kafka-python adapters: wire format checks, then real KafkaConsumers in one group against the broker."""
+
 from __future__ import annotations
 
 import threading
@@ -19,8 +20,16 @@ def test_sticky_user_data_round_trip_matches_java_layout():
     parts = [TopicPartition("t", 0), TopicPartition("t", 2), TopicPartition("u", 1)]
     data = encode_sticky_user_data(parts, 7)
     # array(2) of [STRING "t", array(2) of INT32 0,2], [STRING "u", array(1) of INT32 1], generation 7
-    assert data == (b"\x00\x00\x00\x02" + b"\x00\x01t" + b"\x00\x00\x00\x02" + b"\x00\x00\x00\x00\x00\x00\x00\x02"
-                    + b"\x00\x01u" + b"\x00\x00\x00\x01" + b"\x00\x00\x00\x01" + b"\x00\x00\x00\x07")
+    assert data == (
+        b"\x00\x00\x00\x02"
+        + b"\x00\x01t"
+        + b"\x00\x00\x00\x02"
+        + b"\x00\x00\x00\x00\x00\x00\x00\x02"
+        + b"\x00\x01u"
+        + b"\x00\x00\x00\x01"
+        + b"\x00\x00\x00\x01"
+        + b"\x00\x00\x00\x07"
+    )
     assert decode_sticky_user_data(data) == (parts, 7)
     assert decode_sticky_user_data(data[:-4]) == (parts, None)  # V0: no generation
     assert decode_sticky_user_data(b"\x00\x00\x00\x05") is None
@@ -51,9 +60,15 @@ def _member(member_id: str, owned=(), generation=-1, user_data=None) -> object:
     for topic, p in owned:
         by_topic.setdefault(topic, []).append(p)
     metadata = ConsumerProtocolSubscription(
-        version=1 if generation < 0 else 3, topics=["t"], user_data=user_data,
-        owned_partitions=[ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=ps)
-                          for t, ps in by_topic.items()], generation_id=generation, rack_id=None)
+        version=1 if generation < 0 else 3,
+        topics=["t"],
+        user_data=user_data,
+        owned_partitions=[
+            ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=ps) for t, ps in by_topic.items()
+        ],
+        generation_id=generation,
+        rack_id=None,
+    )
     return type("Member", (), {"member_id": member_id, "group_instance_id": None, "metadata": metadata})()
 
 
@@ -68,8 +83,10 @@ def test_eager_sticky_reads_what_a_member_owned_from_its_user_data_only():
     means nothing owned and no generation, whatever the subscription's own fields say; unreadable user data too."""
     claims_t1 = dict(owned=[("t", 1)], generation=1)
     for user_data in (None, b"", b"\x00\x01"):
-        assert _assign("sticky", [_member("c1", **claims_t1, user_data=user_data), _member("c2")]) == \
-            {"c1": [("t", 0)], "c2": [("t", 1)]}
+        assert _assign("sticky", [_member("c1", **claims_t1, user_data=user_data), _member("c2")]) == {
+            "c1": [("t", 0)],
+            "c2": [("t", 1)],
+        }
     sticky = encode_sticky_user_data([TopicPartition("t", 1)], 1)
     assert _assign("sticky", [_member("c1", user_data=sticky), _member("c2")]) == {"c1": [("t", 1)], "c2": [("t", 0)]}
 
@@ -77,8 +94,10 @@ def test_eager_sticky_reads_what_a_member_owned_from_its_user_data_only():
 def test_cooperative_sticky_takes_the_generation_from_user_data_when_the_subscription_has_none():
     """CooperativeStickyAssignor.memberData (testMemberDataWithInconsistentData): a v0/v1 subscription carries its
     generation in the user data; the higher one keeps a partition two members claim."""
-    members = [_member("consumer1", owned=[("t", 0)], user_data=b"\x00\x00\x00\x02"),
-               _member("consumer2", owned=[("t", 0), ("t", 1)], user_data=b"\x00\x00\x00\x01")]
+    members = [
+        _member("consumer1", owned=[("t", 0)], user_data=b"\x00\x00\x00\x02"),
+        _member("consumer2", owned=[("t", 0), ("t", 1)], user_data=b"\x00\x00\x00\x01"),
+    ]
     assert _assign("cooperative-sticky", members) == {"consumer1": [("t", 0)], "consumer2": [("t", 1)]}
 
 
@@ -153,8 +172,9 @@ def _snapshot(members):
 @pytest.mark.kafka
 def test_real_consumers_use_range_and_priority_failover(kafka_bootstrap, topic_name):
     _create_topic(kafka_bootstrap, topic_name, 4)
-    members = [_Member(kafka_bootstrap, f"{topic_name}-range", topic_name, kafka_python_strategy("range"))
-               for _ in range(2)]
+    members = [
+        _Member(kafka_bootstrap, f"{topic_name}-range", topic_name, kafka_python_strategy("range")) for _ in range(2)
+    ]
     high = kafka_python_strategy("priority-failover", user_data=encode_priority(9))
     low = kafka_python_strategy("priority-failover", user_data=encode_priority(1))
     standby = [_Member(kafka_bootstrap, f"{topic_name}-prio", topic_name, s) for s in (low, high)]
@@ -167,7 +187,8 @@ def test_real_consumers_use_range_and_priority_failover(kafka_bootstrap, topic_n
 
         assert _wait_for(settled, 90), _snapshot(members)
         expected = get_assignor("range").assign(
-            {topic_name: 4}, {m.member_id: Subscription([topic_name]) for m in members})
+            {topic_name: 4}, {m.member_id: Subscription([topic_name]) for m in members}
+        )
         for m, got in zip(members, _snapshot(members)):
             assert got == set(expected[m.member_id])
 

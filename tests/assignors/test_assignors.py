@@ -1,5 +1,6 @@
 """Range, RoundRobin, registry and custom assignors: expectations ported from Kafka's RangeAssignorTest,
 RoundRobinAssignorTest and AbstractPartitionAssignorTest, plus the seeds' worked tables."""
+
 from __future__ import annotations
 
 import pytest
@@ -75,7 +76,7 @@ def test_member_ordering_static_first_then_dynamic():
 
 def test_member_ordering_uses_utf16_like_java():
     # U+FFFD is above the surrogate range in code points but below it in UTF-16 code units.
-    astral, bmp_high = "\U0001F600", "\uFFFD"
+    astral, bmp_high = "\U0001f600", "\ufffd"
     subs = {bmp_high: Subscription(["t"]), astral: Subscription(["t"])}
     assert sorted_members(subs) == [astral, bmp_high]
 
@@ -233,8 +234,11 @@ def verify_rack_assignment(assignor, topics, rf, broker_racks, consumer_racks, c
     assert result == {f"consumer{i}": parse(spec) for i, spec in enumerate(expected)}
     if mismatches >= 0:
         wrong = [
-            p for i, rack in enumerate(consumer_racks) if rack
-            for p in result[f"consumer{i}"] if rack not in partition_racks[p]
+            p
+            for i, rack in enumerate(consumer_racks)
+            if rack
+            for p in result[f"consumer{i}"]
+            if rack not in partition_racks[p]
         ]
         assert len(wrong) == mismatches, wrong
 
@@ -263,17 +267,39 @@ def test_range_rack_aware_uniform_subscription():
     topics = {"t1": 6, "t2": 7, "t3": 2}
     every = ["t1", "t2", "t3"]
     ct = [every, every, every]
-    verify_non_rack_aware(topics, ct, ["t1-0, t1-1, t2-0, t2-1, t2-2, t3-0", "t1-2, t1-3, t2-3, t2-4, t3-1",
-                                       "t1-4, t1-5, t2-5, t2-6"])
-    verify_rack_assignment(a, topics, 1, racks(3), racks(3), ct,
-                           ["t1-0, t1-3, t2-0, t2-3, t2-6", "t1-1, t1-4, t2-1, t2-4, t3-0",
-                            "t1-2, t1-5, t2-2, t2-5, t3-1"], 0)
-    verify_rack_assignment(a, topics, 2, racks(3), racks(3), ct,
-                           ["t1-0, t1-2, t2-0, t2-2, t2-3, t3-1", "t1-1, t1-3, t2-1, t2-4, t3-0",
-                            "t1-4, t1-5, t2-5, t2-6"], 1)
-    verify_rack_assignment(a, topics, 3, racks(2), racks(3), ct,
-                           ["t1-0, t1-1, t2-0, t2-1, t2-2, t3-0", "t1-2, t1-3, t2-3, t2-4, t3-1",
-                            "t1-4, t1-5, t2-5, t2-6"], 4)
+    verify_non_rack_aware(
+        topics, ct, ["t1-0, t1-1, t2-0, t2-1, t2-2, t3-0", "t1-2, t1-3, t2-3, t2-4, t3-1", "t1-4, t1-5, t2-5, t2-6"]
+    )
+    verify_rack_assignment(
+        a,
+        topics,
+        1,
+        racks(3),
+        racks(3),
+        ct,
+        ["t1-0, t1-3, t2-0, t2-3, t2-6", "t1-1, t1-4, t2-1, t2-4, t3-0", "t1-2, t1-5, t2-2, t2-5, t3-1"],
+        0,
+    )
+    verify_rack_assignment(
+        a,
+        topics,
+        2,
+        racks(3),
+        racks(3),
+        ct,
+        ["t1-0, t1-2, t2-0, t2-2, t2-3, t3-1", "t1-1, t1-3, t2-1, t2-4, t3-0", "t1-4, t1-5, t2-5, t2-6"],
+        1,
+    )
+    verify_rack_assignment(
+        a,
+        topics,
+        3,
+        racks(2),
+        racks(3),
+        ct,
+        ["t1-0, t1-1, t2-0, t2-1, t2-2, t3-0", "t1-2, t1-3, t2-3, t2-4, t3-1", "t1-4, t1-5, t2-5, t2-6"],
+        4,
+    )
 
 
 def test_range_rack_aware_non_equal_subscription():
@@ -281,17 +307,39 @@ def test_range_rack_aware_non_equal_subscription():
     topics = {"t1": 6, "t2": 7, "t3": 2}
     every = ["t1", "t2", "t3"]
     ct = [every, every, ["t1", "t3"]]
-    verify_non_rack_aware(topics, ct, ["t1-0, t1-1, t2-0, t2-1, t2-2, t2-3, t3-0",
-                                       "t1-2, t1-3, t2-4, t2-5, t2-6, t3-1", "t1-4, t1-5"])
-    verify_rack_assignment(a, topics, 1, racks(3), racks(3), ct,
-                           ["t1-0, t1-3, t2-0, t2-2, t2-3, t2-6", "t1-1, t1-4, t2-1, t2-4, t2-5, t3-0",
-                            "t1-2, t1-5, t3-1"], 2)
-    verify_rack_assignment(a, topics, 2, racks(3), racks(3), ct,
-                           ["t1-0, t1-2, t2-0, t2-2, t2-3, t2-5, t3-1", "t1-1, t1-3, t2-1, t2-4, t2-6, t3-0",
-                            "t1-4, t1-5"], 0)
-    verify_rack_assignment(a, topics, 3, racks(2), racks(3), ct,
-                           ["t1-0, t1-1, t2-0, t2-1, t2-2, t2-3, t3-0", "t1-2, t1-3, t2-4, t2-5, t2-6, t3-1",
-                            "t1-4, t1-5"], 2)
+    verify_non_rack_aware(
+        topics, ct, ["t1-0, t1-1, t2-0, t2-1, t2-2, t2-3, t3-0", "t1-2, t1-3, t2-4, t2-5, t2-6, t3-1", "t1-4, t1-5"]
+    )
+    verify_rack_assignment(
+        a,
+        topics,
+        1,
+        racks(3),
+        racks(3),
+        ct,
+        ["t1-0, t1-3, t2-0, t2-2, t2-3, t2-6", "t1-1, t1-4, t2-1, t2-4, t2-5, t3-0", "t1-2, t1-5, t3-1"],
+        2,
+    )
+    verify_rack_assignment(
+        a,
+        topics,
+        2,
+        racks(3),
+        racks(3),
+        ct,
+        ["t1-0, t1-2, t2-0, t2-2, t2-3, t2-5, t3-1", "t1-1, t1-3, t2-1, t2-4, t2-6, t3-0", "t1-4, t1-5"],
+        0,
+    )
+    verify_rack_assignment(
+        a,
+        topics,
+        3,
+        racks(2),
+        racks(3),
+        ct,
+        ["t1-0, t1-1, t2-0, t2-1, t2-2, t2-3, t3-0", "t1-2, t1-3, t2-4, t2-5, t2-6, t3-1", "t1-4, t1-5"],
+        2,
+    )
 
 
 def test_range_rack_aware_co_partitioning_preferred_over_racks():
@@ -311,17 +359,39 @@ def test_range_rack_aware_uniform_partitions_non_equal_subscription():
     topics = {"t1": 5, "t2": 5, "t3": 5}
     every = ["t1", "t2", "t3"]
     ct = [every, every, ["t1", "t3"]]
-    verify_non_rack_aware(topics, ct, ["t1-0, t1-1, t2-0, t2-1, t2-2, t3-0, t3-1",
-                                       "t1-2, t1-3, t2-3, t2-4, t3-2, t3-3", "t1-4, t3-4"])
-    verify_rack_assignment(a, topics, 1, racks(3), racks(3), ct,
-                           ["t1-0, t1-1, t2-0, t2-1, t2-4, t3-0, t3-1", "t1-2, t1-3, t2-2, t2-3, t3-2, t3-3",
-                            "t1-4, t3-4"], 9)
-    verify_rack_assignment(a, topics, 2, racks(3), racks(3), ct,
-                           ["t1-2, t2-0, t2-1, t2-3, t3-2", "t1-0, t1-3, t2-2, t2-4, t3-0, t3-3",
-                            "t1-1, t1-4, t3-1, t3-4"], 0)
-    verify_rack_assignment(a, topics, 3, racks(2), racks(3), ct,
-                           ["t1-0, t1-1, t2-0, t2-1, t2-2, t3-0, t3-1", "t1-2, t1-3, t2-3, t2-4, t3-2, t3-3",
-                            "t1-4, t3-4"], 2)
+    verify_non_rack_aware(
+        topics, ct, ["t1-0, t1-1, t2-0, t2-1, t2-2, t3-0, t3-1", "t1-2, t1-3, t2-3, t2-4, t3-2, t3-3", "t1-4, t3-4"]
+    )
+    verify_rack_assignment(
+        a,
+        topics,
+        1,
+        racks(3),
+        racks(3),
+        ct,
+        ["t1-0, t1-1, t2-0, t2-1, t2-4, t3-0, t3-1", "t1-2, t1-3, t2-2, t2-3, t3-2, t3-3", "t1-4, t3-4"],
+        9,
+    )
+    verify_rack_assignment(
+        a,
+        topics,
+        2,
+        racks(3),
+        racks(3),
+        ct,
+        ["t1-2, t2-0, t2-1, t2-3, t3-2", "t1-0, t1-3, t2-2, t2-4, t3-0, t3-3", "t1-1, t1-4, t3-1, t3-4"],
+        0,
+    )
+    verify_rack_assignment(
+        a,
+        topics,
+        3,
+        racks(2),
+        racks(3),
+        ct,
+        ["t1-0, t1-1, t2-0, t2-1, t2-2, t3-0, t3-1", "t1-2, t1-3, t2-3, t2-4, t3-2, t3-3", "t1-4, t3-4"],
+        2,
+    )
 
 
 def test_range_rack_aware_with_co_partitioning():
@@ -332,20 +402,41 @@ def test_range_rack_aware_with_co_partitioning():
     plain = ["t1-0, t1-1, t1-2, t2-0, t2-1, t2-2", "t1-3, t1-4, t1-5, t2-3, t2-4, t2-5", "t3-0, t4-0", "t3-1, t4-1"]
     verify_rack_assignment(a, topics, 3, racks(2), cr, ct, plain, -1)
     verify_rack_assignment(a, topics, 2, racks(2), cr, ct, plain, 0)
-    verify_rack_assignment(a, topics, 1, racks(2), cr, ct,
-                           ["t1-0, t1-2, t1-4, t2-0, t2-2, t2-4", "t1-1, t1-3, t1-5, t2-1, t2-3, t2-5",
-                            "t3-1, t4-1", "t3-0, t4-0"], 0)
+    verify_rack_assignment(
+        a,
+        topics,
+        1,
+        racks(2),
+        cr,
+        ct,
+        ["t1-0, t1-2, t1-4, t2-0, t2-2, t2-4", "t1-1, t1-3, t1-5, t2-1, t2-3, t2-5", "t3-1, t4-1", "t3-0, t4-0"],
+        0,
+    )
     every = ["t1", "t2", "t3", "t4"]
     ct = [every] * 4
     plain = ["t1-0, t1-1, t2-0, t2-1, t3-0, t4-0", "t1-2, t1-3, t2-2, t2-3, t3-1, t4-1", "t1-4, t2-4", "t1-5, t2-5"]
     verify_rack_assignment(a, topics, 3, racks(2), cr, ct, plain, -1)
     verify_rack_assignment(a, topics, 2, racks(2), cr, ct, plain, 0)
-    verify_rack_assignment(a, topics, 1, racks(2), cr, ct,
-                           ["t1-0, t1-2, t2-0, t2-2, t3-0, t4-0", "t1-1, t1-3, t2-1, t2-3, t3-1, t4-1",
-                            "t1-5, t2-5", "t1-4, t2-4"], 0)
-    verify_rack_assignment(a, topics, 1, racks(3), cr, ct,
-                           ["t1-0, t1-3, t2-0, t2-3, t3-0, t4-0", "t1-1, t1-4, t2-1, t2-4, t3-1, t4-1",
-                            "t1-2, t2-2", "t1-5, t2-5"], 6)
+    verify_rack_assignment(
+        a,
+        topics,
+        1,
+        racks(2),
+        cr,
+        ct,
+        ["t1-0, t1-2, t2-0, t2-2, t3-0, t4-0", "t1-1, t1-3, t2-1, t2-3, t3-1, t4-1", "t1-5, t2-5", "t1-4, t2-4"],
+        0,
+    )
+    verify_rack_assignment(
+        a,
+        topics,
+        1,
+        racks(3),
+        cr,
+        ct,
+        ["t1-0, t1-3, t2-0, t2-3, t3-0, t4-0", "t1-1, t1-4, t2-1, t2-4, t3-1, t4-1", "t1-2, t2-2", "t1-5, t2-5"],
+        6,
+    )
 
 
 def test_range_co_partitioned_same_subscription():
@@ -353,21 +444,36 @@ def test_range_co_partitioned_same_subscription():
     every = ["t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9"]
     ct = [every] * 3
     cr = ["a", "b", "c"]
-    plain = ["t1-0, t1-1, t2-0, t2-1, t3-0, t4-0, t5-0, t5-1, t6-0, t6-1",
-             "t1-2, t1-3, t2-2, t2-3, t3-1, t4-1, t5-2, t6-2", "t1-4, t1-5, t2-4, t2-5, t5-3, t6-3"]
+    plain = [
+        "t1-0, t1-1, t2-0, t2-1, t3-0, t4-0, t5-0, t5-1, t6-0, t6-1",
+        "t1-2, t1-3, t2-2, t2-3, t3-1, t4-1, t5-2, t6-2",
+        "t1-4, t1-5, t2-4, t2-5, t5-3, t6-3",
+    ]
     verify_rack_assignment(RangeAssignor(), topics, 3, null_racks(3), cr, ct, plain, -1)
     prefer = RangeAssignor(prefer_rack_aware=True)
     verify_rack_assignment(prefer, topics, 3, racks(3), cr, ct, plain, 0)
-    verify_rack_assignment(prefer, topics, 2, racks(3), cr, ct,
-                           ["t1-0, t1-2, t2-0, t2-2, t3-0, t4-0, t5-1, t6-1",
-                            "t1-1, t1-3, t2-1, t2-3, t3-1, t4-1, t5-2, t6-2",
-                            "t1-4, t1-5, t2-4, t2-5, t5-0, t5-3, t6-0, t6-3"], 0)
+    verify_rack_assignment(
+        prefer,
+        topics,
+        2,
+        racks(3),
+        cr,
+        ct,
+        [
+            "t1-0, t1-2, t2-0, t2-2, t3-0, t4-0, t5-1, t6-1",
+            "t1-1, t1-3, t2-1, t2-3, t3-1, t4-1, t5-2, t6-2",
+            "t1-4, t1-5, t2-4, t2-5, t5-0, t5-3, t6-0, t6-3",
+        ],
+        0,
+    )
 
 
 def test_range_empty_consumer_rack_is_ignored():
     partition_racks, subs = rack_input({"t1": 4}, 1, racks(2), ["", ""], [["t1"], ["t1"]])
     assert range_assignor.assign({"t1": 4}, subs, partition_racks) == {
-        "consumer0": parse("t1-0, t1-1"), "consumer1": parse("t1-2, t1-3")}
+        "consumer0": parse("t1-0, t1-1"),
+        "consumer1": parse("t1-2, t1-3"),
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -384,7 +490,8 @@ def test_roundrobin_one_consumer_cases():
         "c": parse("topic-0, topic-1, topic-2")
     }
     assert rr.assign({"topic1": 1, "topic2": 2}, {"c": Subscription(["topic1", "topic2"])}) == {
-        "c": parse("topic1-0, topic2-0, topic2-1")}
+        "c": parse("topic1-0, topic2-0, topic2-1")
+    }
 
 
 def test_roundrobin_two_consumers_one_topic():
@@ -454,11 +561,9 @@ def test_roundrobin_seed_tables():
     every = ["t0", "t1", "t2"]
     subs = {c: Subscription(every) for c in ("C0", "C1", "C2")}
     counts = {"t0": 1, "t1": 2, "t2": 3}
-    assert rr.assign(counts, subs) == {
-        "C0": parse("t0-0, t2-0"), "C1": parse("t1-0, t2-1"), "C2": parse("t1-1, t2-2")}
+    assert rr.assign(counts, subs) == {"C0": parse("t0-0, t2-0"), "C1": parse("t1-0, t2-1"), "C2": parse("t1-1, t2-2")}
     subs = {"C0": Subscription(["t0"]), "C1": Subscription(["t0", "t1"]), "C2": Subscription(every)}
-    assert rr.assign(counts, subs) == {
-        "C0": parse("t0-0"), "C1": parse("t1-0"), "C2": parse("t1-1, t2-0, t2-1, t2-2")}
+    assert rr.assign(counts, subs) == {"C0": parse("t0-0"), "C1": parse("t1-0"), "C2": parse("t1-1, t2-0, t2-1, t2-2")}
     # C1 leaves: RoundRobin reshuffles (the seed contrasts this with Sticky)
     del subs["C1"]
     assert rr.assign(counts, subs) == {"C0": parse("t0-0"), "C2": parse("t1-0, t1-1, t2-0, t2-1, t2-2")}
@@ -503,7 +608,10 @@ def test_roundrobin_mixed_subscriptions_with_missing_topic_metadata():
         "c": Subscription(["t1", "t2", "t3"]),
     }
     assert rr.assign({"t1": 2, "t2": 2, "t3": 1}, subs) == {
-        "a": parse("t1-0"), "b": parse("t2-0"), "c": parse("t1-1, t2-1, t3-0")}
+        "a": parse("t1-0"),
+        "b": parse("t2-0"),
+        "c": parse("t1-1, t2-1, t3-0"),
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -551,7 +659,8 @@ def test_template_assignor_spreads_topics():
 
 def test_registry_names_and_protocols():
     assert {"range", "roundrobin", "sticky", "cooperative-sticky", "priority-failover", "template"} <= set(
-        available_assignors())
+        available_assignors()
+    )
     for name in available_assignors():
         a = get_assignor(name)
         assert isinstance(a, Assignor) and a.name == name
@@ -568,8 +677,14 @@ def test_register_custom_assignor():
 
         def assign(self, partitions_per_topic, subscriptions, partition_racks=None):
             first = sorted_members(subscriptions)[0]
-            return {m: ([tp(t, p) for t in sorted(partitions_per_topic) for p in range(partitions_per_topic[t])]
-                        if m == first else []) for m in subscriptions}
+            return {
+                m: (
+                    [tp(t, p) for t in sorted(partitions_per_topic) for p in range(partitions_per_topic[t])]
+                    if m == first
+                    else []
+                )
+                for m in subscriptions
+            }
 
     try:
         register_assignor(Everything)

@@ -6,6 +6,7 @@ Against Kafka 4.4.0: Range and RoundRobin agree member by member and in order; C
 return each member's partitions sorted); the coordinator's Range and Uniform agree (homogeneous groups as
 Kafka 4.1+ assigns them; ``UniformAssignor(kafka_4_0=True)`` against Kafka 4.0.0's jar).
 """
+
 from __future__ import annotations
 
 import base64
@@ -45,8 +46,10 @@ def client_group(rng: random.Random, *, owned: bool = False):
     topics = {f"t{i}": rng.randint(1, 7) for i in range(rng.randint(1, 4))}
     names = list(topics)
     uniform, use_racks, static = rng.random() < 0.4, rng.random() < 0.6, rng.random() < 0.4
-    claimable = [TopicPartition(t, p) for t, n in topics.items() for p in range(n)] + \
-        [TopicPartition("deleted", 0), TopicPartition("deleted", 1)]
+    claimable = [TopicPartition(t, p) for t, n in topics.items() for p in range(n)] + [
+        TopicPartition("deleted", 0),
+        TopicPartition("deleted", 1),
+    ]
     subs, instance_ids = {}, set()
     for member in rng.sample(MEMBER_IDS, rng.randint(1, 7)):
         subscribed = names if uniform else rng.sample(names, rng.randint(1, len(names)))
@@ -54,11 +57,22 @@ def client_group(rng: random.Random, *, owned: bool = False):
         instance = None if instance in instance_ids else instance
         instance_ids.add(instance)
         claims = rng.sample(claimable, rng.randint(0, min(5, len(claimable)))) if owned else []
-        subs[member] = Subscription(subscribed, claims, rng.choice([None, 1, 2, 3, 3]) if owned else None,
-                                    group_instance_id=instance,
-                                    rack=rng.choice([None, "a", "b", "c"]) if use_racks else None)
-    racks = {TopicPartition(t, p): frozenset(rng.sample("abc", rng.randint(0, 3)))
-             for t, n in topics.items() for p in range(n)} if use_racks else {}
+        subs[member] = Subscription(
+            subscribed,
+            claims,
+            rng.choice([None, 1, 2, 3, 3]) if owned else None,
+            group_instance_id=instance,
+            rack=rng.choice([None, "a", "b", "c"]) if use_racks else None,
+        )
+    racks = (
+        {
+            TopicPartition(t, p): frozenset(rng.sample("abc", rng.randint(0, 3)))
+            for t, n in topics.items()
+            for p in range(n)
+        }
+        if use_racks
+        else {}
+    )
     return topics, subs, racks
 
 
@@ -82,14 +96,16 @@ def test_cooperative_sticky_rounds_give_kafkas_assignment(client):
         topics, subs, racks = client_group(rng)
         for generation in range(2, 6):
             result = ours.assign(topics, subs, racks)
-            assert _as_sets(result) == _as_sets(client.assign("cooperative-sticky", topics, subs, racks)), \
+            assert _as_sets(result) == _as_sets(client.assign("cooperative-sticky", topics, subs, racks)), (
                 f"seed {seed}, generation {generation}"
+            )
             subs = {m: Subscription(s.topics, result[m], generation, rack=s.rack) for m, s in subs.items()}
             if len(subs) > 1 and rng.random() < 0.3:
                 subs.pop(rng.choice(sorted(subs)))
             if rng.random() < 0.4:
-                subs[f"j{generation}"] = Subscription(rng.sample(list(topics), rng.randint(1, len(topics))),
-                                                      rack=rng.choice([None, "a", "b"]))
+                subs[f"j{generation}"] = Subscription(
+                    rng.sample(list(topics), rng.randint(1, len(topics))), rack=rng.choice([None, "a", "b"])
+                )
 
 
 def test_cooperative_sticky_sorts_out_conflicting_claims_as_kafka_does(client):
@@ -123,16 +139,19 @@ def server_group(rng: random.Random):
     ids = list(topics)
     uniform = rng.random() < 0.5
     names = rng.sample([f"m{i}" for i in range(12)] + ["a", "zz", "B"], rng.randint(1, 8))
-    subscribed = {m: ([] if rng.random() < 0.05 else ids if uniform else rng.sample(ids, rng.randint(1, len(ids))))
-                  for m in names}
+    subscribed = {
+        m: ([] if rng.random() < 0.05 else ids if uniform else rng.sample(ids, rng.randint(1, len(ids)))) for m in names
+    }
     current: dict[str, dict[str, list[int]]] = {m: {} for m in names}
-    for topic, count in topics.items():   # a current target assignment, some of it stale
+    for topic, count in topics.items():  # a current target assignment, some of it stale
         for partition in range(count):
             member = rng.choice(names)
             if rng.random() < 0.6 and (topic in subscribed[member] or rng.random() < 0.2):
                 current[member].setdefault(topic, []).append(partition)
-    members = {m: MemberSubscription(tuple(subscribed[m]), instance_id=rng.choice([None, f"i-{m}"]),
-                                     assignment=current[m]) for m in names}
+    members = {
+        m: MemberSubscription(tuple(subscribed[m]), instance_id=rng.choice([None, f"i-{m}"]), assignment=current[m])
+        for m in names
+    }
     return topics, members
 
 
@@ -143,13 +162,15 @@ def _compare_server_assignor(oracle, name: str, subscription_types: set[str], ou
     compared = 0
     for seed in range(400):
         topics, members = server_group(random.Random(seed))
-        describer = SubscribedTopicDescriber([TopicMetadata(t, f"topic{i}", n)
-                                              for i, (t, n) in enumerate(topics.items())])
+        describer = SubscribedTopicDescriber(
+            [TopicMetadata(t, f"topic{i}", n) for i, (t, n) in enumerate(topics.items())]
+        )
         spec = GroupSpec(members, describer)
         if spec.subscription_type not in subscription_types:
             continue
-        result = {m: {t: frozenset(ps) for t, ps in parts.items() if ps}
-                  for m, parts in ours.assign(spec, describer).items()}
+        result = {
+            m: {t: frozenset(ps) for t, ps in parts.items() if ps} for m, parts in ours.assign(spec, describer).items()
+        }
         expected = oracle.assign(name, topics, spec.members, spec.subscription_type)
         assert {m: result.get(m, {}) for m in members} == expected, f"seed {seed}"
         compared += 1

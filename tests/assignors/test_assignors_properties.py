@@ -2,6 +2,7 @@
 rounds that never revoke and assign the same partition at once.  With racks (KIP-881) for Sticky and
 CooperativeSticky: the same, racks that cannot matter change nothing, and on the constrained path a partition leaves
 its replicas' racks only when every member on those racks is full with partitions of its own rack."""
+
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
@@ -62,8 +63,7 @@ def assert_balanced(subs, result):
 def next_round(subs, result, generation, drop=(), add=()):
     """Members report what they got; some leave, new ones join with nothing owned."""
     nxt = {
-        m: Subscription(s.topics, result[m], generation, s.group_instance_id)
-        for m, s in subs.items() if m not in drop
+        m: Subscription(s.topics, result[m], generation, s.group_instance_id) for m, s in subs.items() if m not in drop
     }
     for name, topics in add:
         nxt[name] = Subscription(topics)
@@ -188,8 +188,10 @@ def rack_groups(draw, uniform: bool | None = None):
     """A group as ``groups`` draws it, plus a rack (or none) per member and replica racks per partition."""
     topics, subs = draw(groups(uniform))
     member_racks = st.one_of(st.none(), st.sampled_from(RACKS[:3]))
-    subs = {m: Subscription(s.topics, group_instance_id=s.group_instance_id, rack=draw(member_racks))
-            for m, s in subs.items()}
+    subs = {
+        m: Subscription(s.topics, group_instance_id=s.group_instance_id, rack=draw(member_racks))
+        for m, s in subs.items()
+    }
     replicas = st.frozensets(st.sampled_from(RACKS), max_size=3)
     partition_racks = {TopicPartition(t, p): draw(replicas) for t, n in topics.items() for p in range(n)}
     return topics, subs, partition_racks
@@ -197,8 +199,13 @@ def rack_groups(draw, uniform: bool | None = None):
 
 def off_rack(subs, partition_racks, result):
     """Partitions given to a member with a rack where none of their replicas live (Kafka's mismatch count)."""
-    return {p for m, parts in result.items() if subs[m].rack for p in parts
-            if subs[m].rack not in partition_racks.get(p, ())}
+    return {
+        p
+        for m, parts in result.items()
+        if subs[m].rack
+        for p in parts
+        if subs[m].rack not in partition_racks.get(p, ())
+    }
 
 
 def assert_rack_rule(subs, partition_racks, result):
@@ -269,8 +276,9 @@ def test_constrained_path_never_leaves_a_rack_it_could_stay_on(group, data):
         assert r1 == sticky.assign(topics, subs)
     # second round: survivors own what they got; the rule still holds and in-rack partitions stay put
     drop = data.draw(st.sets(st.sampled_from(sorted(subs)), max_size=len(subs) - 1))
-    subs2 = {m: Subscription(s.topics, r1[m], 4, s.group_instance_id, rack=s.rack)
-             for m, s in subs.items() if m not in drop}
+    subs2 = {
+        m: Subscription(s.topics, r1[m], 4, s.group_instance_id, rack=s.rack) for m, s in subs.items() if m not in drop
+    }
     if data.draw(st.booleans()):
         subs2["joiner"] = Subscription(list(topics), rack=data.draw(st.sampled_from(RACKS[:3])))
     r2 = sticky.assign(topics, subs2, partition_racks)
@@ -293,8 +301,9 @@ def test_rack_aware_cooperative_rounds_never_revoke_and_assign_at_once(group, da
     r1 = a.assign(topics, subs, partition_racks)
     assert_valid(topics, subs, r1)
     drop = data.draw(st.sets(st.sampled_from(sorted(subs)), max_size=len(subs) - 1))
-    subs2 = {m: Subscription(s.topics, r1[m], 2, s.group_instance_id, rack=s.rack)
-             for m, s in subs.items() if m not in drop}
+    subs2 = {
+        m: Subscription(s.topics, r1[m], 2, s.group_instance_id, rack=s.rack) for m, s in subs.items() if m not in drop
+    }
     subs2["joiner"] = Subscription(list(topics), rack=data.draw(st.sampled_from(RACKS)))
     # Follow-up rounds, as a cooperative group runs them.  With racks a round that revokes nothing can be followed
     # by one that does: a member that was handed a partition off its rack releases it in the next round.  A round
@@ -310,8 +319,9 @@ def test_rack_aware_cooperative_rounds_never_revoke_and_assign_at_once(group, da
         if not revoked:
             assert_valid(topics, subs2, r2)
             break
-        subs2 = {m: Subscription(s.topics, r2[m], generation, s.group_instance_id, rack=s.rack)
-                 for m, s in subs2.items()}
+        subs2 = {
+            m: Subscription(s.topics, r2[m], generation, s.group_instance_id, rack=s.rack) for m, s in subs2.items()
+        }
 
 
 def test_rack_rule_helper_catches_a_wasted_rack_slot():
@@ -336,20 +346,42 @@ def test_rack_aware_cooperative_rounds_can_oscillate_as_kafkas_do():
     # rounds, so cooperative rounds with racks are not guaranteed to settle; these are Kafka's answers.
     tp = TopicPartition
     topics = {"t0": 6, "t1": 2, "t2": 2}
-    subs = {"aa": Subscription(["t0"]), "c": Subscription(["t0", "t1", "t2"], rack="a"),
-            "x": Subscription(["t0", "t1"], rack="c"), "a": Subscription(["t1"], rack="a"),
-            "b": Subscription(["t0", "t1", "t2"])}
-    racks = {tp("t0", 0): frozenset(), tp("t0", 1): frozenset(), tp("t0", 2): frozenset("a"),
-             tp("t0", 3): frozenset("a"), tp("t0", 4): frozenset("abc"), tp("t0", 5): frozenset("abc"),
-             tp("t1", 0): frozenset("c"), tp("t1", 1): frozenset(), tp("t2", 0): frozenset(), tp("t2", 1): frozenset()}
+    subs = {
+        "aa": Subscription(["t0"]),
+        "c": Subscription(["t0", "t1", "t2"], rack="a"),
+        "x": Subscription(["t0", "t1"], rack="c"),
+        "a": Subscription(["t1"], rack="a"),
+        "b": Subscription(["t0", "t1", "t2"]),
+    }
+    racks = {
+        tp("t0", 0): frozenset(),
+        tp("t0", 1): frozenset(),
+        tp("t0", 2): frozenset("a"),
+        tp("t0", 3): frozenset("a"),
+        tp("t0", 4): frozenset("abc"),
+        tp("t0", 5): frozenset("abc"),
+        tp("t1", 0): frozenset("c"),
+        tp("t1", 1): frozenset(),
+        tp("t2", 0): frozenset(),
+        tp("t2", 1): frozenset(),
+    }
     a = get_assignor("cooperative-sticky")
     first = a.assign(topics, subs, racks)
-    assert first == {"aa": [tp("t0", 0), tp("t0", 1)], "c": [tp("t0", 2), tp("t0", 3), tp("t2", 0)],
-                     "x": [tp("t0", 4), tp("t0", 5)], "a": [tp("t1", 0)], "b": [tp("t1", 1), tp("t2", 1)]}
+    assert first == {
+        "aa": [tp("t0", 0), tp("t0", 1)],
+        "c": [tp("t0", 2), tp("t0", 3), tp("t2", 0)],
+        "x": [tp("t0", 4), tp("t0", 5)],
+        "a": [tp("t1", 0)],
+        "b": [tp("t1", 1), tp("t2", 1)],
+    }
     subs2 = {m: Subscription(s.topics, first[m], 2, rack=s.rack) for m, s in subs.items() if m != "c"}
     subs2["joiner"] = Subscription(list(topics), rack="a")
-    settled = {"aa": [tp("t0", 0), tp("t0", 1)], "x": [tp("t0", 4), tp("t0", 5)], "a": [tp("t1", 0)],
-               "joiner": [tp("t0", 2), tp("t0", 3)]}
+    settled = {
+        "aa": [tp("t0", 0), tp("t0", 1)],
+        "x": [tp("t0", 4), tp("t0", 5)],
+        "a": [tp("t1", 0)],
+        "joiner": [tp("t0", 2), tp("t0", 3)],
+    }
     for generation in range(3, 9):
         result = a.assign(topics, subs2, racks)
         b = [tp("t2", 0), tp("t2", 1)] if generation % 2 else [tp("t1", 1), tp("t2", 1)]

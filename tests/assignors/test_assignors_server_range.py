@@ -3,6 +3,7 @@ properties (co-partitioning, static members keep their ranges, the client-side `
 
 Kafka's RangeAssignorTest uses random topic Uuids: range assigns each topic on its own, so ids do not matter.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -54,20 +55,25 @@ def test_one_member_subscribed_to_non_existent_topic():
 
 def test_first_assignment_two_members_two_topics_same_subscriptions():
     members = {"A": member(T1, T3), "B": member(T1, T3)}
-    assert assign(members, describer(T1=3, T3=2), HOMOGENEOUS) == {
-        "A": {T1: {0, 1}, T3: {0}}, "B": {T1: {2}, T3: {1}}}
+    assert assign(members, describer(T1=3, T3=2), HOMOGENEOUS) == {"A": {T1: {0, 1}, T3: {0}}, "B": {T1: {2}, T3: {1}}}
 
 
 def test_first_assignment_three_members_three_topics_different_subscriptions():
     members = {"A": member(T1, T2), "B": member(T3), "C": member(T2, T3)}
     assert assign(members, describer(T1=3, T2=3, T3=2), HETEROGENEOUS) == {
-        "A": {T1: {0, 1, 2}, T2: {0, 1}}, "B": {T3: {0}}, "C": {T2: {2}, T3: {1}}}
+        "A": {T1: {0, 1, 2}, T2: {0, 1}},
+        "B": {T3: {0}},
+        "C": {T2: {2}, T3: {1}},
+    }
 
 
 def test_first_assignment_num_members_greater_than_num_partitions():
     members = {"A": member(T1, T3), "B": member(T1, T3), "C": member(T1, T3)}
     assert assign(members, describer(T1=3, T3=2), HOMOGENEOUS) == {
-        "A": {T1: {0}, T3: {0}}, "B": {T1: {1}, T3: {1}}, "C": {T1: {2}}}
+        "A": {T1: {0}, T3: {0}},
+        "B": {T1: {1}, T3: {1}},
+        "C": {T1: {2}},
+    }
 
 
 def test_static_membership():
@@ -94,34 +100,53 @@ def test_mixed_static_membership():
 
 
 def test_reassignment_num_members_greater_than_num_partitions_when_one_member_added():
-    members = {"A": member(T1, T2, assignment={T1: {0}, T2: {0}}),
-               "B": member(T1, T2, assignment={T1: {1}, T2: {1}}),
-               "C": member(T1, T2)}
+    members = {
+        "A": member(T1, T2, assignment={T1: {0}, T2: {0}}),
+        "B": member(T1, T2, assignment={T1: {1}, T2: {1}}),
+        "C": member(T1, T2),
+    }
     assert assign(members, describer(T1=2, T2=2), HOMOGENEOUS) == {
-        "A": {T1: {0}, T2: {0}}, "B": {T1: {1}, T2: {1}}, "C": {}}
+        "A": {T1: {0}, T2: {0}},
+        "B": {T1: {1}, T2: {1}},
+        "C": {},
+    }
 
 
 def test_reassignment_when_one_partition_added_for_two_members_two_topics():
-    members = {"A": member(T1, T2, assignment={T1: {0, 1}, T2: {0, 1}}),
-               "B": member(T1, T2, assignment={T1: {2}, T2: {2}})}
+    members = {
+        "A": member(T1, T2, assignment={T1: {0, 1}, T2: {0, 1}}),
+        "B": member(T1, T2, assignment={T1: {2}, T2: {2}}),
+    }
     assert assign(members, describer(T1=4, T2=4), HOMOGENEOUS) == {
-        "A": {T1: {0, 1}, T2: {0, 1}}, "B": {T1: {2, 3}, T2: {2, 3}}}
+        "A": {T1: {0, 1}, T2: {0, 1}},
+        "B": {T1: {2, 3}, T2: {2, 3}},
+    }
 
 
 def test_reassignment_when_one_member_added_after_initial_assignment_with_two_members_two_topics():
-    members = {"A": member(T1, T2, assignment={T1: {0, 1}, T2: {0, 1}}),
-               "B": member(T1, T2, assignment={T1: {2}, T2: {2}}),
-               "C": member(T1, T2)}
+    members = {
+        "A": member(T1, T2, assignment={T1: {0, 1}, T2: {0, 1}}),
+        "B": member(T1, T2, assignment={T1: {2}, T2: {2}}),
+        "C": member(T1, T2),
+    }
     assert assign(members, describer(T1=3, T2=3), HOMOGENEOUS) == {
-        "A": {T1: {0}, T2: {0}}, "B": {T1: {1}, T2: {1}}, "C": {T1: {2}, T2: {2}}}
+        "A": {T1: {0}, T2: {0}},
+        "B": {T1: {1}, T2: {1}},
+        "C": {T1: {2}, T2: {2}},
+    }
 
 
 def test_reassignment_when_one_member_added_and_one_partition_after_initial_assignment():
-    members = {"A": member(T1, T2, assignment={T1: {0, 1}, T2: {0, 1}}),
-               "B": member(T1, T2, assignment={T1: {2}, T2: {2}}),
-               "C": member(T1)}
+    members = {
+        "A": member(T1, T2, assignment={T1: {0, 1}, T2: {0, 1}}),
+        "B": member(T1, T2, assignment={T1: {2}, T2: {2}}),
+        "C": member(T1),
+    }
     assert assign(members, describer(T1=4, T2=3), HETEROGENEOUS) == {
-        "A": {T1: {0, 1}, T2: {0, 1}}, "B": {T1: {2}, T2: {2}}, "C": {T1: {3}}}
+        "A": {T1: {0, 1}, T2: {0, 1}},
+        "B": {T1: {2}, T2: {2}},
+        "C": {T1: {3}},
+    }
 
 
 def test_reassignment_when_one_member_removed_after_initial_assignment_with_two_members_two_topics():
@@ -130,18 +155,22 @@ def test_reassignment_when_one_member_removed_after_initial_assignment_with_two_
 
 
 def test_reassignment_when_multiple_subscriptions_removed_after_initial_assignment_with_three_members():
-    members = {"A": member(T1, assignment={T1: {0, 1, 2}, T2: {0}}),
-               "B": member(T1, T2, T3, assignment={T2: {1}}),
-               "C": member(T2, assignment={T2: {2}, T3: {0, 1}})}
+    members = {
+        "A": member(T1, assignment={T1: {0, 1, 2}, T2: {0}}),
+        "B": member(T1, T2, T3, assignment={T2: {1}}),
+        "C": member(T2, assignment={T2: {2}, T3: {0, 1}}),
+    }
     assert assign(members, describer(T1=3, T2=3, T3=2), HETEROGENEOUS) == {
-        "A": {T1: {0, 1}}, "B": {T1: {2}, T2: {0, 1}, T3: {0, 1}}, "C": {T2: {2}}}
+        "A": {T1: {0, 1}},
+        "B": {T1: {2}, T2: {0, 1}, T3: {0, 1}},
+        "C": {T2: {2}},
+    }
 
 
 def test_empty_group_and_registry_names():
     assert range_assignor.assign(GroupSpec({}), describer(T1=1)) == {}
     assert isinstance(get_server_assignor("range"), RangeAssignor)
-    assert isinstance(get_server_assignor("org.apache.kafka.coordinator.group.assignor.RangeAssignor"),
-                      RangeAssignor)
+    assert isinstance(get_server_assignor("org.apache.kafka.coordinator.group.assignor.RangeAssignor"), RangeAssignor)
     # the client-side name keeps meaning the client-side assignor
     assert isinstance(get_assignor("range"), ClientRangeAssignor)
 
@@ -205,6 +234,8 @@ def test_range_static_members_keep_their_ranges_under_new_member_ids(group, data
     for m, s in members.items():
         assert after[f"new-{m}" if s.instance_id else m] == before[m]
     # racks and the current assignment do not change the answer
-    racked = {m: MemberSubscription(s.topic_ids, rack="r", instance_id=s.instance_id,
-                                    assignment=before[m]) for m, s in members.items()}
+    racked = {
+        m: MemberSubscription(s.topic_ids, rack="r", instance_id=s.instance_id, assignment=before[m])
+        for m, s in members.items()
+    }
     assert range_assignor.assign(GroupSpec(racked), topics) == before

@@ -9,6 +9,7 @@ homogeneous builder iterates and the ``Uuid`` order the heterogeneous one breaks
 ``mkOrderedAssignment`` (insertion-ordered current assignments) is a dict in that order; ``mkAssignment``
 (``HashMap``) only appears where its order cannot matter.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -65,7 +66,7 @@ def check_validity_and_balance(members: dict[str, MemberSubscription], result) -
     for i, a in enumerate(ids):
         for topic_id in result[a]:
             assert topic_id in members[a].topic_ids, f"{a} got {topic_id} without subscribing"
-        for b in ids[i + 1:]:
+        for b in ids[i + 1 :]:
             for topic_id, parts in result[a].items():
                 assert not parts & result[b].get(topic_id, frozenset()), (a, b, topic_id)
             assert abs(sizes[a] - sizes[b]) <= 1, (a, sizes[a], b, sizes[b])
@@ -104,12 +105,19 @@ def test_topic_metadata_rejects_what_kafka_rejects():
 
 def test_group_spec_resolves_names_and_derives_subscription_type():
     topics = SubscribedTopicDescriber([TopicMetadata(T1, "orders", 3), TopicMetadata(T2, "payments", 3)])
-    same = GroupSpec({"a": MemberSubscription(topic_names=("orders", "ghost")),
-                      "b": MemberSubscription(topic_names=("ghost", "orders"))}, topics)
+    same = GroupSpec(
+        {
+            "a": MemberSubscription(topic_names=("orders", "ghost")),
+            "b": MemberSubscription(topic_names=("ghost", "orders")),
+        },
+        topics,
+    )
     assert same.subscription_type == HOMOGENEOUS
     assert same.member_subscription("a").topic_ids == (T1,)  # names without metadata are dropped (TopicIds)
-    mixed = GroupSpec({"a": MemberSubscription(topic_names=("orders",)),
-                       "b": MemberSubscription((T2,), assignment={T2: {1, 0}})}, topics)
+    mixed = GroupSpec(
+        {"a": MemberSubscription(topic_names=("orders",)), "b": MemberSubscription((T2,), assignment={T2: {1, 0}})},
+        topics,
+    )
     assert mixed.subscription_type == HETEROGENEOUS
     assert mixed.is_partition_assigned(T2, 0) and not mixed.is_partition_assigned(T2, 2)
     assert mixed.member_assignment("b") == {T2: (0, 1)}
@@ -164,16 +172,20 @@ def parse_uuid_str(rng: random.Random) -> str:
 
 
 def test_reassignment_for_two_members_two_topics_given_unbalanced_prev_assignment():
-    members = {"A": member(T1, T2, assignment={T1: [0, 1], T2: [0, 1]}),
-               "B": member(T1, T2, assignment={T1: [2], T2: [2]})}
+    members = {
+        "A": member(T1, T2, assignment={T1: [0, 1], T2: [0, 1]}),
+        "B": member(T1, T2, assignment={T1: [2], T2: [2]}),
+    }
     result = uniform.assign(spec(members, HOMOGENEOUS), describer(T1=3, T2=3))
     assert result == {"A": {T1: {0, 1}, T2: {0}}, "B": {T1: {2}, T2: {1, 2}}}
     check_validity_and_balance(members, result)
 
 
 def test_reassignment_when_partitions_are_added_for_two_members_two_topics():
-    members = {"A": member(T1, T2, assignment={T1: [0, 2], T2: [0]}),
-               "B": member(T1, T2, assignment={T1: [1], T2: [1, 2]})}
+    members = {
+        "A": member(T1, T2, assignment={T1: [0, 2], T2: [0]}),
+        "B": member(T1, T2, assignment={T1: [1], T2: [1, 2]}),
+    }
     result = uniform.assign(spec(members, HOMOGENEOUS), describer(T1=6, T2=5))
     # Kafka 4.0: A {T1: {0, 2, 3}, T2: {0, 3, 4}}, B {T1: {1, 4, 5}, T2: {1, 2}}
     assert result == {"A": {T1: {0, 2}, T2: {0, 3, 4}}, "B": {T1: {1, 3, 4, 5}, T2: {1, 2}}}
@@ -181,25 +193,25 @@ def test_reassignment_when_partitions_are_added_for_two_members_two_topics():
 
 
 def test_reassignment_when_one_member_added_after_initial_assignment_with_two_members_two_topics():
-    members = {"A": member(T1, T2, assignment={T1: [0, 2], T2: [0]}),
-               "B": member(T1, T2, assignment={T1: [1], T2: [1, 2]}),
-               "C": member(T1, T2)}
+    members = {
+        "A": member(T1, T2, assignment={T1: [0, 2], T2: [0]}),
+        "B": member(T1, T2, assignment={T1: [1], T2: [1, 2]}),
+        "C": member(T1, T2),
+    }
     result = uniform.assign(spec(members, HOMOGENEOUS), describer(T1=3, T2=3))
     assert result == {"A": {T1: {0, 2}}, "B": {T1: {1}, T2: {1}}, "C": {T2: {0, 2}}}
     check_validity_and_balance(members, result)
 
 
 def test_reassignment_when_one_member_removed_after_initial_assignment_with_three_members_two_topics():
-    members = {"A": member(T1, T2, assignment={T1: [0], T2: [0]}),
-               "B": member(T1, T2, assignment={T1: [1], T2: [1]})}
+    members = {"A": member(T1, T2, assignment={T1: [0], T2: [0]}), "B": member(T1, T2, assignment={T1: [1], T2: [1]})}
     result = uniform.assign(spec(members, HOMOGENEOUS), describer(T1=3, T2=3))
     assert result == {"A": {T1: {0}, T2: {0, 2}}, "B": {T1: {1, 2}, T2: {1}}}
     check_validity_and_balance(members, result)
 
 
 def test_reassignment_when_one_subscription_removed_after_initial_assignment_with_two_members_two_topics():
-    members = {"A": member(T2, assignment={T1: [0], T2: [0]}),
-               "B": member(T2, assignment={T1: [1], T2: [1]})}
+    members = {"A": member(T2, assignment={T1: [0], T2: [0]}), "B": member(T2, assignment={T1: [1], T2: [1]})}
     result = uniform.assign(spec(members, HOMOGENEOUS), describer(T1=2, T2=2))
     assert result == {"A": {T2: {0}}, "B": {T2: {1}}}
     check_validity_and_balance(members, result)
@@ -219,8 +231,7 @@ def test_kafka_4_0_builder_is_kept_behind_a_setting():
 def test_iteration_order_stickiness(subscription_type):
     every = (T1, T2, T3)
     topics = describer(T1=2, T2=5, T3=7)
-    first = uniform.assign(GroupSpec({m: member(*every) for m in "ABC"}, subscription_type=subscription_type),
-                           topics)
+    first = uniform.assign(GroupSpec({m: member(*every) for m in "ABC"}, subscription_type=subscription_type), topics)
     for order in itertools.permutations("ABC"):
         again = GroupSpec({m: member(*every, assignment=first[m]) for m in order}, subscription_type=subscription_type)
         assert uniform.assign(again, topics) == first, order
@@ -233,11 +244,12 @@ def test_member_replacement_stickiness(subscription_type, replaced):
     member's new member id given the old target): the newcomer takes exactly the leaver's partitions."""
     every = (T1, T2, T3)
     topics = describer(T1=2, T2=5, T3=7)
-    first = uniform.assign(GroupSpec({m: member(*every) for m in "ABC"}, subscription_type=subscription_type),
-                           topics)
+    first = uniform.assign(GroupSpec({m: member(*every) for m in "ABC"}, subscription_type=subscription_type), topics)
     for static in (False, True):
-        members = {("D" if m == replaced else m):
-                   member(*every, assignment=first[m] if m != replaced or static else None) for m in "ABC"}
+        members = {
+            ("D" if m == replaced else m): member(*every, assignment=first[m] if m != replaced or static else None)
+            for m in "ABC"
+        }
         result = uniform.assign(GroupSpec(members, subscription_type=subscription_type), topics)
         assert result == {("D" if m == replaced else m): first[m] for m in "ABC"}, static
 
@@ -259,58 +271,86 @@ def test_two_members_subscribed_to_nonexistent_topics():
 def test_first_assignment_two_members_two_topics():
     members = {"A": member(T1, T3), "B": member(T3)}
     assert uniform.assign(spec(members, HETEROGENEOUS), describer(T1=3, T3=6)) == {
-        "A": {T1: {0, 1, 2}, T3: {4}}, "B": {T3: {0, 1, 2, 3, 5}}}
+        "A": {T1: {0, 1, 2}, T3: {4}},
+        "B": {T3: {0, 1, 2, 3, 5}},
+    }
 
 
 def test_heterogeneous_first_assignment_num_members_greater_than_total_num_partitions():
     members = {"A": member(T3), "B": member(T3), "C": member(T1)}
     assert uniform.assign(spec(members, HETEROGENEOUS), describer(T3=1, T1=2)) == {
-        "A": {T3: {0}}, "B": {}, "C": {T1: {0, 1}}}
+        "A": {T3: {0}},
+        "B": {},
+        "C": {T1: {0, 1}},
+    }
 
 
 def test_reassignment_for_two_members_three_topics_given_unbalanced_prev_assignment():
-    members = {"A": member(T1, assignment={T1: [0, 1, 2]}),
-               "B": member(T1, T2, assignment={T1: [3], T2: [0]}),
-               "C": member(T1, T2, T3, assignment={T1: [4, 5], T2: [1, 2, 3], T3: [0, 1, 2, 3]})}
+    members = {
+        "A": member(T1, assignment={T1: [0, 1, 2]}),
+        "B": member(T1, T2, assignment={T1: [3], T2: [0]}),
+        "C": member(T1, T2, T3, assignment={T1: [4, 5], T2: [1, 2, 3], T3: [0, 1, 2, 3]}),
+    }
     assert uniform.assign(spec(members, HETEROGENEOUS), describer(T1=6, T2=4, T3=4)) == {
-        "A": {T1: {0, 1, 2, 5}}, "B": {T1: {3}, T2: {0, 1, 2, 3}}, "C": {T1: {4}, T3: {0, 1, 2, 3}}}
+        "A": {T1: {0, 1, 2, 5}},
+        "B": {T1: {3}, T2: {0, 1, 2, 3}},
+        "C": {T1: {4}, T3: {0, 1, 2, 3}},
+    }
 
 
 def test_reassignment_when_partitions_are_added_for_two_members():
-    members = {"A": member(T1, T3, assignment={T1: [0, 1, 2, 3], T3: [0, 1]}),
-               "B": member(T1, T2, T3, T4, assignment={T2: [0, 1, 2], T4: [0, 1, 2]})}
+    members = {
+        "A": member(T1, T3, assignment={T1: [0, 1, 2, 3], T3: [0, 1]}),
+        "B": member(T1, T2, T3, T4, assignment={T2: [0, 1, 2], T4: [0, 1, 2]}),
+    }
     assert uniform.assign(spec(members, HETEROGENEOUS), describer(T1=6, T2=5, T3=3, T4=3)) == {
-        "A": {T1: {0, 1, 2, 3, 4, 5}, T3: {0, 1, 2}}, "B": {T2: {0, 1, 2, 3, 4}, T4: {0, 1, 2}}}
+        "A": {T1: {0, 1, 2, 3, 4, 5}, T3: {0, 1, 2}},
+        "B": {T2: {0, 1, 2, 3, 4}, T4: {0, 1, 2}},
+    }
 
 
 def test_reassignment_when_one_member_added_and_partitions_added_two_members_two_topics():
-    members = {"A": member(T1, assignment={T1: [0, 2], T2: [0]}),
-               "B": member(T1, T2, assignment={T1: [1], T2: [1, 2]}),
-               "C": member(T1, T2)}
+    members = {
+        "A": member(T1, assignment={T1: [0, 2], T2: [0]}),
+        "B": member(T1, T2, assignment={T1: [1], T2: [1, 2]}),
+        "C": member(T1, T2),
+    }
     assert uniform.assign(spec(members, HETEROGENEOUS), describer(T1=6, T2=7)) == {
-        "A": {T1: {0, 2, 3, 4, 5}}, "B": {T1: {1}, T2: {1, 2, 6}}, "C": {T2: {0, 3, 4, 5}}}
+        "A": {T1: {0, 2, 3, 4, 5}},
+        "B": {T1: {1}, T2: {1, 2, 6}},
+        "C": {T2: {0, 3, 4, 5}},
+    }
 
 
 def test_reassignment_when_one_member_removed_after_initial_assignment_with_three_members_three_topics():
-    members = {"A": member(T1, T3, assignment={T1: [0, 1, 2], T3: [0, 1]}),
-               "B": member(T2, assignment={T2: [3, 4, 5, 6]})}
+    members = {
+        "A": member(T1, T3, assignment={T1: [0, 1, 2], T3: [0, 1]}),
+        "B": member(T2, assignment={T2: [3, 4, 5, 6]}),
+    }
     assert uniform.assign(spec(members, HETEROGENEOUS), describer(T1=3, T2=8, T3=3)) == {
-        "A": {T1: {0, 1, 2}, T3: {0, 1, 2}}, "B": {T2: set(range(8))}}
+        "A": {T1: {0, 1, 2}, T3: {0, 1, 2}},
+        "B": {T2: set(range(8))},
+    }
 
 
 def test_heterogeneous_reassignment_when_one_subscription_removed_after_initial_assignment():
-    members = {"A": member(T1, assignment={T1: [0, 2], T2: [1, 3]}),
-               "B": member(T1, T2, assignment={T1: [1], T2: [0, 2, 4]})}
+    members = {
+        "A": member(T1, assignment={T1: [0, 2], T2: [1, 3]}),
+        "B": member(T1, T2, assignment={T1: [1], T2: [0, 2, 4]}),
+    }
     assert uniform.assign(spec(members, HETEROGENEOUS), describer(T1=3, T2=5)) == {
-        "A": {T1: {0, 1, 2}}, "B": {T2: {0, 1, 2, 3, 4}}}
+        "A": {T1: {0, 1, 2}},
+        "B": {T2: {0, 1, 2, 3, 4}},
+    }
 
 
 def test_reassignment_when_topic_partitions_run_out_and_members_have_no_partitions():
     # the per-topic loop must stop when the least loaded subscribers own nothing of the topic to give back
-    members = {"A": member(T1, T2, T3, assignment={T1: [0, 1], T2: [0, 1], T3: [0, 1]}),
-               "B": member(T1, T2, T3)}
+    members = {"A": member(T1, T2, T3, assignment={T1: [0, 1], T2: [0, 1], T3: [0, 1]}), "B": member(T1, T2, T3)}
     assert uniform.assign(spec(members, HETEROGENEOUS), describer(T1=2, T2=2, T3=2)) == {
-        "A": {T2: {0}, T3: {0, 1}}, "B": {T1: {0, 1}, T2: {1}}}
+        "A": {T2: {0}, T3: {0, 1}},
+        "B": {T1: {0, 1}, T2: {1}},
+    }
 
 
 def test_first_assignment_with_two_members_including_one_without_subscriptions():
@@ -327,8 +367,12 @@ def test_racks_do_not_change_the_uniform_assignment():
     # Kafka's server-side assignors are not rack-aware (KAFKA-16694); racks in the inputs change nothing
     plain = {"A": member(T1, T2), "B": member(T1, T2), "C": member(T1)}
     racked = {m: MemberSubscription(s.topic_ids, rack="abc"[i]) for i, (m, s) in enumerate(plain.items())}
-    topics = SubscribedTopicDescriber([TopicMetadata(T1, "topic1", 6, {p: {"abc"[p % 3]} for p in range(6)}),
-                                       TopicMetadata(T2, "topic2", 4, {p: {"a"} for p in range(4)})])
+    topics = SubscribedTopicDescriber(
+        [
+            TopicMetadata(T1, "topic1", 6, {p: {"abc"[p % 3]} for p in range(6)}),
+            TopicMetadata(T2, "topic2", 4, {p: {"a"} for p in range(4)}),
+        ]
+    )
     for kind in (HOMOGENEOUS, HETEROGENEOUS):
         if kind == HOMOGENEOUS:
             plain_k = {m: member(T1, T2) for m in plain}
@@ -341,8 +385,9 @@ def test_racks_do_not_change_the_uniform_assignment():
 def test_server_registry_names_do_not_touch_client_names():
     assert "uniform" in available_server_assignors()
     assert isinstance(get_server_assignor("uniform"), UniformAssignor)
-    assert isinstance(get_server_assignor("org.apache.kafka.coordinator.group.assignor.UniformAssignor"),
-                      UniformAssignor)
+    assert isinstance(
+        get_server_assignor("org.apache.kafka.coordinator.group.assignor.UniformAssignor"), UniformAssignor
+    )
     with pytest.raises(KeyError):
         get_assignor("uniform")  # not a client-side protocol name
     with pytest.raises(KeyError):

@@ -1,5 +1,6 @@
 """Sticky and CooperativeSticky: expectations ported from Kafka's AbstractStickyAssignorTest, StickyAssignorTest
 and CooperativeStickyAssignorTest (exact lists where Kafka asserts them), plus the seeds' sticky tables."""
+
 from __future__ import annotations
 
 import pytest
@@ -52,9 +53,11 @@ def test_simple_cases(a):
     assert a.assign({}, {"consumer": S(["topic"])}) == {"consumer": []}
     assert a.assign({"topic": 3}, {"consumer": S(["topic"])}) == {"consumer": [tp("topic", p) for p in range(3)]}
     assert a.assign({"topic": 3, "other": 3}, {"consumer": S(["topic"])}) == {
-        "consumer": [tp("topic", p) for p in range(3)]}
+        "consumer": [tp("topic", p) for p in range(3)]
+    }
     assert a.assign({"topic1": 1, "topic2": 2}, {"consumer": S(["topic1", "topic2"])}) == {
-        "consumer": [tp("topic1", 0), tp("topic2", 0), tp("topic2", 1)]}
+        "consumer": [tp("topic1", 0), tp("topic2", 0), tp("topic2", 1)]
+    }
     two = {"consumer1": S(["topic"]), "consumer2": S(["topic"])}
     result = a.assign({"topic": 1}, two)
     assert sorted(map(len, result.values())) == [0, 1]
@@ -116,7 +119,10 @@ def test_max_quota_consumer_more_than_expected_max_capacity_members():
     }
     # cooperative: topic2-0 must first be revoked from consumer1, consumer3 gets it next round
     assert coop.assign(topics, subs) == {
-        "consumer1": [tp("topic1", 0)], "consumer2": [tp("topic1", 1), tp("topic2", 1)], "consumer3": []}
+        "consumer1": [tp("topic1", 0)],
+        "consumer2": [tp("topic1", 1), tp("topic2", 1)],
+        "consumer3": [],
+    }
 
 
 def test_all_consumers_are_under_min_quota():
@@ -164,8 +170,7 @@ def test_partition_claimed_by_two_members_of_same_generation_is_invalid_for_both
     }
     r = sticky_assign(topics, subs)
     assert r.transferring == {tp("topic", 0): "consumer3"}
-    assert r.assignment == {
-        "consumer1": [tp("topic", 1)], "consumer2": [tp("topic", 2)], "consumer3": [tp("topic", 0)]}
+    assert r.assignment == {"consumer1": [tp("topic", 1)], "consumer2": [tp("topic", 2)], "consumer3": [tp("topic", 0)]}
     assert coop.assign(topics, subs)["consumer3"] == []
 
 
@@ -178,7 +183,10 @@ def test_all_consumers_reach_expected_quota_and_are_filled():
     }
     r = sticky_assign(topics, subs)
     assert r.assignment == {
-        "consumer1": [tp("topic", 0), tp("topic", 1)], "consumer2": [tp("topic", 2)], "consumer3": [tp("topic", 3)]}
+        "consumer1": [tp("topic", 0), tp("topic", 1)],
+        "consumer2": [tp("topic", 2)],
+        "consumer3": [tp("topic", 3)],
+    }
     assert r.transferring == {}
 
 
@@ -306,12 +314,16 @@ def test_uniform_subscription_transfer_list():
     # Without replica racks, owned partitions already balanced: nothing transfers.  (Kafka's
     # CooperativeStickyAssignorTest version puts the partitions on two racks so that two of them must move:
     # see test_assignors_sticky_racks.py.)
-    subs = {"c0": S(["topic1"], [tp("topic1", 0), tp("topic1", 1)], GEN),
-            "c1": S(["topic1"], [tp("topic1", 2), tp("topic1", 3)], GEN)}
+    subs = {
+        "c0": S(["topic1"], [tp("topic1", 0), tp("topic1", 1)], GEN),
+        "c1": S(["topic1"], [tp("topic1", 2), tp("topic1", 3)], GEN),
+    }
     r = sticky_assign({"topic1": 4}, subs)
     assert r.transferring == {}
-    assert coop.assign({"topic1": 4}, subs) == {"c0": [tp("topic1", 0), tp("topic1", 1)],
-                                                "c1": [tp("topic1", 2), tp("topic1", 3)]}
+    assert coop.assign({"topic1": 4}, subs) == {
+        "c0": [tp("topic1", 0), tp("topic1", 1)],
+        "c1": [tp("topic1", 2), tp("topic1", 3)],
+    }
 
 
 def test_general_path_cooperative_holds_back_moving_partitions():
@@ -355,8 +367,7 @@ def test_seed_sticky_non_uniform_member_leaves():
     topics = {"t0": 1, "t1": 2, "t2": 3}
     subs = {"C0": S(["t0"]), "C1": S(["t0", "t1"]), "C2": S(["t0", "t1", "t2"])}
     r1 = sticky.assign(topics, subs)
-    assert r1 == {"C0": [tp("t0", 0)], "C1": [tp("t1", 0), tp("t1", 1)],
-                  "C2": [tp("t2", 0), tp("t2", 1), tp("t2", 2)]}
+    assert r1 == {"C0": [tp("t0", 0)], "C1": [tp("t1", 0), tp("t1", 1)], "C2": [tp("t2", 0), tp("t2", 1), tp("t2", 2)]}
     subs = {"C1": S(["t0", "t1"], r1["C1"], 1), "C2": S(["t0", "t1", "t2"], r1["C2"], 1)}
     r2 = sticky.assign(topics, subs)
     assert r2 == {"C1": [tp("t0", 0), tp("t1", 0), tp("t1", 1)], "C2": [tp("t2", 0), tp("t2", 1), tp("t2", 2)]}

@@ -19,6 +19,7 @@ How Kafka's tests build their input, and how it is mirrored here:
   group would run (no partition may be revoked and assigned in one round, at most 4 rounds), so its exact lists
   are those of the final round.
 """
+
 from __future__ import annotations
 
 import random
@@ -31,6 +32,7 @@ from assignors.cooperative_sticky import CooperativeStickyAssignor
 from assignors.range import use_rack_aware_assignment
 from assignors.sticky import StickyAssignor
 from tests.assignors.test_assignors import ALL_RACKS, parse, tp
+
 GEN = 1
 DEFAULT_GENERATION = None  # Kafka's -1
 
@@ -61,31 +63,42 @@ def rack_cluster(topics: dict[str, int], rf: int, broker_racks: list) -> dict[To
     return partition_racks
 
 
-def verify_rack_assignment(assignor, topics, rf, broker_racks, consumer_racks, consumer_topics, owned, expected,
-                           mismatches):
+def verify_rack_assignment(
+    assignor, topics, rf, broker_racks, consumer_racks, consumer_topics, owned, expected, mismatches
+):
     partition_racks = rack_cluster(topics, rf, broker_racks)
     subs = {
         f"consumer{i}": Subscription(
-            consumer_topics[i], parse(owned[i]) if owned and i < len(owned) else (), DEFAULT_GENERATION,
-            rack=consumer_racks[i])
+            consumer_topics[i],
+            parse(owned[i]) if owned and i < len(owned) else (),
+            DEFAULT_GENERATION,
+            rack=consumer_racks[i],
+        )
         for i in range(len(consumer_racks))
     }
     result = assignor.assign(topics, subs, partition_racks)
     assert result == {f"consumer{i}": parse(spec) for i, spec in enumerate(expected)}
     if mismatches >= 0:
-        wrong = [p for i, rack in enumerate(consumer_racks) if rack
-                 for p in result[f"consumer{i}"] if rack not in partition_racks[p]]
+        wrong = [
+            p
+            for i, rack in enumerate(consumer_racks)
+            if rack
+            for p in result[f"consumer{i}"]
+            if rack not in partition_racks[p]
+        ]
         assert len(wrong) == mismatches, wrong
     return result
 
 
 def verify_both_ways(assignor, topics, rf, broker_racks, consumer_racks, consumer_topics, expected, mismatches):
     """Kafka's verifyUniformSubscription / verifyNonEqualSubscription: fresh, then already owning the answer."""
-    verify_rack_assignment(assignor, topics, rf, broker_racks, consumer_racks, consumer_topics, None, expected,
-                           mismatches)
+    verify_rack_assignment(
+        assignor, topics, rf, broker_racks, consumer_racks, consumer_topics, None, expected, mismatches
+    )
     owned = expected if isinstance(assignor, CooperativeStickyAssignor) else None
-    verify_rack_assignment(assignor, topics, rf, broker_racks, consumer_racks, consumer_topics, owned, expected,
-                           mismatches)
+    verify_rack_assignment(
+        assignor, topics, rf, broker_racks, consumer_racks, consumer_topics, owned, expected, mismatches
+    )
 
 
 KINDS = [StickyAssignor, CooperativeStickyAssignor]
@@ -115,8 +128,9 @@ def test_rack_aware_assignment_with_uniform_subscription(kind):
     verify_both_ways(a, T3, 3, racks(2), racks(3), ct, plain, 5)
     if kind is CooperativeStickyAssignor:
         # misaligned owned partitions are released for rack locality (cooperative: the moved ones wait a round)
-        verify_rack_assignment(a, T3, 1, racks(3), racks(3), ct, MISALIGNED_OWNED,
-                               ["t1-0, t1-3", "t2-1", "t2-5, t3-1"], 0)
+        verify_rack_assignment(
+            a, T3, 1, racks(3), racks(3), ct, MISALIGNED_OWNED, ["t1-0, t1-3", "t2-1", "t2-5, t3-1"], 0
+        )
         verify_rack_assignment(prefer, T3, 3, racks(3), racks(3), ct, plain, plain, 0)  # sticky when racks match
     else:
         verify_rack_assignment(a, T3, 1, racks(3), racks(3), ct, None, plain, 0)
@@ -168,12 +182,16 @@ def test_uniform_subscription_transfer_ownership_list_is_right():
     # CooperativeStickyAssignorTest: replication factor 1 on two racks, so topic1-1 and topic1-2 sit on the other
     # member's rack; both are released by their owners and change hands.
     partition_racks = {tp("topic1", p): {"ab"[p % 2]} for p in range(4)}
-    subs = {"c0": Subscription(["topic1"], [tp("topic1", 0), tp("topic1", 1)], GEN, rack="a"),
-            "c1": Subscription(["topic1"], [tp("topic1", 2), tp("topic1", 3)], GEN, rack="b")}
+    subs = {
+        "c0": Subscription(["topic1"], [tp("topic1", 0), tp("topic1", 1)], GEN, rack="a"),
+        "c1": Subscription(["topic1"], [tp("topic1", 2), tp("topic1", 3)], GEN, rack="b"),
+    }
     r = sticky_assign({"topic1": 4}, subs, partition_racks)
     assert r.transferring == {tp("topic1", 2): "c0", tp("topic1", 1): "c1"}
     assert CooperativeStickyAssignor().assign({"topic1": 4}, subs, partition_racks) == {
-        "c0": [tp("topic1", 0)], "c1": [tp("topic1", 3)]}
+        "c0": [tp("topic1", 0)],
+        "c1": [tp("topic1", 3)],
+    }
     # without replica racks nothing needs to move
     assert sticky_assign({"topic1": 4}, subs).transferring == {}
 
@@ -221,8 +239,9 @@ class Group:
     def add_topic(self, topic: str, n: int) -> None:
         """AbstractPartitionAssignorTest.partitionInfos(topic, n, rf, numBrokerRacks, nextIndex)."""
         num_brokers = self.rf if self.num_broker_racks <= 0 else self.num_broker_racks * self.rf
-        broker_racks = [None if self.num_broker_racks <= 0 else ALL_RACKS[i % self.num_broker_racks]
-                        for i in range(num_brokers)]
+        broker_racks = [
+            None if self.num_broker_racks <= 0 else ALL_RACKS[i % self.num_broker_racks] for i in range(num_brokers)
+        ]
         for p in range(n):
             self.partition_racks[tp(topic, p)] = {
                 broker_racks[(p + j + self._next) % num_brokers] for j in range(self.rf)
@@ -264,8 +283,7 @@ class Group:
             assignment = coop.assign(self.topics, subs, self.partition_racks)
             rounds = 0
             while True:
-                added = {p for m, parts in assignment.items() for p in parts
-                         if p not in set(subs[m].owned_partitions)}
+                added = {p for m, parts in assignment.items() for p in parts if p not in set(subs[m].owned_partitions)}
                 revoked = {p for m, s in subs.items() for p in s.owned_partitions if p not in set(assignment[m])}
                 assert not added & revoked, f"revoked and assigned in one round: {added & revoked}"
                 if not revoked:
@@ -300,8 +318,11 @@ def fully_balanced(assignment) -> bool:
 
 def flavoured(config_list=RACK_CONFIGS):
     return pytest.mark.parametrize(
-        "g", [(c, f) for c in config_list for f in ("sticky", "coop")], indirect=True,
-        ids=[f"{c}-{f}" for c in config_list for f in ("sticky", "coop")])
+        "g",
+        [(c, f) for c in config_list for f in ("sticky", "coop")],
+        indirect=True,
+        ids=[f"{c}-{f}" for c in config_list for f in ("sticky", "coop")],
+    )
 
 
 @pytest.fixture
@@ -333,8 +354,7 @@ def test_one_consumer_one_topic(g):
 @flavoured()
 def test_only_assigns_partitions_from_subscribed_topics(g):
     g.add_topic("topic", 2)
-    subs = {"consumer": g.owning(["topic"], [tp("topic", 0), tp("topic", 1), tp("other", 0), tp("other", 1)],
-                                 GEN, 0)}
+    subs = {"consumer": g.owning(["topic"], [tp("topic", 0), tp("topic", 1), tp("other", 0), tp("other", 1)], GEN, 0)}
     r = g.assign(subs)
     assert r.assignment == {"consumer": [tp("topic", 0), tp("topic", 1)]} and r.transferring == {}
     g.settle(subs, r)
@@ -370,11 +390,17 @@ def test_two_consumers_one_topic_one_and_two_partitions(g):
 def test_multiple_consumers_mixed_topic_subscriptions(g):
     g.add_topic("topic1", 3)
     g.add_topic("topic2", 2)
-    subs = {"consumer1": g.sub(["topic1"], 0), "consumer2": g.sub(["topic1", "topic2"], 1),
-            "consumer3": g.sub(["topic1"], 2)}
+    subs = {
+        "consumer1": g.sub(["topic1"], 0),
+        "consumer2": g.sub(["topic1", "topic2"], 1),
+        "consumer3": g.sub(["topic1"], 2),
+    }
     r = g.assign(subs)
-    assert r.assignment == {"consumer1": [tp("topic1", 0), tp("topic1", 2)],
-                            "consumer2": [tp("topic2", 0), tp("topic2", 1)], "consumer3": [tp("topic1", 1)]}
+    assert r.assignment == {
+        "consumer1": [tp("topic1", 0), tp("topic1", 2)],
+        "consumer2": [tp("topic2", 0), tp("topic2", 1)],
+        "consumer3": [tp("topic1", 1)],
+    }
     assert r.transferring is None  # general path: Kafka leaves partitionsTransferringOwnership null
     assert fully_balanced(g.settle(subs, r))
 
@@ -385,8 +411,10 @@ def test_two_consumers_two_topics_six_partitions(g):
     g.add_topic("topic2", 3)
     subs = {"consumer1": g.sub(["topic1", "topic2"], 0), "consumer2": g.sub(["topic1", "topic2"], 1)}
     r = g.assign(subs)
-    assert r.assignment == {"consumer1": [tp("topic1", 0), tp("topic1", 2), tp("topic2", 1)],
-                            "consumer2": [tp("topic1", 1), tp("topic2", 0), tp("topic2", 2)]}
+    assert r.assignment == {
+        "consumer1": [tp("topic1", 0), tp("topic1", 2), tp("topic2", 1)],
+        "consumer2": [tp("topic1", 1), tp("topic2", 0), tp("topic2", 2)],
+    }
     assert r.transferring == {}
     g.settle(subs, r)
 
@@ -396,11 +424,15 @@ def test_consumer_owning_min_quota_expected_max_quota(g):
     g.add_topic("topic1", 2)
     g.add_topic("topic2", 3)
     both = ["topic1", "topic2"]
-    subs = {"consumer1": g.owning(both, [tp("topic1", 0), tp("topic2", 1)], GEN, 0),
-            "consumer2": g.owning(both, [tp("topic1", 1), tp("topic2", 2)], GEN, 1)}
+    subs = {
+        "consumer1": g.owning(both, [tp("topic1", 0), tp("topic2", 1)], GEN, 0),
+        "consumer2": g.owning(both, [tp("topic1", 1), tp("topic2", 2)], GEN, 1),
+    }
     r = g.assign(subs)
-    assert r.assignment == {"consumer1": [tp("topic1", 0), tp("topic2", 1), tp("topic2", 0)],
-                            "consumer2": [tp("topic1", 1), tp("topic2", 2)]}
+    assert r.assignment == {
+        "consumer1": [tp("topic1", 0), tp("topic2", 1), tp("topic2", 0)],
+        "consumer2": [tp("topic1", 1), tp("topic2", 2)],
+    }
     assert r.transferring == {}
     assert fully_balanced(g.settle(subs, r))
 
@@ -410,14 +442,19 @@ def test_max_quota_consumer_more_than_num_expected_max_capacity_members(g):
     g.add_topic("topic1", 2)
     g.add_topic("topic2", 2)
     both = ["topic1", "topic2"]
-    subs = {"consumer1": g.owning(both, [tp("topic1", 0), tp("topic2", 0)], GEN, 0),
-            "consumer2": g.owning(both, [tp("topic1", 1), tp("topic2", 1)], GEN, 1),
-            "consumer3": g.owning(both, [], GEN, 2)}
+    subs = {
+        "consumer1": g.owning(both, [tp("topic1", 0), tp("topic2", 0)], GEN, 0),
+        "consumer2": g.owning(both, [tp("topic1", 1), tp("topic2", 1)], GEN, 1),
+        "consumer3": g.owning(both, [], GEN, 2),
+    }
     r = g.assign(subs)
     assert r.transferring == {tp("topic2", 0): "consumer3"}
     final = g.settle(subs, r)
-    assert final == {"consumer1": [tp("topic1", 0)], "consumer2": [tp("topic1", 1), tp("topic2", 1)],
-                     "consumer3": [tp("topic2", 0)]}
+    assert final == {
+        "consumer1": [tp("topic1", 0)],
+        "consumer2": [tp("topic1", 1), tp("topic2", 1)],
+        "consumer3": [tp("topic2", 0)],
+    }
 
 
 @flavoured()
@@ -425,13 +462,18 @@ def test_all_consumers_are_under_min_quota(g):
     g.add_topic("topic1", 2)
     g.add_topic("topic2", 3)
     both = ["topic1", "topic2"]
-    subs = {"consumer1": g.owning(both, [tp("topic1", 0)], GEN, 0),
-            "consumer2": g.owning(both, [tp("topic1", 1)], GEN, 1),
-            "consumer3": g.owning(both, [], GEN, 2)}
+    subs = {
+        "consumer1": g.owning(both, [tp("topic1", 0)], GEN, 0),
+        "consumer2": g.owning(both, [tp("topic1", 1)], GEN, 1),
+        "consumer3": g.owning(both, [], GEN, 2),
+    }
     r = g.assign(subs)
     assert r.transferring == {}
-    assert g.settle(subs, r) == {"consumer1": [tp("topic1", 0), tp("topic2", 1)],
-                                 "consumer2": [tp("topic1", 1), tp("topic2", 2)], "consumer3": [tp("topic2", 0)]}
+    assert g.settle(subs, r) == {
+        "consumer1": [tp("topic1", 0), tp("topic2", 1)],
+        "consumer2": [tp("topic1", 1), tp("topic2", 2)],
+        "consumer3": [tp("topic2", 0)],
+    }
 
 
 @flavoured()
@@ -442,8 +484,7 @@ def test_add_remove_consumer_one_topic(g):
     assert r.assignment == {"consumer1": [tp("topic", 0), tp("topic", 1), tp("topic", 2)]}
     first = g.settle(subs, r)
 
-    subs = {"consumer1": g.owning(["topic"], first["consumer1"], GEN, 0),
-            "consumer2": g.owning(["topic"], [], GEN, 1)}
+    subs = {"consumer1": g.owning(["topic"], first["consumer1"], GEN, 0), "consumer2": g.owning(["topic"], [], GEN, 1)}
     r = g.assign(subs)
     assert r.transferring == {tp("topic", 2): "consumer2"}
     second = g.settle(subs, r)
@@ -475,8 +516,12 @@ def test_topic_balance_after_reassignment(g):
     a = g.settle(subs, g.assign(subs))
     assert set(_per_topic(a, "topic1").values()) == {6} == set(_per_topic(a, "topic2").values())
 
-    subs = {"consumer1": g.owning(every, a["consumer1"], GEN, 0), "consumer2": g.owning(every, a["consumer2"], GEN, 1),
-            "consumer3": g.owning(every, [], GEN, 2), "consumer4": g.owning(every, [], GEN, 3)}
+    subs = {
+        "consumer1": g.owning(every, a["consumer1"], GEN, 0),
+        "consumer2": g.owning(every, a["consumer2"], GEN, 1),
+        "consumer3": g.owning(every, [], GEN, 2),
+        "consumer4": g.owning(every, [], GEN, 3),
+    }
     a = g.settle(subs, g.assign(subs))
     assert set(_per_topic(a, "topic1").values()) == {3} == set(_per_topic(a, "topic2").values())
 
@@ -494,24 +539,35 @@ def test_add_remove_two_consumers_two_topics(g):
     g.add_topic("topic2", 4)
     subs = {"consumer1": g.sub(every, 0), "consumer2": g.sub(every, 1)}
     r = g.assign(subs)
-    assert r.assignment == {"consumer1": [tp("topic1", 0), tp("topic1", 2), tp("topic2", 1), tp("topic2", 3)],
-                            "consumer2": [tp("topic1", 1), tp("topic2", 0), tp("topic2", 2)]}
+    assert r.assignment == {
+        "consumer1": [tp("topic1", 0), tp("topic1", 2), tp("topic2", 1), tp("topic2", 3)],
+        "consumer2": [tp("topic1", 1), tp("topic2", 0), tp("topic2", 2)],
+    }
     assert r.transferring == {}
     a = g.settle(subs, r)
 
-    subs = {"consumer1": g.owning(every, r.assignment["consumer1"], GEN, 0),
-            "consumer2": g.owning(every, r.assignment["consumer2"], GEN, 1),
-            "consumer3": g.owning(every, [], GEN, 2), "consumer4": g.owning(every, [], GEN, 3)}
+    subs = {
+        "consumer1": g.owning(every, r.assignment["consumer1"], GEN, 0),
+        "consumer2": g.owning(every, r.assignment["consumer2"], GEN, 1),
+        "consumer3": g.owning(every, [], GEN, 2),
+        "consumer4": g.owning(every, [], GEN, 3),
+    }
     r = g.assign(subs)
-    assert r.transferring == {tp("topic1", 2): "consumer3", tp("topic2", 3): "consumer3",
-                              tp("topic2", 2): "consumer4"}
+    assert r.transferring == {tp("topic1", 2): "consumer3", tp("topic2", 3): "consumer3", tp("topic2", 2): "consumer4"}
     if g.flavour == "sticky":
-        assert r.assignment == {"consumer1": [tp("topic1", 0), tp("topic2", 1)],
-                                "consumer2": [tp("topic2", 0), tp("topic1", 1)],
-                                "consumer3": [tp("topic1", 2), tp("topic2", 3)], "consumer4": [tp("topic2", 2)]}
+        assert r.assignment == {
+            "consumer1": [tp("topic1", 0), tp("topic2", 1)],
+            "consumer2": [tp("topic2", 0), tp("topic1", 1)],
+            "consumer3": [tp("topic1", 2), tp("topic2", 3)],
+            "consumer4": [tp("topic2", 2)],
+        }
     a = g.settle(subs, r)
-    assert a == {"consumer1": parse("topic1-0, topic2-1"), "consumer2": parse("topic2-0, topic1-1"),
-                 "consumer3": parse("topic1-2, topic2-3"), "consumer4": parse("topic2-2")}
+    assert a == {
+        "consumer1": parse("topic1-0, topic2-1"),
+        "consumer2": parse("topic2-0, topic1-1"),
+        "consumer3": parse("topic1-2, topic2-3"),
+        "consumer4": parse("topic2-2"),
+    }
 
     subs = {"consumer3": g.owning(every, a["consumer3"], GEN, 2), "consumer4": g.owning(every, a["consumer4"], GEN, 3)}
     r = g.assign(subs)
@@ -526,8 +582,12 @@ def test_poor_round_robin_assignment_scenario(g):
     for i in range(1, 6):
         g.add_topic(f"topic{i}", (i % 2) + 1)
     every, odd = [f"topic{i}" for i in range(1, 6)], ["topic1", "topic3", "topic5"]
-    subs = {"consumer1": g.sub(every, 0), "consumer2": g.sub(odd, 1), "consumer3": g.sub(odd, 2),
-            "consumer4": g.sub(every, 3)}
+    subs = {
+        "consumer1": g.sub(every, 0),
+        "consumer2": g.sub(odd, 1),
+        "consumer3": g.sub(odd, 2),
+        "consumer4": g.sub(every, 3),
+    }
     g.settle(subs, g.assign(subs))
 
 
@@ -550,8 +610,10 @@ def test_add_remove_topic_two_consumers(g):
     assert set(a1["consumer1"]) <= set(a2["consumer1"]) and set(a1["consumer2"]) <= set(a2["consumer2"])
 
     g.remove_topic("topic")
-    subs = {"consumer1": g.owning(["topic2"], a2["consumer1"], GEN, 0),
-            "consumer2": g.owning(["topic2"], a2["consumer2"], GEN, 1)}
+    subs = {
+        "consumer1": g.owning(["topic2"], a2["consumer1"], GEN, 0),
+        "consumer2": g.owning(["topic2"], a2["consumer2"], GEN, 1),
+    }
     r = g.assign(subs)
     assert r.transferring == {}
     a3 = g.settle(subs, r)
@@ -628,8 +690,12 @@ def test_move_existing_assignments(g):
     subs = {
         "consumer1": g.owning(["topic1", "topic2"], [tp("topic1", 0)], GEN, 0),
         "consumer2": g.owning(["topic1", "topic2", "topic3", "topic4"], [tp("topic2", 0), tp("topic3", 0)], GEN, 1),
-        "consumer3": g.owning(["topic2", "topic3", "topic4", "topic5", "topic6"],
-                              [tp("topic4", 0), tp("topic5", 0), tp("topic6", 0)], GEN, 2),
+        "consumer3": g.owning(
+            ["topic2", "topic3", "topic4", "topic5", "topic6"],
+            [tp("topic4", 0), tp("topic5", 0), tp("topic6", 0)],
+            GEN,
+            2,
+        ),
     }
     r = g.assign(subs)
     assert r.transferring is None
@@ -696,8 +762,10 @@ def test_reassignment_with_random_subscriptions_and_changes(g):
         subs = {name("c", i, 40): g.sub(random_sublist(), i) for i in range(num_consumers)}
         r = g.assign(subs)
         g.settle(subs, r)
-        subs = {name("c", i, 40): g.owning(random_sublist(), r.assignment[name("c", i, 40)], GEN, i)
-                for i in range(num_consumers)}
+        subs = {
+            name("c", i, 40): g.owning(random_sublist(), r.assignment[name("c", i, 40)], GEN, i)
+            for i in range(num_consumers)
+        }
         r = g.assign(subs)
         g.settle(subs, r)
         assert r.sticky
@@ -706,12 +774,17 @@ def test_reassignment_with_random_subscriptions_and_changes(g):
 @flavoured()
 def test_all_consumers_reach_expected_quota_and_are_considered_filled(g):
     g.add_topic("topic", 4)
-    subs = {"consumer1": g.owning(["topic"], [tp("topic", 0), tp("topic", 1)], GEN, 0),
-            "consumer2": g.owning(["topic"], [tp("topic", 2)], GEN, 1),
-            "consumer3": g.owning(["topic"], [], GEN, 2)}
+    subs = {
+        "consumer1": g.owning(["topic"], [tp("topic", 0), tp("topic", 1)], GEN, 0),
+        "consumer2": g.owning(["topic"], [tp("topic", 2)], GEN, 1),
+        "consumer3": g.owning(["topic"], [], GEN, 2),
+    }
     r = g.assign(subs)
-    assert r.assignment == {"consumer1": [tp("topic", 0), tp("topic", 1)], "consumer2": [tp("topic", 2)],
-                            "consumer3": [tp("topic", 3)]}
+    assert r.assignment == {
+        "consumer1": [tp("topic", 0), tp("topic", 1)],
+        "consumer2": [tp("topic", 2)],
+        "consumer3": [tp("topic", 3)],
+    }
     assert r.transferring == {}
     assert fully_balanced(g.settle(subs, r))
 
@@ -734,13 +807,18 @@ def test_owned_partitions_are_invalidated_for_consumer_with_stale_or_no_generati
 @flavoured()
 def test_partitions_transferring_ownership_include_the_partition_claimed_by_multiple_consumers(g):
     g.add_topic("topic", 3)
-    subs = {"consumer1": g.owning(["topic"], [tp("topic", 0), tp("topic", 1)], GEN, 0),
-            "consumer2": g.owning(["topic"], [tp("topic", 0), tp("topic", 2)], GEN, 1),
-            "consumer3": g.owning(["topic"], [], GEN, 2)}
+    subs = {
+        "consumer1": g.owning(["topic"], [tp("topic", 0), tp("topic", 1)], GEN, 0),
+        "consumer2": g.owning(["topic"], [tp("topic", 0), tp("topic", 2)], GEN, 1),
+        "consumer3": g.owning(["topic"], [], GEN, 2),
+    }
     r = g.assign(subs)
     assert r.transferring == {tp("topic", 0): "consumer3"}
-    assert g.settle(subs, r) == {"consumer1": [tp("topic", 1)], "consumer2": [tp("topic", 2)],
-                                 "consumer3": [tp("topic", 0)]}
+    assert g.settle(subs, r) == {
+        "consumer1": [tp("topic", 1)],
+        "consumer2": [tp("topic", 2)],
+        "consumer3": [tp("topic", 0)],
+    }
 
 
 @flavoured()
@@ -748,9 +826,11 @@ def test_ensure_partitions_assigned_to_highest_generation(g):
     every = ["topic", "topic2", "topic3"]
     for t in every:
         g.add_topic(t, 3)
-    subs = {"consumer1": g.owning(every, [tp("topic", 0), tp("topic2", 0), tp("topic3", 0)], 10, 0),
-            "consumer2": g.owning(every, [tp("topic", 1), tp("topic2", 1), tp("topic3", 1)], 9, 1),
-            "consumer3": g.owning(every, [tp("topic2", 1), tp("topic3", 0), tp("topic3", 2)], 8, 1)}
+    subs = {
+        "consumer1": g.owning(every, [tp("topic", 0), tp("topic2", 0), tp("topic3", 0)], 10, 0),
+        "consumer2": g.owning(every, [tp("topic", 1), tp("topic2", 1), tp("topic3", 1)], 9, 1),
+        "consumer3": g.owning(every, [tp("topic2", 1), tp("topic3", 0), tp("topic3", 2)], 8, 1),
+    }
     r = g.assign(subs)
     assert set(r.assignment["consumer1"]) == {tp("topic", 0), tp("topic2", 0), tp("topic3", 0)}
     assert set(r.assignment["consumer2"]) == {tp("topic", 1), tp("topic2", 1), tp("topic3", 1)}
@@ -764,10 +844,12 @@ def test_no_reassignment_on_current_members(g):
     for t in ("topic", "topic1", "topic2", "topic3"):
         g.add_topic(t, 3)
     every = ["topic", "topic2", "topic3", "topic1"]
-    subs = {"consumer1": g.owning(every, [], DEFAULT_GENERATION, 0),
-            "consumer2": g.owning(every, [tp("topic", 0), tp("topic2", 0), tp("topic1", 0)], 9, 1),
-            "consumer3": g.owning(every, [tp("topic3", 2), tp("topic2", 2), tp("topic1", 1)], 8, 2),
-            "consumer4": g.owning(every, [tp("topic3", 1), tp("topic", 1), tp("topic", 2)], 7, 3)}
+    subs = {
+        "consumer1": g.owning(every, [], DEFAULT_GENERATION, 0),
+        "consumer2": g.owning(every, [tp("topic", 0), tp("topic2", 0), tp("topic1", 0)], 9, 1),
+        "consumer3": g.owning(every, [tp("topic3", 2), tp("topic2", 2), tp("topic1", 1)], 8, 2),
+        "consumer4": g.owning(every, [tp("topic3", 1), tp("topic", 1), tp("topic", 2)], 7, 3),
+    }
     r = g.assign(subs)
     assert set(r.assignment["consumer1"]) == {tp("topic1", 2), tp("topic2", 1), tp("topic3", 0)}
     assert r.transferring == {}
@@ -779,8 +861,10 @@ def test_owned_partitions_are_invalidated_for_consumer_with_multiple_generation(
     g.add_topic("topic", 3)
     g.add_topic("topic2", 3)
     both = ["topic", "topic2"]
-    subs = {"consumer1": g.owning(both, [tp("topic", 0), tp("topic2", 1), tp("topic", 1)], 10, 0),
-            "consumer2": g.owning(both, [tp("topic", 0), tp("topic2", 1), tp("topic2", 2)], 8, 1)}
+    subs = {
+        "consumer1": g.owning(both, [tp("topic", 0), tp("topic2", 1), tp("topic", 1)], 10, 0),
+        "consumer2": g.owning(both, [tp("topic", 0), tp("topic2", 1), tp("topic2", 2)], 8, 1),
+    }
     r = g.assign(subs)
     assert set(r.assignment["consumer1"]) == {tp("topic", 0), tp("topic2", 1), tp("topic", 1)}
     assert set(r.assignment["consumer2"]) == {tp("topic", 2), tp("topic2", 2), tp("topic2", 0)}
@@ -793,14 +877,19 @@ def test_owned_partitions_are_invalidated_for_consumer_with_multiple_generation(
 def test_all_consumers_have_owned_partition_invalidated_when_claimed_by_multiple_consumers(g, partitions):
     # StickyAssignorTest / CooperativeStickyAssignorTest ...InSameGenerationWith(Un)EqualPartitionsPerConsumer
     g.add_topic("topic", partitions)
-    subs = {"consumer1": g.owning(["topic"], [tp("topic", 0), tp("topic", 1)], GEN, 0),
-            "consumer2": g.owning(["topic"], [tp("topic", 0), tp("topic", 2)], GEN, 1),
-            "consumer3": g.owning(["topic"], [], GEN, 2)}
+    subs = {
+        "consumer1": g.owning(["topic"], [tp("topic", 0), tp("topic", 1)], GEN, 0),
+        "consumer2": g.owning(["topic"], [tp("topic", 0), tp("topic", 2)], GEN, 1),
+        "consumer3": g.owning(["topic"], [], GEN, 2),
+    }
     r = g.assign(subs)
     c1 = [tp("topic", 1), tp("topic", 3)] if partitions == 4 else [tp("topic", 1)]
     if g.flavour == "sticky":
         assert {m: sorted(v) for m, v in r.assignment.items()} == {
-            "consumer1": c1, "consumer2": [tp("topic", 2)], "consumer3": [tp("topic", 0)]}
+            "consumer1": c1,
+            "consumer2": [tp("topic", 2)],
+            "consumer3": [tp("topic", 0)],
+        }
     else:
         # topic-0 is still claimed, so the cooperative assignor holds it back this round
         coop = CooperativeStickyAssignor(prefer_rack_aware=True).assign(g.topics, subs, g.partition_racks)
@@ -821,8 +910,10 @@ def test_assignment_with_multiple_generations(g, equal):
     assert [len(r1[c]) for c in ("consumer1", "consumer2", "consumer3")] == [4, 4, 4]
     check_valid_and_balanced(g.topics, subs, r1)
 
-    subs = {"consumer1": g.owning(every, r1["consumer1"], GEN, 0),
-            "consumer2": g.owning(c2_topics, r1["consumer2"], GEN, 1)}
+    subs = {
+        "consumer1": g.owning(every, r1["consumer1"], GEN, 0),
+        "consumer2": g.owning(c2_topics, r1["consumer2"], GEN, 1),
+    }
     r2 = g.assign(subs).assignment
     assert len(r2["consumer1"]) == len(r2["consumer2"]) == 6
     if equal:
@@ -879,9 +970,11 @@ def test_assignment_with_conflicting_previous_generations(g, equal):
     c1 = [t1(0), t1(1), t1(2), t2(2), t2(3), t3(0)] if equal else [t1(0), t1(1), t1(2), t1(3)]
     c2 = [t1(0), t1(1), t2(0), t2(1), t2(2), t2(3)]
     c3 = [t1(2), t1(3), t3(0), t3(1), t3(2), t3(3)]
-    subs = {"consumer1": g.owning(every if equal else ["topic"], c1, 1, 0),
-            "consumer2": g.owning(every if equal else ["topic", "topic2"], c2, 2, 1),
-            "consumer3": g.owning(every, c3, 2, 2)}
+    subs = {
+        "consumer1": g.owning(every if equal else ["topic"], c1, 1, 0),
+        "consumer2": g.owning(every if equal else ["topic", "topic2"], c2, 2, 1),
+        "consumer3": g.owning(every, c3, 2, 2),
+    }
     r = g.assign(subs).assignment
     assert [len(r[c]) for c in subs] == [4, 4, 4]
     assert set(r["consumer2"]) <= set(c2) and set(r["consumer3"]) <= set(c3)
@@ -897,8 +990,7 @@ def _large_group(g, topic_count, partition_count, consumer_count, topics_for):
         g.add_topic(t, partition_count)
     subs = {name("c", i, consumer_count): g.sub(topics_for(i, topics), i) for i in range(consumer_count)}
     r = g.assign(subs)
-    subs = {c: g.owning(subs[c].topics, r.assignment[c], GEN, i)
-            for i, c in enumerate(subs) if i > 0}
+    subs = {c: g.owning(subs[c].topics, r.assignment[c], GEN, i) for i, c in enumerate(subs) if i > 0}
     return subs, g.assign(subs)
 
 
@@ -931,7 +1023,7 @@ def test_assignment_and_group_with_non_equal_subscription_not_timeout_with_racks
     import time
 
     start = time.perf_counter()
-    subs, r = _large_group(g, 50, 200, 500, lambda i, t: t[: len(t) // 2] if i % 4 == 0 else t[len(t) // 2:])
+    subs, r = _large_group(g, 50, 200, 500, lambda i, t: t[: len(t) // 2] if i % 4 == 0 else t[len(t) // 2 :])
     assert time.perf_counter() - start < 90
     check_valid_and_balanced(g.topics, subs, r.assignment)
 

@@ -1,5 +1,6 @@
 """Apache Kafka 4.x from Maven jars (fixture ``apache_kafka4``): real consumers form a group on it, and its
 ``__consumer_offsets`` holds what its group coordinator decided, in bytes our codec reads."""
+
 from __future__ import annotations
 
 import os
@@ -18,16 +19,29 @@ from streaming.local.broker import wait_until_ready
 
 
 def _consumers_until_stable(bootstrap: str, group: str, topic: str, count: int, timeout_s: float = 60.0):
-    consumers = [KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, client_id=f"member-{i}",
-                               session_timeout_ms=6000, heartbeat_interval_ms=500, enable_auto_commit=False)
-                 for i in range(count)]
+    consumers = [
+        KafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            client_id=f"member-{i}",
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=500,
+            enable_auto_commit=False,
+        )
+        for i in range(count)
+    ]
     deadline = time.monotonic() + timeout_s
     while True:
         for consumer in consumers:
             consumer.poll(timeout_ms=100)
         states = [c.group_metadata() for c in consumers]
-        if all(s.state is MemberState.STABLE for s in states) and len({s.generation_id for s in states}) == 1 \
-                and sum(len(c.assignment()) for c in consumers) > 0 and all(c.assignment() for c in consumers):
+        if (
+            all(s.state is MemberState.STABLE for s in states)
+            and len({s.generation_id for s in states}) == 1
+            and sum(len(c.assignment()) for c in consumers) > 0
+            and all(c.assignment() for c in consumers)
+        ):
             return consumers, states
         assert time.monotonic() < deadline, f"no common generation within {timeout_s:.0f}s: {states}"
 
@@ -77,12 +91,15 @@ def test_two_consumers_form_a_generation_the_broker_writes_to_consumer_offsets(a
     assert [(c["topic"], c["partition"], c["offset"], c["metadata"]) for c in commits] == [(topic, 0, 7, "m")]
 
 
-
 def test_the_broker_command_runs_kafka_4_until_interrupted(apache_kafka4):
     """``rebalance-tracker broker --apache-kafka 4``: a broker that answers at the printed bootstrap, stopped by
     Ctrl-C with its scratch directory. (``apache_kafka4``: only for its skip where Kafka 4 cannot run.)"""
-    proc = subprocess.Popen([sys.executable, "-m", "streaming", "broker", "--apache-kafka", "4"], text=True,
-                            stdout=subprocess.PIPE, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streaming", "broker", "--apache-kafka", "4"],
+        text=True,
+        stdout=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         out = "".join(proc.stdout.readline() for _ in range(3))
         bootstrap = re.search(r"bootstrap=(127\.0\.0\.1:\d+)", out).group(1)

@@ -1,4 +1,5 @@
 """The bundled broker starts, serves Kafka requests, and never outlives its owner."""
+
 from __future__ import annotations
 
 import os
@@ -13,7 +14,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from streaming.local.broker import kafka_broker, start_bundled_broker
 
-pytestmark = pytest.mark.kafka   # starts bundled brokers of its own
+pytestmark = pytest.mark.kafka  # starts bundled brokers of its own
 
 
 def _alive(pid: int) -> bool:
@@ -118,8 +119,12 @@ def test_kafka_broker_prefers_kafka_bootstrap(monkeypatch):
 def test_broker_command_prints_bootstrap_and_stops_on_interrupt():
     # As in a terminal: Ctrl-C is not ignored. (A background job of a non-interactive shell -- a CI script, nohup --
     # inherits SIGINT ignored, and Python then keeps ignoring it, as Unix tools should.)
-    proc = subprocess.Popen([sys.executable, "-m", "streaming", "broker"], stdout=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streaming", "broker"],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         line = proc.stdout.readline()
         assert "bootstrap=127.0.0.1:" in line

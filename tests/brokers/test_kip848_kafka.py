@@ -14,6 +14,7 @@ in batches of their own, which the model (Kafka 4.0's GroupMetadataManager) does
 groups at epoch 1 as 4.3+ does (``initial.group.epoch=1``), and the feed takes the topics from the cluster (4.1+
 writes no ConsumerGroupPartitionMetadata). docs/kip848.md says what this checks and what it does not.
 """
+
 from __future__ import annotations
 
 import base64
@@ -41,7 +42,7 @@ pytestmark = pytest.mark.kafka
 
 MODEL = {**CONSUMER_OBSERVER_SETTINGS, "initial.group.epoch": 1}
 SYNCHRONOUS_TARGETS = {"consumer.assignment.interval.ms": "0", "consumer.assignor.offload.enable": "false"}
-SIZES = {"a": 7, "b": 3}   # 7: members with an extra partition (where Kafka 4.0 and 4.1+ assign differently)
+SIZES = {"a": 7, "b": 3}  # 7: members with an extra partition (where Kafka 4.0 and 4.1+ assign differently)
 
 
 class History:
@@ -58,11 +59,22 @@ class History:
         return [json.loads(line) for line in self.truth_path.read_text().splitlines() if line.strip()]
 
     def start(self, name: str, **settings) -> None:
-        config = {"bootstrap": self.bootstrap, "group": self.group, "topics": [self.topics["a"]], "name": name,
-                  "truth": str(self.truth_path), "resubscribe": [self.topics["a"], self.topics["b"]], **settings}
+        config = {
+            "bootstrap": self.bootstrap,
+            "group": self.group,
+            "topics": [self.topics["a"]],
+            "name": name,
+            "truth": str(self.truth_path),
+            "resubscribe": [self.topics["a"], self.topics["b"]],
+            **settings,
+        }
         log = open(self.workdir / f"{name}.log", "ab")
-        self.processes[name] = subprocess.Popen([sys.executable, "-m", "tests.confluent_consumer", json.dumps(config)],
-                                                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        self.processes[name] = subprocess.Popen(
+            [sys.executable, "-m", "tests.confluent_consumer", json.dumps(config)],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         log.close()
         self.subscriptions[name] = config["topics"]
 
@@ -90,15 +102,21 @@ class History:
     def settled(self, step: str, timeout_s: float = 45) -> None:
         """Until every running consumer's latest member id holds (by its callbacks) a share of the subscribed
         partitions, each partition held exactly once."""
+
         def done():
             owned = owned_now(self.facts())
             running = {n: owned.get(n, (None, set()))[1] for n in self.processes}
-            wanted = {(t, p) for n in self.processes for t in self.subscriptions[n]
-                      for p in range(SIZES["a" if t == self.topics["a"] else "b"])}
+            wanted = {
+                (t, p)
+                for n in self.processes
+                for t in self.subscriptions[n]
+                for p in range(SIZES["a" if t == self.topics["a"] else "b"])
+            }
             held = [tp for parts in running.values() for tp in parts]
             # every consumer has a share (there are always more partitions than consumers here): one that has not
             # joined yet leaves the others holding everything
             return all(running.values()) and len(held) == len(set(held)) and set(held) == wanted
+
         wait_until(done, timeout_s, f"the group to settle after: {step}", every_s=0.2)
 
 
@@ -144,9 +162,11 @@ def topic_ids(bootstrap: str, names: list[str]) -> dict[str, str]:
     from confluent_kafka import TopicCollection
     from confluent_kafka.admin import AdminClient
 
-    def kafkas(uuid_) -> str:   # str() of confluent-kafka's Uuid is standard base64; Kafka's is URL-safe
-        raw = b"".join((bits % 2**64).to_bytes(8, "big") for bits in (uuid_.get_most_significant_bits(),
-                                                                         uuid_.get_least_significant_bits()))
+    def kafkas(uuid_) -> str:  # str() of confluent-kafka's Uuid is standard base64; Kafka's is URL-safe
+        raw = b"".join(
+            (bits % 2**64).to_bytes(8, "big")
+            for bits in (uuid_.get_most_significant_bits(), uuid_.get_least_significant_bits())
+        )
         return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -159,8 +179,9 @@ def set_group_configs(bootstrap: str, group: str, configs: dict[str, str]) -> No
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()]
-    for future in admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, group,
-                                                                  incremental_configs=entries)]).values():
+    for future in admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)]
+    ).values():
         future.result(20)
 
 
@@ -197,12 +218,12 @@ def run(apache_kafka4, tmp_path_factory):
         history.settled("s0 added (static)")
         history.kill("c0")
         history.settled("c0 killed: its session ran out")
-        history.close("s0")   # a static member's close: epoch -2, it keeps its place for its session
+        history.close("s0")  # a static member's close: epoch -2, it keeps its place for its session
         history.start("s0", group_instance_id="s0")
         history.settled("s0 restarted within its session")
         history.resubscribe("c2")
         history.settled("c2 subscribed to a second topic")
-        time.sleep(1)   # a commit or two at the new assignment
+        time.sleep(1)  # a commit or two at the new assignment
         history.close("c2")
         history.settled("c2 closed")
         history.close("s0")
@@ -211,18 +232,33 @@ def run(apache_kafka4, tmp_path_factory):
     facts = history.facts()
     last_s0 = owned_now(facts)["s0"][0]
 
-    def written():   # until the broker has written s0's static leave (its last record here)
+    def written():  # until the broker has written s0's static leave (its last record here)
         pairs = list(read_offsets_topic(bootstrap, timestamps=True))
-        return pairs if any(r.get("group_id") == group and r["type"] == "consumer_group_current_member_assignment"
-                            and r.get("member_id") == last_s0 and r.get("memberEpoch") == -2
-                            for r in (decode_record(k, v) for k, v, _ in pairs)) else None
+        return (
+            pairs
+            if any(
+                r.get("group_id") == group
+                and r["type"] == "consumer_group_current_member_assignment"
+                and r.get("member_id") == last_s0
+                and r.get("memberEpoch") == -2
+                for r in (decode_record(k, v) for k, v, _ in pairs)
+            )
+            else None
+        )
 
     pairs = wait_until(written, 30, "s0's static leave in __consumer_offsets", every_s=0.5)
     ids = topic_ids(bootstrap, list(topics.values()))
     # Beside the truth file, for a look after a failure: the group, its topics and __consumer_offsets (hex).
-    (history.workdir / "consumer_offsets.json").write_text(json.dumps(
-        {"group": group, "topics": ids, "sizes": {topics[k]: n for k, n in SIZES.items()},
-         "pairs": [[k.hex(), None if v is None else v.hex(), ts] for k, v, ts in pairs]}))
+    (history.workdir / "consumer_offsets.json").write_text(
+        json.dumps(
+            {
+                "group": group,
+                "topics": ids,
+                "sizes": {topics[k]: n for k, n in SIZES.items()},
+                "pairs": [[k.hex(), None if v is None else v.hex(), ts] for k, v, ts in pairs],
+            }
+        )
+    )
     sizes = {topics[k]: n for k, n in SIZES.items()}
     config = ConsumerGroupConfig.from_properties(MODEL)
     feed = ClusterFeed(ConsumerGroupFeed(config, topics=lambda name: (ids[name], sizes[name]) if name in ids else None))
@@ -234,12 +270,24 @@ def run(apache_kafka4, tmp_path_factory):
         assert error is None, error
         outputs += tracker.handle(event)
     broker = [{**decode_record(k, v), "ts": ts} for k, v, ts in pairs]
-    print(f"\nKIP-848 history on Apache Kafka {apache_kafka4.version}: {time.monotonic() - started:.1f} s, "
-          f"{len(events)} feed events, {dict(feed.consumer.counts)}")
-    return SimpleNamespace(group=group, topics=topics, ids=ids, facts=facts, pairs=pairs, feed=feed, events=events,
-                           outputs=outputs, tracker=tracker, broker=[r for r in broker if r.get("group_id") == group],
-                           committed=committed_on(bootstrap, group, topics["a"], SIZES["a"])
-                           | committed_on(bootstrap, group, topics["b"], SIZES["b"]))
+    print(
+        f"\nKIP-848 history on Apache Kafka {apache_kafka4.version}: {time.monotonic() - started:.1f} s, "
+        f"{len(events)} feed events, {dict(feed.consumer.counts)}"
+    )
+    return SimpleNamespace(
+        group=group,
+        topics=topics,
+        ids=ids,
+        facts=facts,
+        pairs=pairs,
+        feed=feed,
+        events=events,
+        outputs=outputs,
+        tracker=tracker,
+        broker=[r for r in broker if r.get("group_id") == group],
+        committed=committed_on(bootstrap, group, topics["a"], SIZES["a"])
+        | committed_on(bootstrap, group, topics["b"], SIZES["b"]),
+    )
 
 
 def _ours(run) -> list[dict]:
@@ -254,13 +302,20 @@ def test_every_record_the_broker_wrote_round_trips_byte_exact(run):
         assert encode_record(record) == (key, value), record
         if record.get("group_id") == run.group:
             kinds[record["type"]] += 1
-    assert {"consumer_group_metadata", "consumer_group_member_metadata", "consumer_group_target_assignment_member",
-            "consumer_group_target_assignment_metadata", "consumer_group_current_member_assignment",
-            "offset_commit"} <= set(kinds)
+    assert {
+        "consumer_group_metadata",
+        "consumer_group_member_metadata",
+        "consumer_group_target_assignment_member",
+        "consumer_group_target_assignment_metadata",
+        "consumer_group_current_member_assignment",
+        "offset_commit",
+    } <= set(kinds)
     commits = [r for r in run.broker if r["type"] == "offset_commit"]
     # Kafka 4.1+: OffsetCommitValue v4, with the topic id librdkafka named the topic by
-    assert {(r["value_version"], r.get("topic_id")) for r in commits} <= \
-        {(4, run.ids[run.topics["a"]]), (4, run.ids[run.topics["b"]])}
+    assert {(r["value_version"], r.get("topic_id")) for r in commits} <= {
+        (4, run.ids[run.topics["a"]]),
+        (4, run.ids[run.topics["b"]]),
+    }
 
 
 def test_the_feed_explains_every_record_and_commit(run):
@@ -278,14 +333,17 @@ def test_group_epochs_and_targets_are_the_brokers(run):
         out, members = [], {}
         for r in records:
             if r["type"] == "consumer_group_target_assignment_member":
-                members[r["member_id"]] = None if r.get("tombstone") else {
-                    (t["topicId"], p) for t in r["topicPartitions"] for p in t["partitions"]}
+                members[r["member_id"]] = (
+                    None
+                    if r.get("tombstone")
+                    else {(t["topicId"], p) for t in r["topicPartitions"] for p in t["partitions"]}
+                )
             elif r["type"] == "consumer_group_target_assignment_metadata" and not r.get("tombstone"):
                 out.append((r["assignmentEpoch"], {m: frozenset(a) for m, a in members.items() if a is not None}))
         return out
 
     assert epochs(_ours(run)) == epochs(run.broker)
-    assert epochs(run.broker)[0] == 2   # Kafka 4.3+: a new group is at epoch 1, its first member makes it 2
+    assert epochs(run.broker)[0] == 2  # Kafka 4.3+: a new group is at epoch 1, its first member makes it 2
     assert targets(_ours(run)) == targets(run.broker)
 
 
@@ -300,7 +358,7 @@ def test_each_members_assignment_is_what_its_consumer_was_given(run):
             seq[r["member_id"]].append(held)
     given = assignments_given(run.facts)
     assert dict(seq) == given
-    assert len(given) == 5   # c0, c1, c2, and s0's two member ids
+    assert len(given) == 5  # c0, c1, c2, and s0's two member ids
 
 
 def test_leaves_the_expiry_and_the_static_restart(run):
@@ -312,14 +370,21 @@ def test_leaves_the_expiry_and_the_static_restart(run):
         if f["fact"] in ("assign", "revoke") and f["member_id"] not in ids[f["client"]]:
             ids[f["client"]].append(f["member_id"])
     left = {(o["member_id"], o["temporary"]) for o in run.outputs if o["type"] == "member_left"}
-    assert left == {(ids["c0"][0], False), (ids["c1"][0], False), (ids["c2"][0], False), (ids["s0"][0], True),
-                    (ids["s0"][1], True)}
+    assert left == {
+        (ids["c0"][0], False),
+        (ids["c1"][0], False),
+        (ids["c2"][0], False),
+        (ids["s0"][0], True),
+        (ids["s0"][1], True),
+    }
     replaced = [(o["previous_member_id"], o["member_id"]) for o in run.outputs if o["type"] == "member_replaced"]
     assert replaced == [(ids["s0"][0], ids["s0"][1])]
-    killed = next(r["ts"] for r in run.broker if r["type"] == "consumer_group_member_metadata"
-                  and r.get("tombstone") and r["member_id"] == ids["c0"][0])
-    assert next(o["ts"] for o in run.outputs if o["type"] == "member_left" and o["member_id"] == ids["c0"][0]) \
-        == killed
+    killed = next(
+        r["ts"]
+        for r in run.broker
+        if r["type"] == "consumer_group_member_metadata" and r.get("tombstone") and r["member_id"] == ids["c0"][0]
+    )
+    assert next(o["ts"] for o in run.outputs if o["type"] == "member_left" and o["member_id"] == ids["c0"][0]) == killed
 
 
 def test_final_offsets_are_the_brokers(run):

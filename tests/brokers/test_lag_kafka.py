@@ -2,6 +2,7 @@
 a partition over. The feed is what the tracker reads -- the consumers' instrumented group protocol and the
 log-end sampler's samples on one events topic -- and the lag it gives is checked against the records themselves:
 their timestamps say how old the oldest unconsumed one really was."""
+
 from __future__ import annotations
 
 import random
@@ -24,7 +25,7 @@ from tests.broker_history import read_feed, wait_until
 pytestmark = [pytest.mark.kafka]
 
 OBSERVE = {"tracker.adopt.unknown.members": "true"}
-PER_SECOND = 20          # records a second on each partition
+PER_SECOND = 20  # records a second on each partition
 
 
 class Producing(threading.Thread):
@@ -47,13 +48,21 @@ class Member(threading.Thread):
     def __init__(self, bootstrap: str, topic: str, group: str, name: str, events_topic: str, pause_s: float) -> None:
         super().__init__(daemon=True, name=name)
         self.producer = KafkaProducer(bootstrap_servers=bootstrap)
-        self.consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, client_id=name,
-                                      session_timeout_ms=6_000, heartbeat_interval_ms=500, max_poll_records=4,
-                                      enable_auto_commit=False, auto_offset_reset="earliest",
-                                      partition_assignment_strategy=[RangePartitionAssignor])
+        self.consumer = KafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            client_id=name,
+            session_timeout_ms=6_000,
+            heartbeat_interval_ms=500,
+            max_poll_records=4,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            partition_assignment_strategy=[RangePartitionAssignor],
+        )
         instrument(self.consumer, self.producer, events_topic, heartbeat_every_ms=1_000)
         self.pause_s, self.stop_event = pause_s, threading.Event()
-        self.commits: list[tuple[int, int, int]] = []       # (ms, partition, offset) the broker accepted
+        self.commits: list[tuple[int, int, int]] = []  # (ms, partition, offset) the broker accepted
 
     def run(self) -> None:
         while not self.stop_event.is_set():
@@ -71,8 +80,9 @@ class Member(threading.Thread):
 
 def record_times(bootstrap: str, topic: str) -> dict[tuple[int, int], int]:
     """(partition, offset) -> the record's timestamp, for every record of the topic."""
-    reader = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=3_000,
-                           max_poll_records=5_000)
+    reader = KafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=3_000, max_poll_records=5_000
+    )
     tps = [TopicPartition(topic, p) for p in (0, 1)]
     reader.assign(tps)
     reader.seek_to_beginning(*tps)
@@ -87,7 +97,7 @@ def test_a_slowed_consumer_shows_lag_and_the_rebalance_that_relieves_it_shows_it
     topic, events_topic, group = f"lag-data-{suffix}", f"lag-events-{suffix}", f"lag-group-{suffix}"
     apache_kafka4.create_topics({topic: 2, events_topic: 1})
     producing = Producing(bootstrap, topic)
-    slow = Member(bootstrap, topic, group, "slow", events_topic, pause_s=0.5)   # 8 records a second at most
+    slow = Member(bootstrap, topic, group, "slow", events_topic, pause_s=0.5)  # 8 records a second at most
     fast = Member(bootstrap, topic, group, "fast", events_topic, pause_s=0.0)
     sampler = LogEndSampler(bootstrap, events_topic, interval_s=0.5)
     sampler.observe([{"type": "offset_commit", "group_id": group, "topic": topic, "partition": 0}])
@@ -96,11 +106,11 @@ def test_a_slowed_consumer_shows_lag_and_the_rebalance_that_relieves_it_shows_it
     sampler.start()
     try:
         wait_until(lambda: len(slow.commits) > 10, 60, "the slow consumer's commits")
-        time.sleep(6)                                                    # it falls behind: 40 a second come in
+        time.sleep(6)  # it falls behind: 40 a second come in
         joined_ms = int(time.time() * 1000)
-        fast.start()                                           # range: it takes one partition (by member id)
+        fast.start()  # range: it takes one partition (by member id)
         wait_until(lambda: fast.commits, 60, "the new owner's first commit")
-        time.sleep(3)                                                    # it catches up; samples say so
+        time.sleep(3)  # it catches up; samples say so
     finally:
         sampler.stop()
         for member in (fast, slow):
@@ -123,8 +133,9 @@ def test_a_slowed_consumer_shows_lag_and_the_rebalance_that_relieves_it_shows_it
     before = [f for f in figures if f["ts"] < joined_ms]
     assert max(f["lag_records"] for f in before) > 4 * PER_SECOND, before[-4:]
     assert max(f["lag_seconds"] for f in before) > 3.0
-    checked = [f for f in before if f["lag_seconds_method"] == INTERPOLATED and (f["partition"], f["committed"])
-               in times]
+    checked = [
+        f for f in before if f["lag_seconds_method"] == INTERPOLATED and (f["partition"], f["committed"]) in times
+    ]
     assert len(checked) >= 5
     for f in checked:
         real = (f["ts"] - times[(f["partition"], f["committed"])]) / 1000
@@ -133,17 +144,20 @@ def test_a_slowed_consumer_shows_lag_and_the_rebalance_that_relieves_it_shows_it
     # The rebalance that gave a partition to the new member, and the lag built from its release until the new
     # owner's first commit: the records produced in between, and the slowed group's seconds growing further.
     first, moved, _ = min(fast.commits)
-    (cost,) = [d for d in derived if d["type"] == REBALANCE_LAG
-               and any(row[1] == moved and row[3] is not None for row in d["partitions"])][:1]
+    (cost,) = [
+        d
+        for d in derived
+        if d["type"] == REBALANCE_LAG and any(row[1] == moved and row[3] is not None for row in d["partitions"])
+    ][:1]
     rebalance = next(o for o in outputs if o["type"] == "rebalance" and o["ts"] == cost["rebalance_ts"])
     assert any(span[:2] == [topic, moved] for span in rebalance["partitions_without_owner"])
     row = next(r for r in cost["partitions"] if r[1] == moved)
     _, _, released, first_commit, at_release, before_commit, seconds_at_release, seconds_before, _ = row
-    assert abs(first_commit - first) < 1_000                           # the new owner's first commit, as it made it
+    assert abs(first_commit - first) < 1_000  # the new owner's first commit, as it made it
     assert before_commit > at_release > 0 and seconds_before > seconds_at_release > 3.0
     assert cost["lag_records"] >= before_commit - at_release and cost["lag_seconds"] > 0
     caught_up = [f for f in figures if f["partition"] == moved and f["ts"] > first + 1_500]
-    assert caught_up and min(f["lag_records"] for f in caught_up) < PER_SECOND   # the fast owner caught up
+    assert caught_up and min(f["lag_records"] for f in caught_up) < PER_SECOND  # the fast owner caught up
 
     # The same feed gives the same numbers: replayed again, and stepped per group over random micro-batches as
     # the job steps it.
@@ -151,9 +165,10 @@ def test_a_slowed_consumer_shows_lag_and_the_rebalance_that_relieves_it_shows_it
     rng, state, stepped, i = random.Random(1), None, [], 0
     mine = [parse_event(e)[0] for e in feed if e["group_id"] == group]
     while i < len(mine):
-        batch = mine[i:i + rng.randint(1, 60)]
+        batch = mine[i : i + rng.randint(1, 60)]
         i += len(batch)
         result = step_group(state, batch, batch[-1]["ts"] - 1, Configs.from_properties(OBSERVE), keep_types=None)
         state, stepped = result.state, stepped + result.outputs
-    assert [d for d in LagBook().add_all(stepped) if d["type"] == REBALANCE_LAG] == \
-        [d for d in derived if d["type"] == REBALANCE_LAG]
+    assert [d for d in LagBook().add_all(stepped) if d["type"] == REBALANCE_LAG] == [
+        d for d in derived if d["type"] == REBALANCE_LAG
+    ]

@@ -9,6 +9,7 @@ cooperative-sticky group's two-round rebalances. Each consumer records what the 
 the instrumentation feed, must tell the same story generation by generation -- in the order the feed arrived, in any
 other order the clients' publishing could have produced, and through the Spark job.
 """
+
 from __future__ import annotations
 
 import collections
@@ -38,8 +39,10 @@ def history(request):
     broker, name = request.param.split()
     if broker == "4":
         run = request.getfixturevalue("kafka4_histories")(name)
-        groups = {g: SimpleNamespace(truth=run.truths[g], want=run.story(g), committed=run.committed[g])
-                  for g in (run.eager, run.cooperative)}
+        groups = {
+            g: SimpleNamespace(truth=run.truths[g], want=run.story(g), committed=run.committed[g])
+            for g in (run.eager, run.cooperative)
+        }
         return SimpleNamespace(broker=run.version, name=name, groups=groups, events=run.events, run=run)
     run = request.getfixturevalue("kafka09_histories")(["first", "second"].index(name))
     groups = {run.group: SimpleNamespace(truth=run.truth, want=broker_story(run.truth), committed=run.committed)}
@@ -55,7 +58,7 @@ def track(events: list[dict], until_ms: int | None = None) -> tuple[list[dict], 
         event, error = parse_event(raw)
         assert error is None, error
         outputs += tracker.handle(event)
-        for group in tracker.groups.values():   # bookkeeping stays true to the members, whatever the order
+        for group in tracker.groups.values():  # bookkeeping stays true to the members, whatever the order
             recount = collections.Counter(n for m in group.members.values() for n in m.protocol_names())
             assert group.supported_protocols() == recount
     if until_ms is not None:
@@ -74,11 +77,15 @@ def the_end(events: list[dict]) -> int:
 
 def broker_story(truth: Truth) -> dict:
     ids = {client: truth.member_ids(client) for client in ("c0", "c1", "c2", "c3")}
-    assert all(len(v) == 1 for v in ids.values()), ids   # no consumer lost its member id in this history
+    assert all(len(v) == 1 for v in ids.values()), ids  # no consumer lost its member id in this history
     (c0,), (c1,), (c2,), (c3,) = (ids[c] for c in ("c0", "c1", "c2", "c3"))
-    return {"generations": {g.generation: (g.leader, g.members) for g in truth.generations().values()},
-            "left": sorted([c1, c2, c3]), "expired": [(c0, "session timeout")], "replaced": [],
-            "refused_commits": []}
+    return {
+        "generations": {g.generation: (g.leader, g.members) for g in truth.generations().values()},
+        "left": sorted([c1, c2, c3]),
+        "expired": [(c0, "session timeout")],
+        "replaced": [],
+        "refused_commits": [],
+    }
 
 
 def test_topics_the_tracker_needs_on_a_broker_that_cannot_create_them(apache_kafka):
@@ -115,13 +122,14 @@ def kafka4_ran_as_planned(run) -> None:
         for f in truth.facts:
             if f["fact"] == "join_answered" and f["member_id"]:
                 answers[f["member_id"]].append(f["error"])
-        assert answers and all(errors[0] == (0 if m.startswith("s0-") else 79) and 0 in errors
-                               for m, errors in answers.items()), dict(answers)
+        assert answers and all(
+            errors[0] == (0 if m.startswith("s0-") else 79) and 0 in errors for m, errors in answers.items()
+        ), dict(answers)
         assert truth.committed() == run.committed[run.eager if truth is eager else run.cooperative]
     step = dict(run.steps[run.eager])
     generations = eager.generations(current=True)
     s0 = eager.incarnations("s0")
-    assert len(s0) == 3   # added; restarted within its session; back after it
+    assert len(s0) == 3  # added; restarted within its session; back after it
     # Restarted within its session: its old place under its second id, in the same generation, no rebalance.
     assert step["s0 restarted"] == step["s0 added (static)"]
     assert eager.replacements() == [(step["s0 added (static)"], "s0", s0[0], s0[1])]
@@ -163,7 +171,7 @@ def test_the_instrumented_feed_tells_the_brokers_story(history):
         # Every offset the tracker stored is one a consumer committed and the broker accepted.
         accepted = {(t, p, o) for f in g.truth.facts if f["fact"] == "committed" for t, p, o in f["offsets"]}
         assert {(o["topic"], o["partition"], o["offset"]) for o in outputs if o["type"] == "offset_commit"} <= accepted
-        assert tracker.describe_group(group)["state"] == "Empty"   # everyone closed
+        assert tracker.describe_group(group)["state"] == "Empty"  # everyone closed
 
 
 def per_client_shuffles(events: list[dict], seed: int, skew_ms: int = 300) -> list[dict]:
@@ -219,7 +227,7 @@ def broker_expires_late(events: list[dict], crashed: str, late_ms: int) -> list[
     late. The survivors heartbeat on meanwhile; everything from the broker's round on comes that much later."""
     last = max(i for i, e in enumerate(events) if e.get("member_id") == crashed)
     start = next(i for i, e in enumerate(events) if i > last and e["type"] == "join" and e.get("generation") is None)
-    survivors = {e["member_id"]: e for e in events[last:start] if e["type"] == "heartbeat"}   # heard meanwhile
+    survivors = {e["member_id"]: e for e in events[last:start] if e["type"] == "heartbeat"}  # heard meanwhile
     beats = [dict(hb, ts=events[start]["ts"] + k) for k in range(0, late_ms, 1_000) for hb in survivors.values()]
     return events[:start] + beats + [dict(e, ts=e["ts"] + late_ms) for e in events[start:]]
 
@@ -228,7 +236,7 @@ def test_a_live_job_that_lags_its_feed_tells_the_same_story(history):
     """The live test failed once in CI with a generation missing: the model expired the crashed member from its last
     report, the broker later; the model's own join timeout then removed the survivor it was still hearing. Here the
     micro-batches are cut and delayed as a loaded machine would, and the broker's expiry runs up to 20 s late."""
-    group, g = next(iter(history.groups.items()))   # the group whose c0 was killed
+    group, g = next(iter(history.groups.items()))  # the group whose c0 was killed
     events = of_group(history.events, group)
     (crashed,) = g.truth.member_ids("c0")
     for seed in range(8):
@@ -256,17 +264,30 @@ def test_the_streaming_job_tells_the_brokers_story(history, spark, kafka_bootstr
     producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all", linger_ms=20)
     # Event time moves only with the feed: a last report from elsewhere, a minute on, lets every session run out (a
     # static member closed last is expired by the broker after everyone else left).
-    the_feed_goes_on = {"type": "heartbeat", "group_id": "elsewhere", "member_id": "nobody", "generation": 1,
-                        "ts": the_end(history.events)}
+    the_feed_goes_on = {
+        "type": "heartbeat",
+        "group_id": "elsewhere",
+        "member_id": "nobody",
+        "generation": 1,
+        "ts": the_end(history.events),
+    }
     for event in history.events + [the_feed_goes_on]:
         key, value = encode_event(event)
         producer.send(events_topic, key=key, value=value)
     producer.flush()
     producer.close()
-    config = TrackerConfig(bootstrap=kafka_bootstrap, events_topic=events_topic, outputs_topic=outputs_topic,
-                           store=f"sqlite:{tmp_path / 'offsets.db'}", checkpoint=str(tmp_path / "checkpoint"),
-                           trigger="200 milliseconds", time_mode="event", watermark_delay="5 seconds",
-                           coordinator=dict(OBSERVE), metrics_port=None)
+    config = TrackerConfig(
+        bootstrap=kafka_bootstrap,
+        events_topic=events_topic,
+        outputs_topic=outputs_topic,
+        store=f"sqlite:{tmp_path / 'offsets.db'}",
+        checkpoint=str(tmp_path / "checkpoint"),
+        trigger="200 milliseconds",
+        time_mode="event",
+        watermark_delay="5 seconds",
+        coordinator=dict(OBSERVE),
+        metrics_port=None,
+    )
     tracker = start_tracker(spark, config, LiveView(out=io.StringIO(), redraw=False))
     try:
         tracker.query.processAllAvailable()
@@ -282,16 +303,21 @@ def test_the_streaming_job_tells_the_brokers_story(history, spark, kafka_bootstr
         store.close()
     for group, g in history.groups.items():
         got = story(outputs, group)
-        assert {k: got[k] for k in ("generations", "left", "expired", "replaced")} == \
-            {k: g.want[k] for k in ("generations", "left", "expired", "replaced")}, group
-        stored = {(r["topic"], r["partition"]): r["offset"] for r in records
-                  if r["type"] == "offset_commit" and not r.get("tombstone") and r["group_id"] == group}
+        assert {k: got[k] for k in ("generations", "left", "expired", "replaced")} == {
+            k: g.want[k] for k in ("generations", "left", "expired", "replaced")
+        }, group
+        stored = {
+            (r["topic"], r["partition"]): r["offset"]
+            for r in records
+            if r["type"] == "offset_commit" and not r.get("tombstone") and r["group_id"] == group
+        }
         assert stored == g.committed
 
 
 @pytest.mark.spark
-def test_the_tracker_running_live_beside_the_group_tells_the_brokers_story(apache_kafka, spark, kafka_bootstrap,
-                                                                            tmp_path):
+def test_the_tracker_running_live_beside_the_group_tells_the_brokers_story(
+    apache_kafka, spark, kafka_bootstrap, tmp_path
+):
     """The deployment as users run it: the job is up (processing time, wall-clock timers) while the consumers go
     through the history on Apache Kafka and publish their reports to the tracker's own broker. The crash is found
     by the job's own timers and the broker's next generation, the clean close by the leave."""
@@ -305,18 +331,32 @@ def test_the_tracker_running_live_beside_the_group_tells_the_brokers_story(apach
     events_topic, outputs_topic = f"live-{suffix}", f"live-out-{suffix}"
     apache_kafka.create_topics({topic: 6})
     ensure_topics(kafka_bootstrap, {events_topic: 3})
-    config = TrackerConfig(bootstrap=kafka_bootstrap, events_topic=events_topic, outputs_topic=outputs_topic,
-                           store=f"sqlite:{tmp_path / 'offsets.db'}", checkpoint=str(tmp_path / "checkpoint"),
-                           trigger="500 milliseconds", time_mode="processing", coordinator=dict(OBSERVE))
+    config = TrackerConfig(
+        bootstrap=kafka_bootstrap,
+        events_topic=events_topic,
+        outputs_topic=outputs_topic,
+        store=f"sqlite:{tmp_path / 'offsets.db'}",
+        checkpoint=str(tmp_path / "checkpoint"),
+        trigger="500 milliseconds",
+        time_mode="processing",
+        coordinator=dict(OBSERVE),
+    )
     tracker = start_tracker(spark, config, LiveView(out=io.StringIO(), redraw=False))
     try:
-        run = GroupHistory(apache_kafka.bootstrap, topic, group, tmp_path / "history", feed_topic=events_topic,
-                           feed_bootstrap=kafka_bootstrap, client=CLIENT)
+        run = GroupHistory(
+            apache_kafka.bootstrap,
+            topic,
+            group,
+            tmp_path / "history",
+            feed_topic=events_topic,
+            feed_bootstrap=kafka_bootstrap,
+            client=CLIENT,
+        )
         run.workdir.mkdir()
         truth = run_issue_history(run)
         want = broker_story(truth)
 
-        def told() -> dict | None:   # until the last member's leave is out
+        def told() -> dict | None:  # until the last member's leave is out
             got = story([json.loads(r.value) for r in read_all(kafka_bootstrap, outputs_topic)])
             return got if got["left"] == want["left"] else None
 
@@ -324,8 +364,10 @@ def test_the_tracker_running_live_beside_the_group_tells_the_brokers_story(apach
     finally:
         tracker.stop()
     # Beside truth.jsonl, for a look after a failure: the feed as the job read it and what the job said.
-    feed = [{"partition": r.partition, "offset": r.offset, "kafka_ts": r.timestamp, **json.loads(r.value)}
-            for r in read_all(kafka_bootstrap, events_topic)]
+    feed = [
+        {"partition": r.partition, "offset": r.offset, "kafka_ts": r.timestamp, **json.loads(r.value)}
+        for r in read_all(kafka_bootstrap, events_topic)
+    ]
     (run.workdir / "feed.json").write_text(json.dumps(feed))
     outputs = [{"kafka_ts": r.timestamp, **json.loads(r.value)} for r in read_all(kafka_bootstrap, outputs_topic)]
     (run.workdir / "outputs.json").write_text(json.dumps(outputs))

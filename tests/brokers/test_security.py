@@ -6,6 +6,7 @@ that store, ``cluster-feed`` reads the broker's ``__consumer_offsets``: all thro
 credentials, or a CA that did not sign the broker's certificate, give one clear line and exit 2; no password appears in
 what the commands print, in what they write to Kafka, in the checkpoint or its settings file.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,14 +40,17 @@ def secured(tmp_path_factory):
     broker = start_secured_kafka(directory)
     try:
         files = SimpleNamespace(
-            scram=client_properties(broker, directory / "scram.properties"),                     # Java's names
+            scram=client_properties(broker, directory / "scram.properties"),  # Java's names
             plain=client_properties(broker, directory / "plain.properties", "PLAIN", style="python"),
             wrong=client_properties(broker, directory / "wrong.properties", password="not-the-password"),
-            untrusted=directory / "untrusted.properties")
-        files.untrusted.write_text(files.plain.read_text().replace(str(broker.ca_file),
-                                                                   "/etc/ssl/certs/ca-certificates.crt"))
-        yield SimpleNamespace(broker=broker, bootstrap=broker.bootstrap, files=files,
-                              secrets=list(broker.secrets.values()))
+            untrusted=directory / "untrusted.properties",
+        )
+        files.untrusted.write_text(
+            files.plain.read_text().replace(str(broker.ca_file), "/etc/ssl/certs/ca-certificates.crt")
+        )
+        yield SimpleNamespace(
+            broker=broker, bootstrap=broker.bootstrap, files=files, secrets=list(broker.secrets.values())
+        )
     finally:
         broker.stop()
 
@@ -69,21 +73,29 @@ def read_topic(secured, topic: str) -> list:
 
 @pytest.mark.parametrize("command", ["simulate", "cluster-feed", "offsets", "run"])
 def test_a_refused_client_gets_one_clear_line(secured, command, capfd, tmp_path):
-    args = {"simulate": ["--bootstrap", secured.bootstrap, "--topic", "never", "--duration", "1"],
-            "cluster-feed": ["--bootstrap", secured.bootstrap, "--events-topic", "never"],
-            "offsets": ["--store", f"kafka:{secured.bootstrap}/never"],
-            "run": ["--bootstrap", secured.bootstrap, "--store", "", "--checkpoint", str(tmp_path / "checkpoint")]}
+    args = {
+        "simulate": ["--bootstrap", secured.bootstrap, "--topic", "never", "--duration", "1"],
+        "cluster-feed": ["--bootstrap", secured.bootstrap, "--events-topic", "never"],
+        "offsets": ["--store", f"kafka:{secured.bootstrap}/never"],
+        "run": ["--bootstrap", secured.bootstrap, "--store", "", "--checkpoint", str(tmp_path / "checkpoint")],
+    }
     # (A refused SASL attempt may end as a bare disconnect before the broker's answer is read: then that is said.)
-    for config, says in ((secured.files.wrong, (f"refused the credentials of user '{SCRAM_USER}' (SASL_SSL, "
-                                                "SCRAM-SHA-512)", f"closed the connection while authenticating user "
-                                                f"'{SCRAM_USER}' (SASL_SSL, SCRAM-SHA-512)")),
-                         (secured.files.untrusted, ("the TLS handshake with",))):
+    for config, says in (
+        (
+            secured.files.wrong,
+            (
+                f"refused the credentials of user '{SCRAM_USER}' (SASL_SSL, SCRAM-SHA-512)",
+                f"closed the connection while authenticating user '{SCRAM_USER}' (SASL_SSL, SCRAM-SHA-512)",
+            ),
+        ),
+        (secured.files.untrusted, ("the TLS handshake with",)),
+    ):
         assert cli.main([command, *args[command], "--command-config", str(config)]) == 2
         out, err = capfd.readouterr()
         lines = [line for line in err.splitlines() if line.strip()]
         assert len(lines) == 1 and lines[0].startswith(f"{command}: ") and any(s in lines[0] for s in says), err
         assert_no_secret(secured, out, err)
-    assert not (tmp_path / "checkpoint").exists()   # refused before anything started
+    assert not (tmp_path / "checkpoint").exists()  # refused before anything started
 
 
 def test_every_command_works_through_the_secured_listener(secured, spark, capfd, tmp_path):
@@ -100,15 +112,41 @@ def test_every_command_works_through_the_secured_listener(secured, spark, capfd,
         return code
 
     # simulate: a feed of classic groups (SCRAM, Java's names)
-    assert command("simulate", "--bootstrap", secured.bootstrap, "--command-config", scram, "--topic", events,
-                   "--groups", "2", "--members", "2", "--speed", "20", "--duration", "3", "--seed", "7") == 0
+    assert (
+        command(
+            "simulate",
+            "--bootstrap",
+            secured.bootstrap,
+            "--command-config",
+            scram,
+            "--topic",
+            events,
+            "--groups",
+            "2",
+            "--members",
+            "2",
+            "--speed",
+            "20",
+            "--duration",
+            "3",
+            "--seed",
+            "7",
+        )
+        == 0
+    )
     feed_events = read_topic(secured, events)
     assert {e["type"] for e in feed_events} >= {"join", "sync", "commit"}
 
     # a real group commits through the listener (PLAIN, kafka-python's names)
     group = f"secured-{suffix}"
-    consumer = KafkaConsumer(events, bootstrap_servers=secured.bootstrap, group_id=group, enable_auto_commit=False,
-                             auto_offset_reset="earliest", **python_client(secured, secured.files.plain))
+    consumer = KafkaConsumer(
+        events,
+        bootstrap_servers=secured.bootstrap,
+        group_id=group,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        **python_client(secured, secured.files.plain),
+    )
     try:
         assert consumer.poll(timeout_ms=10_000, max_records=5) and not consumer.commit()
     finally:
@@ -116,10 +154,32 @@ def test_every_command_works_through_the_secured_listener(secured, spark, capfd,
 
     # run: the tracker job (one Spark start), its outputs and a Kafka store on the secured broker
     checkpoint = tmp_path / "checkpoint"
-    assert command("run", "--bootstrap", secured.bootstrap, "--command-config", scram, "--events-topic", events,
-                   "--assignments-topic", outputs, "--store", f"kafka:{secured.bootstrap}/{store_topic}",
-                   "--checkpoint", str(checkpoint), "--time-mode", "event", "--watermark-delay", "1 second",
-                   "--trigger", "500ms", "--duration", "15") == 0
+    assert (
+        command(
+            "run",
+            "--bootstrap",
+            secured.bootstrap,
+            "--command-config",
+            scram,
+            "--events-topic",
+            events,
+            "--assignments-topic",
+            outputs,
+            "--store",
+            f"kafka:{secured.bootstrap}/{store_topic}",
+            "--checkpoint",
+            str(checkpoint),
+            "--time-mode",
+            "event",
+            "--watermark-delay",
+            "1 second",
+            "--trigger",
+            "500ms",
+            "--duration",
+            "15",
+        )
+        == 0
+    )
     told = [o for o in read_topic(secured, outputs)]
     tracked = {o["group_id"] for o in told if o["type"] == "rebalance"}
     assert tracked == {e["group_id"] for e in feed_events if e["type"] == "join"}
@@ -129,8 +189,10 @@ def test_every_command_works_through_the_secured_listener(secured, spark, capfd,
     assert all(g in printed[-2] for g in tracked)
 
     # cluster-feed: the broker's own __consumer_offsets, the real group's records among them
-    assert command("cluster-feed", "--bootstrap", secured.bootstrap, "--command-config", plain,
-                   "--events-topic", feed) == 0
+    assert (
+        command("cluster-feed", "--bootstrap", secured.bootstrap, "--command-config", plain, "--events-topic", feed)
+        == 0
+    )
     from_cluster = [e for e in read_topic(secured, feed) if e["group_id"] == group]
     assert {e["type"] for e in from_cluster} >= {"join", "sync", "commit"}
 

@@ -1,5 +1,6 @@
 """`rebalance-tracker demo` as a newcomer runs it: live table within a minute, and nothing left behind when it is
 interrupted (Ctrl-C) or killed outright."""
+
 from __future__ import annotations
 
 import os
@@ -46,10 +47,23 @@ def alive(pids: set[int]) -> set[int]:
 
 def start_demo(tmp_path) -> tuple[subprocess.Popen, Path]:
     log = tmp_path / "demo.out"
-    env = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP"}   # the demo's own bundled broker
-    proc = subprocess.Popen([sys.executable, "-m", "streaming", "demo", "--data-dir", str(tmp_path / "data"),
-                             "--churn-interval-ms", "8000"],
-                            stdout=open(log, "w"), stderr=subprocess.STDOUT, env=env, cwd=os.getcwd())
+    env = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP"}  # the demo's own bundled broker
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streaming",
+            "demo",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--churn-interval-ms",
+            "8000",
+        ],
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=os.getcwd(),
+    )
     return proc, log
 
 

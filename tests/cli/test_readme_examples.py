@@ -1,6 +1,7 @@
 """The examples of README and ``docs/``, run as a reader runs them: the commands as written, in a fresh directory,
 with only the broker address (``kafka:9092``) swapped for the test's broker. An example in any of them that no test
 runs fails the first test, so the documents cannot drift from the tool again."""
+
 from __future__ import annotations
 
 import json
@@ -78,8 +79,11 @@ def readme_commands(sections: bool = False) -> list:
 def examples(prefix: str) -> list[list[str]]:
     """The documents' commands starting with ``prefix`` that this file runs (not those of SECTIONS_ELSEWHERE), as
     argv."""
-    found = [shlex.split(c) for section, c in readme_commands(sections=True)
-             if c.startswith(prefix) and section not in SECTIONS_ELSEWHERE]
+    found = [
+        shlex.split(c)
+        for section, c in readme_commands(sections=True)
+        if c.startswith(prefix) and section not in SECTIONS_ELSEWHERE
+    ]
     assert found, f"README and docs/ have no '{prefix}' example any more: update this test"
     return found
 
@@ -88,8 +92,14 @@ def runs_here(command: str) -> bool:
     return any(command.startswith(p) for p in HERE)
 
 
-HERE = ("rebalance-tracker run", "rebalance-tracker simulate", "rebalance-tracker offsets",
-        "rebalance-tracker replay", "rebalance-tracker report", "rebalance-tracker outputs")
+HERE = (
+    "rebalance-tracker run",
+    "rebalance-tracker simulate",
+    "rebalance-tracker offsets",
+    "rebalance-tracker replay",
+    "rebalance-tracker report",
+    "rebalance-tracker outputs",
+)
 
 
 def test_every_readme_command_is_run_by_a_test():
@@ -97,8 +107,9 @@ def test_every_readme_command_is_run_by_a_test():
         if section in SECTIONS_ELSEWHERE and not any(command.startswith(k) for k in RUN_ELSEWHERE):
             script = (REPO / SECTIONS_ELSEWHERE[section]).read_text()
             words = shlex.split(command)
-            needles = ([words[1]] if words[0] == "rebalance-tracker" else [words[0]]) + \
-                [w for w in words if w.startswith("--")]
+            needles = ([words[1]] if words[0] == "rebalance-tracker" else [words[0]]) + [
+                w for w in words if w.startswith("--")
+            ]
             missing = [n for n in needles if f'"{n}"' not in script]
             assert not missing, f"{SECTIONS_ELSEWHERE[section]} does not run the documents' {command!r} ({missing})"
             continue
@@ -107,8 +118,9 @@ def test_every_readme_command_is_run_by_a_test():
             path, needle = RUN_ELSEWHERE[elsewhere[0]]
             assert needle in (REPO / path).read_text(), f"{path} no longer runs {command!r}"
         else:
-            assert runs_here(command) and not command.startswith("rebalance-tracker run --master"), \
+            assert runs_here(command) and not command.startswith("rebalance-tracker run --master"), (
                 f"example in README or docs/ not run by any test: {command!r}"
+            )
 
 
 def test_readme_event_example_is_a_valid_event():
@@ -131,7 +143,7 @@ def cli(argv: list[str], cwd: Path, bootstrap: str | None = None) -> list[str]:
 
 def env() -> dict[str, str]:
     e = dict(os.environ, PYTHONPATH=str(REPO), SPARK_LOCAL_IP="127.0.0.1")
-    e.pop("KAFKA_BOOTSTRAP", None)   # a bare `run` starts its own bundled broker, as docs/running.md says
+    e.pop("KAFKA_BOOTSTRAP", None)  # a bare `run` starts its own bundled broker, as docs/running.md says
     return e
 
 
@@ -169,8 +181,14 @@ def test_offline_example_replays_a_consumer_protocol_feed(tmp_path):
     (replay,) = [c for c in examples("rebalance-tracker replay") if out in c]
     assert "--assignor" not in replay
     table = run_ok(cli(replay, tmp_path), tmp_path).stdout
-    assert table.splitlines()[0].split() == ["range", "roundrobin", "sticky", "cooperative-sticky", "server:uniform",
-                                             "server:range"], table
+    assert table.splitlines()[0].split() == [
+        "range",
+        "roundrobin",
+        "sticky",
+        "cooperative-sticky",
+        "server:uniform",
+        "server:range",
+    ], table
     assert "partitions moved" in table
 
 
@@ -180,9 +198,15 @@ class Background:
     def __init__(self, argv: list[str], cwd: Path, name: str) -> None:
         self.log = cwd / f"{name}.log"
         with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(argv, cwd=cwd, env=env(), stdout=out, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL,
-                                         preexec_fn=_die_with_parent)   # its own process group
+            self.proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env(),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,
+            )  # its own process group
 
     def text(self) -> str:
         return self.log.read_text(errors="replace")
@@ -220,15 +244,18 @@ def test_live_examples_run_simulate_and_offsets(kafka_bootstrap, tmp_path):
         feeder = Background(cli(simulate, tmp_path, kafka_bootstrap), tmp_path, "simulate")
 
         def described() -> bool:
-            done = subprocess.run(cli(offsets, tmp_path), cwd=tmp_path, env=env(), capture_output=True, text=True,
-                                  timeout=60)
+            done = subprocess.run(
+                cli(offsets, tmp_path), cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=60
+            )
             described.out = done.stdout
             return done.returncode == 0
+
         tracker.wait_for(described, "committed offsets of group-1 in the store")
         header, *rows = described.out.strip().splitlines()
         assert "GROUP" in header and "CURRENT-OFFSET" in header, described.out
-        assert rows and all(r.split()[0] == "group-1" for r in rows if r.strip() and not r.startswith("-")), \
+        assert rows and all(r.split()[0] == "group-1" for r in rows if r.strip() and not r.startswith("-")), (
             described.out
+        )
         assert feeder.ctrl_c() == 0, feeder.text()[-2000:]
         assert tracker.ctrl_c() == 0, tracker.text()[-4000:]
         assert "Traceback" not in tracker.text(), tracker.text()[-4000:]
@@ -259,12 +286,14 @@ def test_metrics_example_serves_prometheus_and_stops_on_ctrl_c(tmp_path):
     url = f"http://127.0.0.1:{port}/metrics"
     tracker = Background(cli(metrics, tmp_path), tmp_path, "run")
     try:
+
         def scraped() -> bool:
             try:
                 scraped.text = urllib.request.urlopen(url, timeout=2).read().decode()
                 return "Ctrl-C stops" in tracker.text()
             except OSError:
                 return False
+
         tracker.wait_for(scraped, f"metrics at {url}")
         names = {f.name for f in text_string_to_metric_families(scraped.text)}
         assert {"rebalance_tracker_batches", "rebalance_tracker_input_rows"} <= names, sorted(names)

@@ -11,6 +11,7 @@ committed offsets. Issue #34 found each step failing on 0.9 in its own way.
 
 One Spark start per broker (the tracker runs beside the group, in processing time); ~1-2 min per broker.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,9 +33,13 @@ from tests.job_process import job_env
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
-TRACKER = str(Path(sys.executable).parent / "rebalance-tracker")   # the console script, as installed
-OBSERVER = ["--coordinator-conf", "tracker.adopt.unknown.members=true",
-            "--coordinator-conf", "tracker.expire.members=false"]
+TRACKER = str(Path(sys.executable).parent / "rebalance-tracker")  # the console script, as installed
+OBSERVER = [
+    "--coordinator-conf",
+    "tracker.adopt.unknown.members=true",
+    "--coordinator-conf",
+    "tracker.expire.members=false",
+]
 
 
 class Command:
@@ -43,8 +48,15 @@ class Command:
     def __init__(self, args: list[str], cwd: Path, env: dict[str, str], name: str):
         self.args, self.log = args, cwd / f"{name}.log"
         with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen([TRACKER, *args], cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+            self.proc = subprocess.Popen(
+                [TRACKER, *args],
+                cwd=cwd,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,
+            )
 
     def text(self) -> str:
         return self.log.read_text(errors="replace")
@@ -65,8 +77,9 @@ class Command:
 
 
 def tracker(args: list[str], cwd: Path, env: dict[str, str], timeout_s: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([TRACKER, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [TRACKER, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL
+    )
 
 
 def broker_generations(bootstrap: str, group: str, client: dict) -> list[tuple]:
@@ -77,8 +90,9 @@ def broker_generations(bootstrap: str, group: str, client: dict) -> list[tuple]:
     for key, value in read_offsets_topic(bootstrap, client=client):
         r = decode_record(key, value)
         if r.get("group_id") == group and r["type"] == "group_metadata" and not r.get("tombstone") and r["members"]:
-            out.append((r["generation"], r["leader"],
-                        {m["member_id"]: m["assignment"]["partitions"] for m in r["members"]}))
+            out.append(
+                (r["generation"], r["leader"], {m["member_id"]: m["assignment"]["partitions"] for m in r["members"]})
+            )
     return out
 
 
@@ -92,17 +106,22 @@ def cluster(request):
         kafka = request.getfixturevalue("apache_kafka4")
         return SimpleNamespace(kafka=kafka, name=f"Apache Kafka {kafka.version}", conf=[], client={}, old=False)
     kafka = request.getfixturevalue("apache_kafka")
-    return SimpleNamespace(kafka=kafka, name="Apache Kafka 0.9.0.1", conf=["--kafka-conf", "api.version=0.9"],
-                           client={"api_version": (0, 9)}, old=True)
+    return SimpleNamespace(
+        kafka=kafka,
+        name="Apache Kafka 0.9.0.1",
+        conf=["--kafka-conf", "api.version=0.9"],
+        client={"api_version": (0, 9)},
+        old=True,
+    )
 
 
 def test_track_a_real_cluster_as_readme_says(cluster, tmp_path, kafka_bootstrap):
     bootstrap, conf, suffix = cluster.kafka.bootstrap, cluster.conf, uuid.uuid4().hex[:8]
     group, data, events = f"orders-{suffix}", f"orders-data-{suffix}", f"rebalance-events-{suffix}"
     outputs_topic, dlq = f"rebalance-assignments-{suffix}", f"{events}.dlq"
-    env = job_env({"KAFKA_BOOTSTRAP": bootstrap})          # the docs: export KAFKA_BOOTSTRAP=...
+    env = job_env({"KAFKA_BOOTSTRAP": bootstrap})  # the docs: export KAFKA_BOOTSTRAP=...
     topics = ["--events-topic", events, "--assignments-topic", outputs_topic]
-    cluster.kafka.create_topics({data: 6})                 # the group's own topic
+    cluster.kafka.create_topics({data: 6})  # the group's own topic
     run_args = [*topics, "--store", "sqlite:data/offsets.db", "--checkpoint", "data/checkpoint", *OBSERVER, *conf]
 
     if cluster.old:
@@ -110,9 +129,14 @@ def test_track_a_real_cluster_as_readme_says(cluster, tmp_path, kafka_bootstrap)
         refused = tracker(["run", *run_args], tmp_path, env, timeout_s=60)
         assert refused.returncode == 2, refused.stderr
         (line,) = refused.stderr.strip().splitlines()
-        assert "cannot create topics" in line and f"{events} (4 partitions)" in line \
-            and f"{outputs_topic} (1 partition)" in line and f"{dlq} (1 partition)" in line and "kafka-topics" in line
-        cluster.kafka.create_topics({events: 4, outputs_topic: 1, dlq: 1})   # the docs: Kafka's TopicCommand
+        assert (
+            "cannot create topics" in line
+            and f"{events} (4 partitions)" in line
+            and f"{outputs_topic} (1 partition)" in line
+            and f"{dlq} (1 partition)" in line
+            and "kafka-topics" in line
+        )
+        cluster.kafka.create_topics({events: 4, outputs_topic: 1, dlq: 1})  # the docs: Kafka's TopicCommand
 
     feed = Command(["cluster-feed", "--follow", "--events-topic", events, *conf], tmp_path, env, "cluster-feed")
     job = Command(["run", *run_args], tmp_path, env, "run")
@@ -124,8 +148,9 @@ def test_track_a_real_cluster_as_readme_says(cluster, tmp_path, kafka_bootstrap)
         left_last = sorted(truth.member_ids("c3"))
 
         def told() -> list[dict] | None:
-            done = tracker(["outputs", "--topic", outputs_topic, "--group", group, "--out", "outputs.jsonl", *conf],
-                           tmp_path, env)
+            done = tracker(
+                ["outputs", "--topic", outputs_topic, "--group", group, "--out", "outputs.jsonl", *conf], tmp_path, env
+            )
             assert done.returncode == 0, done.stderr
             assert job.proc.poll() is None, job.text()[-3000:]
             outs = [json.loads(line) for line in (tmp_path / "outputs.jsonl").read_text().splitlines()]
@@ -154,16 +179,20 @@ def test_track_a_real_cluster_as_readme_says(cluster, tmp_path, kafka_bootstrap)
     rows = [line.split() for line in described.stdout.splitlines()[1:]]
     committed = {(topic, int(p)): int(o) for _, topic, p, o, *_ in rows}
     assert committed == truth.committed() and len(committed) == 6
-    assert all(r[4] != "-" and int(r[5]) >= 0 for r in rows), described.stdout   # log end and lag from the broker
+    assert all(r[4] != "-" and int(r[5]) >= 0 for r in rows), described.stdout  # log end and lag from the broker
 
     # --- report from the outputs: HTML and PNG; what the cluster feed cannot know is shown as unknown
-    report = tracker(["report", "--outputs", "outputs.jsonl", "--group", group, "--out", "report.html",
-                      "--png", "report.png"], tmp_path, env)
+    report = tracker(
+        ["report", "--outputs", "outputs.jsonl", "--group", group, "--out", "report.html", "--png", "report.png"],
+        tmp_path,
+        env,
+    )
     assert report.returncode == 0, report.stderr
     generations = len(truth.generations())
     drawn = re.search(r"wrote report.html: (\d+) generations, (\d+) departures", report.stdout)
-    assert drawn and int(drawn.group(1)) == sum(o["type"] == "rebalance" for o in outputs) \
-        and int(drawn.group(2)) == 4, report.stdout   # c1, c2, c3 left, c0 expired
+    assert (
+        drawn and int(drawn.group(1)) == sum(o["type"] == "rebalance" for o in outputs) and int(drawn.group(2)) == 4
+    ), report.stdout  # c1, c2, c3 left, c0 expired
     assert (tmp_path / "report.png").stat().st_size > 10_000
     assert "unknown" in (tmp_path / "report.html").read_text()
 
@@ -172,25 +201,44 @@ def test_track_a_real_cluster_as_readme_says(cluster, tmp_path, kafka_bootstrap)
     assert once.returncode == 0 and "published" in once.stderr and "feed.jsonl" in once.stderr, once.stderr
     bare = tracker(["report", "--feed", "feed.jsonl", "--group", group, "--out", "bare.html"], tmp_path, env)
     assert bare.returncode == 1 and "tracker.adopt.unknown.members=true" in bare.stderr, bare.stderr
-    observed = tracker(["report", "--feed", "feed.jsonl", "--group", group, "--out", "feed.html", *OBSERVER],
-                       tmp_path, env)
+    observed = tracker(
+        ["report", "--feed", "feed.jsonl", "--group", group, "--out", "feed.html", *OBSERVER], tmp_path, env
+    )
     assert observed.returncode == 0, observed.stderr
 
     # --- replay: what happened to the members, under each assignor (with the broker's group settings: neither
     # broker here delays a first join). The crashed member's silence expires it; the joins and leaves rebalance.
-    replay = tracker(["replay", "--feed", "feed.jsonl", "--group", group, "--json", "--assignor", "range,sticky",
-                      "--coordinator-conf", "group.initial.rebalance.delay.ms=0"], tmp_path, env)
+    replay = tracker(
+        [
+            "replay",
+            "--feed",
+            "feed.jsonl",
+            "--group",
+            group,
+            "--json",
+            "--assignor",
+            "range,sticky",
+            "--coordinator-conf",
+            "group.initial.rebalance.delay.ms=0",
+        ],
+        tmp_path,
+        env,
+    )
     assert replay.returncode == 0, replay.stderr
     scores = {s["assignor"]: s for s in json.loads(replay.stdout)}
     assert set(scores) == {"range", "sticky"}
-    assert all(s["rebalances"] >= 3 and s["partitions_moved"] > 0 and s["members_expired"] == 1
-               for s in scores.values()), scores
+    assert all(
+        s["rebalances"] >= 3 and s["partitions_moved"] > 0 and s["members_expired"] == 1 for s in scores.values()
+    ), scores
     print(f"\n{cluster.name}: {generations} generations given; replay {scores}")
 
     # --- the events topic elsewhere: the observed cluster's settings stay with it (issue #34: 0.9's api.version
     # made the feed broker's producer write nothing while the summary said all was published)
-    elsewhere = tracker(["cluster-feed", "--feed-bootstrap", kafka_bootstrap, "--events-topic", f"elsewhere-{suffix}",
-                         *conf], tmp_path, env)
+    elsewhere = tracker(
+        ["cluster-feed", "--feed-bootstrap", kafka_bootstrap, "--events-topic", f"elsewhere-{suffix}", *conf],
+        tmp_path,
+        env,
+    )
     assert elsewhere.returncode == 0, elsewhere.stderr
     sent = int(re.search(r"published (\d+) events", elsewhere.stderr).group(1))
     from tests.broker_history import read_feed
@@ -202,8 +250,9 @@ def check_story(outputs: list[dict], truth: Truth, recorded: list[tuple]) -> Non
     """Every generation the broker recorded, as the tracker tells it (members, leader, partitions); these include
     every generation the consumers were given; the close and the final leaves as leaves, the kill as the one
     session-timeout expiry; what the feed cannot know (when a round began) unknown, never 0."""
-    told = [(o["generation"], o["leader"], o["assignment"]) for o in outputs if o["type"] == "rebalance"
-            and o["members"]]
+    told = [
+        (o["generation"], o["leader"], o["assignment"]) for o in outputs if o["type"] == "rebalance" and o["members"]
+    ]
     assert told == recorded
     given = [(g.generation, g.leader, g.members) for g in truth.generations().values()]
     assert [g for g in given if g not in told] == []
@@ -215,8 +264,9 @@ def check_story(outputs: list[dict], truth: Truth, recorded: list[tuple]) -> Non
     # dates it by its arrival): within a few seconds of the consumer's close.
     closed = {f["client"]: f["ts"] for f in truth.facts if f["fact"] == "closed"}
     when = {o["member_id"]: o["ts"] for o in outputs if o["type"] == "member_left"}
-    assert all(abs(when[ids[c]] - closed[c]) < 5_000 for c in ("c1", "c2", "c3")), \
-        {c: when[ids[c]] - closed[c] for c in ("c1", "c2", "c3")}
+    assert all(abs(when[ids[c]] - closed[c]) < 5_000 for c in ("c1", "c2", "c3")), {
+        c: when[ids[c]] - closed[c] for c in ("c1", "c2", "c3")
+    }
     rebalances = [o for o in outputs if o["type"] == "rebalance"]
     # When a round began is not in the records: every rebalance's time is unknown, and so is how long a partition
     # that changed owners waited (one that had none before -- the first round's -- waited for nobody: 0).
@@ -233,11 +283,13 @@ def outputs_broker(request):
     from types import SimpleNamespace
 
     if request.param == "headers":
-        return SimpleNamespace(bootstrap=request.getfixturevalue("kafka_bootstrap"), client={}, headers=True,
-                               create_topics=None)
+        return SimpleNamespace(
+            bootstrap=request.getfixturevalue("kafka_bootstrap"), client={}, headers=True, create_topics=None
+        )
     kafka = request.getfixturevalue("apache_kafka")
-    return SimpleNamespace(bootstrap=kafka.bootstrap, client={"api_version": (0, 9)}, headers=False,
-                           create_topics=kafka.create_topics)
+    return SimpleNamespace(
+        bootstrap=kafka.bootstrap, client={"api_version": (0, 9)}, headers=False, create_topics=kafka.create_topics
+    )
 
 
 def test_outputs_are_read_once_with_or_without_record_headers(outputs_broker, tmp_path):
@@ -255,26 +307,36 @@ def test_outputs_are_read_once_with_or_without_record_headers(outputs_broker, tm
         ensure_topics(outputs_broker.bootstrap, {topic: 1})
     version = broker_features.api_version(outputs_broker.bootstrap, outputs_broker.client)
     assert broker_features.has_headers(version) == outputs_broker.headers
-    sink = TrackerSink(bootstrap=outputs_broker.bootstrap, outputs_topic=topic, producer_config=outputs_broker.client,
-                       record_headers=outputs_broker.headers)
+    sink = TrackerSink(
+        bootstrap=outputs_broker.bootstrap,
+        outputs_topic=topic,
+        producer_config=outputs_broker.client,
+        record_headers=outputs_broker.headers,
+    )
 
     def batch(n: int) -> list[dict]:
         return [{"type": "member_joined", "group_id": "g", "member_id": f"m-{n}-{i}", "ts": n} for i in range(3)]
 
     sink.handle(batch(0), 0)
-    sink._produce_until_delivered(batch(1)[:2], 1)   # a crash after part of batch 1 was sent ...
-    sink.handle(batch(1), 1)                          # ... and the restarted job sends it again, whole
+    sink._produce_until_delivered(batch(1)[:2], 1)  # a crash after part of batch 1 was sent ...
+    sink.handle(batch(1), 1)  # ... and the restarted job sends it again, whole
     sink.handle(batch(2), 2)
     sink.close()
     rule = ExactlyOnce()
     read = list(read_outputs(outputs_broker.bootstrap, topic, outputs_broker.client, rule=rule))
-    assert read == batch(0) + batch(1) + batch(2)      # the bookkeeping fields are not the outputs'
+    assert read == batch(0) + batch(1) + batch(2)  # the bookkeeping fields are not the outputs'
     assert rule.counts == {"kept": 9, "repeated": 2, "unmarked": 0, "not json": 0}
     conf = ["--kafka-conf", "api.version=0.9"] if not outputs_broker.headers else []
-    done = tracker(["outputs", "--bootstrap", outputs_broker.bootstrap, "--topic", topic, "--out", "o.jsonl", *conf],
-                   tmp_path, job_env())
-    assert done.returncode == 0 and "wrote 9 outputs" in done.stderr and "2 records of a batch sent again dropped" \
-        in done.stderr, done.stderr
+    done = tracker(
+        ["outputs", "--bootstrap", outputs_broker.bootstrap, "--topic", topic, "--out", "o.jsonl", *conf],
+        tmp_path,
+        job_env(),
+    )
+    assert (
+        done.returncode == 0
+        and "wrote 9 outputs" in done.stderr
+        and "2 records of a batch sent again dropped" in done.stderr
+    ), done.stderr
     assert [json.loads(line) for line in (tmp_path / "o.jsonl").read_text().splitlines()] == read
 
 
@@ -293,13 +355,18 @@ def test_the_log_end_on_0_9_is_the_listed_one_even_when_records_arrive_meanwhile
         producer.send(topic, b"an event larger than one byte")
     producer.flush()
     producer.close()
-    consumer = KafkaConsumer(bootstrap_servers=apache_kafka.bootstrap, api_version=(0, 9), enable_auto_commit=False,
-                             max_partition_fetch_bytes=1, fetch_max_wait_ms=10)
+    consumer = KafkaConsumer(
+        bootstrap_servers=apache_kafka.bootstrap,
+        api_version=(0, 9),
+        enable_auto_commit=False,
+        max_partition_fetch_bytes=1,
+        fetch_max_wait_ms=10,
+    )
     tp = TopicPartition(topic, 0)
     try:
         listed = consumer.end_offsets([tp])
         assert listed == {tp: 3}
-        consumer.end_offsets = lambda tps: {tp: 2}   # listed before the last record was appended
-        assert log_end_offsets(consumer, [tp]) == {tp: 2}   # a later planning round sees the rest
+        consumer.end_offsets = lambda tps: {tp: 2}  # listed before the last record was appended
+        assert log_end_offsets(consumer, [tp]) == {tp: 2}  # a later planning round sees the rest
     finally:
         consumer.close()

@@ -5,6 +5,7 @@ request validation, joining, epochs and fencing, static members (replacement, UN
 leave with -2), leave with -1, session and rebalance timeouts, subscription and topic metadata changes, regular
 expressions, group size limit, the full-request answer, and the records each step writes, in Kafka's order.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -71,12 +72,22 @@ def test_regex_validation():
     answer = h.hb("m", 0, "foo", rebalance_timeout_ms=5000, subscribed_topic_regex="[", topic_partitions=[])[0]
     assert answer["error"] == "INVALID_REGULAR_EXPRESSION"
     assert answer["error_message"].startswith("SubscribedTopicRegex `[` is not a valid regular expression:")
-    assert h.hb("m", 0, "foo", rebalance_timeout_ms=5000, subscribed_topic_regex=".*",
-                topic_partitions=[])[0]["member_epoch"] == 1
-    assert h.hb("m", 1, "foo", rebalance_timeout_ms=5000, subscribed_topic_regex="[",
-                topic_partitions=[])[0]["error"] == "INVALID_REGULAR_EXPRESSION"
-    assert h.hb("m", 1, "foo", rebalance_timeout_ms=5000, subscribed_topic_names=["foo"],
-                topic_partitions=[])[0]["member_epoch"] == 2
+    assert (
+        h.hb("m", 0, "foo", rebalance_timeout_ms=5000, subscribed_topic_regex=".*", topic_partitions=[])[0][
+            "member_epoch"
+        ]
+        == 1
+    )
+    assert (
+        h.hb("m", 1, "foo", rebalance_timeout_ms=5000, subscribed_topic_regex="[", topic_partitions=[])[0]["error"]
+        == "INVALID_REGULAR_EXPRESSION"
+    )
+    assert (
+        h.hb("m", 1, "foo", rebalance_timeout_ms=5000, subscribed_topic_names=["foo"], topic_partitions=[])[0][
+            "member_epoch"
+        ]
+        == 2
+    )
 
 
 # ----------------------------------------------------------- testUnknownGroupId / testUnknownMemberIdJoinsConsumerGroup
@@ -89,20 +100,30 @@ def test_unknown_group_id():
 def test_unknown_member_id_joins_consumer_group():
     h = Harness()
     h.join("m1", ["foo", "bar"])
-    assert h.hb("other", 1, rebalance_timeout_ms=5000, subscribed_topic_names=["foo", "bar"],
-                topic_partitions=[])[0]["error"] == "UNKNOWN_MEMBER_ID"
+    assert (
+        h.hb("other", 1, rebalance_timeout_ms=5000, subscribed_topic_names=["foo", "bar"], topic_partitions=[])[0][
+            "error"
+        ]
+        == "UNKNOWN_MEMBER_ID"
+    )
 
 
 # ---------------------------------------------------------------- testConsumerGroupMemberEpochValidation
 def test_member_epoch_validation():
     h = Harness({"foo": 6})
-    m = member("m", member_epoch=100, previous_member_epoch=99, subscribed_topic_names=["foo", "bar"],
-               server_assignor="range", assigned_partitions=h.A(foo=(1, 2, 3)))
+    m = member(
+        "m",
+        member_epoch=100,
+        previous_member_epoch=99,
+        subscribed_topic_names=["foo", "bar"],
+        server_assignor="range",
+        assigned_partitions=h.A(foo=(1, 2, 3)),
+    )
     h.seed(G, 100, [m], {"m": h.A(foo=(1, 2, 3))})
     common = dict(rebalance_timeout_ms=5000, subscribed_topic_names=["foo", "bar"])
-    assert h.hb("m", 200, **common)[0]["error"] == "FENCED_MEMBER_EPOCH"      # ahead of the coordinator
-    assert h.hb("m", 50, **common)[0]["error"] == "FENCED_MEMBER_EPOCH"       # behind
-    assert h.hb("m", 99, **common)[0]["error"] == "FENCED_MEMBER_EPOCH"       # previous epoch, owns nothing said
+    assert h.hb("m", 200, **common)[0]["error"] == "FENCED_MEMBER_EPOCH"  # ahead of the coordinator
+    assert h.hb("m", 50, **common)[0]["error"] == "FENCED_MEMBER_EPOCH"  # behind
+    assert h.hb("m", 99, **common)[0]["error"] == "FENCED_MEMBER_EPOCH"  # previous epoch, owns nothing said
     # The previous epoch with a subset of its partitions: the answer with the new epoch was lost; resend it.
     answer = h.hb("m", 99, topic_partitions=[["foo", 1], ["foo", 2]], **common)[0]
     assert (answer["error"], answer["member_epoch"]) == ("NONE", 100)
@@ -111,8 +132,13 @@ def test_member_epoch_validation():
 def test_fenced_member_may_rejoin_with_epoch_zero():
     # KAFKA-19233 (Kafka 4.3; 4.0 answered FENCED_MEMBER_EPOCH): epoch 0 always means "(re)join".
     h = Harness({"foo": 6})
-    m = member("m", member_epoch=10, previous_member_epoch=9, subscribed_topic_names=["foo"],
-               assigned_partitions=h.A(foo=range(6)))
+    m = member(
+        "m",
+        member_epoch=10,
+        previous_member_epoch=9,
+        subscribed_topic_names=["foo"],
+        assigned_partitions=h.A(foo=range(6)),
+    )
     h.seed(G, 10, [m], {"m": h.A(foo=range(6))})
     answer = h.join("m", ["foo"])[0]
     assert (answer["error"], answer["member_epoch"]) == ("NONE", 10)
@@ -125,11 +151,21 @@ def test_a_new_group_starts_at_epoch_one_since_kafka_4_3():
     h = Harness({"foo": 3}, scripted=False, initial_group_epoch=1)
     answer, recs, _ = h.join("m", ["foo"])
     assert (answer["error"], answer["member_epoch"]) == ("NONE", 2)
-    epochs = [(r["type"], r.get("epoch", r.get("assignmentEpoch", r.get("memberEpoch")))) for r in recs
-              if r["type"] in ("consumer_group_metadata", "consumer_group_target_assignment_metadata",
-                               "consumer_group_current_member_assignment")]
-    assert epochs == [("consumer_group_metadata", 2), ("consumer_group_target_assignment_metadata", 2),
-                      ("consumer_group_current_member_assignment", 2)]
+    epochs = [
+        (r["type"], r.get("epoch", r.get("assignmentEpoch", r.get("memberEpoch"))))
+        for r in recs
+        if r["type"]
+        in (
+            "consumer_group_metadata",
+            "consumer_group_target_assignment_metadata",
+            "consumer_group_current_member_assignment",
+        )
+    ]
+    assert epochs == [
+        ("consumer_group_metadata", 2),
+        ("consumer_group_target_assignment_metadata", 2),
+        ("consumer_group_current_member_assignment", 2),
+    ]
     with pytest.raises(ValueError):
         Harness(initial_group_epoch=2)
 
@@ -141,46 +177,82 @@ def test_member_joins_empty_consumer_group():
     h.assignor.prepare({"m": {foo: range(6), bar: range(3)}})
     answer, recs, _ = h.join("m", ["foo", "bar"], server_assignor="range")
     assert answer == {**answer, "member_id": "m", "member_epoch": 1, "heartbeat_interval_ms": 5000, "error": "NONE"}
-    assert answer["assignment"] == [{"topic_id": t, "topic": n, "partitions": list(range(p))}
-                                    for t, n, p in sorted([(foo, "foo", 6), (bar, "bar", 3)])]
-    expected = member("m", member_epoch=1, previous_member_epoch=0, subscribed_topic_names=["foo", "bar"],
-                      server_assignor="range", assigned_partitions=h.A(foo=range(6), bar=range(3)))
-    assert recs == strip([
-        R.member_subscription(G, expected),
-        R.partition_metadata(G, {"foo": (foo, 6), "bar": (bar, 3)}),
-        R.epoch(G, 1),
-        R.target_assignment(G, "m", h.A(foo=range(6), bar=range(3))),
-        R.target_assignment_epoch(G, 1),
-        R.current_assignment(G, expected)])
+    assert answer["assignment"] == [
+        {"topic_id": t, "topic": n, "partitions": list(range(p))}
+        for t, n, p in sorted([(foo, "foo", 6), (bar, "bar", 3)])
+    ]
+    expected = member(
+        "m",
+        member_epoch=1,
+        previous_member_epoch=0,
+        subscribed_topic_names=["foo", "bar"],
+        server_assignor="range",
+        assigned_partitions=h.A(foo=range(6), bar=range(3)),
+    )
+    assert recs == strip(
+        [
+            R.member_subscription(G, expected),
+            R.partition_metadata(G, {"foo": (foo, 6), "bar": (bar, 3)}),
+            R.epoch(G, 1),
+            R.target_assignment(G, "m", h.A(foo=range(6), bar=range(3))),
+            R.target_assignment_epoch(G, 1),
+            R.current_assignment(G, expected),
+        ]
+    )
     assert h.group().state() == "Stable"
 
 
 # ---------------------------------------------------------------- testUpdatingSubscriptionTriggersNewTargetAssignment
 def test_updating_subscription_triggers_new_target_assignment():
     h = Harness({"foo": 6, "bar": 3})
-    m = member("m", member_epoch=10, previous_member_epoch=9, subscribed_topic_names=["foo"], server_assignor="range",
-               assigned_partitions=h.A(foo=range(6)))
+    m = member(
+        "m",
+        member_epoch=10,
+        previous_member_epoch=9,
+        subscribed_topic_names=["foo"],
+        server_assignor="range",
+        assigned_partitions=h.A(foo=range(6)),
+    )
     h.seed(G, 10, [m], {"m": h.A(foo=range(6))})
     h.assignor.prepare({"m": h.A(foo=range(6), bar=range(3))})
     answer, recs, _ = h.hb("m", 10, subscribed_topic_names=["foo", "bar"])
     assert (answer["member_epoch"], len(answer["assignment"])) == (11, 2)
     updated = m.with_(subscribed_topic_names=frozenset({"foo", "bar"}))
-    assert recs == strip([
-        R.member_subscription(G, updated),
-        R.partition_metadata(G, {"foo": (h.id("foo"), 6), "bar": (h.id("bar"), 3)}),
-        R.epoch(G, 11),
-        R.target_assignment(G, "m", h.A(foo=range(6), bar=range(3))),
-        R.target_assignment_epoch(G, 11),
-        R.current_assignment(G, updated.with_(member_epoch=11, previous_member_epoch=10,
-                                              assigned_partitions=h.A(foo=range(6), bar=range(3))))])
+    assert recs == strip(
+        [
+            R.member_subscription(G, updated),
+            R.partition_metadata(G, {"foo": (h.id("foo"), 6), "bar": (h.id("bar"), 3)}),
+            R.epoch(G, 11),
+            R.target_assignment(G, "m", h.A(foo=range(6), bar=range(3))),
+            R.target_assignment_epoch(G, 11),
+            R.current_assignment(
+                G,
+                updated.with_(
+                    member_epoch=11, previous_member_epoch=10, assigned_partitions=h.A(foo=range(6), bar=range(3))
+                ),
+            ),
+        ]
+    )
 
 
 # ---------------------------------------------------------------- testNewJoiningMemberTriggersNewTargetAssignment
 def two_member_group(h):
-    m1 = member("m1", member_epoch=10, previous_member_epoch=9, subscribed_topic_names=["foo", "bar"],
-                server_assignor="range", assigned_partitions=h.A(foo=(0, 1, 2), bar=(0, 1)))
-    m2 = member("m2", member_epoch=10, previous_member_epoch=9, subscribed_topic_names=["foo", "bar"],
-                server_assignor="range", assigned_partitions=h.A(foo=(3, 4, 5), bar=(2,)))
+    m1 = member(
+        "m1",
+        member_epoch=10,
+        previous_member_epoch=9,
+        subscribed_topic_names=["foo", "bar"],
+        server_assignor="range",
+        assigned_partitions=h.A(foo=(0, 1, 2), bar=(0, 1)),
+    )
+    m2 = member(
+        "m2",
+        member_epoch=10,
+        previous_member_epoch=9,
+        subscribed_topic_names=["foo", "bar"],
+        server_assignor="range",
+        assigned_partitions=h.A(foo=(3, 4, 5), bar=(2,)),
+    )
     h.seed(G, 10, [m1, m2], {"m1": m1.assigned_partitions, "m2": m2.assigned_partitions})
     return m1, m2
 
@@ -188,14 +260,25 @@ def two_member_group(h):
 def test_new_joining_member_triggers_new_target_assignment():
     h = Harness({"foo": 6, "bar": 3})
     two_member_group(h)
-    h.assignor.prepare({"m1": h.A(foo=(0, 1), bar=(0,)), "m2": h.A(foo=(2, 3), bar=(1,)),
-                        "m3": h.A(foo=(4, 5), bar=(2,))})
+    h.assignor.prepare(
+        {"m1": h.A(foo=(0, 1), bar=(0,)), "m2": h.A(foo=(2, 3), bar=(1,)), "m3": h.A(foo=(4, 5), bar=(2,))}
+    )
     answer, recs, _ = h.join("m3", ["foo", "bar"], server_assignor="range")
     assert (answer["member_epoch"], answer["assignment"]) == (11, [])
-    expected3 = member("m3", member_epoch=11, previous_member_epoch=0, state=S.UNRELEASED_PARTITIONS,
-                       subscribed_topic_names=["foo", "bar"], server_assignor="range")
-    assert recs[0] == strip([R.member_subscription(G, expected3.with_(member_epoch=0, previous_member_epoch=-1,
-                                                                      state=S.STABLE))])[0]
+    expected3 = member(
+        "m3",
+        member_epoch=11,
+        previous_member_epoch=0,
+        state=S.UNRELEASED_PARTITIONS,
+        subscribed_topic_names=["foo", "bar"],
+        server_assignor="range",
+    )
+    assert (
+        recs[0]
+        == strip([R.member_subscription(G, expected3.with_(member_epoch=0, previous_member_epoch=-1, state=S.STABLE))])[
+            0
+        ]
+    )
     assert recs[1] == strip([R.epoch(G, 11)])[0]
     assert sorted(recs[2:5], key=lambda r: r["member_id"]) == strip(
         [
@@ -213,8 +296,9 @@ def test_reconciliation_round_trip_revoke_then_assign():
     the revoked partitions; then m3 gets what m1 released."""
     h = Harness({"foo": 6, "bar": 3})
     two_member_group(h)
-    h.assignor.prepare({"m1": h.A(foo=(0, 1), bar=(0,)), "m2": h.A(foo=(2, 3), bar=(1,)),
-                        "m3": h.A(foo=(4, 5), bar=(2,))})
+    h.assignor.prepare(
+        {"m1": h.A(foo=(0, 1), bar=(0,)), "m2": h.A(foo=(2, 3), bar=(1,)), "m3": h.A(foo=(4, 5), bar=(2,))}
+    )
     h.join("m3", ["foo", "bar"], server_assignor="range")
     answer = h.hb("m1", 10)[0]
     assert (answer["member_epoch"], h.member("m1").state) == (10, S.UNREVOKED_PARTITIONS)
@@ -234,20 +318,38 @@ def test_leaving_member_bumps_group_epoch():
     two_member_group(h)
     answer, recs, out = h.hb("m2", -1)
     assert (answer["member_id"], answer["member_epoch"], answer["error"]) == ("m2", -1, "NONE")
-    assert recs == strip([R.current_assignment_tombstone(G, "m2"), R.target_assignment(G, "m2", None),
-                          R.member_subscription_tombstone(G, "m2"), R.epoch(G, 11)])
+    assert recs == strip(
+        [
+            R.current_assignment_tombstone(G, "m2"),
+            R.target_assignment(G, "m2", None),
+            R.member_subscription_tombstone(G, "m2"),
+            R.epoch(G, 11),
+        ]
+    )
     assert [o["reason"] for o in out if o["type"] == "member_left"] == ["leave"]
     assert "m2" not in h.group().members and h.c.next_deadline(G) is not None
 
 
 # ---------------------------------------------------------------- static members
 def static_group(h):
-    m1 = member("m1", instance_id="instance-1", member_epoch=10, previous_member_epoch=9,
-                subscribed_topic_names=["foo", "bar"], server_assignor="range",
-                assigned_partitions=h.A(foo=(0, 1, 2), bar=(0, 1)))
-    m2 = member("m2", instance_id="instance-2", member_epoch=10, previous_member_epoch=9,
-                subscribed_topic_names=["foo", "bar"], server_assignor="range",
-                assigned_partitions=h.A(foo=(3, 4, 5), bar=(2,)))
+    m1 = member(
+        "m1",
+        instance_id="instance-1",
+        member_epoch=10,
+        previous_member_epoch=9,
+        subscribed_topic_names=["foo", "bar"],
+        server_assignor="range",
+        assigned_partitions=h.A(foo=(0, 1, 2), bar=(0, 1)),
+    )
+    m2 = member(
+        "m2",
+        instance_id="instance-2",
+        member_epoch=10,
+        previous_member_epoch=9,
+        subscribed_topic_names=["foo", "bar"],
+        server_assignor="range",
+        assigned_partitions=h.A(foo=(3, 4, 5), bar=(2,)),
+    )
     h.seed(G, 10, [m1, m2], {"m1": m1.assigned_partitions, "m2": m2.assigned_partitions})
     return m1, m2
 
@@ -271,10 +373,17 @@ def test_static_member_gets_back_assignment_upon_rejoin():
     assert (answer["member_id"], answer["member_epoch"], answer["error"]) == ("m1-new", 10, "NONE")
     assert {(a["topic"], tuple(a["partitions"])) for a in answer["assignment"]} == {("foo", (0, 1, 2)), ("bar", (0, 1))}
     new = m1.with_(member_id="m1-new", member_epoch=0, previous_member_epoch=0)
-    assert recs == strip([R.current_assignment_tombstone(G, "m1"), R.target_assignment(G, "m1", None),
-                          R.member_subscription_tombstone(G, "m1"), R.member_subscription(G, new),
-                          R.target_assignment(G, "m1-new", m1.assigned_partitions), R.current_assignment(G, new),
-                          R.current_assignment(G, new.with_(member_epoch=10, previous_member_epoch=0))])
+    assert recs == strip(
+        [
+            R.current_assignment_tombstone(G, "m1"),
+            R.target_assignment(G, "m1", None),
+            R.member_subscription_tombstone(G, "m1"),
+            R.member_subscription(G, new),
+            R.target_assignment(G, "m1-new", m1.assigned_partitions),
+            R.current_assignment(G, new),
+            R.current_assignment(G, new.with_(member_epoch=10, previous_member_epoch=0)),
+        ]
+    )
     assert h.group().group_epoch == 10 and h.group().static_members["instance-1"] == "m1-new"
     assert [o["previous_member_id"] for o in out if o["type"] == "member_replaced"] == ["m1"]
 
@@ -298,9 +407,12 @@ def test_leaving_static_member_bumps_group_epoch():
     static_group(h)
     answer, recs, _ = h.hb("m1", -1, instance_id="instance-1")
     assert answer["member_epoch"] == -1
-    assert names(recs) == [("ConsumerGroupCurrentMemberAssignment", "m1", True),
-                           ("ConsumerGroupTargetAssignmentMember", "m1", True),
-                           ("ConsumerGroupMemberMetadata", "m1", True), ("ConsumerGroupMetadata", None, False)]
+    assert names(recs) == [
+        ("ConsumerGroupCurrentMemberAssignment", "m1", True),
+        ("ConsumerGroupTargetAssignmentMember", "m1", True),
+        ("ConsumerGroupMemberMetadata", "m1", True),
+        ("ConsumerGroupMetadata", None, False),
+    ]
 
 
 def test_unreleased_instance_id_when_new_member_joins_with_in_use_instance_id():
@@ -308,8 +420,10 @@ def test_unreleased_instance_id_when_new_member_joins_with_in_use_instance_id():
     static_group(h)
     answer = h.join("m1-new", ["foo", "bar"], instance_id="instance-1")[0]
     assert answer["error"] == "UNRELEASED_INSTANCE_ID"
-    assert answer["error_message"] == ("Static member m1-new with instance id instance-1 cannot join the group "
-                                       "because the instance id is owned by m1 member.")
+    assert answer["error_message"] == (
+        "Static member m1-new with instance id instance-1 cannot join the group "
+        "because the instance id is owned by m1 member."
+    )
 
 
 def test_unknown_static_member_joins_or_leaves():
@@ -341,8 +455,10 @@ def test_new_member_is_rejected_when_maximum_members_is_reached():
     two_member_group(h)
     answer = h.join("m3", ["foo"])[0]
     assert (answer["error"], answer["error_message"]) == (
-        "GROUP_MAX_SIZE_REACHED", "The consumer group has reached its maximum capacity of 2 members.")
-    assert h.hb("m1", 10)[0]["error"] == "NONE"   # members already in keep heartbeating
+        "GROUP_MAX_SIZE_REACHED",
+        "The consumer group has reached its maximum capacity of 2 members.",
+    )
+    assert h.hb("m1", 10)[0]["error"] == "NONE"  # members already in keep heartbeating
 
 
 # ---------------------------------------------------------------- testConsumerGroupHeartbeatFullResponse
@@ -350,10 +466,11 @@ def test_heartbeat_full_response():
     h = Harness({"foo": 2})
     h.assignor.prepare({"m": h.A(foo=(0, 1))})
     assert h.join("m", ["foo"])[0]["assignment"] is not None
-    assert h.hb("m", 1)[0]["assignment"] is None                          # nothing changed: no assignment
-    full = h.hb("m", 1, rebalance_timeout_ms=5000, subscribed_topic_names=["foo"],
-                topic_partitions=[["foo", 0], ["foo", 1]])[0]
-    assert full["assignment"][0]["partitions"] == [0, 1]                 # a full request always gets it
+    assert h.hb("m", 1)[0]["assignment"] is None  # nothing changed: no assignment
+    full = h.hb(
+        "m", 1, rebalance_timeout_ms=5000, subscribed_topic_names=["foo"], topic_partitions=[["foo", 0], ["foo", 1]]
+    )[0]
+    assert full["assignment"][0]["partitions"] == [0, 1]  # a full request always gets it
 
 
 # ---------------------------------------------------------------- testConsumerGroupStates
@@ -380,12 +497,15 @@ def test_partition_assignor_exception_on_regular_heartbeat():
     class Failing:
         def assign(self, spec, describer):
             from assignors.server import PartitionAssignorError
+
             raise PartitionAssignorError("Assignment failed.")
 
     h.c._assignors["range"] = Failing()
     answer = h.join("m", ["foo"])[0]
     assert (answer["error"], answer["error_message"]) == (
-        "UNKNOWN_SERVER_ERROR", "Failed to compute a new target assignment for epoch 1: Assignment failed.")
+        "UNKNOWN_SERVER_ERROR",
+        "Failed to compute a new target assignment for epoch 1: Assignment failed.",
+    )
     assert not h.c.groups
 
 
@@ -397,11 +517,18 @@ def test_session_timeout_expiration():
     assert h.c.next_deadline(G) == 45000
     assert h.advance(44999) == []
     out = h.advance(45000)
-    assert records(out) == strip([R.current_assignment_tombstone(G, "m"), R.target_assignment(G, "m", None),
-                                  R.member_subscription_tombstone(G, "m"), R.partition_metadata(G, {}),
-                                  R.epoch(G, 2)])
-    assert [(o["reason"], o["last_heartbeat_ts"]) for o in out if o["type"] == "member_expired"] == \
-        [("session timeout", 0)]
+    assert records(out) == strip(
+        [
+            R.current_assignment_tombstone(G, "m"),
+            R.target_assignment(G, "m", None),
+            R.member_subscription_tombstone(G, "m"),
+            R.partition_metadata(G, {}),
+            R.epoch(G, 2),
+        ]
+    )
+    assert [(o["reason"], o["last_heartbeat_ts"]) for o in out if o["type"] == "member_expired"] == [
+        ("session timeout", 0)
+    ]
     # No session left; the Empty group without offsets goes at the cleanup pass (offsets.retention.check.interval.ms).
     assert h.c.soft[G].sessions == {} and h.c.next_deadline(G) == 45000 + 600_000
 
@@ -411,11 +538,11 @@ def test_session_timeout_lifecycle():
     h.assignor.prepare({"m": h.A(foo=range(6))})
     h.join("m", ["foo"])
     h.ts = 40_000
-    h.hb("m", 1)                                 # a heartbeat restarts the session
+    h.hb("m", 1)  # a heartbeat restarts the session
     assert h.c.next_deadline(G) == 85_000
     assert h.advance(84_999) == [] and "m" in h.group().members
-    h.hb("m", -1)                                # leaving cancels it
-    assert h.c.soft[G].sessions == {} and h.c.next_deadline(G) == 84_999 + 600_000   # the cleanup of the Empty group
+    h.hb("m", -1)  # leaving cancels it
+    assert h.c.soft[G].sessions == {} and h.c.next_deadline(G) == 84_999 + 600_000  # the cleanup of the Empty group
 
 
 def test_session_timeout_expiration_static_member():
@@ -424,11 +551,13 @@ def test_session_timeout_expiration_static_member():
     h.join("m", ["foo"], instance_id="instance")
     h.ts = 10_000
     h.hb("m", -2, instance_id="instance")
-    assert h.c.next_deadline(G) == 45_000        # a temporary leave does not restart the session
+    assert h.c.next_deadline(G) == 45_000  # a temporary leave does not restart the session
     out = h.advance(45_000)
-    assert names(records(out))[:3] == [("ConsumerGroupCurrentMemberAssignment", "m", True),
-                                       ("ConsumerGroupTargetAssignmentMember", "m", True),
-                                       ("ConsumerGroupMemberMetadata", "m", True)]
+    assert names(records(out))[:3] == [
+        ("ConsumerGroupCurrentMemberAssignment", "m", True),
+        ("ConsumerGroupTargetAssignmentMember", "m", True),
+        ("ConsumerGroupMemberMetadata", "m", True),
+    ]
     assert not h.group().members and not h.group().static_members
 
 
@@ -440,7 +569,7 @@ def test_rebalance_timeout_expiration():
     h.ts = 1000
     h.join("m2", ["foo"], rebalance_timeout_ms=90000)
     h.ts = 2000
-    answer = h.hb("m1", 1)[0]                    # m1 must revoke foo-2: the rebalance timer starts
+    answer = h.hb("m1", 1)[0]  # m1 must revoke foo-2: the rebalance timer starts
     assert answer["member_epoch"] == 1 and h.member("m1").state is S.UNREVOKED_PARTITIONS
     assert h.c.soft[G].rebalance["m1"] == [14000, 1]
     out = h.advance(14000)
@@ -458,7 +587,7 @@ def test_rebalance_timeout_lifecycle():
     assert "m1" in h.c.soft[G].rebalance
     h.ts = 5000
     assert h.hb("m1", 1, topic_partitions=[["foo", 0], ["foo", 1]])[0]["member_epoch"] == 2
-    assert "m1" not in h.c.soft[G].rebalance     # revoked in time: the timer is cancelled
+    assert "m1" not in h.c.soft[G].rebalance  # revoked in time: the timer is cancelled
     assert h.advance(20000) == [] and "m1" in h.group().members
 
 
@@ -467,14 +596,17 @@ def test_partition_count_change_bumps_epoch_on_next_heartbeat():
     h = Harness({"foo": 6})
     h.assignor.prepare({"m": h.A(foo=range(6))})
     h.join("m", ["foo"])
-    assert h.topic("foo", 8) == []              # Kafka only flags the group; the next heartbeat refreshes
+    assert h.topic("foo", 8) == []  # Kafka only flags the group; the next heartbeat refreshes
     assert h.group().group_epoch == 1
     h.assignor.prepare({"m": h.A(foo=range(8))})
     answer, recs, _ = h.hb("m", 1)
-    assert names(recs) == [("ConsumerGroupPartitionMetadata", None, False), ("ConsumerGroupMetadata", None, False),
-                           ("ConsumerGroupTargetAssignmentMember", "m", False),
-                           ("ConsumerGroupTargetAssignmentMetadata", None, False),
-                           ("ConsumerGroupCurrentMemberAssignment", "m", False)]
+    assert names(recs) == [
+        ("ConsumerGroupPartitionMetadata", None, False),
+        ("ConsumerGroupMetadata", None, False),
+        ("ConsumerGroupTargetAssignmentMember", "m", False),
+        ("ConsumerGroupTargetAssignmentMetadata", None, False),
+        ("ConsumerGroupCurrentMemberAssignment", "m", False),
+    ]
     assert recs[0]["topics"][0]["numPartitions"] == 8
     assert answer["member_epoch"] == 2 and answer["assignment"][0]["partitions"] == list(range(8))
 
@@ -555,7 +687,7 @@ def test_new_topic_matching_regex_is_picked_up_after_refresh_interval():
     h.topic("fizz", 1)
     h.ts = 5_000
     assert h.group().resolved_regexes["f.*"].topics == {"foo"}
-    assert h.hb("m", 1)[0]["member_epoch"] == 2   # within 10 s of the last refresh: not yet
+    assert h.hb("m", 1)[0]["member_epoch"] == 2  # within 10 s of the last refresh: not yet
     assert h.group().resolved_regexes["f.*"].topics == {"foo"}
     h.ts = 10_001
     assert h.hb("m", 2)[0]["error"] == "NONE"
@@ -569,8 +701,13 @@ def test_uniform_assignor_default():
     h.join("a", ["foo"])
     h.join("b", ["foo"])
     h.hb("a", 1)
-    h.hb("a", 1, topic_partitions=[[t, p] for t, p in [("foo", p) for p in sorted(
-        h.member("a").assigned_partitions[h.id("foo")])]])
+    h.hb(
+        "a",
+        1,
+        topic_partitions=[
+            [t, p] for t, p in [("foo", p) for p in sorted(h.member("a").assigned_partitions[h.id("foo")])]
+        ],
+    )
     h.hb("b", 2)
     sizes = sorted(len(h.member(m).assigned_partitions.get(h.id("foo"), ())) for m in "ab")
     assert sizes == [3, 3] and h.group().state() == "Stable"
@@ -582,24 +719,29 @@ def test_delete_group_writes_tombstones():
     h = Harness({"foo": 1})
     h.assignor.prepare({"m": h.A(foo=(0,))})
     h.join("m", ["foo"])
-    assert [o["error"] for o in h.event(type="delete_group", group_id=G) if o["type"] == "delete_group_response"] \
-        == ["NON_EMPTY_GROUP"]
+    assert [o["error"] for o in h.event(type="delete_group", group_id=G) if o["type"] == "delete_group_response"] == [
+        "NON_EMPTY_GROUP"
+    ]
     h.hb("m", -1)
     out = h.event(type="delete_group", group_id=G)
-    assert names(records(out)) == [("ConsumerGroupTargetAssignmentMetadata", None, True),
-                                   ("ConsumerGroupPartitionMetadata", None, True),
-                                   ("ConsumerGroupMetadata", None, True)]
+    assert names(records(out)) == [
+        ("ConsumerGroupTargetAssignmentMetadata", None, True),
+        ("ConsumerGroupPartitionMetadata", None, True),
+        ("ConsumerGroupMetadata", None, True),
+    ]
     assert G not in h.c.groups
 
 
 def test_state_round_trips_through_bytes():
     h = Harness({"foo": 6, "bar": 3})
     two_member_group(h)
-    h.assignor.prepare({"m1": h.A(foo=(0, 1), bar=(0,)), "m2": h.A(foo=(2, 3), bar=(1,)),
-                        "m3": h.A(foo=(4, 5), bar=(2,))})
+    h.assignor.prepare(
+        {"m1": h.A(foo=(0, 1), bar=(0,)), "m2": h.A(foo=(2, 3), bar=(1,)), "m3": h.A(foo=(4, 5), bar=(2,))}
+    )
     h.join("m3", ["foo", "bar"])
     h.hb("m1", 10)
     from streaming.coordinator.consumer import ConsumerGroupCoordinator
+
     copy = ConsumerGroupCoordinator.from_bytes(h.c.to_bytes(), h.c.config, h.c._assignors)
     assert copy.to_dict() == h.c.to_dict()
     assert copy.next_deadline() == h.c.next_deadline()
@@ -611,13 +753,18 @@ def test_client_fields_are_recorded():
     h.assignor.prepare({})
     recs = h.join("m", ["foo"], rack_id="rack-a")[1]
     value = recs[0]
-    assert (value["clientId"], value["clientHost"], value["rackId"], value["rebalanceTimeoutMs"]) == \
-        (CLIENT_ID, CLIENT_HOST, "rack-a", 5000)
+    assert (value["clientId"], value["clientHost"], value["rackId"], value["rebalanceTimeoutMs"]) == (
+        CLIENT_ID,
+        CLIENT_HOST,
+        "rack-a",
+        5000,
+    )
 
 
 def test_state_bytes_are_told_apart_from_the_classic_coordinators():
     from streaming.coordinator import GroupCoordinator
     from streaming.coordinator.consumer import ConsumerGroupCoordinator, is_consumer_state
+
     h = Harness({"foo": 1})
     h.assignor.prepare({})
     h.join("m", ["foo"])

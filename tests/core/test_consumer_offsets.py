@@ -8,6 +8,7 @@ testOffsetCommitWithUnknownGroup, testCleanupExpiredOffsets, testDeleteGroupAllO
 (testConsumerGroupMaybeDelete) and GroupCoordinatorShardTest (testCleanupGroupMetadata: offsets' tombstones, then
 the group's).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -18,7 +19,7 @@ from streaming.coordinator.consumer import records as R
 from streaming.coordinator.routing import Configs, GroupModels
 from tests.consumer_harness import Harness, member, records
 
-G = "fooup"                 # the harness's group (Kafka's tests say "foo")
+G = "fooup"  # the harness's group (Kafka's tests say "foo")
 MINUTE = 60_000
 
 
@@ -47,8 +48,7 @@ def empty_group(h: Harness, epoch=10):
 
 
 def group_with_member(h: Harness, epoch=10, topics=("bar",), **fields):
-    m = member("member", member_epoch=epoch, previous_member_epoch=epoch, subscribed_topic_names=list(topics),
-               **fields)
+    m = member("member", member_epoch=epoch, previous_member_epoch=epoch, subscribed_topic_names=list(topics), **fields)
     h.seed(G, epoch, [m], {"member": {}})
 
 
@@ -57,15 +57,33 @@ def test_commit_at_the_member_epoch():
     h = Harness({"bar": 2})
     group_with_member(h)
     h.ts = 1_000
-    out = commit(h, offsets=[{"topic": "bar", "partition": 0, "offset": 100, "leader_epoch": 10,
-                              "metadata": "metadata"}])
+    out = commit(
+        h, offsets=[{"topic": "bar", "partition": 0, "offset": 100, "leader_epoch": 10, "metadata": "metadata"}]
+    )
     assert one(out, "commit_response") == {
-        "type": "commit_response", "group_id": G, "ts": 1_000, "member_id": "member", "group_instance_id": None,
-        "error": "NONE", "partitions": [["bar", 0, "NONE"]]}
-    assert offset_records(out) == [{
-        "type": "offset_commit", "group_id": G, "topic": "bar", "partition": 0, "offset": 100, "leader_epoch": 10,
-        "metadata": "metadata", "commit_timestamp": 1_000, "expire_timestamp": -1, "tombstone": False}]
-    assert [o["type"] for o in out] == ["offset_commit", "commit_response"]   # the record, then the answer
+        "type": "commit_response",
+        "group_id": G,
+        "ts": 1_000,
+        "member_id": "member",
+        "group_instance_id": None,
+        "error": "NONE",
+        "partitions": [["bar", 0, "NONE"]],
+    }
+    assert offset_records(out) == [
+        {
+            "type": "offset_commit",
+            "group_id": G,
+            "topic": "bar",
+            "partition": 0,
+            "offset": 100,
+            "leader_epoch": 10,
+            "metadata": "metadata",
+            "commit_timestamp": 1_000,
+            "expire_timestamp": -1,
+            "tombstone": False,
+        }
+    ]
+    assert [o["type"] for o in out] == ["offset_commit", "commit_response"]  # the record, then the answer
     assert h.c.fetch_offsets(G) == {("bar", 0): {"offset": 100, "leader_epoch": 10, "metadata": "metadata"}}
 
 
@@ -84,7 +102,7 @@ def test_commit_with_a_stale_member_epoch(epoch):
 def test_commit_of_an_unknown_member():
     h = Harness({"bar": 2})
     empty_group(h)
-    assert one(commit(h, epoch=10), "commit_response")["error"] == "UNKNOWN_MEMBER_ID"   # an epoch, nobody there
+    assert one(commit(h, epoch=10), "commit_response")["error"] == "UNKNOWN_MEMBER_ID"  # an epoch, nobody there
     group_with_member(h)
     assert one(commit(h, member_id="ghost"), "commit_response")["error"] == "UNKNOWN_MEMBER_ID"
     assert h.c.fetch_offsets(G) == {}
@@ -96,31 +114,42 @@ def test_admin_commit_to_an_empty_group():
     empty_group(h)
     out = commit(h, member_id="", epoch=-1)
     assert one(out, "commit_response")["error"] == "NONE"
-    assert offset_records(out) == [{
-        "type": "offset_commit", "group_id": G, "topic": "bar", "partition": 0, "offset": 100, "leader_epoch": -1,
-        "metadata": "", "commit_timestamp": h.ts, "expire_timestamp": -1, "tombstone": False}]
+    assert offset_records(out) == [
+        {
+            "type": "offset_commit",
+            "group_id": G,
+            "topic": "bar",
+            "partition": 0,
+            "offset": 100,
+            "leader_epoch": -1,
+            "metadata": "",
+            "commit_timestamp": h.ts,
+            "expire_timestamp": -1,
+            "tombstone": False,
+        }
+    ]
 
 
 # ---------------------------------------------------------------- ConsumerGroupTest.testValidateOffsetCommit
 def test_commit_validation_in_kafkas_order():
     h = Harness({"bar": 2})
     empty_group(h)
-    assert one(commit(h, member_id="", epoch=-1), "commit_response")["error"] == "NONE"      # the admin client
+    assert one(commit(h, member_id="", epoch=-1), "commit_response")["error"] == "NONE"  # the admin client
     assert one(commit(h, member_id="member-id", epoch=0), "commit_response")["error"] == "UNKNOWN_MEMBER_ID"
     group_with_member(h, epoch=0)
     # The group has a member: the admin client (and a consumer without group management) may not commit.
     assert one(commit(h, member_id="", epoch=-1), "commit_response")["error"] == "UNKNOWN_MEMBER_ID"
-    assert one(commit(h, member_id="", epoch=-1, group_instance_id="i"), "commit_response")["error"] == \
-        "UNKNOWN_MEMBER_ID"
+    assert (
+        one(commit(h, member_id="", epoch=-1, group_instance_id="i"), "commit_response")["error"] == "UNKNOWN_MEMBER_ID"
+    )
     for version in (None, 9, 10):
         assert one(commit(h, epoch=10, api_version=version), "commit_response")["error"] == "STALE_MEMBER_EPOCH"
         assert one(commit(h, epoch=0, api_version=version), "commit_response")["error"] == "NONE"
-    for version in (0, 1, 5, 8):   # a consumer-protocol member must use OffsetCommit v9+, whatever its epoch
+    for version in (0, 1, 5, 8):  # a consumer-protocol member must use OffsetCommit v9+, whatever its epoch
         assert one(commit(h, epoch=10, api_version=version), "commit_response")["error"] == "UNSUPPORTED_VERSION"
         assert one(commit(h, epoch=0, api_version=version), "commit_response")["error"] == "UNSUPPORTED_VERSION"
     # The member is found before the version is checked, and the instance id is not checked at all.
-    assert one(commit(h, member_id="ghost", epoch=0, api_version=8), "commit_response")["error"] == \
-        "UNKNOWN_MEMBER_ID"
+    assert one(commit(h, member_id="ghost", epoch=0, api_version=8), "commit_response")["error"] == "UNKNOWN_MEMBER_ID"
     assert one(commit(h, epoch=0, group_instance_id="someone-else"), "commit_response")["error"] == "NONE"
 
 
@@ -141,8 +170,13 @@ def test_metadata_too_large():
     assert [(r["partition"], r["metadata"]) for r in offset_records(out)] == [(1, "small")]
     # Each entry is judged on its own (OffsetMetadataManager.commitOffset): a partition named twice, once with
     # metadata too large, is refused once and stored once.
-    out = commit(h, offsets=[{"topic": "bar", "partition": 0, "offset": 7, "leader_epoch": 10, "metadata": "ok"},
-                             {"topic": "bar", "partition": 0, "offset": 8, "leader_epoch": 10, "metadata": "toolarge"}])
+    out = commit(
+        h,
+        offsets=[
+            {"topic": "bar", "partition": 0, "offset": 7, "leader_epoch": 10, "metadata": "ok"},
+            {"topic": "bar", "partition": 0, "offset": 8, "leader_epoch": 10, "metadata": "toolarge"},
+        ],
+    )
     assert one(out, "commit_response")["partitions"] == [["bar", 0, "NONE"], ["bar", 0, "OFFSET_METADATA_TOO_LARGE"]]
     assert [(r["partition"], r["offset"]) for r in offset_records(out)] == [(0, 7)]
 
@@ -150,7 +184,7 @@ def test_metadata_too_large():
 # ---------------------------------------------------------------- testOffsetCommitWithUnknownGroup
 def test_commit_to_a_group_the_model_does_not_hold():
     h = Harness({"bar": 2})
-    assert one(commit(h), "commit_response")["error"] == "ILLEGAL_GENERATION"                  # version not stated
+    assert one(commit(h), "commit_response")["error"] == "ILLEGAL_GENERATION"  # version not stated
     assert one(commit(h, api_version=8), "commit_response")["error"] == "ILLEGAL_GENERATION"
     assert one(commit(h, api_version=9), "commit_response")["error"] == "GROUP_ID_NOT_FOUND"
     # Without an epoch Kafka creates a simple classic group: not this model's (routing gives it to the classic one).
@@ -175,17 +209,29 @@ def test_offsets_expire_by_commit_time_except_the_subscribed_topics():
     """A minute's retention. While a member subscribes to firstTopic its offsets stay, however old; secondTopic's
     go a minute after each commit (ConsumerGroup.offsetExpirationCondition: the commit timestamp, whatever the
     group's state). When nobody subscribes to firstTopic any more, its old offset goes at once."""
-    h = Harness({"firstTopic": 2, "secondTopic": 2}, scripted=False, offsets_retention_minutes=1,
-                group_consumer_session_timeout_ms=10 * MINUTE)
+    h = Harness(
+        {"firstTopic": 2, "secondTopic": 2},
+        scripted=False,
+        offsets_retention_minutes=1,
+        group_consumer_session_timeout_ms=10 * MINUTE,
+    )
     epoch = h.join("m", ["firstTopic"])[0]["member_epoch"]
     start = h.ts = 1_000
     commit(h, "m", epoch, [("firstTopic", 0, 100), ("secondTopic", 0, 100)])
     h.ts = start + 500
     commit(h, "m", epoch, [("secondTopic", 1, 100)])
-    assert h.c.next_deadline(G) == start + MINUTE          # secondTopic-0; firstTopic-0 never while subscribed
+    assert h.c.next_deadline(G) == start + MINUTE  # secondTopic-0; firstTopic-0 never while subscribed
     out = h.advance(start + MINUTE)
-    assert offset_records(out) == [{"type": "offset_commit", "group_id": G, "topic": "secondTopic", "partition": 0,
-                                    "tombstone": True, "reason": "retention"}]
+    assert offset_records(out) == [
+        {
+            "type": "offset_commit",
+            "group_id": G,
+            "topic": "secondTopic",
+            "partition": 0,
+            "tombstone": True,
+            "reason": "retention",
+        }
+    ]
     assert out[0]["ts"] == start + MINUTE
     out = h.advance(start + MINUTE + 500)
     assert [(r["topic"], r["partition"]) for r in offset_records(out)] == [("secondTopic", 1)]
@@ -195,15 +241,19 @@ def test_offsets_expire_by_commit_time_except_the_subscribed_topics():
     # The member subscribes to secondTopic instead: firstTopic's offset is long past its retention.
     h.ts = start + 5 * MINUTE + 1
     answer, _, out = h.hb("m", epoch, subscribed_topic_names=["secondTopic"], topic_partitions=[])
-    assert answer["error"] == "NONE" and h.c.next_deadline(G) == start + MINUTE    # past: the next advance takes it
+    assert answer["error"] == "NONE" and h.c.next_deadline(G) == start + MINUTE  # past: the next advance takes it
     out = h.advance(h.ts)
     assert [(r["topic"], r["partition"], r["tombstone"]) for r in offset_records(out)] == [("firstTopic", 0, True)]
-    assert h.c.fetch_offsets(G) == {} and G in h.c.groups    # the group has a member: it stays
+    assert h.c.fetch_offsets(G) == {} and G in h.c.groups  # the group has a member: it stays
 
 
 def test_a_regex_subscription_keeps_its_topics_offsets():
-    h = Harness({"orders": 1, "audit": 1}, scripted=False, offsets_retention_minutes=1,
-                group_consumer_session_timeout_ms=10 * MINUTE)
+    h = Harness(
+        {"orders": 1, "audit": 1},
+        scripted=False,
+        offsets_retention_minutes=1,
+        group_consumer_session_timeout_ms=10 * MINUTE,
+    )
     answer, _, _ = h.hb("m", 0, rebalance_timeout_ms=5_000, subscribed_topic_regex="ord.*", topic_partitions=[])
     epoch = h.c.groups[G].members["m"].member_epoch
     assert "orders" in h.c.groups[G].subscribed_topic_names()
@@ -233,15 +283,22 @@ def test_an_empty_group_is_deleted_when_its_offsets_are_gone():
     h.ts = 1_000
     commit(h, "m", epoch, [("bar", 0, 100), ("bar", 1, 50)])
     h.ts = 2_000
-    h.hb("m", -1)                                          # the group is Empty: its offsets now expire
+    h.hb("m", -1)  # the group is Empty: its offsets now expire
     assert h.c.groups[G].state() == "Empty" and h.c.next_deadline(G) == 1_000 + MINUTE
     assert h.advance(1_000 + MINUTE - 1) == []
     out = h.advance(1_000 + MINUTE)
     # The cleanup pass: the offsets' tombstones, then the group's (Kafka's createGroupTombstoneRecords order).
-    assert [(o["type"], o.get("partition"), o.get("tombstone")) for o in out if o["type"] == "offset_commit"
-            or R.is_record(o)] == [
-        ("offset_commit", 0, True), ("offset_commit", 1, True),
-        (R.TARGET_ASSIGNMENT_METADATA, None, True), (R.PARTITION_METADATA, None, True), (R.METADATA, None, True)]
+    assert [
+        (o["type"], o.get("partition"), o.get("tombstone"))
+        for o in out
+        if o["type"] == "offset_commit" or R.is_record(o)
+    ] == [
+        ("offset_commit", 0, True),
+        ("offset_commit", 1, True),
+        (R.TARGET_ASSIGNMENT_METADATA, None, True),
+        (R.PARTITION_METADATA, None, True),
+        (R.METADATA, None, True),
+    ]
     change = one(out, "state_change")
     assert (change["from"], change["to"], change["reason"]) == ("Empty", "Dead", "empty group without offsets")
     assert not h.c.groups and not h.c.offsets and not h.c.soft and h.c.next_deadline() is None
@@ -255,25 +312,33 @@ def test_an_empty_group_without_offsets_goes_at_the_cleanup_pass():
     assert h.c.next_deadline(G) == 6_000
     out = h.advance(6_000)
     assert [R.KAFKA_NAMES[r["type"]][0] for r in records(out)] == [
-        "ConsumerGroupTargetAssignmentMetadata", "ConsumerGroupPartitionMetadata", "ConsumerGroupMetadata"]
+        "ConsumerGroupTargetAssignmentMetadata",
+        "ConsumerGroupPartitionMetadata",
+        "ConsumerGroupMetadata",
+    ]
     assert not h.c.groups
 
 
 def test_a_group_with_members_is_never_deleted_and_a_rejoin_keeps_the_group():
-    h = Harness({"bar": 2}, scripted=False, offsets_retention_check_interval_ms=1_000, offsets_retention_minutes=1,
-                group_consumer_session_timeout_ms=20 * MINUTE)
+    h = Harness(
+        {"bar": 2},
+        scripted=False,
+        offsets_retention_check_interval_ms=1_000,
+        offsets_retention_minutes=1,
+        group_consumer_session_timeout_ms=20 * MINUTE,
+    )
     epoch = h.join("m", ["bar"])[0]["member_epoch"]
     h.ts = 500
     commit(h, "m", epoch, [("bar", 0, 100)])
     h.advance(10 * MINUTE)
-    assert G in h.c.groups and h.c.fetch_offsets(G)          # subscribed offsets of a live group stay
+    assert G in h.c.groups and h.c.fetch_offsets(G)  # subscribed offsets of a live group stay
     h.ts = 10 * MINUTE
     commit(h, "m", epoch, [("bar", 0, 200)])
-    h.hb("m", -1)                                            # Empty: bar-0 now expires a minute after its commit
+    h.hb("m", -1)  # Empty: bar-0 now expires a minute after its commit
     assert h.c.soft[G].retention == 11 * MINUTE
     h.ts = 10 * MINUTE + 30_000
-    answer = h.join("m2", ["bar"])[0]                        # back before that: the same group, its offsets
-    assert answer["member_epoch"] > epoch and h.c.soft[G].retention is None   # bar is subscribed again
+    answer = h.join("m2", ["bar"])[0]  # back before that: the same group, its offsets
+    assert answer["member_epoch"] > epoch and h.c.soft[G].retention is None  # bar is subscribed again
     assert h.c.fetch_offsets(G)[("bar", 0)]["offset"] == 200
     h.advance(20 * MINUTE)
     assert G in h.c.groups and h.c.fetch_offsets(G)
@@ -328,34 +393,59 @@ def stored(outputs):
 
 def leave_all(c: ConsumerGroupCoordinator, ts: int) -> None:
     for m in list(c.groups[G].members):
-        c.handle(parse_event({"type": "consumer_heartbeat", "group_id": G, "member_id": m, "ts": ts,
-                              "member_epoch": -1})[0])
+        c.handle(
+            parse_event({"type": "consumer_heartbeat", "group_id": G, "member_id": m, "ts": ts, "member_epoch": -1})[0]
+        )
 
 
 def test_restore_from_records_keeps_offsets_and_retention():
     h, written = history()
     # Another group's offsets only (a classic simple group's) are not the consumer model's.
-    other = [{"type": "offset_commit", "group_id": "simple", "topic": "t", "partition": 0, "offset": 1,
-              "leader_epoch": -1, "metadata": "", "commit_timestamp": 0, "expire_timestamp": -1, "tombstone": False}]
+    other = [
+        {
+            "type": "offset_commit",
+            "group_id": "simple",
+            "topic": "t",
+            "partition": 0,
+            "offset": 1,
+            "leader_epoch": -1,
+            "metadata": "",
+            "commit_timestamp": 0,
+            "expire_timestamp": -1,
+            "tombstone": False,
+        }
+    ]
     loaded = ConsumerGroupCoordinator(h.c.config)
     loaded.load_records(other + stored(written), 10_000)
     assert set(loaded.groups) == {G} and set(loaded.offsets) == {G}
-    assert loaded.offsets[G] == h.c.offsets[G]                   # offsets, commit and expire timestamps
+    assert loaded.offsets[G] == h.c.offsets[G]  # offsets, commit and expire timestamps
     # A member commits on at its epoch after the load.
     epoch = h.c.groups[G].members["m1"].member_epoch
-    out = loaded.handle(parse_event({"type": "commit", "group_id": G, "member_id": "m1", "generation": epoch,
-                                     "ts": 11_000, "offsets": [{"topic": "bar", "partition": 0, "offset": 12}]})[0])
+    out = loaded.handle(
+        parse_event(
+            {
+                "type": "commit",
+                "group_id": G,
+                "member_id": "m1",
+                "generation": epoch,
+                "ts": 11_000,
+                "offsets": [{"topic": "bar", "partition": 0, "offset": 12}],
+            }
+        )[0]
+    )
     assert one(out, "commit_response")["error"] == "NONE"
     # Everyone leaves: the group is Empty, and retention counts from each commit, loaded or not.
     leave_all(loaded, 12_000)
-    assert loaded.next_deadline(G) == 2_000 + 30 * MINUTE        # baz-0's own retention comes first
+    assert loaded.next_deadline(G) == 2_000 + 30 * MINUTE  # baz-0's own retention comes first
     out = loaded.advance(3_000 + 60 * MINUTE)
     assert [(o["topic"], o["partition"]) for o in of_type(out, "offset_commit")] == [("baz", 0), ("bar", 1)]
-    assert set(loaded.fetch_offsets(G)) == {("bar", 0)}           # committed again at 11 s
+    assert set(loaded.fetch_offsets(G)) == {("bar", 0)}  # committed again at 11 s
     # Tombstones in the records delete the offsets they name.
     again = ConsumerGroupCoordinator(h.c.config)
-    again.load_records(stored(written) + [{"type": "offset_commit", "group_id": G, "topic": "bar", "partition": 1,
-                                           "tombstone": True}], 10_000)
+    again.load_records(
+        stored(written) + [{"type": "offset_commit", "group_id": G, "topic": "bar", "partition": 1, "tombstone": True}],
+        10_000,
+    )
     assert set(again.fetch_offsets(G)) == {("bar", 0), ("baz", 0)}
 
 
@@ -377,7 +467,7 @@ def test_state_round_trip_keeps_offsets_and_the_cleanup():
     assert back.offsets == h.c.offsets and back.soft[G].retention == h.c.soft[G].retention == 3_000 + MINUTE
     assert back.soft[G].empty_since == 4_000
     assert back.to_bytes() == data
-    assert back.advance(40 * MINUTE) == h.c.advance(40 * MINUTE)     # the same expiries, then the same deletion
+    assert back.advance(40 * MINUTE) == h.c.advance(40 * MINUTE)  # the same expiries, then the same deletion
     assert not back.groups
     # A state written before offsets were modelled (no offsets, no cleanup fields) still loads.
     d = ConsumerGroupCoordinator.from_bytes(data, h.c.config).to_dict()
@@ -412,13 +502,24 @@ class Router:
         return self.models.handle(event)
 
     def join(self, member_id, topics=("bar",)):
-        out = self.send(type="consumer_heartbeat", member_id=member_id, member_epoch=0, rebalance_timeout_ms=5_000,
-                        subscribed_topic_names=list(topics), topic_partitions=[])
+        out = self.send(
+            type="consumer_heartbeat",
+            member_id=member_id,
+            member_epoch=0,
+            rebalance_timeout_ms=5_000,
+            subscribed_topic_names=list(topics),
+            topic_partitions=[],
+        )
         return one(out, "consumer_heartbeat_response")["member_epoch"]
 
     def commit(self, member_id="", epoch=-1, offsets=(("bar", 0, 1),), **fields):
-        return self.send(type="commit", member_id=member_id, generation=epoch,
-                         offsets=[{"topic": t, "partition": p, "offset": o} for t, p, o in offsets], **fields)
+        return self.send(
+            type="commit",
+            member_id=member_id,
+            generation=epoch,
+            offsets=[{"topic": t, "partition": p, "offset": o} for t, p, o in offsets],
+            **fields,
+        )
 
     @property
     def model(self):
@@ -433,7 +534,7 @@ def test_commits_reach_the_consumer_model_through_the_router():
     assert one(out, "commit_response")["error"] == "NONE" and one(out, "offset_commit")["offset"] == 1
     assert one(r.commit("m", epoch + 1), "commit_response")["error"] == "STALE_MEMBER_EPOCH"
     assert one(r.commit("ghost", epoch), "commit_response")["error"] == "UNKNOWN_MEMBER_ID"
-    assert one(r.commit(), "commit_response")["error"] == "UNKNOWN_MEMBER_ID"      # no admin commit: a member is in
+    assert one(r.commit(), "commit_response")["error"] == "UNKNOWN_MEMBER_ID"  # no admin commit: a member is in
     assert r.model.protocol == "consumer" and r.model.model.fetch_offsets(G)[("bar", 0)]["offset"] == 1
     assert not [o for o in out if o["type"] == "ignored_event"]
 
@@ -450,7 +551,7 @@ def test_a_simple_group_becomes_a_consumer_group_with_its_offsets():
     assert r.model.protocol == "consumer"
     consumer = r.model.model
     assert set(consumer.fetch_offsets(G)) == {("bar", 0), ("old", 0)}
-    assert consumer.soft[G].retention == 1_000 + MINUTE        # "old" is not subscribed: a minute after its commit
+    assert consumer.soft[G].retention == 1_000 + MINUTE  # "old" is not subscribed: a minute after its commit
     out = r.models.advance(1_000 + MINUTE)
     assert [(o["topic"], o["tombstone"]) for o in of_type(out, "offset_commit")] == [("old", True)]
     assert one(r.commit("m", epoch, [("bar", 0, 6)]), "commit_response")["error"] == "NONE"
@@ -463,7 +564,7 @@ def test_an_empty_consumer_group_becomes_a_classic_group_with_its_offsets():
     r.commit("m", epoch, [("bar", 0, 42)])
     r.send(type="consumer_heartbeat", member_id="m", member_epoch=-1)
     out = r.send(type="join", member_id="", session_timeout_ms=10_000, protocols=[{"name": "range", "topics": ["bar"]}])
-    assert one(out, "protocol_switch")["to"] == "classic" and not of_type(out, "offset_commit")   # no tombstones
+    assert one(out, "protocol_switch")["to"] == "classic" and not of_type(out, "offset_commit")  # no tombstones
     assert r.model.model.fetch_offsets(G)[("bar", 0)]["offset"] == 42
 
 
@@ -472,21 +573,31 @@ def test_a_commit_to_a_deleted_consumer_group_is_the_classic_models():
     r.send(type="topic_metadata", topic="bar", partitions=1)
     r.join("m")
     r.send(type="consumer_heartbeat", member_id="m", member_epoch=-1)
-    r.ts = 5_000                                                 # the cleanup pass deleted the Empty group
+    r.ts = 5_000  # the cleanup pass deleted the Empty group
     assert one(r.commit("m", 1, api_version=9), "commit_response")["error"] == "GROUP_ID_NOT_FOUND"
     out = r.commit()
     assert one(out, "commit_response")["error"] == "NONE" and r.model.protocol == "classic"
 
 
 def test_shared_offsets_settings_reach_both_models():
-    configs = Configs.from_properties({"offsets.retention.minutes": "3", "offset.metadata.max.bytes": "7",
-                                       "offsets.retention.check.interval.ms": "1000"})
+    configs = Configs.from_properties(
+        {
+            "offsets.retention.minutes": "3",
+            "offset.metadata.max.bytes": "7",
+            "offsets.retention.check.interval.ms": "1000",
+        }
+    )
     for config in (configs.classic, configs.consumer):
-        assert (config.offsets_retention_ms, config.offset_metadata_max_bytes,
-                config.offsets_retention_check_interval_ms) == (3 * MINUTE, 7, 1_000)
+        assert (
+            config.offsets_retention_ms,
+            config.offset_metadata_max_bytes,
+            config.offsets_retention_check_interval_ms,
+        ) == (3 * MINUTE, 7, 1_000)
     from streaming.coordinator import CoordinatorConfig
-    assert Configs.of(CoordinatorConfig(offsets_retention_minutes=2)).consumer == \
-        ConsumerGroupConfig(offsets_retention_minutes=2)
+
+    assert Configs.of(CoordinatorConfig(offsets_retention_minutes=2)).consumer == ConsumerGroupConfig(
+        offsets_retention_minutes=2
+    )
 
 
 def test_restore_gives_a_consumer_group_its_offsets():
@@ -494,10 +605,17 @@ def test_restore_gives_a_consumer_group_its_offsets():
     offsets-only classic group of them)."""
     from streaming.coordinator.routing import GroupModel
     from streaming.spark.restore import group_states
+
     r = Router()
     outputs = r.send(type="topic_metadata", topic="bar", partitions=1)
-    outputs += r.send(type="consumer_heartbeat", member_id="m", member_epoch=0, rebalance_timeout_ms=5_000,
-                      subscribed_topic_names=["bar"], topic_partitions=[])
+    outputs += r.send(
+        type="consumer_heartbeat",
+        member_id="m",
+        member_epoch=0,
+        rebalance_timeout_ms=5_000,
+        subscribed_topic_names=["bar"],
+        topic_partitions=[],
+    )
     outputs += r.commit("m", 1, [("bar", 0, 77)])
     states = group_states(stored(outputs), 20_000, Configs())
     model = GroupModel.from_bytes(states[G], Configs())

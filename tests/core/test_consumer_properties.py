@@ -3,6 +3,7 @@ random and hostile heartbeats, leaves, topic changes and time passing. Whatever 
 assignment epochs never go back, a member's epoch only goes back when it leaves or is replaced, no partition is in
 two members' current assignments at once, the records replayed into a fresh coordinator rebuild the same groups,
 and serialising the state between any two events changes nothing."""
+
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
@@ -21,12 +22,21 @@ action = st.one_of(
     st.tuples(st.just("hb"), st.sampled_from(MEMBERS)),
     st.tuples(st.just("hb"), st.sampled_from(MEMBERS)),
     st.tuples(st.just("revoke"), st.sampled_from(MEMBERS)),
-    st.tuples(st.just("stale"), st.sampled_from(MEMBERS), st.integers(-3, 12),
-              st.lists(st.tuples(st.sampled_from(TOPICS), st.integers(0, 5)), max_size=3)),
+    st.tuples(
+        st.just("stale"),
+        st.sampled_from(MEMBERS),
+        st.integers(-3, 12),
+        st.lists(st.tuples(st.sampled_from(TOPICS), st.integers(0, 5)), max_size=3),
+    ),
     st.tuples(st.just("leave"), st.sampled_from(MEMBERS)),
-    st.tuples(st.just("subscribe"), st.sampled_from(MEMBERS),
-              st.one_of(st.lists(st.sampled_from(TOPICS), unique=True, max_size=3).map(lambda t: ("names", t)),
-                        st.sampled_from(["ba.*", "foo|baz", "f.*"]).map(lambda r: ("regex", r)))),
+    st.tuples(
+        st.just("subscribe"),
+        st.sampled_from(MEMBERS),
+        st.one_of(
+            st.lists(st.sampled_from(TOPICS), unique=True, max_size=3).map(lambda t: ("names", t)),
+            st.sampled_from(["ba.*", "foo|baz", "f.*"]).map(lambda r: ("regex", r)),
+        ),
+    ),
     st.tuples(st.just("topic"), st.sampled_from(TOPICS), st.integers(0, 6)),
     st.tuples(st.just("wait"), st.integers(1, 70_000)),
 )
@@ -50,23 +60,41 @@ class Clients:
         if kind == "topic":
             return [{"type": "topic_metadata", "topic": rest[0], "partitions": rest[1], "ts": self.ts}]
         m = rest[0]
-        base = {"type": "consumer_heartbeat", "group_id": "g", "member_id": m, "ts": self.ts,
-                "instance_id": STATIC.get(m)}
+        base = {
+            "type": "consumer_heartbeat",
+            "group_id": "g",
+            "member_id": m,
+            "ts": self.ts,
+            "instance_id": STATIC.get(m),
+        }
         if kind == "stale":
-            return [{**base, "member_epoch": rest[1], "topic_partitions": [list(tp) for tp in rest[2]],
-                     "rebalance_timeout_ms": 20_000, "subscribed_topic_names": ["foo"]}]
+            return [
+                {
+                    **base,
+                    "member_epoch": rest[1],
+                    "topic_partitions": [list(tp) for tp in rest[2]],
+                    "rebalance_timeout_ms": 20_000,
+                    "subscribed_topic_names": ["foo"],
+                }
+            ]
         if kind == "leave":
             return [{**base, "member_epoch": -2 if m in STATIC and self.ts % 2 else -1}]
         if kind == "subscribe":
             self.sub[m] = rest[1]
-        if kind == "revoke" and self.epoch[m] > 0:   # the client gave up everything it was asked to
+        if kind == "revoke" and self.epoch[m] > 0:  # the client gave up everything it was asked to
             self.owned[m] = self.owned[m][: len(self.owned[m]) // 2]
         sub_kind, value = self.sub[m]
         sub = {"subscribed_topic_names": value} if sub_kind == "names" else {"subscribed_topic_regex": value}
         if self.epoch[m] == 0:
             return [{**base, "member_epoch": 0, "rebalance_timeout_ms": 20_000, "topic_partitions": [], **sub}]
-        return [{**base, "member_epoch": self.epoch[m], "topic_partitions": self.owned[m],
-                 **(sub if kind == "subscribe" else {})}]
+        return [
+            {
+                **base,
+                "member_epoch": self.epoch[m],
+                "topic_partitions": self.owned[m],
+                **(sub if kind == "subscribe" else {}),
+            }
+        ]
 
     def learn(self, outputs: list[dict]) -> None:
         for o in outputs:
@@ -79,8 +107,13 @@ class Clients:
                     self.owned[m] = []
                 if o["assignment"] is not None:
                     self.owned[m] = [[a["topic"], p] for a in o["assignment"] for p in a["partitions"]]
-            elif o["error"] in ("FENCED_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID",
-                                "UNRELEASED_INSTANCE_ID", "GROUP_ID_NOT_FOUND"):
+            elif o["error"] in (
+                "FENCED_MEMBER_EPOCH",
+                "UNKNOWN_MEMBER_ID",
+                "FENCED_INSTANCE_ID",
+                "UNRELEASED_INSTANCE_ID",
+                "GROUP_ID_NOT_FOUND",
+            ):
                 self.epoch[m], self.owned[m] = 0, []
 
 
@@ -144,8 +177,9 @@ def test_invariants_hold_in_every_generated_history(actions, split):
     # Replaying every record written, as a broker loading __consumer_offsets, rebuilds the same groups.
     rebuilt = ConsumerGroupCoordinator(c.config)
     rebuilt.load_records([o for o in outputs if R.is_record(o)], c.now)
-    assert {g: x.durable_view() for g, x in rebuilt.groups.items()} == \
-        {g: x.durable_view() for g, x in c.groups.items()}
+    assert {g: x.durable_view() for g, x in rebuilt.groups.items()} == {
+        g: x.durable_view() for g, x in c.groups.items()
+    }
     # Serialising the whole coordinator between any two events changes nothing.
     _, again, _ = run(actions, int(split * len(history)))
     assert again == outputs
@@ -174,9 +208,11 @@ def test_protocol_following_clients_converge(actions):
         assert m.assigned_partitions == g.target.get(mid, {})
 
 
-json_values = st.recursive(st.none() | st.booleans() | st.integers(-2**40, 2**40) | st.text(max_size=5),
-                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
-                                                                                        max_size=3), max_leaves=4)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=4,
+)
 heartbeat_fields = st.fixed_dictionaries(
     {"type": st.just("consumer_heartbeat")},
     optional={

@@ -3,6 +3,7 @@
 Expectations ported from Kafka 4.0's CurrentAssignmentBuilderTest: every test there is a case here, with the same
 member, target, partition epochs, owned partitions and expected member (epochs, state, assigned and pending).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -19,8 +20,14 @@ def A(t1=(), t2=()):
 
 
 def M(state, epoch, previous, assigned, pending=None):
-    return ConsumerGroupMember("member", member_epoch=epoch, previous_member_epoch=previous, state=state,
-                               assigned_partitions=assigned, partitions_pending_revocation=pending or {})
+    return ConsumerGroupMember(
+        "member",
+        member_epoch=epoch,
+        previous_member_epoch=previous,
+        state=state,
+        assigned_partitions=assigned,
+        partitions_pending_revocation=pending or {},
+    )
 
 
 def epochs(value):
@@ -38,20 +45,23 @@ def test_stable_to_stable():
 
 def test_stable_to_stable_with_new_partitions():
     member = M(S.STABLE, 10, 10, A((1, 2, 3), (4, 5, 6)))
-    assert reconcile(member, 11, A((1, 2, 3, 4), (4, 5, 6, 7)), epochs(-1)) == \
-        M(S.STABLE, 11, 10, A((1, 2, 3, 4), (4, 5, 6, 7)))
+    assert reconcile(member, 11, A((1, 2, 3, 4), (4, 5, 6, 7)), epochs(-1)) == M(
+        S.STABLE, 11, 10, A((1, 2, 3, 4), (4, 5, 6, 7))
+    )
 
 
 def test_stable_to_unrevoked_partitions():
     member = M(S.STABLE, 10, 10, A((1, 2, 3), (4, 5, 6)))
-    assert reconcile(member, 11, A((2, 3, 4), (5, 6, 7)), epochs(-1)) == \
-        M(S.UNREVOKED_PARTITIONS, 10, 10, A((2, 3), (5, 6)), A((1,), (4,)))
+    assert reconcile(member, 11, A((2, 3, 4), (5, 6, 7)), epochs(-1)) == M(
+        S.UNREVOKED_PARTITIONS, 10, 10, A((2, 3), (5, 6)), A((1,), (4,))
+    )
 
 
 def test_stable_to_unreleased_partitions():
     member = M(S.STABLE, 10, 10, A((1, 2, 3), (4, 5, 6)))
-    assert reconcile(member, 11, A((1, 2, 3, 4), (4, 5, 6, 7)), epochs(10)) == \
-        M(S.UNRELEASED_PARTITIONS, 11, 10, A((1, 2, 3), (4, 5, 6)))
+    assert reconcile(member, 11, A((1, 2, 3, 4), (4, 5, 6, 7)), epochs(10)) == M(
+        S.UNRELEASED_PARTITIONS, 11, 10, A((1, 2, 3), (4, 5, 6))
+    )
 
 
 def test_stable_to_unreleased_partitions_with_owned_partitions_not_having_revoked_partitions():
@@ -63,8 +73,9 @@ def test_stable_to_unreleased_partitions_with_owned_partitions_not_having_revoke
 
 def test_unrevoked_partitions_to_stable():
     member = M(S.UNREVOKED_PARTITIONS, 10, 10, A((2, 3), (5, 6)), A((1,), (4,)))
-    assert reconcile(member, 11, A((2, 3), (5, 6)), epochs(-1), owned((2, 3), (5, 6))) == \
-        M(S.STABLE, 11, 10, A((2, 3), (5, 6)))
+    assert reconcile(member, 11, A((2, 3), (5, 6)), epochs(-1), owned((2, 3), (5, 6))) == M(
+        S.STABLE, 11, 10, A((2, 3), (5, 6))
+    )
 
 
 def test_remains_in_unrevoked_partitions():
@@ -77,14 +88,16 @@ def test_remains_in_unrevoked_partitions():
 
 def test_unrevoked_partitions_to_unrevoked_partitions():
     member = M(S.UNREVOKED_PARTITIONS, 10, 10, A((2, 3), (5, 6)), A((1,), (4,)))
-    assert reconcile(member, 12, A((3,), (6,)), epochs(-1), owned((2, 3), (5, 6))) == \
-        M(S.UNREVOKED_PARTITIONS, 11, 10, A((3,), (6,)), A((2,), (5,)))
+    assert reconcile(member, 12, A((3,), (6,)), epochs(-1), owned((2, 3), (5, 6))) == M(
+        S.UNREVOKED_PARTITIONS, 11, 10, A((3,), (6,)), A((2,), (5,))
+    )
 
 
 def test_unrevoked_partitions_to_unreleased_partitions():
     member = M(S.UNREVOKED_PARTITIONS, 11, 10, A((2, 3), (5, 6)))
-    assert reconcile(member, 11, A((2, 3, 4), (5, 6, 7)), epochs(10), owned((2, 3), (5, 6))) == \
-        M(S.UNRELEASED_PARTITIONS, 11, 11, A((2, 3), (5, 6)))
+    assert reconcile(member, 11, A((2, 3, 4), (5, 6, 7)), epochs(10), owned((2, 3), (5, 6))) == M(
+        S.UNRELEASED_PARTITIONS, 11, 11, A((2, 3), (5, 6))
+    )
 
 
 def test_unrevoked_partitions_to_stable_with_returned_partitions_pending_revocation():
@@ -99,8 +112,9 @@ def test_unrevoked_partitions_to_stable_with_returned_partitions_pending_revocat
             return 10
         return -1
 
-    assert reconcile(member, 12, A((2, 3, 4), (5, 6, 7)), partition_epoch, owned((2, 3), (5, 6))) == \
-        M(S.STABLE, 12, 10, A((2, 3, 4), (5, 6, 7)))
+    assert reconcile(member, 12, A((2, 3, 4), (5, 6, 7)), partition_epoch, owned((2, 3), (5, 6))) == M(
+        S.STABLE, 12, 10, A((2, 3, 4), (5, 6, 7))
+    )
 
 
 def test_unreleased_partitions_to_stable():
@@ -120,8 +134,9 @@ def test_unreleased_partitions_to_unreleased_partitions():
 
 def test_unreleased_partitions_to_unrevoked_partitions():
     member = M(S.UNRELEASED_PARTITIONS, 11, 11, A((2, 3), (5, 6)))
-    assert reconcile(member, 12, A((3,), (6,)), epochs(10)) == \
-        M(S.UNREVOKED_PARTITIONS, 11, 11, A((3,), (6,)), A((2,), (5,)))
+    assert reconcile(member, 12, A((3,), (6,)), epochs(10)) == M(
+        S.UNREVOKED_PARTITIONS, 11, 11, A((3,), (6,)), A((2,), (5,))
+    )
 
 
 def test_unknown_state():

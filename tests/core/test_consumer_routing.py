@@ -1,6 +1,7 @@
 """A group runs on the classic or the consumer-protocol model (streaming/coordinator/routing.py), by its state or its
 first request, and a request of the other protocol gets Kafka's answer (GroupMetadataManager): an Empty group is
 replaced by a group of the other protocol; a non-empty one is refused, saying when Kafka would have converted it."""
+
 from __future__ import annotations
 
 import pytest
@@ -33,11 +34,13 @@ class Driver:
 
     def classic_member(self):
         """A dynamic classic member's two-step join: the group is then non-empty."""
-        first = self.send(type="join", member_id="", session_timeout_ms=10_000,
-                          protocols=[{"name": "range", "topics": ["t"]}])
+        first = self.send(
+            type="join", member_id="", session_timeout_ms=10_000, protocols=[{"name": "range", "topics": ["t"]}]
+        )
         member_id = one(first, "join_response")["member_id"]
-        self.send(type="join", member_id=member_id, session_timeout_ms=10_000,
-                  protocols=[{"name": "range", "topics": ["t"]}])
+        self.send(
+            type="join", member_id=member_id, session_timeout_ms=10_000, protocols=[{"name": "range", "topics": ["t"]}]
+        )
         return member_id
 
     def hb(self, member_id="m", epoch=0, **fields):
@@ -64,7 +67,7 @@ def kinds(outputs):
 def test_a_new_group_runs_on_the_model_of_its_first_request():
     d = Driver()
     d.topic()
-    assert not is_consumer_state(d.state()) and d.model.protocol == "classic"   # topics alone: classic
+    assert not is_consumer_state(d.state()) and d.model.protocol == "classic"  # topics alone: classic
     answer = one(d.hb(), "consumer_heartbeat_response")
     assert answer["error"] == "NONE" and answer["member_epoch"] == 1
     assert is_consumer_state(d.state()) and d.model.protocol == "consumer"
@@ -96,14 +99,15 @@ def test_a_classic_member_expiring_just_before_the_heartbeat_empties_the_group_f
     d = Driver()
     d.topic()
     d.classic_member()
-    d.ts += 10_001                                          # the classic session (10 s) ran out before this request
+    d.ts += 10_001  # the classic session (10 s) ran out before this request
     out = d.hb()
     assert kinds(out).index("member_expired") < kinds(out).index("protocol_switch")
     assert is_consumer_state(d.state())
 
 
-@pytest.mark.parametrize("policy,unsupported", [("bidirectional", True), ("upgrade", True), ("downgrade", False),
-                                                ("disabled", False)])
+@pytest.mark.parametrize(
+    "policy,unsupported", [("bidirectional", True), ("upgrade", True), ("downgrade", False), ("disabled", False)]
+)
 def test_a_non_empty_classic_group_is_not_converted(policy, unsupported):
     d = Driver(**{"group.consumer.migration.policy": policy})
     d.topic()
@@ -141,7 +145,7 @@ def test_an_empty_consumer_group_is_replaced_by_a_classic_group():
     assert {o["type"] for o in tombstones} == {R.METADATA, R.PARTITION_METADATA, R.TARGET_ASSIGNMENT_METADATA}
     assert one(out, "join_response")["error"] == "MEMBER_ID_REQUIRED"
     assert not is_consumer_state(d.state()) and d.model.protocol == "classic"
-    assert d.model.model.groups[G].topics == {"t": 4}        # the topic sizes came along
+    assert d.model.model.groups[G].topics == {"t": 4}  # the topic sizes came along
 
 
 def test_a_refused_join_leaves_the_empty_consumer_group_in_place():
@@ -162,8 +166,9 @@ def test_classic_requests_to_a_non_empty_consumer_group():
     assert one(out, "join_response")["error"] == "INCONSISTENT_GROUP_PROTOCOL"
     assert one(out, "protocol_conversion_unsupported")["group_protocol"] == "consumer"
     assert one(d.send(type="sync", member_id="m", generation=1), "sync_response")["error"] == "UNKNOWN_MEMBER_ID"
-    assert one(d.send(type="heartbeat", member_id="m", generation=1), "heartbeat_response")["error"] == \
-        "UNKNOWN_MEMBER_ID"
+    assert (
+        one(d.send(type="heartbeat", member_id="m", generation=1), "heartbeat_response")["error"] == "UNKNOWN_MEMBER_ID"
+    )
     assert one(d.send(type="leave", member_id="m"), "leave_response")["error"] == "UNKNOWN_MEMBER_ID"
     # An OffsetCommit is no classic-only request: the member commits at its epoch (tests/core/test_consumer_offsets.py).
     commit = d.send(type="commit", member_id="m", generation=1, offsets=[{"topic": "t", "partition": 0, "offset": 1}])
@@ -172,10 +177,16 @@ def test_classic_requests_to_a_non_empty_consumer_group():
 
 
 def test_settings_are_split_by_name():
-    configs = Configs.from_properties({"group.consumer.session.timeout.ms": "20000", "group.max.size": "7",
-                                       "group.consumer.migration.policy": "disabled"})
-    assert configs.consumer == ConsumerGroupConfig(group_consumer_session_timeout_ms=20_000,
-                                                   group_consumer_migration_policy="disabled")
+    configs = Configs.from_properties(
+        {
+            "group.consumer.session.timeout.ms": "20000",
+            "group.max.size": "7",
+            "group.consumer.migration.policy": "disabled",
+        }
+    )
+    assert configs.consumer == ConsumerGroupConfig(
+        group_consumer_session_timeout_ms=20_000, group_consumer_migration_policy="disabled"
+    )
     assert configs.classic == CoordinatorConfig(group_max_size=7)
     for bad in ({"group.consumer.nope": 1}, {"group.nope": 1}, {"group.consumer.migration.policy": "sideways"}):
         with pytest.raises(ValueError):
@@ -185,21 +196,31 @@ def test_settings_are_split_by_name():
 def test_step_group_runs_consumer_groups_with_their_session_timeout():
     configs = Configs.from_properties({})
     topic, _ = parse_event({"type": "topic_metadata", "group_id": G, "topic": "t", "partitions": 2, "ts": 1_000})
-    join, _ = parse_event({"type": "consumer_heartbeat", "group_id": G, "member_id": "m", "member_epoch": 0,
-                           "rebalance_timeout_ms": 5_000, "subscribed_topic_names": ["t"], "topic_partitions": [],
-                           "ts": 1_000})
+    join, _ = parse_event(
+        {
+            "type": "consumer_heartbeat",
+            "group_id": G,
+            "member_id": "m",
+            "member_epoch": 0,
+            "rebalance_timeout_ms": 5_000,
+            "subscribed_topic_names": ["t"],
+            "topic_partitions": [],
+            "ts": 1_000,
+        }
+    )
     first = step_group(None, [topic, join], None, configs)
-    assert is_consumer_state(first.state) and first.next_deadline == 1_000 + 45_000   # Kafka's default session
+    assert is_consumer_state(first.state) and first.next_deadline == 1_000 + 45_000  # Kafka's default session
     assert {"member_joined", "target_assignment", "assignment", R.METADATA} <= set(kinds(first.outputs))
-    assert "consumer_heartbeat_response" not in kinds(first.outputs)                 # responses are left out
+    assert "consumer_heartbeat_response" not in kinds(first.outputs)  # responses are left out
     later = step_group(first.state, [], 46_000, configs)
     assert one(later.outputs, "member_expired")["reason"] == "session timeout"
-    assert is_consumer_state(later.state)                   # the Empty group stays (its epoch is on record)
+    assert is_consumer_state(later.state)  # the Empty group stays (its epoch is on record)
 
 
 def test_topic_ids_must_be_kafka_uuids():
-    event, error = parse_event({"type": "topic_metadata", "topic": "t", "partitions": 1,
-                                "topic_id": "0c5b4d0e-8f7e-4c43-9a0b-1d6f3e8a2b71"})
+    event, error = parse_event(
+        {"type": "topic_metadata", "topic": "t", "partitions": 1, "topic_id": "0c5b4d0e-8f7e-4c43-9a0b-1d6f3e8a2b71"}
+    )
     assert error is None and event["topic_id"] == "DFtNDo9-TEOaCx1vPoorcQ"
     assert parse_event({"type": "topic_metadata", "topic": "t", "partitions": 1, "topic_id": "abc"})[0] is None
 
@@ -226,6 +247,7 @@ def test_the_step_gives_the_same_outputs_however_the_feed_is_cut():
 
 def step_filter(outputs):
     from streaming.spark.group_step import DEFAULT_OUTPUT_TYPES
+
     return [o for o in outputs if o["type"] in DEFAULT_OUTPUT_TYPES]
 
 
@@ -238,9 +260,18 @@ def test_broadcast_topic_metadata_reaches_consumer_groups(tmp_path):
 
     configs = Configs.from_properties({})
     topic, _ = parse_event({"type": "topic_metadata", "group_id": G, "topic": "t", "partitions": 2, "ts": 1_000})
-    join, _ = parse_event({"type": "consumer_heartbeat", "group_id": G, "member_id": "m", "member_epoch": 0,
-                           "rebalance_timeout_ms": 5_000, "subscribed_topic_names": ["t"], "topic_partitions": [],
-                           "ts": 1_000})
+    join, _ = parse_event(
+        {
+            "type": "consumer_heartbeat",
+            "group_id": G,
+            "member_id": "m",
+            "member_epoch": 0,
+            "rebalance_timeout_ms": 5_000,
+            "subscribed_topic_names": ["t"],
+            "topic_partitions": [],
+            "ts": 1_000,
+        }
+    )
     first = step_group(None, [topic, join], None, configs)
     sink = TrackerSink()
     sink.handle(first.outputs, 0)
@@ -250,9 +281,17 @@ def test_broadcast_topic_metadata_reaches_consumer_groups(tmp_path):
     assert TrackerSink(store=store).known_groups == {G}
     store.close()
     broadcast, _ = parse_event({"type": "topic_metadata", "topic": "t", "partitions": 4, "ts": 2_000})
-    heartbeat, _ = parse_event({"type": "consumer_heartbeat", "group_id": G, "member_id": "m", "member_epoch": 1,
-                                "topic_partitions": [["t", 0], ["t", 1]], "ts": 3_000})
-    later = step_group(first.state, [dict(broadcast, group_id=G), heartbeat], None, configs)   # the sink's copy
+    heartbeat, _ = parse_event(
+        {
+            "type": "consumer_heartbeat",
+            "group_id": G,
+            "member_id": "m",
+            "member_epoch": 1,
+            "topic_partitions": [["t", 0], ["t", 1]],
+            "ts": 3_000,
+        }
+    )
+    later = step_group(first.state, [dict(broadcast, group_id=G), heartbeat], None, configs)  # the sink's copy
     assert one(later.outputs, "target_assignment")["assignment"] == {"m": [["t", p] for p in range(4)]}
 
 
@@ -275,8 +314,13 @@ def _classic_join(group_id, ts):
     """A dynamic classic member's two joins (the coordinator names it in its MEMBER_ID_REQUIRED answer)."""
     from streaming.views.history import coordinator_outputs
 
-    first = {"type": "join", "group_id": group_id, "member_id": "", "protocols": [{"name": "range", "topics": ["t"]}],
-             "ts": ts}
+    first = {
+        "type": "join",
+        "group_id": group_id,
+        "member_id": "",
+        "protocols": [{"name": "range", "topics": ["t"]}],
+        "ts": ts,
+    }
     member_id = one(coordinator_outputs([first])[0], "join_response")["member_id"]
     return member_id, [first, dict(first, member_id=member_id)]
 
@@ -287,14 +331,31 @@ def test_the_views_switch_an_empty_classic_group_to_the_consumer_protocol_as_the
     from streaming.views.history import build_history, coordinator_outputs
 
     member_id, joins = _classic_join(G, 1_000)
-    feed = [{"type": "topic_metadata", "group_id": G, "topic": "t", "partitions": 4, "ts": 1_000}, *joins,
-            _classic_join("other", 2_000)[1][0],
-            {"type": "sync", "group_id": G, "member_id": member_id, "generation": 1, "ts": 4_500},
-            {"type": "leave", "group_id": G, "member_id": member_id, "ts": 5_000},
-            {"type": "consumer_heartbeat", "group_id": G, "member_id": "m", "member_epoch": 0,
-             "rebalance_timeout_ms": 5_000, "subscribed_topic_names": ["t"], "topic_partitions": [], "ts": 6_000},
-            {"type": "consumer_heartbeat", "group_id": G, "member_id": "m", "member_epoch": 1,
-             "topic_partitions": [{"topic": "t", "partitions": [0, 1, 2, 3]}], "ts": 9_000}]
+    feed = [
+        {"type": "topic_metadata", "group_id": G, "topic": "t", "partitions": 4, "ts": 1_000},
+        *joins,
+        _classic_join("other", 2_000)[1][0],
+        {"type": "sync", "group_id": G, "member_id": member_id, "generation": 1, "ts": 4_500},
+        {"type": "leave", "group_id": G, "member_id": member_id, "ts": 5_000},
+        {
+            "type": "consumer_heartbeat",
+            "group_id": G,
+            "member_id": "m",
+            "member_epoch": 0,
+            "rebalance_timeout_ms": 5_000,
+            "subscribed_topic_names": ["t"],
+            "topic_partitions": [],
+            "ts": 6_000,
+        },
+        {
+            "type": "consumer_heartbeat",
+            "group_id": G,
+            "member_id": "m",
+            "member_epoch": 1,
+            "topic_partitions": [{"topic": "t", "partitions": [0, 1, 2, 3]}],
+            "ts": 9_000,
+        },
+    ]
     outputs, rejected = coordinator_outputs(feed)
     assert rejected == 0
     want = _feed_through_group_models(feed, Configs.of(CoordinatorConfig()))
@@ -303,7 +364,7 @@ def test_the_views_switch_an_empty_classic_group_to_the_consumer_protocol_as_the
     mine = _of_group(outputs, G)
     switch = one(mine, "protocol_switch")
     assert (switch["from"], switch["to"], switch["ts"]) == ("classic", "consumer", 6_000)
-    after = mine[mine.index(switch):]
+    after = mine[mine.index(switch) :]
     assert kinds(after)[1] == "group_metadata" and after[1]["tombstone"] is True
     answers = [o for o in after if o["type"] == "consumer_heartbeat_response"]
     assert [(a["error"], a["member_epoch"]) for a in answers] == [("NONE", 1), ("NONE", 1)]
@@ -326,16 +387,24 @@ def test_group_less_topic_metadata_reaches_the_groups_there_and_those_that_come_
 
     member_id, joins = _classic_join("classic", 5_000)
     for no_group in ({}, {"group_id": ""}):
-        feed = [{"type": "topic_metadata", "topic": "t", "partitions": 3, "ts": 1_000, **no_group},
-                hb("early", 2_000),
-                {"type": "topic_metadata", "topic": "t", "partitions": 5, "ts": 3_000, **no_group},
-                hb("early", 4_000, 1, [0, 1, 2]),
-                hb("late", 5_000),
-                *joins,
-                {"type": "sync", "group_id": "classic", "member_id": member_id, "generation": 1, "ts": 8_100}]
+        feed = [
+            {"type": "topic_metadata", "topic": "t", "partitions": 3, "ts": 1_000, **no_group},
+            hb("early", 2_000),
+            {"type": "topic_metadata", "topic": "t", "partitions": 5, "ts": 3_000, **no_group},
+            hb("early", 4_000, 1, [0, 1, 2]),
+            hb("late", 5_000),
+            *joins,
+            {"type": "sync", "group_id": "classic", "member_id": member_id, "generation": 1, "ts": 8_100},
+        ]
         outputs, _ = coordinator_outputs(feed, CoordinatorConfig(group_initial_rebalance_delay_ms=3_000))
-        targets = {g: [sorted(p for _, p in o["assignment"]["m"]) for o in _of_group(outputs, g)
-                       if o["type"] == "target_assignment"] for g in ("early", "late")}
+        targets = {
+            g: [
+                sorted(p for _, p in o["assignment"]["m"])
+                for o in _of_group(outputs, g)
+                if o["type"] == "target_assignment"
+            ]
+            for g in ("early", "late")
+        }
         assert targets == {"early": [[0, 1, 2], [0, 1, 2, 3, 4]], "late": [[0, 1, 2, 3, 4]]}
         rebalance = one(_of_group(outputs, "classic"), "rebalance")
         assert sorted(p for _, p in rebalance["assignment"][member_id]) == [0, 1, 2, 3, 4]

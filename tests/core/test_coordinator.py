@@ -4,6 +4,7 @@ Expectations ported from Kafka's GroupCoordinatorTest / GroupMetadataTest / Clas
 from the seeds' flows: Empty -> PreparingRebalance -> CompletingRebalance -> Stable, a member joining a Stable
 group, crash versus leave, offsets committed during a rebalance.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -119,7 +120,7 @@ def test_initial_rebalance_delay_gathers_members_into_one_generation():
     h = Harness(group_initial_rebalance_delay_ms=3_000)
     a = h.new_member(rebalance=10_000)
     h.tick(2_000)
-    b = h.new_member(rebalance=10_000)   # arrives within the delay: the delay is extended once more
+    b = h.new_member(rebalance=10_000)  # arrives within the delay: the delay is extended once more
     h.tick(1_000)
     assert h.state() == "PreparingRebalance"
     h.tick(2_999)
@@ -132,14 +133,14 @@ def test_initial_rebalance_delay_gathers_members_into_one_generation():
 def test_initial_delay_is_bounded_by_the_rebalance_timeout():
     h = Harness(group_initial_rebalance_delay_ms=3_000)
     h.new_member(session=6_000, rebalance=6_000)
-    for _ in range(5):                    # a member arrives every 2.9 s, for ever
+    for _ in range(5):  # a member arrives every 2.9 s, for ever
         h.tick(2_900)
         if h.state() != "PreparingRebalance":
             break
         h.new_member(session=6_000, rebalance=6_000)
     started = next(o["ts"] for o in h.outputs if o.get("to") == "PreparingRebalance")
     completed = next(o["ts"] for o in h.outputs if o.get("to") == "CompletingRebalance")
-    assert completed - started == 6_000   # delay 3 s + remaining 3 s, never more than the rebalance timeout
+    assert completed - started == 6_000  # delay 3 s + remaining 3 s, never more than the rebalance timeout
 
 
 def test_protocol_vote_picks_what_most_members_prefer():
@@ -170,9 +171,11 @@ def test_heartbeat_errors():
     assert h.heartbeat(a, 1) == "NONE"
     assert h.heartbeat("ghost", 1) == "UNKNOWN_MEMBER_ID"
     assert h.heartbeat(a, 2) == "ILLEGAL_GENERATION"
-    assert one(h.send(type="heartbeat", group_id="nope", member_id=a, generation=1),
-               "heartbeat_response")["error"] == "UNKNOWN_MEMBER_ID"
-    h.new_member(client_id="late")                    # Stable -> PreparingRebalance
+    assert (
+        one(h.send(type="heartbeat", group_id="nope", member_id=a, generation=1), "heartbeat_response")["error"]
+        == "UNKNOWN_MEMBER_ID"
+    )
+    h.new_member(client_id="late")  # Stable -> PreparingRebalance
     assert h.heartbeat(a, 1) == "REBALANCE_IN_PROGRESS"
 
 
@@ -187,7 +190,7 @@ def test_heartbeat_during_completing_rebalance_is_fine():
 def test_heartbeats_keep_a_member_alive_and_silence_expires_it():
     h = Harness()
     a, b = h.stable_group(2, session=10_000)
-    for _ in range(8):                    # a heartbeats every 3 s; b stops after its heartbeat at t0+9 s
+    for _ in range(8):  # a heartbeats every 3 s; b stops after its heartbeat at t0+9 s
         h.tick(3_000)
         h.heartbeat(a, 1)
         if h.now - 1_000 < 10_000:
@@ -196,7 +199,7 @@ def test_heartbeats_keep_a_member_alive_and_silence_expires_it():
     assert [e["member_id"] for e in expired] == [b] and expired[0]["reason"] == "session timeout"
     assert expired[0]["ts"] == expired[0]["last_heartbeat_ts"] + 10_000
     assert h.state() == "PreparingRebalance"
-    out = h.join(member_id=a)            # the only member left rejoins: the round completes at once
+    out = h.join(member_id=a)  # the only member left rejoins: the round completes at once
     assert one(out, "join_response", a)["generation"] == 2
     h.sync(a, 2)
     rebalance = of_type(h.outputs, "rebalance")[-1]
@@ -208,7 +211,7 @@ def test_member_that_does_not_rejoin_is_removed_at_the_rebalance_timeout():
     a, b = h.stable_group(2, session=10_000, rebalance=20_000)
     h.new_member(client_id="c", session=10_000, rebalance=20_000)
     h.join(member_id=a, session=10_000, rebalance=20_000)
-    for _ in range(6):                    # b keeps heartbeating but never rejoins
+    for _ in range(6):  # b keeps heartbeating but never rejoins
         h.tick(3_000)
         h.heartbeat(b, 1)
     assert h.state() == "PreparingRebalance"
@@ -224,7 +227,7 @@ def test_leader_that_does_not_rejoin_hands_over_leadership():
     a, b = h.stable_group(2)
     assert h.leader() == a
     h.join(member_id=b, protocols=[{"name": "range", "topics": ["t", "u"]}])  # b's subscription changed
-    h.heartbeat(a, 1)                     # a is alive but never rejoins
+    h.heartbeat(a, 1)  # a is alive but never rejoins
     out = h.tick(10_000)
     assert one(out, "join_response", b)["leader"] == b
 
@@ -237,7 +240,7 @@ def test_new_member_while_stable_triggers_a_rebalance_and_everyone_rejoins():
     assert h.state() == "PreparingRebalance"
     assert h.heartbeat(a, 1) == "REBALANCE_IN_PROGRESS"
     h.join(member_id=a)
-    assert h.state() == "PreparingRebalance"       # still waiting for b
+    assert h.state() == "PreparingRebalance"  # still waiting for b
     out = h.join(member_id=b)
     assert h.state() == "CompletingRebalance"
     assert {o["member_id"] for o in of_type(out, "join_response")} == {a, b, c}
@@ -288,10 +291,10 @@ def test_sync_in_stable_returns_the_members_assignment_again():
 
 def test_rebalance_restarting_during_completing_rebalance_answers_waiting_followers():
     h = Harness()
-    h.new_member()                        # the leader, which never syncs here
+    h.new_member()  # the leader, which never syncs here
     b = h.new_member()
     h.tick(0)
-    h.sync(b, 1)                          # b waits for the leader
+    h.sync(b, 1)  # b waits for the leader
     h.new_member(client_id="c")
     assert one(h.outputs, "sync_response", b)["error"] == "REBALANCE_IN_PROGRESS"
 
@@ -306,7 +309,7 @@ def test_member_that_never_syncs_is_removed_after_the_rebalance_timeout():
     for _ in range(3):
         h.tick(5_000)
         h.heartbeat(a, 1)
-        h.heartbeat(b, 1)                  # b heartbeats but never sends SyncGroup
+        h.heartbeat(b, 1)  # b heartbeats but never sends SyncGroup
     h.tick(4_999)
     assert h.state() == "Stable"
     h.heartbeat(a, 1)
@@ -354,8 +357,12 @@ def static_group(h: Harness, instances=("i1", "i2")) -> dict[str, str]:
     for i in instances:
         ids[i] = one(h.join(instance_id=i, client_id=i), "member_joined")["member_id"]
     h.tick(0)
-    h.sync(ids[instances[0]], 1, assignments={ids[i]: [["t", n]] for n, i in enumerate(instances)},
-           instance_id=instances[0])
+    h.sync(
+        ids[instances[0]],
+        1,
+        assignments={ids[i]: [["t", n]] for n, i in enumerate(instances)},
+        instance_id=instances[0],
+    )
     return ids
 
 
@@ -388,11 +395,12 @@ def test_static_member_restart_with_other_protocol_rebalances():
     h = Harness()
     static_group(h)
     h.join(instance_id="i2", protocols=[{"name": "roundrobin", "topics": ["t"]}, {"name": "range", "topics": ["t"]}])
-    assert h.state() == "Stable"           # range is still what every member supports and votes for
+    assert h.state() == "Stable"  # range is still what every member supports and votes for
     h2 = Harness()
     static_group(h2, ("i1",))
-    out = h2.join(instance_id="i1", protocols=[{"name": "roundrobin", "topics": ["t"]},
-                                               {"name": "range", "topics": ["t"]}])
+    out = h2.join(
+        instance_id="i1", protocols=[{"name": "roundrobin", "topics": ["t"]}, {"name": "range", "topics": ["t"]}]
+    )
     assert [o["to"] for o in of_type(out, "state_change")] == ["PreparingRebalance", "CompletingRebalance"]
     assert one(out, "join_response")["protocol"] == "roundrobin" and h2.generation() == 2
 
@@ -403,7 +411,7 @@ def test_static_member_that_misses_the_rebalance_keeps_its_place():
     h.new_member(client_id="d", rebalance=10_000)
     h.join(member_id=ids["i1"], instance_id="i1")
     h.tick(5_000)
-    h.heartbeat(ids["i2"], 1, instance_id="i2")   # alive, but does not rejoin in time
+    h.heartbeat(ids["i2"], 1, instance_id="i2")  # alive, but does not rejoin in time
     out = h.tick(5_000)
     assert h.state() == "CompletingRebalance"
     assert ids["i2"] in h.group().members and of_type(out, "member_expired") == []
@@ -414,8 +422,10 @@ def test_static_member_fenced_by_instance_id():
     ids = static_group(h)
     out = h.join(member_id=ids["i1"], instance_id="i2")
     assert one(out, "join_response")["error"] == "FENCED_INSTANCE_ID"
-    assert one(h.send(type="leave", member_id=ids["i1"], group_instance_id="i2"),
-               "leave_response")["error"] == "FENCED_INSTANCE_ID"
+    assert (
+        one(h.send(type="leave", member_id=ids["i1"], group_instance_id="i2"), "leave_response")["error"]
+        == "FENCED_INSTANCE_ID"
+    )
 
 
 def test_admin_removal_of_static_member_by_instance_id():
@@ -433,9 +443,19 @@ def test_simple_commit_creates_an_offsets_only_group():
     assert one(out, "commit_response")["error"] == "NONE" and h.state() == "Empty"
     assert {tp: o["offset"] for tp, o in h.coordinator.fetch_offsets("g").items()} == {("t", 0): 42, ("t", 1): 7}
     record = of_type(out, "offset_commit")[0]
-    assert record == {"type": "offset_commit", "group_id": "g", "ts": h.now, "topic": "t", "partition": 0,
-                      "offset": 42, "leader_epoch": -1, "metadata": "", "commit_timestamp": h.now,
-                      "expire_timestamp": -1, "tombstone": False}
+    assert record == {
+        "type": "offset_commit",
+        "group_id": "g",
+        "ts": h.now,
+        "topic": "t",
+        "partition": 0,
+        "offset": 42,
+        "leader_epoch": -1,
+        "metadata": "",
+        "commit_timestamp": h.now,
+        "expire_timestamp": -1,
+        "tombstone": False,
+    }
 
 
 def test_commit_errors():
@@ -445,8 +465,12 @@ def test_commit_errors():
     assert one(h.commit(), "commit_response")["error"] == "UNKNOWN_MEMBER_ID"
     assert one(h.commit(member_id="ghost", generation=1), "commit_response")["error"] == "UNKNOWN_MEMBER_ID"
     assert one(h.commit(member_id=a, generation=2), "commit_response")["error"] == "ILLEGAL_GENERATION"
-    out = h.send(type="commit", member_id=a, generation=1,
-                 offsets=[{"topic": "t", "partition": 0, "offset": 1, "metadata": "x" * 4097}])
+    out = h.send(
+        type="commit",
+        member_id=a,
+        generation=1,
+        offsets=[{"topic": "t", "partition": 0, "offset": 1, "metadata": "x" * 4097}],
+    )
     assert one(out, "commit_response")["partitions"] == [["t", 0, "OFFSET_METADATA_TOO_LARGE"]]
 
 
@@ -464,11 +488,19 @@ def test_commit_metadata_is_measured_as_kafka_does():
     """OffsetMetadataManager.isMetadataInvalid: ``String.length()`` against offset.metadata.max.bytes -- UTF-16
     code units, not UTF-8 bytes."""
     h = Harness(offset_metadata_max_bytes=4)
-    out = h.send(type="commit", offsets=[{"topic": "t", "partition": p, "offset": 1, "metadata": m}
-                                         for p, m in enumerate(("éééé", "ééééé", "\U0001F600\U0001F600",
-                                                                "\U0001F600\U0001F600x"))])
-    assert [e for _, _, e in one(out, "commit_response")["partitions"]] == \
-        ["NONE", "OFFSET_METADATA_TOO_LARGE", "NONE", "OFFSET_METADATA_TOO_LARGE"]
+    out = h.send(
+        type="commit",
+        offsets=[
+            {"topic": "t", "partition": p, "offset": 1, "metadata": m}
+            for p, m in enumerate(("éééé", "ééééé", "\U0001f600\U0001f600", "\U0001f600\U0001f600x"))
+        ],
+    )
+    assert [e for _, _, e in one(out, "commit_response")["partitions"]] == [
+        "NONE",
+        "OFFSET_METADATA_TOO_LARGE",
+        "NONE",
+        "OFFSET_METADATA_TOO_LARGE",
+    ]
 
 
 def test_commit_during_a_rebalance():
@@ -502,7 +534,7 @@ def test_offsets_of_an_empty_group_expire_after_retention_counted_from_empty():
     for _ in range(10):
         h.tick(5_000)
         h.heartbeat(a, 1)
-    h.send(type="leave", member_id=a)      # Empty from now on: retention counts from here, not from the commit
+    h.send(type="leave", member_id=a)  # Empty from now on: retention counts from here, not from the commit
     h.tick(59_999)
     assert h.coordinator.fetch_offsets("g")
     out = h.tick(1)
@@ -618,7 +650,7 @@ def test_reloaded_v0_members_get_their_session_timeout_as_rebalance_timeout():
     h = Harness("g1")
     h.coordinator.load_records([record], now_ms=h.now)
     assert h.coordinator.describe_group("g1")["state"] == "Stable"
-    h.send(type="leave", member_id=follower)     # a round starts; the leader has its 6 s to rejoin
+    h.send(type="leave", member_id=follower)  # a round starts; the leader has its 6 s to rejoin
     h.tick(5_999)
     assert [m["member_id"] for m in h.coordinator.describe_group("g1")["members"]] == [leader]
     h.join(member_id=leader, session=6_000)
@@ -627,8 +659,9 @@ def test_reloaded_v0_members_get_their_session_timeout_as_rebalance_timeout():
 
 
 def test_config_from_kafka_property_names():
-    config = CoordinatorConfig.from_properties({"group.max.size": "5", "group.initial.rebalance.delay.ms": 0,
-                                                "tracker.assignment.mode": "leader"})
+    config = CoordinatorConfig.from_properties(
+        {"group.max.size": "5", "group.initial.rebalance.delay.ms": 0, "tracker.assignment.mode": "leader"}
+    )
     assert (config.group_max_size, config.group_initial_rebalance_delay_ms, config.assignment_mode) == (5, 0, "leader")
     with pytest.raises(ValueError, match="unknown coordinator setting"):
         CoordinatorConfig.from_properties({"group.max.sise": 5})
@@ -640,11 +673,11 @@ def test_config_from_kafka_property_names():
 def test_observing_a_broker_follows_its_ids_generations_and_leader():
     h = Harness(adopt_unknown_members=True)
     assert one(h.join(client_id="a"), "join_response")["error"] == "MEMBER_ID_REQUIRED"
-    assert "g" not in h.coordinator.groups          # no pending member of ours: the broker hands out the id
+    assert "g" not in h.coordinator.groups  # no pending member of ours: the broker hands out the id
     h.join(member_id="a-broker-id", client_id="a")
     h.join(member_id="b-broker-id", client_id="b")
     h.tick(0)
-    assert h.state() == "PreparingRebalance"        # our own timers do not end the broker's round
+    assert h.state() == "PreparingRebalance"  # our own timers do not end the broker's round
     # The broker numbered this generation 0 and made b its leader: b's SyncGroup carries the assignment.
     h.sync("a-broker-id", 0)
     assert h.state() == "CompletingRebalance" and h.generation() == 0

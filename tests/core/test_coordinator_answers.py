@@ -5,6 +5,7 @@ with an empty group id or no protocols, and protocol selection on an empty group
 Expectations follow Kafka's GroupCoordinator.scala (3.x) and GroupMetadataManager / ClassicGroup /
 OffsetMetadataManager (4.x) and their tests.
 """
+
 from __future__ import annotations
 
 import json
@@ -101,19 +102,19 @@ def test_new_member_join_timeout_answers_its_pending_join_with_unknown_member_id
     b = h.new_member(client_id="b", session=10_000, rebalance=60_000)
     assert h.state() == "PreparingRebalance"
     h.tick(3_000)
-    h.heartbeat(a, 1)                      # a stays alive but never rejoins: the round hangs
+    h.heartbeat(a, 1)  # a stays alive but never rejoins: the round hangs
     out = h.tick(2_000)
     assert one(out, "join_response", b)["error"] == "UNKNOWN_MEMBER_ID"
     expired = one(out, "member_expired", b)
     assert expired["reason"] == "new member join timeout"
-    assert out.index(one(out, "join_response", b)) < out.index(expired)   # answered before it is removed
+    assert out.index(one(out, "join_response", b)) < out.index(expired)  # answered before it is removed
     assert b not in h.group().members and h.state() == "PreparingRebalance"
 
 
 def test_leave_answers_the_leaving_members_pending_join():
     h = Harness()
     a, b = h.stable_group(2)
-    h.join(member_id=a)                    # the leader rejoins and waits for b
+    h.join(member_id=a)  # the leader rejoins and waits for b
     assert h.group().members[a].awaiting_join
     out = h.send(type="leave", member_id=a)
     assert one(out, "leave_response", a)["error"] == "NONE"
@@ -128,7 +129,7 @@ def test_admin_removal_answers_the_static_members_pending_join():
     h.tick(0)
     h.sync(ids["i1"], 1, instance_id="i1")
     h.new_member(client_id="d")
-    h.join(member_id=ids["i2"], instance_id="i2")          # i2 waits in the new round
+    h.join(member_id=ids["i2"], instance_id="i2")  # i2 waits in the new round
     out = h.send(type="leave", member_id="", group_instance_id="i2")
     assert one(out, "join_response", ids["i2"])["error"] == "UNKNOWN_MEMBER_ID"
     assert one(out, "member_left")["member_id"] == ids["i2"]
@@ -143,7 +144,7 @@ def test_removing_a_member_that_awaits_sync_leaves_its_sync_unanswered():
     c = h.new_member(client_id="c")
     h.tick(0)
     h.sync(b, 1)
-    h.sync(c, 1)                           # b and c wait for the leader's assignment
+    h.sync(c, 1)  # b and c wait for the leader's assignment
     out = h.send(type="leave", member_id=b)
     assert of_type(out, "sync_response", b) == []
     assert one(out, "sync_response", c)["error"] == "REBALANCE_IN_PROGRESS"
@@ -157,16 +158,16 @@ def test_join_completion_restarts_the_session_of_a_static_member_that_did_not_re
     h.tick(0)
     h.sync(ids["i1"], 1, instance_id="i1")
     h.sync(ids["i2"], 1, instance_id="i2")
-    h.new_member(client_id="d")                             # rebalance timeout 10 s
+    h.new_member(client_id="d")  # rebalance timeout 10 s
     h.join(member_id=ids["i1"], instance_id="i1")
     h.tick(5_000)
-    h.heartbeat(ids["i2"], 1, instance_id="i2")             # i2's session would end 10 s from here
+    h.heartbeat(ids["i2"], 1, instance_id="i2")  # i2's session would end 10 s from here
     h.tick(5_000)
     assert h.state() == "CompletingRebalance" and ids["i2"] in h.group().members
     completed = h.now
     # Kafka reschedules every member's heartbeat in onCompleteJoin, the static member that missed the round included.
     assert {m.session_deadline for m in h.group().members.values()} == {completed + 10_000}
-    out = h.tick(5_000)                                     # where i2's old session would have ended
+    out = h.tick(5_000)  # where i2's old session would have ended
     assert of_type(out, "member_expired") == []
 
 
@@ -175,8 +176,14 @@ def test_empty_group_id_and_empty_protocols_are_requests_not_dead_letters():
     join = {"type": "join", "group_id": "g", "protocols": [{"name": "range", "topics": ["t"]}]}
     assert parse_event(dict(join, protocols=[]))[1] is None
     assert parse_event(dict(join, protocols=[{"name": "", "topics": ["t"]}]))[1] is None
-    for kind, fields in [("join", join), ("sync", {"generation": 1}), ("heartbeat", {"generation": 1}),
-                         ("leave", {}), ("commit", {"offsets": []}), ("delete_group", {})]:
+    for kind, fields in [
+        ("join", join),
+        ("sync", {"generation": 1}),
+        ("heartbeat", {"generation": 1}),
+        ("leave", {}),
+        ("commit", {"offsets": []}),
+        ("delete_group", {}),
+    ]:
         event, error = parse_event({**fields, "type": kind, "group_id": ""})
         assert error is None and event["group_id"] == "", kind
     # What cannot be read as a request at all is still bad input.
@@ -195,8 +202,11 @@ def test_join_with_no_protocols_is_inconsistent_and_leaves_no_group():
     assert h.state() == "Stable" and h.generation() == 1 and not h.group().members[a].awaiting_join
 
 
-@pytest.mark.parametrize("refusal", [dict(protocols=[]), dict(protocol_type=""), dict(session=1_000)],
-                         ids=["no protocols", "no protocol type", "session timeout"])
+@pytest.mark.parametrize(
+    "refusal",
+    [dict(protocols=[]), dict(protocol_type=""), dict(session=1_000)],
+    ids=["no protocols", "no protocol type", "session timeout"],
+)
 def test_a_refused_join_leaves_no_group_and_keeps_the_groups_topic_sizes(refusal):
     h = Harness(assignment_mode="tracker")
     h.send(type="topic_metadata", topic="t", partitions=2)
@@ -213,18 +223,24 @@ def test_protocol_with_an_empty_name_is_a_protocol_like_any_other():
     assert one(h.tick(0), "join_response", a)["protocol"] == ""
 
 
-@pytest.mark.parametrize("kind,fields,answer", [
-    ("join", dict(member_id="", session_timeout_ms=10_000, protocols=[{"name": "range", "topics": ["t"]}]),
-     "join_response"),
-    ("join", dict(member_id="m", session_timeout_ms=1, protocols=[]), "join_response"),  # checked before all else
-    ("sync", dict(member_id="m", generation=1), "sync_response"),
-    ("heartbeat", dict(member_id="m", generation=1), "heartbeat_response"),
-    ("leave", dict(member_id="m"), "leave_response"),
-    ("leave", dict(group_instance_id="i1"), "leave_response"),
-])
+@pytest.mark.parametrize(
+    "kind,fields,answer",
+    [
+        (
+            "join",
+            dict(member_id="", session_timeout_ms=10_000, protocols=[{"name": "range", "topics": ["t"]}]),
+            "join_response",
+        ),
+        ("join", dict(member_id="m", session_timeout_ms=1, protocols=[]), "join_response"),  # checked before all else
+        ("sync", dict(member_id="m", generation=1), "sync_response"),
+        ("heartbeat", dict(member_id="m", generation=1), "heartbeat_response"),
+        ("leave", dict(member_id="m"), "leave_response"),
+        ("leave", dict(group_instance_id="i1"), "leave_response"),
+    ],
+)
 def test_group_management_requests_with_an_empty_group_id_are_invalid(kind, fields, answer):
     h = Harness(group_id="")
-    h.commit(offsets=[("t", 0, 5)])       # an offsets-only group "" exists: the group id is refused all the same
+    h.commit(offsets=[("t", 0, 5)])  # an offsets-only group "" exists: the group id is refused all the same
     out = h.send(type=kind, **fields)
     response = one(out, answer)
     assert response["error"] == "INVALID_GROUP_ID" and response["group_id"] == ""
@@ -273,16 +289,25 @@ class FakeGroupState:
 
 
 def kafka_rows(events: list[dict], keys: list[bytes | None]) -> pd.DataFrame:
-    return pd.DataFrame({"key": keys, "value": [json.dumps(e).encode() for e in events], "topic": "events",
-                         "partition": 0, "offset": range(len(events)),
-                         "timestamp_ms": [e.get("ts", 0) for e in events]})
+    return pd.DataFrame(
+        {
+            "key": keys,
+            "value": [json.dumps(e).encode() for e in events],
+            "topic": "events",
+            "partition": 0,
+            "offset": range(len(events)),
+            "timestamp_ms": [e.get("ts", 0) for e in events],
+        }
+    )
 
 
 def test_job_keys_the_empty_group_id_as_a_group_and_global_metadata_apart():
-    events = [{"type": "commit", "group_id": "", "ts": 1_000, "offsets": [{"topic": "t", "partition": 0, "offset": 7}]},
-              {"type": "join", "group_id": "", "ts": 1_000, "protocols": []},
-              {"type": "topic_metadata", "ts": 1_000, "topic": "t", "partitions": 3},
-              {"type": "topic_metadata", "group_id": "", "ts": 1_000, "topic": "u", "partitions": 1}]
+    events = [
+        {"type": "commit", "group_id": "", "ts": 1_000, "offsets": [{"topic": "t", "partition": 0, "offset": 7}]},
+        {"type": "join", "group_id": "", "ts": 1_000, "protocols": []},
+        {"type": "topic_metadata", "ts": 1_000, "topic": "t", "partitions": 3},
+        {"type": "topic_metadata", "group_id": "", "ts": 1_000, "topic": "u", "partitions": 1},
+    ]
     (parsed,) = parse_rows([kafka_rows(events, [b"", b"", None, b""])])
     # One row per group's run of events (none bad: a bad record has no event time); no group id: every group's.
     assert parsed["event_time"].notna().all()
@@ -295,7 +320,7 @@ def test_job_keys_the_empty_group_id_as_a_group_and_global_metadata_apart():
         by_key[key] = ([json.loads(p) for f in frames for p in f["payload"]], state)
     group_outputs, state = by_key[repr("")]
     assert [o["type"] for o in group_outputs] == ["offset_commit", "commit_response", "join_response"]
-    assert group_outputs[-1]["error"] == "INVALID_GROUP_ID" and state.exists   # group "" lives on, offsets only
+    assert group_outputs[-1]["error"] == "INVALID_GROUP_ID" and state.exists  # group "" lives on, offsets only
     broadcasts, state = by_key[repr(BROADCAST_KEY)]
     assert [(o["type"], o["event"]["topic"]) for o in broadcasts] == [
         ("broadcast_event", "t"),
@@ -320,10 +345,15 @@ class ArrowBatch:
 def test_sink_orders_a_batch_holding_the_empty_group_and_broadcasts():
     seen = []
     sink = TrackerSink(on_outputs=lambda batch_id, outputs: seen.extend(outputs))
-    rows = [{"group_id": "g", "seq": 0, "payload": json.dumps({"type": "state_change", "group_id": "g"})},
-            {"group_id": BROADCAST_KEY, "seq": 0, "payload": json.dumps({"type": "broadcast_event",
-                                                                         "group_id": BROADCAST_KEY})},
-            {"group_id": "", "seq": 0, "payload": json.dumps({"type": "offset_commit", "group_id": ""})}]
+    rows = [
+        {"group_id": "g", "seq": 0, "payload": json.dumps({"type": "state_change", "group_id": "g"})},
+        {
+            "group_id": BROADCAST_KEY,
+            "seq": 0,
+            "payload": json.dumps({"type": "broadcast_event", "group_id": BROADCAST_KEY}),
+        },
+        {"group_id": "", "seq": 0, "payload": json.dumps({"type": "offset_commit", "group_id": ""})},
+    ]
     sink(ArrowBatch(rows), 0)
     assert [o["group_id"] for o in seen] == [BROADCAST_KEY, "", "g"]
     # Global metadata is never fanned out to "": a topic_metadata for "" is itself global, it would come back again.
@@ -345,23 +375,31 @@ def test_streaming_job_runs_the_empty_group_id_as_its_own_group(spark, tmp_path)
     source = tmp_path / "in"
     source.mkdir()
     ts = 1_700_000_000_000
-    events = [{"type": "topic_metadata", "ts": ts, "topic": "t", "partitions": 3},
-              {"type": "commit", "group_id": "", "ts": ts, "offsets": [{"topic": "t", "partition": 0, "offset": 7}]},
-              {"type": "heartbeat", "group_id": "", "ts": ts, "member_id": "m", "generation": 1}]
+    events = [
+        {"type": "topic_metadata", "ts": ts, "topic": "t", "partitions": 3},
+        {"type": "commit", "group_id": "", "ts": ts, "offsets": [{"topic": "t", "partition": 0, "offset": 7}]},
+        {"type": "heartbeat", "group_id": "", "ts": ts, "member_id": "m", "generation": 1},
+    ]
     write_rows(source, "a", [json.dumps(e).encode() for e in events], [b"", b"", b""], 0, [ts] * 3)
     sink = Collector()
     query = start(spark, source, tmp_path / "checkpoint", JobOptions(time_mode="event", output_types=None), sink)
     query.processAllAvailable()
     query.stop()
     got = [(o["type"], o["group_id"], o.get("error")) for o in sink.outputs]
-    assert sorted(got, key=repr) == sorted([("broadcast_event", None, None), ("offset_commit", "", None),
-                                            ("commit_response", "", "NONE"),
-                                            ("heartbeat_response", "", "INVALID_GROUP_ID")], key=repr)
+    assert sorted(got, key=repr) == sorted(
+        [
+            ("broadcast_event", None, None),
+            ("offset_commit", "", None),
+            ("commit_response", "", "NONE"),
+            ("heartbeat_response", "", "INVALID_GROUP_ID"),
+        ],
+        key=repr,
+    )
 
 
 # ---------------------------------------------------------------- protocol selection needs members
 def test_selecting_a_protocol_for_a_group_without_members_is_a_bug():
-    from streaming.coordinator.state import IllegalGroupState   # Kafka: IllegalStateException
+    from streaming.coordinator.state import IllegalGroupState  # Kafka: IllegalStateException
 
     with pytest.raises(IllegalGroupState, match="empty group"):
         Group("g").select_protocol()
@@ -378,10 +416,9 @@ def test_a_round_that_ends_with_nobody_left_never_selects_a_protocol():
     for _ in range(7):
         h.tick(3_000)
         if a in h.group().members:
-            h.heartbeat(a, 1)                # alive, but never rejoins
+            h.heartbeat(a, 1)  # alive, but never rejoins
     assert h.state() == "Empty" and h.generation() == 2 and h.group().protocol_name is None
-    assert [(o["member_id"], o["reason"]) for o in of_type(h.outputs, "member_expired")][-1] == \
-        (a, "rebalance timeout")
+    assert [(o["member_id"], o["reason"]) for o in of_type(h.outputs, "member_expired")][-1] == (a, "rebalance timeout")
     assert of_type(h.outputs, "group_metadata")[-1]["members"] == []
 
 

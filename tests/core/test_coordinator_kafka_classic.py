@@ -1,5 +1,6 @@
 """The classic group's member checks and session clock as Kafka's group coordinator (GroupMetadataManager and
 ClassicGroup in the group-coordinator module) has them; each test names the Kafka test or method it follows."""
+
 from __future__ import annotations
 
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
@@ -32,8 +33,9 @@ def test_an_instance_id_the_group_does_not_know_is_an_unknown_member():
     join = one(h.join(member_id=leader, instance_id="unknown-instance"), "join_response")
     assert join["error"] == "UNKNOWN_MEMBER_ID" and h.state() == "Stable"
     assert h.heartbeat(leader, generation, instance_id="unknown-instance") == "UNKNOWN_MEMBER_ID"
-    assert one(h.sync(leader, generation, instance_id="unknown-instance"), "sync_response")["error"] == \
-        "UNKNOWN_MEMBER_ID"
+    assert (
+        one(h.sync(leader, generation, instance_id="unknown-instance"), "sync_response")["error"] == "UNKNOWN_MEMBER_ID"
+    )
     leave = h.send(type="leave", member_id=leader, group_instance_id="unknown-instance")
     assert one(leave, "leave_response")["error"] == "UNKNOWN_MEMBER_ID"
     assert not of_type(leave, "member_left") and h.state() == "Stable" and len(h.group().members) == 2
@@ -53,7 +55,7 @@ def test_a_member_waiting_for_the_leaders_assignment_is_not_expired():
     assert h.state() == "CompletingRebalance" and h.leader() == leader
     generation = h.generation()
     h.sync(follower, generation)
-    for _ in range(5):                        # 15 s: the leader heartbeats, the follower waits in SyncGroup
+    for _ in range(5):  # 15 s: the leader heartbeats, the follower waits in SyncGroup
         h.tick(3_000)
         assert h.heartbeat(leader, generation) == "NONE"
     assert follower in h.group().members and not of_type(h.outputs, "member_expired")
@@ -63,7 +65,7 @@ def test_a_member_waiting_for_the_leaders_assignment_is_not_expired():
     h.tick(9_999)
     assert h.heartbeat(leader, generation) == "NONE"
     assert not of_type(h.outputs, "member_expired")
-    expired = one(h.tick(1), "member_expired")     # silent since it got its assignment: a full session later
+    expired = one(h.tick(1), "member_expired")  # silent since it got its assignment: a full session later
     assert expired["member_id"] == follower and expired["ts"] == answered_at + 10_000
 
 
@@ -76,12 +78,17 @@ def test_a_waiting_member_is_answered_and_its_session_restarts_when_the_round_re
     h.tick(0)
     generation = h.generation()
     h.sync(follower, generation)
-    for _ in range(4):                        # past the follower's first deadline, still waiting: kept
+    for _ in range(4):  # past the follower's first deadline, still waiting: kept
         h.tick(3_000)
         assert h.heartbeat(leader, generation) == "NONE"
     restarted_at = h.now
-    out = h.join(member_id=leader, session=10_000, rebalance=60_000, client_id="leader",
-                 protocols=[{"name": "range", "topics": ["t", "u"]}])     # new metadata: a new round
+    out = h.join(
+        member_id=leader,
+        session=10_000,
+        rebalance=60_000,
+        client_id="leader",
+        protocols=[{"name": "range", "topics": ["t", "u"]}],
+    )  # new metadata: a new round
     assert one(out, "sync_response", follower)["error"] == "REBALANCE_IN_PROGRESS"
     assert h.state() == "PreparingRebalance"
     assert h.group().members[follower].session_deadline == restarted_at + 10_000
@@ -150,7 +157,7 @@ def test_a_leader_that_leaves_hands_over_in_the_order_of_kafkas_member_map():
             h.join(member_id=member_id, client_id=f"c{i}")
         response = one(h.outputs[-6:], "join_response", h.leader())
         assert [m["member_id"] for m in response["members"]] == hashmap_order(rest)
-    assert handed_over_out_of_join_order > 0     # the cases tell the two orders apart
+    assert handed_over_out_of_join_order > 0  # the cases tell the two orders apart
 
 
 def test_a_round_nobody_rejoins_keeps_its_leader():
@@ -168,7 +175,7 @@ def test_a_round_nobody_rejoins_keeps_its_leader():
     h.sync(follower, generation, instance_id="follower-instance")
     h.send(type="leave", member_id=follower, group_instance_id="follower-instance")
     assert h.state() == "PreparingRebalance"
-    for _ in range(6):                        # past the rebalance timeout: nobody rejoined, the leader heartbeats
+    for _ in range(6):  # past the rebalance timeout: nobody rejoined, the leader heartbeats
         h.tick(1_000)
         h.heartbeat(leader, generation, instance_id="leader-instance")
     assert h.state() == "PreparingRebalance" and h.generation() == generation and h.leader() == leader
@@ -187,20 +194,51 @@ def test_only_an_empty_group_takes_another_protocol_type():
     member = h.new_member(client_id="a")
     h.send(type="leave", member_id=member)
     assert h.state() == "PreparingRebalance" and not h.group().members
-    out = h.send(type="join", member_id="", group_instance_id="worker-1", client_id="w", session_timeout_ms=10_000,
-                 rebalance_timeout_ms=10_000, protocol_type="connect", protocols=[{"name": "sessioned", "topics": []}])
+    out = h.send(
+        type="join",
+        member_id="",
+        group_instance_id="worker-1",
+        client_id="w",
+        session_timeout_ms=10_000,
+        rebalance_timeout_ms=10_000,
+        protocol_type="connect",
+        protocols=[{"name": "sessioned", "topics": []}],
+    )
     assert one(out, "join_response")["error"] == "INCONSISTENT_GROUP_PROTOCOL"
     assert h.group().protocol_type == "consumer"
 
 
 def _loaded_group(coordinator: GroupCoordinator, member_ids: list[str], **member) -> None:
     """A Stable group of ``member_ids`` rebuilt from its GroupMetadataValue, as a broker loads it."""
-    coordinator.load_records([{
-        "type": "group_metadata", "group_id": "group-id", "tombstone": False, "protocol_type": "consumer",
-        "generation": 1, "protocol": "range", "leader": member_ids[0], "current_state_timestamp": 0,
-        "members": [{"member_id": m, "group_instance_id": None, "client_id": "client-id", "client_host": "host",
-                     "session_timeout": 10_000, "rebalance_timeout": 10_000, "subscription": {"topics": ["t"]},
-                     "assignment": {"partitions": []}, **member} for m in member_ids]}], now_ms=0)
+    coordinator.load_records(
+        [
+            {
+                "type": "group_metadata",
+                "group_id": "group-id",
+                "tombstone": False,
+                "protocol_type": "consumer",
+                "generation": 1,
+                "protocol": "range",
+                "leader": member_ids[0],
+                "current_state_timestamp": 0,
+                "members": [
+                    {
+                        "member_id": m,
+                        "group_instance_id": None,
+                        "client_id": "client-id",
+                        "client_host": "host",
+                        "session_timeout": 10_000,
+                        "rebalance_timeout": 10_000,
+                        "subscription": {"topics": ["t"]},
+                        "assignment": {"partitions": []},
+                        **member,
+                    }
+                    for m in member_ids
+                ],
+            }
+        ],
+        now_ms=0,
+    )
 
 
 def test_a_loaded_group_over_the_max_size_rebalances():
@@ -219,17 +257,28 @@ def test_the_last_members_to_rejoin_a_full_group_are_refused_and_the_round_waits
     """testLastJoiningMembersAreKickedOutWhenRejoiningGroupWithMaxSize: 12 members, group.max.size 10; the first ten
     to rejoin are in, the last two get GROUP_MAX_SIZE_REACHED and are removed -- which does not complete the round:
     it completes at the rebalance timeout, with the ten."""
-    coordinator = GroupCoordinator(CoordinatorConfig(group_max_size=10, group_initial_rebalance_delay_ms=50,
-                                                     assignment_mode="leader"))
+    coordinator = GroupCoordinator(
+        CoordinatorConfig(group_max_size=10, group_initial_rebalance_delay_ms=50, assignment_mode="leader")
+    )
     ids = [f"client-id-{i:02d}" for i in range(12)]
     _loaded_group(coordinator, ids)
     outputs = []
     for member_id in ids:
-        event, error = parse_event({
-            "type": "join", "group_id": "group-id", "ts": 1, "member_id": member_id, "group_instance_id": None,
-            "client_id": "client-id", "client_host": "host", "session_timeout_ms": 10_000,
-            "rebalance_timeout_ms": 10_000, "protocol_type": "consumer",
-            "protocols": [{"name": "range", "topics": ["t"]}]})
+        event, error = parse_event(
+            {
+                "type": "join",
+                "group_id": "group-id",
+                "ts": 1,
+                "member_id": member_id,
+                "group_instance_id": None,
+                "client_id": "client-id",
+                "client_host": "host",
+                "session_timeout_ms": 10_000,
+                "rebalance_timeout_ms": 10_000,
+                "protocol_type": "consumer",
+                "protocols": [{"name": "range", "topics": ["t"]}],
+            }
+        )
         assert error is None
         outputs += coordinator.handle(event)
     group = coordinator.groups["group-id"]
@@ -289,8 +338,9 @@ def test_a_restarted_static_follower_fences_its_old_incarnations_sync_and_the_ro
     superset = [{"name": "range", "topics": ["t"]}, {"name": "roundrobin", "topics": ["t"]}]
     h.join(member_id=leader, instance_id="leader-instance", client_id="leader-instance", protocols=superset, **kw)
     assert h.state() == "PreparingRebalance"
-    out = h.join(member_id=follower, instance_id="follower-instance", client_id="follower-instance",
-                 protocols=superset, **kw)
+    out = h.join(
+        member_id=follower, instance_id="follower-instance", client_id="follower-instance", protocols=superset, **kw
+    )
     assert h.state() == "CompletingRebalance" and one(out, "join_response", follower)["leader"] == leader
     generation = h.generation()
     assert of_type(h.sync(follower, generation, instance_id="follower-instance"), "sync_response") == []
@@ -315,7 +365,7 @@ def test_a_static_member_restarted_before_its_old_self_synced_rebalances_at_the_
     leader = h.group().static_members["leader-instance"]
     h.sync(leader, h.generation(), instance_id="leader-instance")
     assert h.state() == "Stable"
-    out = h.join(instance_id="follower-instance", client_id="f", **kw)   # restarted before the old self synced
+    out = h.join(instance_id="follower-instance", client_id="f", **kw)  # restarted before the old self synced
     restarted = one(out, "member_replaced")["member_id"]
     assert h.state() == "Stable"
     assert one(h.sync(restarted, h.generation(), instance_id="follower-instance"), "sync_response")["error"] == "NONE"
@@ -328,8 +378,15 @@ def test_a_static_member_restarted_before_its_old_self_synced_rebalances_at_the_
 # ---------------------------------------------------------------- sessions of members waiting in a round
 def kafka_test_harness(**config) -> Harness:
     """GroupMetadataManagerTest's defaults: initial delay 3 s, new-member join timeout 5 min, sessions 10 ms..10 min."""
-    return Harness(**{"group_initial_rebalance_delay_ms": 3_000, "new_member_join_timeout_ms": 300_000,
-                      "group_min_session_timeout_ms": 10, "group_max_session_timeout_ms": 600_000, **config})
+    return Harness(
+        **{
+            "group_initial_rebalance_delay_ms": 3_000,
+            "new_member_join_timeout_ms": 300_000,
+            "group_min_session_timeout_ms": 10,
+            "group_max_session_timeout_ms": 600_000,
+            **config,
+        }
+    )
 
 
 def test_a_restarted_static_member_keeps_the_old_session_timeout_until_its_first_heartbeat():
@@ -342,13 +399,13 @@ def test_a_restarted_static_member_keeps_the_old_session_timeout_until_its_first
     old = h.group().static_members["gi"]
     h.sync(old, 1, instance_id="gi")
     restarted = h.now
-    h.join(instance_id="gi", session=5_000, rebalance=10_000)   # the same consumer restarted, a shorter session
+    h.join(instance_id="gi", session=5_000, rebalance=10_000)  # the same consumer restarted, a shorter session
     new = h.group().static_members["gi"]
     assert new != old and h.state() == "Stable"
     assert h.group().members[new].session_deadline == restarted + 10_000
     h.tick(5_000)
     assert new in h.group().members and not of_type(h.outputs, "member_expired")
-    assert h.heartbeat(new, 1, instance_id="gi") == "NONE"       # from here on its own session timeout
+    assert h.heartbeat(new, 1, instance_id="gi") == "NONE"  # from here on its own session timeout
     assert h.group().members[new].session_deadline == h.now + 5_000
 
 
@@ -357,7 +414,7 @@ def test_a_new_members_heartbeat_while_its_join_waits_trades_the_join_timeout_fo
     ClassicGroupMember.hasSatisfiedHeartbeat is false for a new member: when that session ends it is removed, its
     parked JoinGroup answered UNKNOWN_MEMBER_ID (testHeartbeatDuringPreparingRebalance's scenario, to its end)."""
     h = kafka_test_harness()
-    member = h.new_member(session=500, rebalance=500)    # parked in the initial round, generation 0
+    member = h.new_member(session=500, rebalance=500)  # parked in the initial round, generation 0
     assert h.heartbeat(member, 0) == "REBALANCE_IN_PROGRESS"
     out = h.tick(500)
     assert one(out, "join_response", member)["error"] == "UNKNOWN_MEMBER_ID"
@@ -370,11 +427,11 @@ def test_a_new_member_that_sends_its_join_again_keeps_its_join_timeout():
     (testNewMemberJoinExpiration, with the retry)."""
     h = kafka_test_harness()
     h.new_member(session=305_000, rebalance=600_000)
-    h.tick(3_000)                                          # CompletingRebalance, generation 1
+    h.tick(3_000)  # CompletingRebalance, generation 1
     newcomer = h.new_member(session=5_000, rebalance=5_000)
     joined = h.now
     h.tick(1_000)
-    h.join(member_id=newcomer, session=5_000, rebalance=5_000)   # the retry, with its id
+    h.join(member_id=newcomer, session=5_000, rebalance=5_000)  # the retry, with its id
     out = h.tick(299_000)
     assert one(out, "join_response", newcomer)["error"] == "UNKNOWN_MEMBER_ID"
     assert one(out, "member_expired", newcomer)["ts"] == joined + 300_000
@@ -390,9 +447,14 @@ def test_a_member_waiting_in_sync_that_rejoins_is_not_expired_while_it_waits_to_
     follower = h.new_member(client_id="follower", session=10_000, rebalance=60_000)
     h.tick(0)
     generation = h.generation()
-    h.sync(follower, generation)                           # parked until the leader's assignment
-    out = h.join(member_id=follower, client_id="follower", session=10_000, rebalance=60_000,
-                 protocols=[{"name": "range", "topics": ["t", "u"]}])   # and rejoins with new metadata
+    h.sync(follower, generation)  # parked until the leader's assignment
+    out = h.join(
+        member_id=follower,
+        client_id="follower",
+        session=10_000,
+        rebalance=60_000,
+        protocols=[{"name": "range", "topics": ["t", "u"]}],
+    )  # and rejoins with new metadata
     assert one(out, "sync_response", follower)["error"] == "REBALANCE_IN_PROGRESS"
     for _ in range(4):
         h.tick(3_000)
@@ -409,26 +471,34 @@ def test_only_a_retention_of_minus_one_means_the_brokers_rule():
 
     h = Harness()
     assert one(h.commit(retention_ms=-1), "offset_commit")["expire_timestamp"] == -1
+
     def stored(out: list[dict]) -> dict:
         (record,) = [o for o in of_type(out, "offset_commit") if not o["tombstone"]]
         return record
 
     assert stored(h.commit(offsets=[("t", 1, 5)], retention_ms=-2))["expire_timestamp"] == h.now - 2
     wrapped = stored(h.commit(offsets=[("t", 2, 5)], retention_ms=2**63 - 1))
-    assert wrapped["expire_timestamp"] == h.now + 2**63 - 1 - 2**64     # Java's long arithmetic
+    assert wrapped["expire_timestamp"] == h.now + 2**63 - 1 - 2**64  # Java's long arithmetic
     assert decode_record(*encode_record(wrapped))["expire_timestamp"] == wrapped["expire_timestamp"]
     h.tick(1)
-    assert set(h.coordinator.fetch_offsets("g")) == {("t", 0)}         # both expired at the first look
-    assert {(o["partition"], o["reason"]) for o in of_type(h.outputs, "offset_commit") if o["tombstone"]} == \
-        {(1, "retention"), (2, "retention")}
+    assert set(h.coordinator.fetch_offsets("g")) == {("t", 0)}  # both expired at the first look
+    assert {(o["partition"], o["reason"]) for o in of_type(h.outputs, "offset_commit") if o["tombstone"]} == {
+        (1, "retention"),
+        (2, "retention"),
+    }
 
 
 def test_each_entry_of_a_commit_is_judged_on_its_own():
     """commitOffset answers and stores entry by entry: a partition named twice, once with metadata over
     offset.metadata.max.bytes, is refused once and stored once."""
     h = Harness(offset_metadata_max_bytes=3)
-    out = h.send(type="commit", offsets=[{"topic": "t", "partition": 0, "offset": 5, "metadata": "ok"},
-                                         {"topic": "t", "partition": 0, "offset": 6, "metadata": "too-long"}])
+    out = h.send(
+        type="commit",
+        offsets=[
+            {"topic": "t", "partition": 0, "offset": 5, "metadata": "ok"},
+            {"topic": "t", "partition": 0, "offset": 6, "metadata": "too-long"},
+        ],
+    )
     assert one(out, "commit_response")["partitions"] == [["t", 0, "NONE"], ["t", 0, "OFFSET_METADATA_TOO_LARGE"]]
     assert h.coordinator.fetch_offsets("g")[("t", 0)]["offset"] == 5
 
@@ -441,10 +511,12 @@ def test_an_empty_group_whose_offsets_are_gone_is_deleted_with_its_pending_membe
     h.commit(member_id=a, generation=1)
     h.send(type="leave", member_id=a)
     h.tick(59_990)
-    pending = one(h.join(session=30_000), "join_response")["member_id"]   # MEMBER_ID_REQUIRED
+    pending = one(h.join(session=30_000), "join_response")["member_id"]  # MEMBER_ID_REQUIRED
     out = h.tick(20)
-    assert [(o["type"], o["tombstone"]) for o in out if o["type"] in ("offset_commit", "group_metadata")] == \
-        [("offset_commit", True), ("group_metadata", True)]
+    assert [(o["type"], o["tombstone"]) for o in out if o["type"] in ("offset_commit", "group_metadata")] == [
+        ("offset_commit", True),
+        ("group_metadata", True),
+    ]
     assert h.state() == "Dead"
     assert one(h.join(member_id=pending, session=30_000), "join_response")["error"] == "UNKNOWN_MEMBER_ID"
 
@@ -454,7 +526,7 @@ def test_a_group_a_join_created_waits_a_cleanup_interval_for_its_pending_member(
     goes at a cleanup pass, not before its first member had the time to send its JoinGroup again."""
     h = Harness()
     pending = one(h.join(session=30_000), "join_response")["member_id"]
-    assert h.group().retention_deadline == h.now + 600_000      # offsets.retention.check.interval.ms
+    assert h.group().retention_deadline == h.now + 600_000  # offsets.retention.check.interval.ms
     h.tick(1_000)
     h.join(member_id=pending, session=30_000)
     assert pending in h.group().members and h.state() == "PreparingRebalance"
@@ -466,7 +538,7 @@ def test_a_commit_from_a_new_member_in_its_first_round_trades_its_join_timeout_f
     (testGenericGroupOffsetCommitMaintainsSession's rule, for a member still joining)."""
     h = Harness()
     h.stable_group(1, session=10_000, rebalance=100_000)
-    newcomer = h.new_member(client_id="b", session=10_000, rebalance=100_000)   # PreparingRebalance
+    newcomer = h.new_member(client_id="b", session=10_000, rebalance=100_000)  # PreparingRebalance
     assert one(h.commit(member_id=newcomer, generation=1), "commit_response")["error"] == "NONE"
     h.tick(10_000)
     assert newcomer not in h.group().members
@@ -484,8 +556,9 @@ def test_a_stable_groups_offsets_expire_by_the_topics_subscribed_when_the_genera
     member = h.leader()
     h.sync(member, 1, instance_id="i1")
     h.commit(member_id=member, generation=1, group_instance_id="i1", offsets=[("t", 0, 1), ("x", 0, 1)])
-    restarted = one(h.join(instance_id="i1", protocols=[{"name": "range", "topics": ["x"]}], session=30_000),
-                    "join_response")["member_id"]
+    restarted = one(
+        h.join(instance_id="i1", protocols=[{"name": "range", "topics": ["x"]}], session=30_000), "join_response"
+    )["member_id"]
     assert h.state() == "Stable" and h.generation() == 1
     h.coordinator = GroupCoordinator.from_bytes(h.coordinator.to_bytes(), h.config)
     for _ in range(14):

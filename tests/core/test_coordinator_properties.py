@@ -1,6 +1,7 @@
 """Properties of the coordinator over generated group histories (hypothesis picks the scenario; the simulator plays
 the clients): whatever happens, generations only go up, no partition has two owners in a generation, an eager
 round hands out every partition, and serialising the state anywhere changes nothing."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -17,8 +18,9 @@ scenarios = st.builds(
     members_per_group=st.integers(1, 5),
     topics_per_group=st.integers(1, 3),
     partitions_per_topic=st.integers(1, 8),
-    assignors=st.lists(st.sampled_from(["range", "roundrobin", "sticky", "cooperative-sticky"]), min_size=1,
-                       max_size=4, unique=True).map(tuple),
+    assignors=st.lists(
+        st.sampled_from(["range", "roundrobin", "sticky", "cooperative-sticky"]), min_size=1, max_size=4, unique=True
+    ).map(tuple),
     churn_interval_ms=st.integers(2_000, 20_000),
     static_fraction=st.sampled_from([0.0, 0.5, 1.0]),
     seed=st.integers(0, 10_000),
@@ -32,7 +34,7 @@ def run(events, split: int | None = None) -> list[dict]:
         if i == split:
             coordinator = GroupCoordinator.from_bytes(coordinator.to_bytes(), config)
         out += coordinator.handle(e)
-        for group in coordinator.groups.values():   # the protocol support kept per join equals a recount
+        for group in coordinator.groups.values():  # the protocol support kept per join equals a recount
             recount = Counter(n for m in group.members.values() for n in m.protocol_names())
             assert group.supported_protocols() == recount, group.group_id
     return out

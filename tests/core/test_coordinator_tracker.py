@@ -1,5 +1,6 @@
 """Tracker mode: the coordinator computes the leader's assignment with Kafka's assignors, eager and cooperative,
 and reacts to topic metadata as the leader's client would."""
+
 from __future__ import annotations
 
 from tests.coordinator_harness import Harness, of_type, one
@@ -37,8 +38,10 @@ def test_range_assignment_is_computed_for_the_leader():
     assert one(out, "sync_response", first)["assignment"] == [["t", 0], ["t", 1]]
     assert one(out, "sync_response", second)["assignment"] == [["t", 2]]
     rebalance = one(out, "rebalance")
-    assert rebalance["assignment"] == {a: one(out, "assignment", a)["partitions"],
-                                       b: one(out, "assignment", b)["partitions"]}
+    assert rebalance["assignment"] == {
+        a: one(out, "assignment", a)["partitions"],
+        b: one(out, "assignment", b)["partitions"],
+    }
     assert rebalance["rebalance_protocol"] == "eager" and rebalance["unknown_topics"] == []
 
 
@@ -71,7 +74,7 @@ def test_partition_growth_of_a_subscribed_topic_rebalances_and_others_do_not():
     h.send(type="topic_metadata", topic="other", partitions=9)
     assert h.state() == "Stable"
     h.send(type="topic_metadata", topic="t", partitions=3)
-    assert h.state() == "Stable"                     # no change, no rebalance
+    assert h.state() == "Stable"  # no change, no rebalance
     h.send(type="topic_metadata", topic="t", partitions=5)
     assert h.state() == "PreparingRebalance"
 
@@ -98,7 +101,7 @@ def test_cooperative_sticky_moves_partitions_in_two_rounds():
     first = one(out, "rebalance")
     assert first["rebalance_protocol"] == "cooperative"
     revoked = one(out, "assignment", a)["revoked"]
-    assert len(revoked) == 2 and one(out, "assignment", b)["partitions"] == []   # nothing handed out yet
+    assert len(revoked) == 2 and one(out, "assignment", b)["partitions"] == []  # nothing handed out yet
     assert first["partitions_moved"] == 2
     # a gives the partitions up and rejoins; the follow-up round hands them to b
     kept = [tuple(tp) for tp in one(out, "assignment", a)["partitions"]]
@@ -120,7 +123,7 @@ def test_eager_sticky_keeps_partitions_where_they_were():
     before = {m: set(h.group().members[m].assignment) for m in ids}
     c = h.new_member(client_id="c", protocols=subscribe("sticky", "t"))
     for m in ids:
-        h.join(member_id=m, protocols=subscribe("sticky", "t"))   # eager clients report nothing they own
+        h.join(member_id=m, protocols=subscribe("sticky", "t"))  # eager clients report nothing they own
     out = complete_round(h, ids + [c])
     after = {m: set(h.group().members[m].assignment) for m in ids}
     assert all(after[m] <= before[m] for m in ids) and len(h.group().members[c].assignment) == 2

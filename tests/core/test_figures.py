@@ -1,5 +1,6 @@
 """The worked timelines of docs/figures.md, one test each: the real coordinators driven through the timeline, and the
 figures their ``rebalance`` records carry (and the views show) against the numbers computed by hand in the doc."""
+
 from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
@@ -25,8 +26,7 @@ def rebalances(outputs: list[dict]) -> list[dict]:
 
 def spans(record: dict) -> list[tuple]:
     """(partition, released, taken, no members, unavailable) of each span a rebalance closed."""
-    return [(s.partition[1], s.released_ts, s.taken_ts, s.no_members_ms, s.unavailable_ms)
-            for s in spans_of(record)]
+    return [(s.partition[1], s.released_ts, s.taken_ts, s.no_members_ms, s.unavailable_ms) for s in spans_of(record)]
 
 
 def parts(*ps: int) -> list[list]:
@@ -85,12 +85,20 @@ def test_eager_join():
     h.sync(a, 2, assignments={a: parts(0, 1), b: parts(2), c: parts(3)})
     first, second = rebalances(h.outputs)
     assert (first["trigger"], first["duration_ms"], first["partitions_moved"], spans(first)) == ("join", 0, 0, [])
-    assert (second["trigger"], second["started_ts"], second["completed_ts"], second["duration_ms"]) == \
-        ("join", 10_000, 12_500, 2_500)
-    assert second["partitions_moved"] == 1                                  # t-3, b -> c
+    assert (second["trigger"], second["started_ts"], second["completed_ts"], second["duration_ms"]) == (
+        "join",
+        10_000,
+        12_500,
+        2_500,
+    )
+    assert second["partitions_moved"] == 1  # t-3, b -> c
     # Each partition from the moment its consumer learnt of the round, not from the round's start.
-    assert spans(second) == [(0, 11_000, 12_500, 0, 1_500), (1, 11_000, 12_500, 0, 1_500),
-                             (2, 12_000, 12_500, 0, 500), (3, 12_000, 12_500, 0, 500)]
+    assert spans(second) == [
+        (0, 11_000, 12_500, 0, 1_500),
+        (1, 11_000, 12_500, 0, 1_500),
+        (2, 12_000, 12_500, 0, 500),
+        (3, 12_000, 12_500, 0, 500),
+    ]
     assert second["max_partition_unavailable_ms"] == 1_500 and second["awaiting_owner"] == []
     g = build_history(h.outputs, "g").generations[-1]
     assert (g.unavailable_partition_ms, g.balance, g.settled) == (4_000, 1, True)
@@ -112,12 +120,17 @@ def test_cooperative_join_two_rounds():
     h.sync(b, 2)
     h.sync(c, 2)
     first_round = rebalances(h.outputs)[-1]
-    assert (first_round["generation"], first_round["rebalance_protocol"], first_round["duration_ms"],
-            first_round["partitions_moved"], spans(first_round)) == (2, "cooperative", 2_500, 1, [])
+    assert (
+        first_round["generation"],
+        first_round["rebalance_protocol"],
+        first_round["duration_ms"],
+        first_round["partitions_moved"],
+        spans(first_round),
+    ) == (2, "cooperative", 2_500, 1, [])
     # b was told to give t-3 up by this round's SyncGroup answer: released, awaiting its next owner.
     assert first_round["awaiting_owner"] == [["t", 3, 12_500]] and first_round["max_partition_unavailable_ms"] == 0
     at(h, 12.6)
-    join(h, b, owned=[2], client_id="b")                                    # b revoked t-3 and rejoins
+    join(h, b, owned=[2], client_id="b")  # b revoked t-3 and rejoins
     assert h.state() == "PreparingRebalance"
     at(h, 13.0)
     assert h.heartbeat(a, 2) == "REBALANCE_IN_PROGRESS"
@@ -127,9 +140,13 @@ def test_cooperative_join_two_rounds():
     at(h, 13.5)
     h.sync(a, 3, assignments={a: parts(0, 1), b: parts(2), c: parts(3)})
     second_round = rebalances(h.outputs)[-1]
-    assert (second_round["generation"], second_round["started_ts"], second_round["duration_ms"],
-            second_round["partitions_moved"]) == (3, 12_600, 900, 0)
-    assert spans(second_round) == [(3, 12_500, 13_500, 0, 1_000)]           # only t-3, 1 s
+    assert (
+        second_round["generation"],
+        second_round["started_ts"],
+        second_round["duration_ms"],
+        second_round["partitions_moved"],
+    ) == (3, 12_600, 900, 0)
+    assert spans(second_round) == [(3, 12_500, 13_500, 0, 1_000)]  # only t-3, 1 s
     assert second_round["max_partition_unavailable_ms"] == 1_000 and second_round["awaiting_owner"] == []
     gens = build_history(h.outputs, "g").generations
     # The first round's lopsided assignment (2/1/0) is not one the group settles on; the second is.
@@ -151,11 +168,15 @@ def test_empty_group_and_back_classic():
     at(h, 70.0)
     b = new_member(h, "b")
     at(h, 73.0)
-    h.tick(0)                                                               # the initial delay ends the round
+    h.tick(0)  # the initial delay ends the round
     h.sync(b, 3, assignments={b: parts(0, 1)})
     back = rebalances(h.outputs)[-1]
-    assert (back["trigger"], back["started_ts"], back["duration_ms"], back["partitions_moved"]) == \
-        ("join", 70_000, 3_000, 0)
+    assert (back["trigger"], back["started_ts"], back["duration_ms"], back["partitions_moved"]) == (
+        "join",
+        70_000,
+        3_000,
+        0,
+    )
     # 63 s without an owner, 60 of them with nobody in the group: 3 s of unavailability, the join round's.
     assert spans(back) == [(0, 10_000, 73_000, 60_000, 3_000), (1, 10_000, 73_000, 60_000, 3_000)]
     assert back["max_partition_unavailable_ms"] == 3_000
@@ -170,7 +191,7 @@ def test_static_restarts_classic():
     h.sync(b, 1)
     at(h, 10.0)
     restarted = one(join(h, instance_id="pod-a", client_id="a"), "member_replaced")["member_id"]
-    assert h.state() == "Stable" and len(rebalances(h.outputs)) == 1     # no rebalance, no figure
+    assert h.state() == "Stable" and len(rebalances(h.outputs)) == 1  # no rebalance, no figure
     at(h, 20.0)
     h.send(type="leave", member_id=b, group_instance_id=None)
     at(h, 21.0)
@@ -180,20 +201,42 @@ def test_static_restarts_classic():
     h.sync(restarted, 2, assignments={restarted: parts(0, 1, 2, 3)}, instance_id="pod-a")
     leave = rebalances(h.outputs)[-1]
     assert (leave["trigger"], leave["duration_ms"], leave["partitions_moved"]) == ("leave", 1_500, 2)
-    assert spans(leave) == [(0, 21_000, 21_500, 0, 500), (1, 21_000, 21_500, 0, 500),
-                            (2, 20_000, 21_500, 0, 1_500), (3, 20_000, 21_500, 0, 1_500)]
+    assert spans(leave) == [
+        (0, 21_000, 21_500, 0, 500),
+        (1, 21_000, 21_500, 0, 500),
+        (2, 20_000, 21_500, 0, 1_500),
+        (3, 20_000, 21_500, 0, 1_500),
+    ]
 
 
 def test_cluster_feed_figures_are_unknown():
     """A classic group followed from its __consumer_offsets records: when a round began and when the eager
     consumers gave their partitions up are not in them."""
+
     def snapshot(generation: int, ts: int, members: dict[str, list]) -> dict:
-        return {"type": "group_metadata", "group_id": "g", "tombstone": False, "protocol_type": "consumer",
-                "generation": generation, "protocol": "range", "leader": "a-1", "value_version": 2,
-                "current_state_timestamp": ts,
-                "members": [{"member_id": m, "client_id": m[0], "client_host": "/h", "session_timeout": 10_000,
-                             "rebalance_timeout": 10_000, "subscription": {"topics": ["t"], "user_data": ""},
-                             "assignment": {"partitions": ps, "user_data": ""}} for m, ps in members.items()]}
+        return {
+            "type": "group_metadata",
+            "group_id": "g",
+            "tombstone": False,
+            "protocol_type": "consumer",
+            "generation": generation,
+            "protocol": "range",
+            "leader": "a-1",
+            "value_version": 2,
+            "current_state_timestamp": ts,
+            "members": [
+                {
+                    "member_id": m,
+                    "client_id": m[0],
+                    "client_host": "/h",
+                    "session_timeout": 10_000,
+                    "rebalance_timeout": 10_000,
+                    "subscription": {"topics": ["t"], "user_data": ""},
+                    "assignment": {"partitions": ps, "user_data": ""},
+                }
+                for m, ps in members.items()
+            ],
+        }
 
     tracker = GroupCoordinator(CoordinatorConfig.from_properties(OBSERVER_SETTINGS))
     feed, outputs = ClusterFeed(), []
@@ -203,8 +246,12 @@ def test_cluster_feed_figures_are_unknown():
             assert error is None, error
             outputs += tracker.handle(event)
     second = rebalances(outputs)[-1]
-    assert (second["generation"], second["completed_ts"], second["started_ts"], second["duration_ms"]) == \
-        (2, 20_000, None, None)
+    assert (second["generation"], second["completed_ts"], second["started_ts"], second["duration_ms"]) == (
+        2,
+        20_000,
+        None,
+        None,
+    )
     assert second["partitions_moved"] == 1 and second["max_partition_unavailable_ms"] is None
     assert spans(second) == [(0, None, 20_000, None, None), (1, None, 20_000, None, None)]
     g = build_history(outputs, "g").generations[-1]
@@ -217,7 +264,7 @@ def test_cluster_feed_figures_are_unknown():
     summary = dict(tables["summary"])
     assert summary["longest rebalance (ms)"] == "unknown" and summary["max partition unavailability (ms)"] == "unknown"
     assert summary["partitions moved"] == "1"
-    row = tables["generations"][-1]            # generation, ..., started, duration, join ms, sync ms, moved, max
+    row = tables["generations"][-1]  # generation, ..., started, duration, join ms, sync ms, moved, max
     assert row[7:13] == ["unknown", "?", "?", "0", "1", "?"]
     score = replay.score("observed", outputs)
     assert score.max_rebalance_ms is None and score.max_unavailable_ms is None and score.partitions_moved == 1
@@ -244,28 +291,44 @@ class Consumer:
         return out
 
     def heartbeat(self, seconds: float, member: str, epoch: int, owned=(), **fields) -> dict:
-        out = self.send({"type": "consumer_heartbeat", "member_id": member, "member_epoch": epoch,
-                         "topic_partitions": parts(*owned), **fields}, seconds)
+        out = self.send(
+            {
+                "type": "consumer_heartbeat",
+                "member_id": member,
+                "member_epoch": epoch,
+                "topic_partitions": parts(*owned),
+                **fields,
+            },
+            seconds,
+        )
         return one(out, "consumer_heartbeat_response")
 
     def join(self, seconds: float, member: str, **fields) -> dict:
-        return self.heartbeat(seconds, member, 0, subscribed_topic_names=["t"], rebalance_timeout_ms=30_000,
-                              server_assignor=self.assignor, **fields)
+        return self.heartbeat(
+            seconds,
+            member,
+            0,
+            subscribed_topic_names=["t"],
+            rebalance_timeout_ms=30_000,
+            server_assignor=self.assignor,
+            **fields,
+        )
 
 
 def test_consumer_join_and_expiry():
     g = Consumer(4, group_consumer_session_timeout_ms=10_000, group_consumer_heartbeat_interval_ms=3_000)
     g.join(0.0, "a")
     g.join(1.0, "b")
-    assert g.heartbeat(2.0, "a", 1, [0, 1, 2, 3])["member_epoch"] == 1     # told to revoke t-2, t-3
-    assert g.heartbeat(2.1, "a", 1, [0, 1])["member_epoch"] == 2           # acknowledged; a then crashes
+    assert g.heartbeat(2.0, "a", 1, [0, 1, 2, 3])["member_epoch"] == 1  # told to revoke t-2, t-3
+    assert g.heartbeat(2.1, "a", 1, [0, 1])["member_epoch"] == 2  # acknowledged; a then crashes
     g.heartbeat(3.0, "b", 2)
     g.heartbeat(8.0, "b", 2, [2, 3])
     g.heartbeat(13.0, "b", 2, [2, 3])
     one_, two, three = rebalances(g.outputs)
-    assert [(r["trigger"], r["started_ts"], r["completed_ts"], r["duration_ms"], r["partitions_moved"])
-            for r in (one_, two, three)] == [("join", 0, 0, 0, 0), ("join", 1_000, 3_000, 2_000, 2),
-                                             ("expiry", 12_100, 13_000, 900, 2)]
+    assert [
+        (r["trigger"], r["started_ts"], r["completed_ts"], r["duration_ms"], r["partitions_moved"])
+        for r in (one_, two, three)
+    ] == [("join", 0, 0, 0, 0), ("join", 1_000, 3_000, 2_000, 2), ("expiry", 12_100, 13_000, 900, 2)]
     assert spans(two) == [(2, 2_000, 3_000, 0, 1_000), (3, 2_000, 3_000, 0, 1_000)]
     assert spans(three) == [(0, 12_100, 13_000, 0, 900), (1, 12_100, 13_000, 0, 900)]
     h = build_history(g.outputs, "g")
@@ -278,17 +341,28 @@ def test_stable_to_stable_epoch_bump():
     g.join(0.0, "a")
     g.send({"type": "topic_metadata", "topic": "t", "partitions": 6}, 5.0)
     g.heartbeat(6.0, "a", 1, [0, 1, 2, 3])
-    assert [o["to"] for o in of_type(g.outputs, "state_change")] == ["Stable"]   # Stable -> Stable: no change
+    assert [o["to"] for o in of_type(g.outputs, "state_change")] == ["Stable"]  # Stable -> Stable: no change
     bump = rebalances(g.outputs)[-1]
-    assert (bump["group_epoch"], bump["trigger"], bump["started_ts"], bump["duration_ms"],
-            bump["partitions_moved"], spans(bump)) == (2, "metadata", 6_000, 0, 0, [])
+    assert (
+        bump["group_epoch"],
+        bump["trigger"],
+        bump["started_ts"],
+        bump["duration_ms"],
+        bump["partitions_moved"],
+        spans(bump),
+    ) == (2, "metadata", 6_000, 0, 0, [])
     g.join(20.0, "b")
-    g.heartbeat(21.0, "a", 2, [0, 1, 2, 3, 4, 5])                          # told to revoke t-3..t-5
+    g.heartbeat(21.0, "a", 2, [0, 1, 2, 3, 4, 5])  # told to revoke t-3..t-5
     g.heartbeat(21.2, "a", 2, [0, 1, 2])
     g.heartbeat(23.0, "b", 3)
     join_ = rebalances(g.outputs)[-1]
-    assert (join_["group_epoch"], join_["trigger"], join_["started_ts"], join_["duration_ms"],
-            join_["partitions_moved"]) == (3, "join", 20_000, 3_000, 3)
+    assert (
+        join_["group_epoch"],
+        join_["trigger"],
+        join_["started_ts"],
+        join_["duration_ms"],
+        join_["partitions_moved"],
+    ) == (3, "join", 20_000, 3_000, 3)
     assert spans(join_) == [(p, 21_000, 23_000, 0, 2_000) for p in (3, 4, 5)]
 
 
@@ -297,20 +371,23 @@ def test_empty_group_and_back_consumer():
     g.join(0.0, "a")
     g.heartbeat(10.0, "a", -1)
     empty = rebalances(g.outputs)[-1]
-    assert (empty["trigger"], empty["duration_ms"], empty["partitions_moved"], empty["members"]) == \
-        ("leave", 0, 2, [])
+    assert (empty["trigger"], empty["duration_ms"], empty["partitions_moved"], empty["members"]) == ("leave", 0, 2, [])
     assert empty["awaiting_owner"] == [["t", 0, 10_000], ["t", 1, 10_000]]
     g.join(70.0, "b")
     back = rebalances(g.outputs)[-1]
-    assert (back["trigger"], back["started_ts"], back["duration_ms"], back["partitions_moved"]) == \
-        ("join", 70_000, 0, 0)
+    assert (back["trigger"], back["started_ts"], back["duration_ms"], back["partitions_moved"]) == (
+        "join",
+        70_000,
+        0,
+        0,
+    )
     assert spans(back) == [(0, 10_000, 70_000, 60_000, 0), (1, 10_000, 70_000, 60_000, 0)]
 
 
 def test_a_rebalance_in_progress_when_the_group_is_rebuilt_has_an_unknown_start():
     g = Consumer(4, group_consumer_session_timeout_ms=10_000, group_consumer_heartbeat_interval_ms=3_000)
     g.join(0.0, "a")
-    g.join(1.0, "b")                                        # a rebalance starts ... and the checkpoint is lost
+    g.join(1.0, "b")  # a rebalance starts ... and the checkpoint is lost
     rebuilt = ConsumerGroupCoordinator(g.coordinator.config)
     rebuilt.load_records([o for o in g.outputs if R.is_record(o)], now_ms=1_500)
     g.coordinator, g.outputs = rebuilt, []
@@ -318,8 +395,12 @@ def test_a_rebalance_in_progress_when_the_group_is_rebuilt_has_an_unknown_start(
     g.heartbeat(2.1, "a", 1, [0, 1])
     g.heartbeat(3.0, "b", 2)
     (done,) = rebalances(g.outputs)
-    assert (done["trigger"], done["started_ts"], done["completed_ts"], done["duration_ms"]) == \
-        ("unknown", None, 3_000, None)
+    assert (done["trigger"], done["started_ts"], done["completed_ts"], done["duration_ms"]) == (
+        "unknown",
+        None,
+        3_000,
+        None,
+    )
     # Who held what came back with the members' records: the spans are known.
     assert spans(done) == [(2, 2_000, 3_000, 0, 1_000), (3, 2_000, 3_000, 0, 1_000)]
 
@@ -330,12 +411,16 @@ def test_static_restarts_consumer():
     g.heartbeat(10.0, "m1", -2, instance_id="pod-a")
     g.join(12.0, "m2", instance_id="pod-a")
     assert one(g.outputs, "member_replaced")["previous_member_id"] == "m1"
-    assert [r["trigger"] for r in rebalances(g.outputs)] == ["join"]       # no epoch bump, no rebalance
+    assert [r["trigger"] for r in rebalances(g.outputs)] == ["join"]  # no epoch bump, no rebalance
     g.heartbeat(20.0, "m2", -2, instance_id="pod-a")
-    g.send({"type": "topic_metadata", "topic": "other", "partitions": 1}, 70.0)   # time passes: the session ends
-    expiry = rebalances(g.outputs)[-1]       # 45 s after m2's last heartbeat (12.0; a leave does not extend it)
-    assert (expiry["trigger"], expiry["completed_ts"], expiry["partitions_moved"], expiry["awaiting_owner"]) == \
-        ("expiry", 57_000, 2, [["t", 0, 57_000], ["t", 1, 57_000]])
+    g.send({"type": "topic_metadata", "topic": "other", "partitions": 1}, 70.0)  # time passes: the session ends
+    expiry = rebalances(g.outputs)[-1]  # 45 s after m2's last heartbeat (12.0; a leave does not extend it)
+    assert (expiry["trigger"], expiry["completed_ts"], expiry["partitions_moved"], expiry["awaiting_owner"]) == (
+        "expiry",
+        57_000,
+        2,
+        [["t", 0, 57_000], ["t", 1, 57_000]],
+    )
 
 
 # ---------------------------------------------------------------------- the property
@@ -384,7 +469,7 @@ def test_an_empty_period_counts_the_same_way(gap_s, partitions, members):
     for assignor in ("range", "cooperative-sticky", "server:uniform", "server:range"):
         outputs = replay.replay_outputs(feed, assignor)
         later = [(s, o) for o in outputs if o["type"] == "rebalance" and o["ts"] > left for s in spans_of(o)]
-        back = [(s, o) for s, o in later if s.released_ts == left]      # (later ones: moves among the newcomers)
+        back = [(s, o) for s, o in later if s.released_ts == left]  # (later ones: moves among the newcomers)
         assert sorted(s.partition for s, _ in back) == [("t", p) for p in range(partitions)], assignor
         assert all(s.no_members_ms == 0 for s, _ in later if s.released_ts > left), assignor
         assert {s.no_members_ms for s, _ in back} <= set(range(gap_s * 1000, gap_s * 1000 + REACTION_MS + 1))
@@ -420,9 +505,9 @@ def _cooperative_then_empty(h: Harness) -> list[dict]:
     join(h, a, owned=[0, 1], client_id="a")
     join(h, b, owned=[2, 3], client_id="b")
     at(h, 10.5)
-    h.sync(a, 2, assignments={a: parts(0, 1), b: parts(2), c: []})        # b is to give t-3 up
+    h.sync(a, 2, assignments={a: parts(0, 1), b: parts(2), c: []})  # b is to give t-3 up
     at(h, 20.0)
-    for m in (a, b, c):                                                     # everyone leaves: Empty
+    for m in (a, b, c):  # everyone leaves: Empty
         h.send(type="leave", member_id=m, group_instance_id=None)
     at(h, 30.0)
     d = new_member(h, "d", owned=[])
@@ -439,8 +524,12 @@ def test_the_figures_survive_the_state_being_stored_between_any_two_events():
     whole = _cooperative_then_empty(Harness())
     assert any(r["awaiting_owner"] for r in whole)
     # t-3, revoked from b at 10.5, waited 9.5 s with members around before the group emptied at 20.0.
-    assert spans(whole[-1]) == [(0, 20_000, 30_000, 10_000, 0), (1, 20_000, 30_000, 10_000, 0),
-                                (2, 20_000, 30_000, 10_000, 0), (3, 10_500, 30_000, 10_000, 9_500)]
+    assert spans(whole[-1]) == [
+        (0, 20_000, 30_000, 10_000, 0),
+        (1, 20_000, 30_000, 10_000, 0),
+        (2, 20_000, 30_000, 10_000, 0),
+        (3, 10_500, 30_000, 10_000, 9_500),
+    ]
     assert _cooperative_then_empty(_ThroughBytes()) == whole
 
     g = Consumer(2)

@@ -1,5 +1,6 @@
 """Bad and hostile input: every bad record is dead-lettered with a precise reason, every good one around it is
 processed, and nothing raises (issue #13)."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,9 @@ def with_fields(**fields) -> bytes:
 
 
 def commit(**offset) -> bytes:
-    return json.dumps({"type": "commit", "group_id": "g", "offsets": [{"topic": "t", "partition": 0, "offset": 1,
-                                                                       **offset}]}).encode()
+    return json.dumps(
+        {"type": "commit", "group_id": "g", "offsets": [{"topic": "t", "partition": 0, "offset": 1, **offset}]}
+    ).encode()
 
 
 # (raw record value, what the reason must say)
@@ -41,10 +43,14 @@ CORPUS = [
     (b'{"type":"heartbeat","group_id":"g","generation":Infinity}', "Infinity is not a JSON number"),
     (b'{"type":"heartbeat","group_id":"g","group_id":"h","generation":1}', "duplicate key 'group_id'"),
     (b'{"type":"heartbeat","group_id":"g","generation":1,"x":1,"x":2}', "duplicate key 'x'"),
-    (b'{"type":"commit","group_id":"g","offsets":[{"topic":"t","topic":"u","partition":0,"offset":1}]}',
-     "duplicate key 'topic'"),
-    (b'{"type":"heartbeat","group_id":"g","member_id":"a\\u003ab","generation":1,"generation":2}',
-     "duplicate key 'generation'"),
+    (
+        b'{"type":"commit","group_id":"g","offsets":[{"topic":"t","topic":"u","partition":0,"offset":1}]}',
+        "duplicate key 'topic'",
+    ),
+    (
+        b'{"type":"heartbeat","group_id":"g","member_id":"a\\u003ab","generation":1,"generation":2}',
+        "duplicate key 'generation'",
+    ),
     (b'{"type":"heartbeat","group_id":"g","generation":1,"x":"\xff"}', "not UTF-8: byte 0xff at position 55"),
     (with_fields(ts=-1), "heartbeat.ts = -1 is out of range"),
     (with_fields(ts=2**63), "heartbeat.ts = 9223372036854775808 is out of range"),
@@ -60,13 +66,23 @@ CORPUS = [
     (commit(partition=2**31), "commit.offsets[0].partition = 2147483648 is out of range"),
     (commit(leader_epoch=-2), "commit.offsets[0].leader_epoch = -2 is out of range"),
     (commit(metadata=5), "commit.offsets[0].metadata must be a string"),
-    (json.dumps({"type": "join", "group_id": "g", "session_timeout_ms": 2**31,
-                 "protocols": [{"name": "range", "topics": ["t"]}]}).encode(),
-     "join.session_timeout_ms = 2147483648 is out of range"),
+    (
+        json.dumps(
+            {
+                "type": "join",
+                "group_id": "g",
+                "session_timeout_ms": 2**31,
+                "protocols": [{"name": "range", "topics": ["t"]}],
+            }
+        ).encode(),
+        "join.session_timeout_ms = 2147483648 is out of range",
+    ),
     (json.dumps({"type": "join", "group_id": "g", "protocols": "range"}).encode(), "join.protocols must be a list"),
     (json.dumps({"type": "topic_metadata", "topic": "t", "partitions": -3}).encode(), "partitions must be >= 0"),
-    (json.dumps({"type": "sync", "group_id": "g", "generation": 1, "assignments": {"m": [["t", -1]]}}).encode(),
-     "must be a list of [topic, partition] pairs"),
+    (
+        json.dumps({"type": "sync", "group_id": "g", "generation": 1, "assignments": {"m": [["t", -1]]}}).encode(),
+        "must be a list of [topic, partition] pairs",
+    ),
     (b'{"type":"heartbeat","group_id":"' + b"g" * (1 << 20) + b'","generation":1}', "exceeds the 1048576-byte limit"),
 ]
 
@@ -81,8 +97,14 @@ def test_big_but_legal_requests_are_handled():
     """A join naming 100k topics, or a member owning 10k partitions, is a request like any other: the
     coordinator answers it (within the size limit of one record)."""
     topics = [f"t{i}" for i in range(100_000)]
-    big = {"type": "join", "group_id": "g", "member_id": "", "session_timeout_ms": 10_000, "ts": START,
-           "protocols": [{"name": "range", "topics": topics}]}
+    big = {
+        "type": "join",
+        "group_id": "g",
+        "member_id": "",
+        "session_timeout_ms": 10_000,
+        "ts": START,
+        "protocols": [{"name": "range", "topics": topics}],
+    }
     event, error = parse_event(json.dumps(big).encode())
     assert error is None and len(event["protocols"][0]["topics"]) == 100_000
     coordinator = GroupCoordinator(CoordinatorConfig(group_initial_rebalance_delay_ms=0))
@@ -93,16 +115,34 @@ def test_big_but_legal_requests_are_handled():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
-                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-                    max_leaves=20),
-       st.sampled_from(["join", "sync", "heartbeat", "leave", "commit", "topic_metadata", "delete_group"]),
-       st.sampled_from(["group_id", "member_id", "generation", "ts", "protocols", "offsets", "assignments",
-                        "assigned", "session_timeout_ms", "partitions", "topic", "retention_ms"]))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+        max_leaves=20,
+    ),
+    st.sampled_from(["join", "sync", "heartbeat", "leave", "commit", "topic_metadata", "delete_group"]),
+    st.sampled_from(
+        [
+            "group_id",
+            "member_id",
+            "generation",
+            "ts",
+            "protocols",
+            "offsets",
+            "assignments",
+            "assigned",
+            "session_timeout_ms",
+            "partitions",
+            "topic",
+            "retention_ms",
+        ]
+    ),
+)
 def test_any_value_in_any_field_is_an_event_or_a_reason_never_an_exception(value, kind, name):
     event, error = parse_event(json.dumps({"type": kind, "group_id": "g", name: value}).encode())
     assert (event is None) != (error is None)
-    if event is not None:   # and a good event never makes the coordinator raise
+    if event is not None:  # and a good event never makes the coordinator raise
         GroupCoordinator(CoordinatorConfig()).handle({**event, "ts": event["ts"] or START})
 
 
@@ -121,10 +161,13 @@ def test_the_job_dead_letters_the_corpus_and_processes_every_good_event_around_i
     from streaming.spark.job import JobOptions
     from tests.spark.test_job import Collector, assert_compacted_prefix, by_group, reference, start, write_rows
 
-    feed = Simulator(SimulationSettings(groups=2, seed=5, churn_interval_ms=10_000),
-                     start_ms=START).run_until(START + 60_000)
-    future = [with_fields(group_id="group-0", ts=253402300799000),          # 9999-12-31
-              with_fields(group_id="group-1", ts=START + 10 * 3_600_000)]   # ten hours ahead of its record
+    feed = Simulator(SimulationSettings(groups=2, seed=5, churn_interval_ms=10_000), start_ms=START).run_until(
+        START + 60_000
+    )
+    future = [
+        with_fields(group_id="group-0", ts=253402300799000),  # 9999-12-31
+        with_fields(group_id="group-1", ts=START + 10 * 3_600_000),
+    ]  # ten hours ahead of its record
     bad = [raw for raw, _ in CORPUS] + future
     values, keys, stamps = [], [], []
     step = max(1, len(feed) // len(bad))

@@ -5,6 +5,7 @@ one JVM for the module, Kafka's jars from Maven): ``String.hashCode``, the ``__c
 one (nine of them in one bucket of a small table included), and the producer's ``Utils.murmur2`` and
 ``Utils.toPositive``. (``HashMap<String, ...>`` order: ``test_javahash_jvm.py``.)
 """
+
 from __future__ import annotations
 
 import base64
@@ -15,9 +16,17 @@ from collections import Counter
 import pytest
 
 from assignors.base import TopicPartition
-from assignors.java import (TIMELINE_MIN_CAPACITY, java_hash_order, java_hashset_capacity_from_collection,
-                            java_string_hash, java_topic_partition_hash, murmur2, timeline_capacity_after_adding,
-                            timeline_hash_order, to_positive)
+from assignors.java import (
+    TIMELINE_MIN_CAPACITY,
+    java_hash_order,
+    java_hashset_capacity_from_collection,
+    java_string_hash,
+    java_topic_partition_hash,
+    murmur2,
+    timeline_capacity_after_adding,
+    timeline_hash_order,
+    to_positive,
+)
 from assignors.server.types import parse_uuid, uuid_hash, uuid_sort_key
 from offsets_store import partition_for
 from tests.kafka_oracle.oracle import JAVA
@@ -36,10 +45,24 @@ def _uuid_texts(rng: random.Random) -> list[str]:
     """Kafka Uuids, and strings Uuid.fromString must refuse or read leniently: wrong lengths, padding, the
     standard alphabet, spare low bits set in the last character."""
     texts = [base64.urlsafe_b64encode(rng.randbytes(16)).decode().rstrip("=") for _ in range(300)]
-    texts += ["AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAQ", "AAAAAAAAAAAAAAAAAAAAAQ==", "AAAAAAAAAAAAAAAAAAAAAR",
-              "_____________________w", "_____________________-", "gAAAAAAAAAAAAAAAAAAAAA", "topic1", "",
-              "AAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAA+/",
-              "AAAAAAAAAAAAAAAAAAAAAQ=", "AAAAAAAAAAAAAAAAAAAA AQ", "AAAAAAAAAAAAAAAAAAAAAAAAA"]
+    texts += [
+        "AAAAAAAAAAAAAAAAAAAAAA",
+        "AAAAAAAAAAAAAAAAAAAAAQ",
+        "AAAAAAAAAAAAAAAAAAAAAQ==",
+        "AAAAAAAAAAAAAAAAAAAAAR",
+        "_____________________w",
+        "_____________________-",
+        "gAAAAAAAAAAAAAAAAAAAAA",
+        "topic1",
+        "",
+        "AAAAAAAAAAAAAAAAAAAAA",
+        "AAAAAAAAAAAAAAAAAAAAAAA",
+        "AAAAAAAAAAAAAAAAAAAAAAAA",
+        "AAAAAAAAAAAAAAAAAAAA+/",
+        "AAAAAAAAAAAAAAAAAAAAAQ=",
+        "AAAAAAAAAAAAAAAAAAAA AQ",
+        "AAAAAAAAAAAAAAAAAAAAAAAAA",
+    ]
     return texts
 
 
@@ -79,9 +102,15 @@ def kafka(kafka_oracle_classpath):
     valid = [t for t in uuid_texts[:300]]
     uuid_sets = [rng.sample(valid, rng.choice([1, 2, 5, 12, 13, 25, 49, 97, 200])) for _ in range(60)]
     topics = [_text(rng) or "t" for _ in range(40)]
-    tp_sets = [list(dict.fromkeys(TopicPartition(rng.choice(topics), rng.randrange(0, rng.choice([8, 100, 10_000])))
-                                  for _ in range(rng.choice([1, 3, 12, 13, 40, 97, 300]))))
-               for _ in range(60)] + _colliding_partitions(rng)
+    tp_sets = [
+        list(
+            dict.fromkeys(
+                TopicPartition(rng.choice(topics), rng.randrange(0, rng.choice([8, 100, 10_000])))
+                for _ in range(rng.choice([1, 3, 12, 13, 40, 97, 300]))
+            )
+        )
+        for _ in range(60)
+    ] + _colliding_partitions(rng)
     data = [rng.randbytes(n) for n in list(range(0, 20)) * 5 + [64, 100, 1000]] + [b"foobar", "漢😀".encode()]
     lines = [f"group\t{g.encode().hex()}\t" + "\t".join(map(str, PARTITION_COUNTS)) for g in groups]
     lines += [f"uuid\t{t}" for t in uuid_texts]
@@ -90,19 +119,31 @@ def kafka(kafka_oracle_classpath):
     lines += [f"murmur2\t{d.hex()}" for d in data]
     member_sets = [[_member_id(rng) for _ in range(rng.choice([1, 2, 3, 5, 7, 13, 40]))] for _ in range(300)]
     removals = [rng.sample(ids, rng.randint(0, len(ids) - 1)) for ids in member_sets]
-    lines += [f"timeline\t{','.join(m.encode().hex() for m in ids)}\t{','.join(m.encode().hex() for m in gone)}"
-              for ids, gone in zip(member_sets, removals)]
-    out = subprocess.run([*JAVA, "-cp", kafka_oracle_classpath, "HashOracle"], input="\n".join(lines) + "\n",
-                         capture_output=True, text=True, check=True, timeout=120).stdout.splitlines()
+    lines += [
+        f"timeline\t{','.join(m.encode().hex() for m in ids)}\t{','.join(m.encode().hex() for m in gone)}"
+        for ids, gone in zip(member_sets, removals)
+    ]
+    out = subprocess.run(
+        [*JAVA, "-cp", kafka_oracle_classpath, "HashOracle"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout.splitlines()
     assert len(out) == len(lines) and not [a for a in out if a.startswith("error")], out[:3]
     answers = iter(out)
-    return {"groups": [(g, next(answers).split("\t")) for g in groups],
-            "uuid": [(t, next(answers)) for t in uuid_texts],
-            "uuids": [(s, next(answers).split("\t")) for s in uuid_sets],
-            "partitions": [(s, next(answers).split("\t")) for s in tp_sets],
-            "murmur2": [(d, next(answers).split("\t")) for d in data],
-            "timeline": [(ids, gone, [bytes.fromhex(m).decode() for m in next(answers).split(",") if m])
-                         for ids, gone in zip(member_sets, removals)]}
+    return {
+        "groups": [(g, next(answers).split("\t")) for g in groups],
+        "uuid": [(t, next(answers)) for t in uuid_texts],
+        "uuids": [(s, next(answers).split("\t")) for s in uuid_sets],
+        "partitions": [(s, next(answers).split("\t")) for s in tp_sets],
+        "murmur2": [(d, next(answers).split("\t")) for d in data],
+        "timeline": [
+            (ids, gone, [bytes.fromhex(m).decode() for m in next(answers).split(",") if m])
+            for ids, gone in zip(member_sets, removals)
+        ],
+    }
 
 
 def test_string_hash_and_the_offsets_partition_of_a_group_are_kafkas(kafka):
@@ -126,8 +167,10 @@ def test_uuid_parsing_hash_and_bits_are_kafkas(kafka):
 
 def _hashset_orders(items: list, hash_fn) -> tuple[list, list]:
     """``new HashSet<>(items)`` and a default ``HashSet`` added to in order."""
-    return (java_hash_order(items, hash_fn, java_hashset_capacity_from_collection(len(items))),
-            java_hash_order(items, hash_fn))
+    return (
+        java_hash_order(items, hash_fn, java_hashset_capacity_from_collection(len(items))),
+        java_hash_order(items, hash_fn),
+    )
 
 
 def test_uuid_order_and_hashset_orders_are_javas(kafka):
@@ -145,7 +188,7 @@ def test_topic_partition_hash_and_hashset_orders_are_kafkas(kafka):
         assert [java_topic_partition_hash(tp) for tp in tps] == [int(h) for h in hashes.split(",")]
         assert _hashset_orders(tps, java_topic_partition_hash) == (parse(from_collection), parse(added))
         grew_early += _grew_early(tps, java_topic_partition_hash, java_hashset_capacity_from_collection(len(tps)))
-    assert grew_early >= 20   # the 9th in a bucket of a small table is met, not only allowed for
+    assert grew_early >= 20  # the 9th in a bucket of a small table is met, not only allowed for
 
 
 def test_murmur2_and_to_positive_are_kafkas(kafka):

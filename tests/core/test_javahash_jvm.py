@@ -1,6 +1,7 @@
 """String.hashCode and java.util.HashMap's iteration order, checked against a real JVM: Kafka picks a new classic
 leader, lists JoinGroup members and writes GroupMetadataValue members in that order, and breaks protocol-vote ties
 by it; the assignors size theirs (``new HashMap<>(n)``). Skips where no ``javac`` is installed."""
+
 from __future__ import annotations
 
 import functools
@@ -68,8 +69,11 @@ def _colliding(bucket: int, capacity: int) -> list[str]:
 def _text(rng: random.Random) -> str:
     """Member-id-like keys, and any text (accents, CJK, a character outside the BMP)."""
     alphabet = "abcdefghijklmnopqrstuvwxyz0123456789-_éß漢😀"
-    return (f"consumer-{rng.randrange(100)}-{rng.getrandbits(64):016x}" if rng.random() < 0.5 else
-            "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12))))
+    return (
+        f"consumer-{rng.randrange(100)}-{rng.getrandbits(64):016x}"
+        if rng.random() < 0.5
+        else "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12)))
+    )
 
 
 def _key_sets(rng: random.Random) -> list[list[str]]:
@@ -113,13 +117,18 @@ def jvm(tmp_path_factory):
     subprocess.run(["javac", "-d", str(directory), str(directory / "HashOrder.java")], check=True)
 
     def ask(sets: list[tuple[int | None, list[str]]]) -> list[tuple[list[int], list[str]]]:
-        feed = "".join(("-" if capacity is None else str(capacity)) + "\t"
-                       + ",".join(k.encode().hex() for k in keys) + "\n" for capacity, keys in sets)
-        answer = subprocess.run(["java", "-cp", str(directory), "HashOrder"], input=feed, capture_output=True,
-                                text=True, check=True).stdout.splitlines()
+        feed = "".join(
+            ("-" if capacity is None else str(capacity)) + "\t" + ",".join(k.encode().hex() for k in keys) + "\n"
+            for capacity, keys in sets
+        )
+        answer = subprocess.run(
+            ["java", "-cp", str(directory), "HashOrder"], input=feed, capture_output=True, text=True, check=True
+        ).stdout.splitlines()
         assert len(answer) == len(sets)
-        return [([int(h) for h in hashes.split(",")], [bytes.fromhex(k).decode() for k in order.split(",")])
-                for hashes, order in (line.split("\t") for line in answer)]
+        return [
+            ([int(h) for h in hashes.split(",")], [bytes.fromhex(k).decode() for k in order.split(",")])
+            for hashes, order in (line.split("\t") for line in answer)
+        ]
 
     return ask
 
@@ -143,4 +152,4 @@ def test_hashmap_order_with_an_initial_capacity_is_the_jvms(jvm):
         while by_size < capacity or len(keys) > by_size * 3 // 4:
             by_size *= 2
         grown_early += order != sorted(keys, key=lambda k: _spread(k) & (by_size - 1))
-    assert grown_early >= 20   # the case is met, not only allowed for
+    assert grown_early >= 20  # the case is met, not only allowed for

@@ -1,5 +1,6 @@
 """Lag in records and seconds, and a rebalance's lag cost (streaming/coordinator/lag.py; docs/lag.md has the worked
 timeline of test_a_rebalance_costs_the_lag_built_until_the_new_owners_first_commit)."""
+
 from __future__ import annotations
 
 import random
@@ -8,8 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streaming.coordinator.lag import (
-    CAUGHT_UP, EXTRAPOLATED, INTERPOLATED, LOWER_BOUND, LagBook, lag, offset_time)
+from streaming.coordinator.lag import CAUGHT_UP, EXTRAPOLATED, INTERPOLATED, LOWER_BOUND, LagBook, lag, offset_time
 from streaming.coordinator.routing import Configs, run_feed
 from streaming.feeds.simulator import SimulationSettings, Simulator
 from streaming.spark.group_step import step_group
@@ -20,9 +20,19 @@ def sample(ts, offset, group="g", topic="t", partition=0):
 
 
 def commit(ts, offset, group="g", topic="t", partition=0):
-    return {"type": "offset_commit", "group_id": group, "ts": ts, "topic": topic, "partition": partition,
-            "offset": offset, "leader_epoch": -1, "metadata": "", "commit_timestamp": ts, "expire_timestamp": -1,
-            "tombstone": False}
+    return {
+        "type": "offset_commit",
+        "group_id": group,
+        "ts": ts,
+        "topic": topic,
+        "partition": partition,
+        "offset": offset,
+        "leader_epoch": -1,
+        "metadata": "",
+        "commit_timestamp": ts,
+        "expire_timestamp": -1,
+        "tombstone": False,
+    }
 
 
 def test_seconds_are_interpolated_between_the_samples_around_the_committed_offset():
@@ -34,22 +44,25 @@ def test_seconds_are_interpolated_between_the_samples_around_the_committed_offse
 def test_below_the_oldest_sample_seconds_are_extrapolated_then_a_lower_bound():
     assert offset_time([(10_000, 100), (20_000, 200)], 49) == (5_000, EXTRAPOLATED)
     assert lag([(10_000, 100), (20_000, 200)], 49, 20_000) == (151, 15.0, EXTRAPOLATED)
-    assert lag([(10_000, 100)], 49, 10_000) == (51, 0.0, LOWER_BOUND)          # one sample: at least 0 s
+    assert lag([(10_000, 100)], 49, 10_000) == (51, 0.0, LOWER_BOUND)  # one sample: at least 0 s
     assert lag([(10_000, 100), (20_000, 100)], 49, 20_000) == (51, 10.0, LOWER_BOUND)
 
 
 def test_caught_up_is_zero_and_unknown_is_none():
     assert lag([(0, 0), (10_000, 100)], 100, 10_000) == (0, 0.0, CAUGHT_UP)
-    assert lag([(0, 0), (10_000, 100)], 120, 10_000) == (0, 0.0, CAUGHT_UP)   # a stale sample: never negative
-    assert lag([(0, 0), (10_000, 100)], None, 10_000) == (None, None, None)   # nothing committed
-    assert lag([(10_000, 100)], 5, 9_999) == (None, None, None)                # no sample by then
-    assert lag([(0, 50), (10_000, 100)], 75, 5_000) == (0, 0.0, CAUGHT_UP)     # the log end at 5 s: 75
+    assert lag([(0, 0), (10_000, 100)], 120, 10_000) == (0, 0.0, CAUGHT_UP)  # a stale sample: never negative
+    assert lag([(0, 0), (10_000, 100)], None, 10_000) == (None, None, None)  # nothing committed
+    assert lag([(10_000, 100)], 5, 9_999) == (None, None, None)  # no sample by then
+    assert lag([(0, 50), (10_000, 100)], 75, 5_000) == (0, 0.0, CAUGHT_UP)  # the log end at 5 s: 75
     assert lag([(0, 50), (10_000, 100)], 60, 5_000) == (15, 2.8, INTERPOLATED)  # offset 60 came at 2.2 s
 
 
 @settings(max_examples=200, deadline=None)
-@given(rate=st.integers(1, 1_000), times=st.lists(st.integers(0, 600), min_size=2, max_size=20, unique=True),
-       behind=st.floats(0, 1))
+@given(
+    rate=st.integers(1, 1_000),
+    times=st.lists(st.integers(0, 600), min_size=2, max_size=20, unique=True),
+    behind=st.floats(0, 1),
+)
 def test_a_steady_producer_gives_the_exact_age_of_the_oldest_unconsumed_record(rate, times, behind):
     """Records at ``rate`` a second from time 0: record n arrives at (n + 1) / rate s. Sampled at whole seconds, the
     interpolation is exact between samples and the extrapolation exact below them."""
@@ -61,7 +74,7 @@ def test_a_steady_producer_gives_the_exact_age_of_the_oldest_unconsumed_record(r
     assert records == times[-1] * rate - committed
     if records == 0:
         assert (seconds, method) == (0.0, CAUGHT_UP)
-    elif method == LOWER_BOUND:                 # no growth to extrapolate from: samples all at one log end
+    elif method == LOWER_BOUND:  # no growth to extrapolate from: samples all at one log end
         assert times[0] * rate == times[-1] * rate
     else:
         assert seconds == pytest.approx(times[-1] - (committed + 1) / rate, abs=1e-6)
@@ -80,16 +93,31 @@ def test_seconds_never_negative_and_fall_as_the_group_catches_up(ends, data):
 
 def test_a_sample_gives_the_partitions_lag_against_the_commit_before_it():
     book = LagBook()
-    assert book.add(sample(0, 0)) == [{"type": "partition_lag", "group_id": "g", "ts": 0, "topic": "t",
-                                       "partition": 0, "log_end": 0, "committed": None, "lag_records": None,
-                                       "lag_seconds": None, "lag_seconds_method": None}]
+    assert book.add(sample(0, 0)) == [
+        {
+            "type": "partition_lag",
+            "group_id": "g",
+            "ts": 0,
+            "topic": "t",
+            "partition": 0,
+            "log_end": 0,
+            "committed": None,
+            "lag_records": None,
+            "lag_seconds": None,
+            "lag_seconds_method": None,
+        }
+    ]
     book.add(commit(500, 0))
     (figure,) = book.add(sample(10_000, 100))
-    assert (figure["committed"], figure["lag_records"], figure["lag_seconds"], figure["lag_seconds_method"]) == \
-        (0, 100, 9.9, INTERPOLATED)
+    assert (figure["committed"], figure["lag_records"], figure["lag_seconds"], figure["lag_seconds_method"]) == (
+        0,
+        100,
+        9.9,
+        INTERPOLATED,
+    )
     book.add(commit(10_500, 100))
     (figure,) = book.add(sample(11_000, 110))
-    assert (figure["lag_records"], figure["lag_seconds"]) == (10, 0.9)          # record 100 came at 10.1 s
+    assert (figure["lag_records"], figure["lag_seconds"]) == (10, 0.9)  # record 100 came at 10.1 s
     assert book.current("g") == [figure] and book.current("other") == []
 
 
@@ -107,13 +135,18 @@ def test_a_log_that_goes_back_starts_its_samples_again():
     book = LagBook()
     book.add(sample(0, 500))
     book.add(commit(1, 0))
-    (figure,) = book.add(sample(1_000, 20))          # the topic was recreated
+    (figure,) = book.add(sample(1_000, 20))  # the topic was recreated
     assert figure["lag_records"] == 20 and list(book.partitions[("g", "t", 0)].samples) == [(1_000, 20)]
 
 
 def rebalance(ts, spans, generation=2, group="g"):
-    return {"type": "rebalance", "group_id": group, "ts": ts, "generation": generation,
-            "partitions_without_owner": spans}
+    return {
+        "type": "rebalance",
+        "group_id": group,
+        "ts": ts,
+        "generation": generation,
+        "partitions_without_owner": spans,
+    }
 
 
 def test_a_rebalance_costs_the_lag_built_until_the_new_owners_first_commit():
@@ -126,21 +159,31 @@ def test_a_rebalance_costs_the_lag_built_until_the_new_owners_first_commit():
         now = s * 1_000
         for p in (0, 1):
             if s <= 10:
-                derived += book.add(commit(now, s * 10, partition=p))      # the old owner, up to date
+                derived += book.add(commit(now, s * 10, partition=p))  # the old owner, up to date
             derived += book.add(sample(now, s * 10, partition=p))
         if now == 12_000:
             assert book.add(rebalance(12_500, [["t", 0, 10_000, 12_500, 0], ["t", 1, 10_000, 12_500, 0]])) == []
         if now == 15_000:
-            assert book.add(commit(15_000, 150, partition=0)) == []          # t-1 still to come
+            assert book.add(commit(15_000, 150, partition=0)) == []  # t-1 still to come
         if now == 16_000:
             assert book.add(commit(16_000, 160, partition=1)) == []
     (cost,) = [d for d in derived if d["type"] == "rebalance_lag"]
     # t-0: lag 0 at the release; 50 records just before 15.0 s, the oldest (offset 100) appended at 10.1 s: 4.9 s.
     # t-1: 60 records and 5.9 s before 16.0 s. The cost: 110 records, and 5.9 s for the partition that fell most.
-    assert cost == {"type": "rebalance_lag", "group_id": "g", "ts": 17_000, "rebalance_ts": 12_500, "generation": 2,
-                    "lag_records": 110, "lag_seconds": 5.9, "lag_seconds_method": INTERPOLATED,
-                    "partitions": [["t", 0, 10_000, 15_000, 0, 50, 0.0, 4.9, INTERPOLATED],
-                                   ["t", 1, 10_000, 16_000, 0, 60, 0.0, 5.9, INTERPOLATED]]}
+    assert cost == {
+        "type": "rebalance_lag",
+        "group_id": "g",
+        "ts": 17_000,
+        "rebalance_ts": 12_500,
+        "generation": 2,
+        "lag_records": 110,
+        "lag_seconds": 5.9,
+        "lag_seconds_method": INTERPOLATED,
+        "partitions": [
+            ["t", 0, 10_000, 15_000, 0, 50, 0.0, 4.9, INTERPOLATED],
+            ["t", 1, 10_000, 16_000, 0, 60, 0.0, 5.9, INTERPOLATED],
+        ],
+    }
 
 
 def test_a_partition_released_again_before_its_first_commit_has_an_unknown_cost():
@@ -179,7 +222,7 @@ def test_the_same_feed_gives_the_same_lag_in_the_job_step_and_in_a_replay():
         events = [e for e in feed if e.get("group_id") == group]
         state, i = None, 0
         while i < len(events):
-            batch = events[i:i + rng.randint(1, 40)]
+            batch = events[i : i + rng.randint(1, 40)]
             i += len(batch)
             result = step_group(state, batch, batch[-1]["ts"] - 1, Configs(), keep_types=None)
             state = result.state
@@ -195,12 +238,13 @@ def test_the_history_ties_each_cost_to_its_rebalance_and_keeps_the_worst_partiti
     costs = [d for d in LagBook().add_all(outputs) if d["type"] == "rebalance_lag"]
     histories = build_histories(outputs)
     tied = [(h.group_id, g.lag_cost) for h in histories.values() for g in h.generations if g.lag_cost]
-    assert sorted(tied, key=lambda t: (t[0], t[1]["ts"])) == sorted(((c["group_id"], c) for c in costs),
-                                                                     key=lambda t: (t[0], t[1]["ts"]))
+    assert sorted(tied, key=lambda t: (t[0], t[1]["ts"])) == sorted(
+        ((c["group_id"], c) for c in costs), key=lambda t: (t[0], t[1]["ts"])
+    )
     for h in histories.values():
         assert all(g.completed_ts == g.lag_cost["rebalance_ts"] for g in h.generations if g.lag_cost)
         points = h.lag
-        assert [p[0] for p in points] == sorted({p[0] for p in points})   # one point per sampling moment
+        assert [p[0] for p in points] == sorted({p[0] for p in points})  # one point per sampling moment
         known = [p for p in points if p[1] is not None]
         assert known and max(p[1] for p in known) > 0
         assert h.since(60_000).lag == [p for p in points if p[0] >= 60_000]

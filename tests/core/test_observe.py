@@ -4,6 +4,7 @@ Each scenario is a feed as several client processes would publish it (each clien
 ordered across clients), including the orders that broke the tracker against Apache Kafka 0.9 (issue #11). The
 real-broker tests (test_real_broker.py) check the same rules end to end.
 """
+
 from __future__ import annotations
 
 from tests.coordinator_harness import Harness, of_type, one
@@ -58,11 +59,11 @@ def test_a_newcomers_join_reported_after_the_leaders_sync_starts_no_new_round():
     assert h.state() == "Stable" and h.generation() == 2
     (line,) = rebalances(out)
     assert line["trigger"] == "join" and set(line["assignment"]) == {A, B, C}
-    assert one(out, "member_joined", C)["client_id"] == "c"     # from Kafka's clientId-uuid member id
+    assert one(out, "member_joined", C)["client_id"] == "c"  # from Kafka's clientId-uuid member id
     late = answered_join(h, C, 2, A, T0 + 1_008)
     assert h.state() == "Stable" and not rebalances(late) and not of_type(late, "state_change")
     assert one(late, "member_updated", C)["protocols"] == ["range"]
-    stored = one(late, "group_metadata")          # the store gets c's real subscription
+    stored = one(late, "group_metadata")  # the store gets c's real subscription
     assert {m["member_id"]: m["subscription"]["topics"] for m in stored["members"]}[C] == ["t"]
     assert one(synced(h, C, 2, T0 + 1_012), "sync_response")["assignment"] == [["t", 2]]
 
@@ -70,18 +71,18 @@ def test_a_newcomers_join_reported_after_the_leaders_sync_starts_no_new_round():
 def test_a_followers_rejoin_as_the_first_event_of_a_round_keeps_the_follower():
     h = observer()
     stable_two(h)
-    out = rejoin(h, B, T0 + 1_000)           # Kafka's rule: a follower's unchanged rejoin alone opens no round
+    out = rejoin(h, B, T0 + 1_000)  # Kafka's rule: a follower's unchanged rejoin alone opens no round
     assert h.state() == "Stable" and one(out, "join_response", B)["generation"] == 1
-    out += rejoin(h, A, T0 + 1_002)          # the leader's does: the round b had heard of, begun by b's rejoin
+    out += rejoin(h, A, T0 + 1_002)  # the leader's does: the round b had heard of, begun by b's rejoin
     assert h.state() == "PreparingRebalance"
     out += synced(h, A, 2, T0 + 1_010, {A: [["t", 1]], B: [["t", 0]]})
     out += synced(h, B, 2, T0 + 1_011)
-    for second in range(1, 30):                  # both keep heartbeating generation 2 for 3 session timeouts
+    for second in range(1, 30):  # both keep heartbeating generation 2 for 3 session timeouts
         for member in (A, B):
             out += h.send(type="heartbeat", member_id=member, generation=2, ts=T0 + 1_011 + second * 1_000)
     assert h.state() == "Stable" and h.generation() == 2 and not of_type(out, "member_expired")
     (line,) = rebalances(out)
-    assert line["trigger"] == "rejoin" and line["started_ts"] == T0 + 1_000   # nobody reported why
+    assert line["trigger"] == "rejoin" and line["started_ts"] == T0 + 1_000  # nobody reported why
 
 
 def test_a_followers_rejoin_answered_in_its_own_generation_is_no_round():
@@ -92,7 +93,7 @@ def test_a_followers_rejoin_answered_in_its_own_generation_is_no_round():
     out = rejoin(h, B, T0 + 1_000) + synced(h, B, 1, T0 + 1_010)
     assert h.state() == "Stable" and h.generation() == 1 and not of_type(out, "state_change")
     assert one(out, "sync_response", B)["assignment"] == [["t", 1]]
-    out = h.send(type="leave", member_id=A, ts=T0 + 5_000)   # a later round does not count b's old rejoin
+    out = h.send(type="leave", member_id=A, ts=T0 + 5_000)  # a later round does not count b's old rejoin
     assert one(out, "state_change")["to"] == "PreparingRebalance" and h.group().rebalance.started_ts == T0 + 5_000
     assert not h.group().members[B].awaiting_join
 
@@ -102,10 +103,10 @@ def test_a_rejoin_sent_before_the_generation_was_answered_belongs_to_it():
     stable_two(h)
     rejoin(h, A, T0 + 1_000)
     synced(h, A, 2, T0 + 1_010, {A: [["t", 0]], B: [["t", 1]]})
-    out = rejoin(h, B, T0 + 1_001)           # b's request for round 2, published after the leader's answer
+    out = rejoin(h, B, T0 + 1_001)  # b's request for round 2, published after the leader's answer
     assert h.state() == "Stable" and h.generation() == 2 and not of_type(out, "state_change")
-    rejoin(h, B, T0 + 2_000)                 # sent after generation 2 was answered: for a new round, if any
-    rejoin(h, A, T0 + 2_100)                 # (there is one: the leader rejoins too)
+    rejoin(h, B, T0 + 2_000)  # sent after generation 2 was answered: for a new round, if any
+    rejoin(h, A, T0 + 2_100)  # (there is one: the leader rejoins too)
     assert h.state() == "PreparingRebalance" and h.group().rebalance.started_ts == T0 + 2_000
 
 
@@ -114,9 +115,9 @@ def test_a_leave_reported_while_the_leaders_sync_is_on_its_way_waits_for_it():
     stable_two(h)
     rejoin(h, A, T0 + 1_000)
     rejoin(h, B, T0 + 1_001)
-    out = synced(h, B, 2, T0 + 1_010)         # a follower's answer first: generation 2 is complete
+    out = synced(h, B, 2, T0 + 1_010)  # a follower's answer first: generation 2 is complete
     assert h.state() == "CompletingRebalance" and h.generation() == 2
-    out += h.send(type="leave", member_id=B, ts=T0 + 1_050)   # b closes right after its answer
+    out += h.send(type="leave", member_id=B, ts=T0 + 1_050)  # b closes right after its answer
     assert not of_type(out, "member_left")
     out += synced(h, A, 2, T0 + 1_009, {A: [["t", 0]], B: [["t", 1]]})
     (line, *rest) = rebalances(out)
@@ -141,7 +142,7 @@ def test_a_newcomer_the_leaders_assignment_leaves_out_is_in_the_next_round():
 def test_who_is_missing_from_a_generation_died_or_failed_to_rejoin():
     h = observer()
     stable_two(h)
-    answered_join(h, C, 2, A, T0 + 500)   # c joins: round 2
+    answered_join(h, C, 2, A, T0 + 500)  # c joins: round 2
     out = synced(h, A, 2, T0 + 510, {A: [["t", 0]], B: [["t", 1]], C: [["t", 2]]})
     for ts in range(T0 + 1_510, T0 + 4_600, 1_000):
         out += h.send(type="heartbeat", member_id=A, generation=2, ts=ts)
@@ -170,7 +171,7 @@ def test_a_member_gone_from_a_round_too_short_for_any_timeout_left():
 
 def test_a_generation_reported_after_a_later_one_gets_a_late_history_line():
     h = observer()
-    answered_join(h, B, 2, A, T0 + 100)   # generation 2's answer arrives first ...
+    answered_join(h, B, 2, A, T0 + 100)  # generation 2's answer arrives first ...
     late = answered_join(h, A, 1, A, T0)  # ... then the leader's reports of generation 1
     late += synced(h, A, 1, T0 + 10, {A: [["t", 0], ["t", 1]]})
     (line,) = rebalances(late)
@@ -200,11 +201,11 @@ def test_a_round_the_model_opened_early_waits_for_the_member_still_heartbeating_
     h = observer()
     stable_two(h)
     out = []
-    for ts in range(T0 + 1_000, T0 + 23_000, 1_000):   # the model's own round opens at b's expiry, T0 + 10_006
+    for ts in range(T0 + 1_000, T0 + 23_000, 1_000):  # the model's own round opens at b's expiry, T0 + 10_006
         out += h.send(type="heartbeat", member_id=A, generation=1, ts=ts)
     assert h.state() == "PreparingRebalance"
     assert [(o["member_id"], o["reason"]) for o in of_type(out, "member_expired")] == [(B, "session timeout")]
-    out += rejoin(h, A, T0 + 23_500)   # 13.5 s after the model's round opened: past the 10 s join timeout
+    out += rejoin(h, A, T0 + 23_500)  # 13.5 s after the model's round opened: past the 10 s join timeout
     out += synced(h, A, 2, T0 + 23_510, {A: [["t", 0], ["t", 1]]})
     assert not of_type(out, "member_expired", A) and h.state() == "Stable" and h.generation() == 2
     (line,) = [r for r in rebalances(out) if r["members"]]
@@ -232,8 +233,8 @@ def test_a_static_member_restarted_in_its_session_takes_its_old_place_without_a_
     assert h.state() == "Stable" and h.generation() == 1 and not rebalances(out) and not of_type(out, "state_change")
     (stored,) = of_type(out, "group_metadata")
     assert sorted(m["member_id"] for m in stored["members"]) == sorted([A, S2]) and stored["generation"] == 1
-    assert one(out, "sync_response", S2)["assignment"] == [["t", 1]]   # its old place
-    for ts in range(T0 + 3_000, T0 + 30_000, 1_000):                     # the old id is gone, not expired later
+    assert one(out, "sync_response", S2)["assignment"] == [["t", 1]]  # its old place
+    for ts in range(T0 + 3_000, T0 + 30_000, 1_000):  # the old id is gone, not expired later
         out += h.send(type="heartbeat", member_id=A, generation=1, ts=ts)
         out += h.send(type="heartbeat", member_id=S2, group_instance_id="s0", generation=1, ts=ts)
     assert not of_type(out, "member_expired") and set(h.group().members) == {A, S2}
@@ -248,9 +249,9 @@ def test_the_leaders_own_leave_does_not_wait_for_its_sync():
     h.join(member_id=S1, instance_id="s0", client_id="s0", generation=1, leader=A, rebalance=5_000, ts=T0 + 1)
     synced(h, A, 1, T0 + 5, {A: [["t", 0]], S1: [["t", 1]]})
     synced(h, S1, 1, T0 + 6)
-    h.join(member_id=A, client_id="a", rebalance=5_000, ts=T0 + 1_000)   # the leader's rejoin; s0 is silent
+    h.join(member_id=A, client_id="a", rebalance=5_000, ts=T0 + 1_000)  # the leader's rejoin; s0 is silent
     h.now = T0 + 6_001
-    h.tick(0)                                # the join timeout: s0 keeps its place, a leads generation 2
+    h.tick(0)  # the join timeout: s0 keeps its place, a leads generation 2
     assert h.state() == "CompletingRebalance" and h.generation() == 2 and set(h.group().members) == {A, S1}
     out = h.send(type="leave", member_id=A, ts=T0 + 6_500)
     assert one(out, "member_left", A) and h.state() == "PreparingRebalance" and not h.group().deferred

@@ -2,6 +2,7 @@
 and the job's per-group step with its state encoding (``step_group``: the bytes Spark keeps as the group's state),
 without a crash and in bounded time. Memory per group and per member is measured by
 ``python benchmarks/resource_bounds.py`` (docs/recovery.md)."""
+
 from __future__ import annotations
 
 import time
@@ -12,8 +13,14 @@ from tests.core.big_groups import commit_all, new_coordinator, stable_group
 
 
 def heartbeat(group: str, member_id: str, generation: int, now: int) -> dict:
-    return {"type": "heartbeat", "group_id": group, "member_id": member_id, "group_instance_id": None,
-            "generation": generation, "ts": now}
+    return {
+        "type": "heartbeat",
+        "group_id": group,
+        "member_id": member_id,
+        "group_instance_id": None,
+        "generation": generation,
+        "ts": now,
+    }
 
 
 def round_trip(coordinator: GroupCoordinator, group: str, events: list[dict], now: int) -> GroupCoordinator:
@@ -44,8 +51,9 @@ def test_a_group_of_10k_members():
     restored = round_trip(coordinator, "big", [heartbeat("big", ids[0], g.generation, now + 2)], now + 2)
     r = restored.groups["big"]
     assert (r.state, r.generation, r.leader_id) == (g.state, g.generation, g.leader_id)
-    assert {m: sorted(x.assignment) for m, x in r.members.items()} == \
-        {m: sorted(x.assignment) for m, x in g.members.items()}
+    assert {m: sorted(x.assignment) for m, x in r.members.items()} == {
+        m: sorted(x.assignment) for m, x in g.members.items()
+    }
     assert len(r.offsets) == 2_000
     # Every member's session runs: the timer fires for each as the job would fire it.
     session = r.members[ids[-1]].session_deadline

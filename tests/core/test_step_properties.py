@@ -13,6 +13,7 @@ micro-batches at random, every batch through the serialised state as the job doe
   is survived like any other state;
 - where every cut's clock stays before the feed's next event, the outputs are the uncut feed's.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,8 +40,12 @@ ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky", "custom")
 
 
 def _configs(observe: bool) -> Configs:
-    props = {"group.min.session.timeout.ms": 1000, "group.initial.rebalance.delay.ms": 500,
-             "group.consumer.session.timeout.ms": 10_000, "group.consumer.heartbeat.interval.ms": 1000}
+    props = {
+        "group.min.session.timeout.ms": 1000,
+        "group.initial.rebalance.delay.ms": 500,
+        "group.consumer.session.timeout.ms": 10_000,
+        "group.consumer.heartbeat.interval.ms": 1000,
+    }
     if observe:
         props["tracker.adopt.unknown.members"] = "true"
     return Configs.from_properties(props)
@@ -55,16 +60,16 @@ class StepMachine(RuleBasedStateMachine):
 
     def __init__(self):
         super().__init__()
-        self.pending: list[dict] = []      # events of the micro-batch being gathered
-        self.feed: list[dict] = []          # every event, for the uncut comparison
-        self.cuts: list[tuple[int, int]] = []   # (events before the cut, the cut's clock)
+        self.pending: list[dict] = []  # events of the micro-batch being gathered
+        self.feed: list[dict] = []  # every event, for the uncut comparison
+        self.cuts: list[tuple[int, int]] = []  # (events before the cut, the cut's clock)
         self.outputs: list[dict] = []
         self.state: bytes | None = None
         self.now = 1_000_000
-        self.ids: set[str] = set()          # member ids seen in answers or made up
-        self.generation = 0                 # the highest generation the model has shown
-        self.epochs: dict[str, int] = {}    # consumer-protocol member -> the epoch it last got
-        self.restored = False               # the state was rebuilt from the store at some point
+        self.ids: set[str] = set()  # member ids seen in answers or made up
+        self.generation = 0  # the highest generation the model has shown
+        self.epochs: dict[str, int] = {}  # consumer-protocol member -> the epoch it last got
+        self.restored = False  # the state was rebuilt from the store at some point
 
     @initialize(observe=st.booleans())
     def mode(self, observe):
@@ -75,7 +80,7 @@ class StepMachine(RuleBasedStateMachine):
     def _emit(self, event: dict, late_ms: int = 0) -> None:
         event = {"group_id": GROUP, "ts": max(self.now - late_ms, 0), **event}
         parsed, error = parse_event(event)
-        assert error is None, (error, event)   # the machine writes only well-formed events
+        assert error is None, (error, event)  # the machine writes only well-formed events
         self.pending.append(parsed)
         self.feed.append(parsed)
 
@@ -86,12 +91,18 @@ class StepMachine(RuleBasedStateMachine):
         return data.draw(st.sampled_from(choices))
 
     def _generation(self, data) -> int:
-        return data.draw(st.sampled_from([-1, 0, max(self.generation - 1, 0), self.generation, self.generation + 1,
-                                          self.generation + 2]))
+        return data.draw(
+            st.sampled_from(
+                [-1, 0, max(self.generation - 1, 0), self.generation, self.generation + 1, self.generation + 2]
+            )
+        )
 
     def _partitions(self, data, max_size=4) -> list[list]:
-        return data.draw(st.lists(st.tuples(st.sampled_from(TOPICS), st.integers(0, 5)).map(list), max_size=max_size,
-                                  unique_by=tuple))
+        return data.draw(
+            st.lists(
+                st.tuples(st.sampled_from(TOPICS), st.integers(0, 5)).map(list), max_size=max_size, unique_by=tuple
+            )
+        )
 
     def _learn(self, outputs: list[dict]) -> None:
         for o in outputs:
@@ -109,12 +120,18 @@ class StepMachine(RuleBasedStateMachine):
         member = self._some_member(data)
         protocols = data.draw(st.lists(st.sampled_from(ASSIGNORS), min_size=1, max_size=2, unique=True))
         topics = data.draw(st.lists(st.sampled_from(TOPICS), min_size=1, unique=True))
-        event = {"type": "join", "member_id": member, "group_instance_id": data.draw(st.sampled_from(INSTANCES)),
-                 "client_id": data.draw(st.sampled_from(CLIENTS)),
-                 "session_timeout_ms": data.draw(st.sampled_from([500, 3000, 10_000])),
-                 "rebalance_timeout_ms": data.draw(st.sampled_from([3000, 10_000])),
-                 "protocols": [{"name": p, "topics": topics,
-                                "owned_partitions": data.draw(st.sampled_from([None, []])) or None} for p in protocols]}
+        event = {
+            "type": "join",
+            "member_id": member,
+            "group_instance_id": data.draw(st.sampled_from(INSTANCES)),
+            "client_id": data.draw(st.sampled_from(CLIENTS)),
+            "session_timeout_ms": data.draw(st.sampled_from([500, 3000, 10_000])),
+            "rebalance_timeout_ms": data.draw(st.sampled_from([3000, 10_000])),
+            "protocols": [
+                {"name": p, "topics": topics, "owned_partitions": data.draw(st.sampled_from([None, []])) or None}
+                for p in protocols
+            ],
+        }
         if self.observe and member and data.draw(st.booleans()):
             # Reported from the broker's answer: the generation it opened and its leader.
             event["generation"] = self._generation(data)
@@ -124,13 +141,18 @@ class StepMachine(RuleBasedStateMachine):
     @rule(data=st.data(), late=st.sampled_from([0, 0, 300, 2_000]))
     def sync(self, data, late):
         member = self._some_member(data)
-        event = {"type": "sync", "member_id": member, "generation": self._generation(data),
-                 "group_instance_id": data.draw(st.sampled_from(INSTANCES))}
-        if data.draw(st.booleans()):   # the leader's SyncGroup: every member's assignment, no partition twice
-            members = data.draw(st.lists(st.sampled_from(sorted(self.ids | {member}) or [member]), unique=True,
-                                         min_size=1, max_size=4))
+        event = {
+            "type": "sync",
+            "member_id": member,
+            "generation": self._generation(data),
+            "group_instance_id": data.draw(st.sampled_from(INSTANCES)),
+        }
+        if data.draw(st.booleans()):  # the leader's SyncGroup: every member's assignment, no partition twice
+            members = data.draw(
+                st.lists(st.sampled_from(sorted(self.ids | {member}) or [member]), unique=True, min_size=1, max_size=4)
+            )
             parts = self._partitions(data, max_size=8)
-            event["assignments"] = {m: parts[i::len(members)] for i, m in enumerate(members)}
+            event["assignments"] = {m: parts[i :: len(members)] for i, m in enumerate(members)}
         if data.draw(st.booleans()):
             event["assigned"] = self._partitions(data)
         if self.observe and data.draw(st.booleans()):
@@ -139,14 +161,26 @@ class StepMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def heartbeat(self, data):
-        self._emit({"type": "heartbeat", "member_id": self._some_member(data), "generation": self._generation(data),
-                    "group_instance_id": data.draw(st.sampled_from(INSTANCES))})
+        self._emit(
+            {
+                "type": "heartbeat",
+                "member_id": self._some_member(data),
+                "generation": self._generation(data),
+                "group_instance_id": data.draw(st.sampled_from(INSTANCES)),
+            }
+        )
 
     @rule(data=st.data(), late=st.sampled_from([0, 0, 500]))
     def leave(self, data, late):
         if data.draw(st.booleans()):
-            self._emit({"type": "leave", "member_id": self._some_member(data),
-                        "group_instance_id": data.draw(st.sampled_from(INSTANCES))}, late)
+            self._emit(
+                {
+                    "type": "leave",
+                    "member_id": self._some_member(data),
+                    "group_instance_id": data.draw(st.sampled_from(INSTANCES)),
+                },
+                late,
+            )
         else:  # an admin removal of a static member
             self._emit(
                 {"type": "leave", "member_id": "", "group_instance_id": data.draw(st.sampled_from(INSTANCES[2:]))}, late
@@ -154,23 +188,36 @@ class StepMachine(RuleBasedStateMachine):
 
     @rule(data=st.data(), late=st.sampled_from([0, 0, 1_000, 5_000]))
     def commit(self, data, late):
-        offsets = [{"topic": t, "partition": p, "offset": data.draw(st.integers(0, 100))}
-                   for t, p in self._partitions(data, max_size=3)]
+        offsets = [
+            {"topic": t, "partition": p, "offset": data.draw(st.integers(0, 100))}
+            for t, p in self._partitions(data, max_size=3)
+        ]
         member = self._some_member(data)
         generation = self._generation(data) if member else data.draw(st.sampled_from([-1, self.generation]))
-        if self.epochs and data.draw(st.booleans()):   # a consumer-protocol member commits with its epoch
+        if self.epochs and data.draw(st.booleans()):  # a consumer-protocol member commits with its epoch
             member = data.draw(st.sampled_from(sorted(self.epochs)))
             generation = self.epochs[member] + data.draw(st.sampled_from([0, 0, -1, 1]))
-        self._emit({"type": "commit", "member_id": member, "generation": generation, "offsets": offsets,
-                    "group_instance_id": data.draw(st.sampled_from(INSTANCES)),
-                    "retention_ms": data.draw(st.sampled_from([-1, 60_000]))}, late)
+        self._emit(
+            {
+                "type": "commit",
+                "member_id": member,
+                "generation": generation,
+                "offsets": offsets,
+                "group_instance_id": data.draw(st.sampled_from(INSTANCES)),
+                "retention_ms": data.draw(st.sampled_from([-1, 60_000])),
+            },
+            late,
+        )
 
     @rule(data=st.data())
     def topic_metadata(self, data):
-        event = {"type": "topic_metadata", "topic": data.draw(st.sampled_from(TOPICS)),
-                 "partitions": data.draw(st.integers(0, 6))}
+        event = {
+            "type": "topic_metadata",
+            "topic": data.draw(st.sampled_from(TOPICS)),
+            "partitions": data.draw(st.integers(0, 6)),
+        }
         if data.draw(st.booleans()):
-            event["group_id"] = None   # every group's topics
+            event["group_id"] = None  # every group's topics
         self._emit(event)
 
     @rule()
@@ -182,9 +229,13 @@ class StepMachine(RuleBasedStateMachine):
     def consumer_heartbeat(self, data):
         member = data.draw(st.sampled_from(["m1", "m2", "m3"]))
         epoch = data.draw(st.sampled_from([0, -1, -2, self.epochs.get(member, 0), self.epochs.get(member, 0) + 1]))
-        event = {"type": "consumer_heartbeat", "member_id": member, "member_epoch": epoch,
-                 "instance_id": data.draw(st.sampled_from([None, "instance-1"])),
-                 "topic_partitions": self._partitions(data, max_size=3)}
+        event = {
+            "type": "consumer_heartbeat",
+            "member_id": member,
+            "member_epoch": epoch,
+            "instance_id": data.draw(st.sampled_from([None, "instance-1"])),
+            "topic_partitions": self._partitions(data, max_size=3),
+        }
         if epoch == 0:
             event["rebalance_timeout_ms"] = 5000
             event["subscribed_topic_names"] = data.draw(st.lists(st.sampled_from(TOPICS), min_size=1, unique=True))
@@ -215,7 +266,7 @@ class StepMachine(RuleBasedStateMachine):
         store = SqliteStore(":memory:")
         store.write(self.outputs)
         self.state = group_states(store.load_records(), self.now, self.configs).get(GROUP)
-        self.restored = True     # the uncut feed no longer describes the state
+        self.restored = True  # the uncut feed no longer describes the state
 
     # ------------------------------------------------------------------------------------------ invariants
     @invariant()
@@ -267,7 +318,7 @@ class StepMachine(RuleBasedStateMachine):
         # The same feed uncut, where no cut's clock ran past an event of a later batch: the same outputs.
         times = [e["ts"] for e in self.feed]
         if self.cuts and not self.restored and all(clock < min(times[n:], default=clock + 1) for n, clock in self.cuts):
-            whole = step_group(None, self.feed[:self.cuts[-1][0]], self.cuts[-1][1], self.configs, keep_types=None)
+            whole = step_group(None, self.feed[: self.cuts[-1][0]], self.cuts[-1][1], self.configs, keep_types=None)
             assert whole.outputs == self.outputs, "cutting the feed into micro-batches changed the outputs"
 
 

@@ -4,6 +4,7 @@ growing) is encoded with the codec, read back (in memory, and from a compacted t
 turned into consumer_heartbeat events; fed to a fresh consumer model, those events make it write the same records
 at the same times, so the timeline -- epochs, members, target vs current assignments, revocation latency -- is the
 history's own. Then records written by hand, byte by byte, as a broker lays them out."""
+
 from __future__ import annotations
 
 import collections
@@ -17,7 +18,11 @@ from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_eve
 from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
 from streaming.feeds.cluster_feed import OBSERVER_SETTINGS, ClusterFeed, events_from, read_offsets_topic, summary
 from streaming.feeds.consumer_feed import (
-    CONSUMER_OBSERVER_SETTINGS, consumer_group_timeline, is_consumer_group_record, normalise)
+    CONSUMER_OBSERVER_SETTINGS,
+    consumer_group_timeline,
+    is_consumer_group_record,
+    normalise,
+)
 from tests.consumer_history import SECOND, START, Client, History, random_history, scripted_history
 from tests.offsets.test_offsets_kip848 import AUDIT_ID, NO_TAGS, ORDERS, ORDERS_ID, carr, cstr, i8, i16, i32, key
 
@@ -41,10 +46,11 @@ def track(events: list[dict], until: int | None = None) -> list[dict]:
     models: dict[str, ConsumerGroupCoordinator] = {}
     outputs = []
     for raw in events:
-        event, error = parse_event(raw)   # what the job does with every record of the events topic
+        event, error = parse_event(raw)  # what the job does with every record of the events topic
         assert error is None, error
-        model = models.setdefault(event["group_id"], ConsumerGroupCoordinator(
-            ConsumerGroupConfig.from_properties(CONSUMER_OBSERVER_SETTINGS)))
+        model = models.setdefault(
+            event["group_id"], ConsumerGroupCoordinator(ConsumerGroupConfig.from_properties(CONSUMER_OBSERVER_SETTINGS))
+        )
         outputs += model.handle(event)
     for model in models.values() if until is not None else ():
         outputs += model.advance(until)
@@ -56,8 +62,11 @@ def same_records(a: list[dict], b: list[dict]) -> bool:
 
 
 def lifecycle(outputs: list[dict]) -> list[tuple]:
-    return [(o["ts"] - START, o["type"], o["member_id"], o.get("reason"))
-            for o in outputs if o["type"] in ("member_joined", "member_left", "member_expired", "member_replaced")]
+    return [
+        (o["ts"] - START, o["type"], o["member_id"], o.get("reason"))
+        for o in outputs
+        if o["type"] in ("member_joined", "member_left", "member_expired", "member_replaced")
+    ]
 
 
 def model_view(outputs: list[dict], kinds=("assignment", "target_assignment")) -> list[dict]:
@@ -80,15 +89,25 @@ def check_feed_reproduces(history, events: list[dict], feed: ClusterFeed) -> Non
     assert model_view(outputs) == model_view(history.outputs)
     # ... but who left and who was expired: the records are the same, and the feed says "leave".
     assert lifecycle(history.outputs) == [
-        (1_000, "member_joined", "member-a", None), (3_000, "member_joined", "member-b", None),
-        (13_000, "member_joined", "member-c", None), (23_000, "member_joined", "member-s1", None),
-        (78_000, "member_expired", "member-b", "session timeout"), (93_000, "member_left", "member-c", "leave"),
-        (103_000, "member_left", "member-s1", "static leave"), (106_000, "member_replaced", "member-s2", None)]
+        (1_000, "member_joined", "member-a", None),
+        (3_000, "member_joined", "member-b", None),
+        (13_000, "member_joined", "member-c", None),
+        (23_000, "member_joined", "member-s1", None),
+        (78_000, "member_expired", "member-b", "session timeout"),
+        (93_000, "member_left", "member-c", "leave"),
+        (103_000, "member_left", "member-s1", "static leave"),
+        (106_000, "member_replaced", "member-s2", None),
+    ]
     assert lifecycle(outputs) == [
-        (1_000, "member_joined", "member-a", None), (3_000, "member_joined", "member-b", None),
-        (13_000, "member_joined", "member-c", None), (23_000, "member_joined", "member-s1", None),
-        (78_000, "member_left", "member-b", "leave"), (93_000, "member_left", "member-c", "leave"),
-        (103_000, "member_left", "member-s1", "static leave"), (106_000, "member_replaced", "member-s2", None)]
+        (1_000, "member_joined", "member-a", None),
+        (3_000, "member_joined", "member-b", None),
+        (13_000, "member_joined", "member-c", None),
+        (23_000, "member_joined", "member-s1", None),
+        (78_000, "member_left", "member-b", "leave"),
+        (93_000, "member_left", "member-c", "leave"),
+        (103_000, "member_left", "member-s1", "static leave"),
+        (106_000, "member_replaced", "member-s2", None),
+    ]
 
 
 def check_timeline(history, records: list[dict]) -> None:
@@ -100,38 +119,57 @@ def check_timeline(history, records: list[dict]) -> None:
         by[e["type"]].append(e)
     assert [e["group_epoch"] for e in by["group_epoch"]] == [1, 2, 3, 4, 5, 6, 7]
     assert [(e["ts"] - START, e["member_id"], e.get("replaces")) for e in by["member_joined"]] == [
-        (1_000, "member-a", None), (3_000, "member-b", None), (13_000, "member-c", None),
-        (23_000, "member-s1", None), (106_000, "member-s2", "member-s1")]
+        (1_000, "member-a", None),
+        (3_000, "member-b", None),
+        (13_000, "member-c", None),
+        (23_000, "member-s1", None),
+        (106_000, "member-s2", "member-s1"),
+    ]
     assert [(e["ts"] - START, e["member_id"]) for e in by["member_left"]] == [
-        (78_000, "member-b"), (93_000, "member-c"), (106_000, "member-s1")]
+        (78_000, "member-b"),
+        (93_000, "member-c"),
+        (106_000, "member-s1"),
+    ]
     # member-a takes 3 s to give partitions up, the others answer on their next heartbeat (1 s).
-    assert [(e["member_id"], e["partitions"], e["started_ts"] - START, e["latency_ms"])
-            for e in by["revocation"]] == [
+    assert [(e["member_id"], e["partitions"], e["started_ts"] - START, e["latency_ms"]) for e in by["revocation"]] == [
         ("member-a", [["orders", 3], ["orders", 4], ["orders", 5]], 4_000, 3_000),
-        ("member-b", [["orders", 5]], 14_000, 1_000), ("member-a", [["orders", 2]], 14_000, 3_000),
-        ("member-c", [["orders", 5]], 24_000, 1_000)]
+        ("member-b", [["orders", 5]], 14_000, 1_000),
+        ("member-a", [["orders", 2]], 14_000, 3_000),
+        ("member-c", [["orders", 5]], 24_000, 1_000),
+    ]
     # A partition has no owner from the record that asked its member to revoke it (the member stops fetching it
     # then) or removed the member, to the one that gave it to the next (docs/figures.md): the revocations above
     # (3 s for member-a, 1 s for the others), then the partitions of the members removed (crashed, left) until the
     # next member's heartbeat; the group always had members.
-    assert [(e["partition"], e["member_id"], e["unowned_ms"], e["no_members_ms"])
-            for e in by["partition_unowned"]] == [
-        (["orders", 3], "member-b", 3_000, 0), (["orders", 4], "member-b", 3_000, 0),
-        (["orders", 5], "member-b", 3_000, 0), (["orders", 5], "member-c", 1_000, 0),
-        (["orders", 2], "member-c", 3_000, 0), (["orders", 5], "member-s1", 1_000, 0),
-        (["orders", 3], "member-c", 1_000, 0), (["orders", 4], "member-s1", 1_000, 0),
-        (["orders", 2], "member-a", 1_000, 0), (["orders", 3], "member-s1", 1_000, 0)]
+    assert [(e["partition"], e["member_id"], e["unowned_ms"], e["no_members_ms"]) for e in by["partition_unowned"]] == [
+        (["orders", 3], "member-b", 3_000, 0),
+        (["orders", 4], "member-b", 3_000, 0),
+        (["orders", 5], "member-b", 3_000, 0),
+        (["orders", 5], "member-c", 1_000, 0),
+        (["orders", 2], "member-c", 3_000, 0),
+        (["orders", 5], "member-s1", 1_000, 0),
+        (["orders", 3], "member-c", 1_000, 0),
+        (["orders", 4], "member-s1", 1_000, 0),
+        (["orders", 2], "member-a", 1_000, 0),
+        (["orders", 3], "member-s1", 1_000, 0),
+    ]
     # Target vs current: when member-c joined, its target was set at once and its current followed in steps.
-    c = [(e["ts"] - START, e["member_epoch"], e["state"], e["assigned"], e["target"])
-         for e in by["member_epoch"] if e["member_id"] == "member-c"][:4]
-    assert c == [(13_000, 3, 2, [], [["orders", 2], ["orders", 5]]),
-                 (14_000, 3, 2, [], [["orders", 2], ["orders", 5]]),
-                 (15_000, 3, 2, [["orders", 5]], [["orders", 2], ["orders", 5]]),
-                 (17_000, 3, 0, [["orders", 2], ["orders", 5]], [["orders", 2], ["orders", 5]])]
+    c = [
+        (e["ts"] - START, e["member_epoch"], e["state"], e["assigned"], e["target"])
+        for e in by["member_epoch"]
+        if e["member_id"] == "member-c"
+    ][:4]
+    assert c == [
+        (13_000, 3, 2, [], [["orders", 2], ["orders", 5]]),
+        (14_000, 3, 2, [], [["orders", 2], ["orders", 5]]),
+        (15_000, 3, 2, [["orders", 5]], [["orders", 2], ["orders", 5]]),
+        (17_000, 3, 0, [["orders", 2], ["orders", 5]], [["orders", 2], ["orders", 5]]),
+    ]
     # The topic grew to 8 partitions: a new epoch whose target spreads the two new ones.
     assert by["target_assignment"][-1]["assignment"] == {
         "member-a": [["orders", 0], ["orders", 1], ["orders", 2], ["orders", 6]],
-        "member-s2": [["orders", 3], ["orders", 4], ["orders", 5], ["orders", 7]]}
+        "member-s2": [["orders", 3], ["orders", 4], ["orders", 5], ["orders", 7]],
+    }
 
 
 # ---------------------------------------------------------------- the scripted history, in memory
@@ -141,7 +179,7 @@ def test_feed_events_make_the_consumer_model_write_the_brokers_records(history):
     check_feed_reproduces(history, events, feed)
     check_timeline(history, [o for o in track(events) if is_consumer_group_record(o)])
     kinds = collections.Counter(e["type"] for e in events)
-    assert kinds == {"consumer_heartbeat": 32, "topic_metadata": 2}   # of 342 heartbeats: those that wrote
+    assert kinds == {"consumer_heartbeat": 32, "topic_metadata": 2}  # of 342 heartbeats: those that wrote
     assert sum(1 for o in history.outputs if o["type"] == "consumer_heartbeat_response") == 342
     assert any("76 KIP-848 consumer-group records became 34" in line for line in summary(feed, len(events), "ev"))
 
@@ -150,17 +188,29 @@ def test_what_the_events_say_the_members_sent(history):
     events, _ = feed_events_of(history)
     hb = [e for e in events if e["type"] == "consumer_heartbeat"]
     joins = [(e["member_id"], e["instance_id"], e["subscribed_topic_names"]) for e in hb if e["member_epoch"] == 0]
-    assert joins == [("member-a", None, ["orders"]), ("member-b", None, ["orders"]), ("member-c", None, ["orders"]),
-                     ("member-s1", "static-1", ["orders"]), ("member-s2", "static-1", ["orders"])]
+    assert joins == [
+        ("member-a", None, ["orders"]),
+        ("member-b", None, ["orders"]),
+        ("member-c", None, ["orders"]),
+        ("member-s1", "static-1", ["orders"]),
+        ("member-s2", "static-1", ["orders"]),
+    ]
     assert [(e["ts"] - START, e["member_id"], e["member_epoch"]) for e in hb if e["member_epoch"] < 0] == [
-        (78_000, "member-b", -1), (93_000, "member-c", -1), (103_000, "member-s1", -2)]
+        (78_000, "member-b", -1),
+        (93_000, "member-c", -1),
+        (103_000, "member-s1", -2),
+    ]
     # member-a's revocation: it reported all its partitions, then (3 s later) only those it kept.
     topic_id = next(e["topic_id"] for e in events if e["type"] == "topic_metadata")
     a = [(e["ts"] - START, e["topic_partitions"]) for e in hb if e["member_id"] == "member-a" and e["member_epoch"] > 0]
-    assert a[:2] == [(4_000, [{"topic_id": topic_id, "partitions": [0, 1, 2, 3, 4, 5]}]),
-                     (7_000, [{"topic_id": topic_id, "partitions": [0, 1, 2]}])]
+    assert a[:2] == [
+        (4_000, [{"topic_id": topic_id, "partitions": [0, 1, 2, 3, 4, 5]}]),
+        (7_000, [{"topic_id": topic_id, "partitions": [0, 1, 2]}]),
+    ]
     assert [(e["ts"] - START, e["partitions"]) for e in events if e["type"] == "topic_metadata"] == [
-        (1_000, 6), (117_000, 8)]
+        (1_000, 6),
+        (117_000, 8),
+    ]
 
 
 def feed_events_of(history):
@@ -173,7 +223,7 @@ def test_a_batch_is_held_until_it_is_complete(history):
     wrote them once a record of another time comes (or the reader has caught up)."""
     pairs = log(broker_records(history))
     feed = ClusterFeed()
-    assert [feed.events_for_bytes(*p) for p in pairs[:6]] == [[]] * 6   # member-a's join: 6 records at 1 s
+    assert [feed.events_for_bytes(*p) for p in pairs[:6]] == [[]] * 6  # member-a's join: 6 records at 1 s
     assert [e["type"] for e in feed.events_for_bytes(*pairs[6])] == ["topic_metadata", "consumer_heartbeat"]
     # Record by record, then a flush (the reader caught up): the same events as reading it all at once.
     one_by_one = [e for p in pairs[7:] for e in feed.events_for_bytes(*p)] + feed.flush()
@@ -191,8 +241,9 @@ def publish(bootstrap: str, topic: str, records: list[dict]) -> None:
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=10)
     for r in records:
         key_bytes, value = encode_record({k: v for k, v in r.items() if k != "ts"})
-        producer.send(topic, key=key_bytes, value=value, partition=partition_for(r["group_id"]),
-                      timestamp_ms=r.get("ts"))
+        producer.send(
+            topic, key=key_bytes, value=value, partition=partition_for(r["group_id"]), timestamp_ms=r.get("ts")
+        )
     producer.flush()
     producer.close()
 
@@ -202,7 +253,7 @@ def test_cluster_feed_reads_consumer_group_records_from_the_broker(kafka_bootstr
     topic = f"{topic_name}-consumer-offsets"
     publish(kafka_bootstrap, topic, broker_records(history))
     triples = list(read_offsets_topic(kafka_bootstrap, topic, timestamps=True))
-    assert [t for _, _, t in triples] == [r["ts"] for r in broker_records(history)]   # the broker kept the times
+    assert [t for _, _, t in triples] == [r["ts"] for r in broker_records(history)]  # the broker kept the times
     feed = ClusterFeed()
     events = list(events_from(triples, feed))
     check_feed_reproduces(history, events, feed)
@@ -217,12 +268,16 @@ def test_the_cluster_feed_command_publishes_the_consumer_groups_events(kafka_boo
     topic, events_topic = f"{topic_name}-consumer-offsets", f"{topic_name}-events"
     publish(kafka_bootstrap, topic, broker_records(history))
     ensure_topics(kafka_bootstrap, {events_topic: 4})
-    assert cli.main(["cluster-feed", "--bootstrap", kafka_bootstrap, "--offsets-topic", topic,
-                     "--events-topic", events_topic]) == 0
+    assert (
+        cli.main(
+            ["cluster-feed", "--bootstrap", kafka_bootstrap, "--offsets-topic", topic, "--events-topic", events_topic]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "76 KIP-848 consumer-group records became 34" in err
     assert "group.consumer.session.timeout.ms=2147483647" in err
-    assert read_feed(kafka_bootstrap, events_topic, {}) == feed_events_of(history)[0]   # one group: one partition
+    assert read_feed(kafka_bootstrap, events_topic, {}) == feed_events_of(history)[0]  # one group: one partition
 
 
 @pytest.mark.kafka
@@ -233,8 +288,10 @@ def test_a_mixed_classic_and_consumer_feed(kafka_bootstrap, topic_name, history)
 
     classic_records, classic_outputs, classic_broker = simulated_history()
     consumer_records = broker_records(history)
-    merged = sorted(classic_records + consumer_records,   # one log, in time order
-                    key=lambda r: r.get("ts") or r.get("commit_timestamp") or r.get("current_state_timestamp"))
+    merged = sorted(
+        classic_records + consumer_records,  # one log, in time order
+        key=lambda r: r.get("ts") or r.get("commit_timestamp") or r.get("current_state_timestamp"),
+    )
     topic = f"{topic_name}-consumer-offsets"
     publish(kafka_bootstrap, topic, merged)
     feed = ClusterFeed()
@@ -261,45 +318,91 @@ def join_batch() -> list[tuple[bytes, bytes]]:
     """Member m-1 joins grp subscribed to orders (3 partitions): Kafka's six records, partitions in hash-set order."""
     orders = [ORDERS.bytes + carr([i32(2), i32(0), i32(1)]) + NO_TAGS]
     return [
-        (key(5, "grp", "m-1"), i16(0) + cstr(None) + cstr("rack-a") + cstr("app") + cstr("/10.0.0.7")
-         + carr([cstr("orders")]) + cstr(None) + i32(45_000) + cstr(None) + NO_TAGS),
+        (
+            key(5, "grp", "m-1"),
+            i16(0)
+            + cstr(None)
+            + cstr("rack-a")
+            + cstr("app")
+            + cstr("/10.0.0.7")
+            + carr([cstr("orders")])
+            + cstr(None)
+            + i32(45_000)
+            + cstr(None)
+            + NO_TAGS,
+        ),
         (key(4, "grp"), i16(0) + carr([ORDERS.bytes + cstr("orders") + i32(3) + carr([]) + NO_TAGS]) + NO_TAGS),
         (key(3, "grp"), i16(0) + i32(1) + NO_TAGS),
         (key(7, "grp", "m-1"), i16(0) + carr(orders) + NO_TAGS),
         (key(6, "grp"), i16(0) + i32(1) + NO_TAGS),
-        (key(8, "grp", "m-1"), i16(0) + i32(1) + i32(0) + i8(0) + carr(orders) + carr([]) + NO_TAGS)]
+        (key(8, "grp", "m-1"), i16(0) + i32(1) + i32(0) + i8(0) + carr(orders) + carr([]) + NO_TAGS),
+    ]
 
 
 def test_a_join_written_by_hand_becomes_the_members_first_heartbeat():
     feed = ClusterFeed()
     events = list(events_from([(k, v, START) for k, v in join_batch()], feed))
     assert events == [
-        {"type": "topic_metadata", "group_id": "grp", "ts": START, "topic": "orders", "partitions": 3,
-         "topic_id": ORDERS_ID},
-        {"type": "consumer_heartbeat", "group_id": "grp", "ts": START, "member_id": "m-1", "member_epoch": 0,
-         "instance_id": None, "rack_id": "rack-a", "rebalance_timeout_ms": 45_000,
-         "subscribed_topic_names": ["orders"], "subscribed_topic_regex": None, "server_assignor": None,
-         "topic_partitions": [], "client_id": "app", "client_host": "/10.0.0.7"}]
+        {
+            "type": "topic_metadata",
+            "group_id": "grp",
+            "ts": START,
+            "topic": "orders",
+            "partitions": 3,
+            "topic_id": ORDERS_ID,
+        },
+        {
+            "type": "consumer_heartbeat",
+            "group_id": "grp",
+            "ts": START,
+            "member_id": "m-1",
+            "member_epoch": 0,
+            "instance_id": None,
+            "rack_id": "rack-a",
+            "rebalance_timeout_ms": 45_000,
+            "subscribed_topic_names": ["orders"],
+            "subscribed_topic_regex": None,
+            "server_assignor": None,
+            "topic_partitions": [],
+            "client_id": "app",
+            "client_host": "/10.0.0.7",
+        },
+    ]
     assert feed.consumer.counts["unexplained records"] == 0
 
 
 def test_a_leave_and_a_deletion_written_by_hand():
-    leave = [(key(8, "grp", "m-1"), None), (key(7, "grp", "m-1"), None), (key(5, "grp", "m-1"), None),
-             (key(4, "grp"), i16(0) + carr([]) + NO_TAGS), (key(3, "grp"), i16(0) + i32(2) + NO_TAGS)]
+    leave = [
+        (key(8, "grp", "m-1"), None),
+        (key(7, "grp", "m-1"), None),
+        (key(5, "grp", "m-1"), None),
+        (key(4, "grp"), i16(0) + carr([]) + NO_TAGS),
+        (key(3, "grp"), i16(0) + i32(2) + NO_TAGS),
+    ]
     delete = [(key(6, "grp"), None), (key(4, "grp"), None), (key(3, "grp"), None)]
-    log_ = [(k, v, START) for k, v in join_batch()] + [(k, v, START + 5_000) for k, v in leave] + \
-        [(k, v, START + 9_000) for k, v in delete]
+    log_ = (
+        [(k, v, START) for k, v in join_batch()]
+        + [(k, v, START + 5_000) for k, v in leave]
+        + [(k, v, START + 9_000) for k, v in delete]
+    )
     feed = ClusterFeed()
     events = list(events_from(log_, feed))
     assert [(e["type"], e["ts"] - START, e.get("member_epoch")) for e in events] == [
-        ("topic_metadata", 0, None), ("consumer_heartbeat", 0, 0), ("consumer_heartbeat", 5_000, -1),
-        ("delete_group", 9_000, None)]
+        ("topic_metadata", 0, None),
+        ("consumer_heartbeat", 0, 0),
+        ("consumer_heartbeat", 5_000, -1),
+        ("delete_group", 9_000, None),
+    ]
     assert feed.consumer.counts["unexplained records"] == 0
     outputs = track(events)
-    assert [o["type"] for o in outputs if o["type"] in ("member_joined", "member_left", "delete_group_response")] \
-        == ["member_joined", "member_left", "delete_group_response"]
-    assert [(normalise(o), o["ts"]) for o in outputs if is_consumer_group_record(o)] == \
-        [(normalise(decode_record(k, v)), ts) for k, v, ts in log_]
+    assert [o["type"] for o in outputs if o["type"] in ("member_joined", "member_left", "delete_group_response")] == [
+        "member_joined",
+        "member_left",
+        "delete_group_response",
+    ]
+    assert [(normalise(o), o["ts"]) for o in outputs if is_consumer_group_record(o)] == [
+        (normalise(decode_record(k, v)), ts) for k, v, ts in log_
+    ]
 
 
 def test_target_records_in_another_order_and_newer_fields_are_still_explained():
@@ -310,17 +413,30 @@ def test_target_records_in_another_order_and_newer_fields_are_still_explained():
     model = ConsumerGroupCoordinator(ConsumerGroupConfig.from_properties(CONSUMER_OBSERVER_SETTINGS))
     for e in events_from(head):
         model.handle(parse_event(e)[0])
-    model.handle(parse_event({"type": "topic_metadata", "topic": "audit", "partitions": 1, "topic_id": AUDIT_ID,
-                              "ts": START})[0])
-    out = model.handle(parse_event({"type": "consumer_heartbeat", "group_id": "grp", "ts": START + 1_000,
-                                    "member_id": "m-2", "member_epoch": 0, "rebalance_timeout_ms": 45_000,
-                                    "subscribed_topic_names": ["orders", "audit"], "topic_partitions": [],
-                                    "client_id": "app", "client_host": "/10.0.0.8"})[0])
+    model.handle(
+        parse_event({"type": "topic_metadata", "topic": "audit", "partitions": 1, "topic_id": AUDIT_ID, "ts": START})[0]
+    )
+    out = model.handle(
+        parse_event(
+            {
+                "type": "consumer_heartbeat",
+                "group_id": "grp",
+                "ts": START + 1_000,
+                "member_id": "m-2",
+                "member_epoch": 0,
+                "rebalance_timeout_ms": 45_000,
+                "subscribed_topic_names": ["orders", "audit"],
+                "topic_partitions": [],
+                "client_id": "app",
+                "client_host": "/10.0.0.8",
+            }
+        )[0]
+    )
     written = [o for o in out if is_consumer_group_record(o)]
     targets = [r for r in written if r["type"] == "consumer_group_target_assignment_member"]
     assert [r["member_id"] for r in targets] == ["m-1", "m-2"]
     i = written.index(targets[0])
-    broker = written[:i] + targets[::-1] + written[i + 2:]
+    broker = written[:i] + targets[::-1] + written[i + 2 :]
     for n, r in enumerate(broker):
         if r["type"] == "consumer_group_metadata":
             broker[n] = {**r, "metadataHash": 12345, "creationTimeMs": START}
@@ -334,8 +450,11 @@ def test_target_records_in_another_order_and_newer_fields_are_still_explained():
     feed = ClusterFeed()
     events = list(events_from(head + [(k, v, START + 1_000) for k, v in batch], feed))
     assert [(e["type"], e.get("member_id"), e.get("topic")) for e in events] == [
-        ("topic_metadata", None, "orders"), ("consumer_heartbeat", "m-1", None),
-        ("topic_metadata", None, "audit"), ("consumer_heartbeat", "m-2", None)]
+        ("topic_metadata", None, "orders"),
+        ("consumer_heartbeat", "m-1", None),
+        ("topic_metadata", None, "audit"),
+        ("consumer_heartbeat", "m-2", None),
+    ]
     assert feed.consumer.counts["unexplained records"] == 0
 
 
@@ -358,9 +477,8 @@ def test_a_static_member_restart_written_by_the_model_is_told_from_a_leave(histo
     assert [(e["member_id"], e["member_epoch"], e["instance_id"]) for e in at] == [("member-s2", 0, "static-1")]
 
 
-
 # ---------------------------------------------------------------- seeded churn
-@pytest.mark.parametrize("seed", [4, 6, 7, 8])   # seeds whose histories have rebalance-timeout fences
+@pytest.mark.parametrize("seed", [4, 6, 7, 8])  # seeds whose histories have rebalance-timeout fences
 def test_seeded_churn_on_two_groups_is_reproduced(seed):
     """Members join (some static, some slow to revoke, some slower than their rebalance timeout), crash, leave and
     restart on two groups while topics grow: every record is explained, the models agree step by step, and only
@@ -378,21 +496,27 @@ def test_seeded_churn_on_two_groups_is_reproduced(seed):
     for group_id in sorted({e["group_id"] for e in events}):
         mine = [o for o in outputs if o.get("group_id") == group_id]
         theirs = [o for o in history.outputs if o.get("group_id") == group_id]
-        assert same_records([o for o in mine if is_consumer_group_record(o)],
-                            [o for o in theirs if is_consumer_group_record(o)])
+        assert same_records(
+            [o for o in mine if is_consumer_group_record(o)], [o for o in theirs if is_consumer_group_record(o)]
+        )
         # Two requests in the same millisecond whose records one request could write are told as that one: the
         # model's outputs of that millisecond come in another order.
         assert same_time_unordered(model_view(mine)) == same_time_unordered(model_view(theirs))
         # Removals: a session expiry reads as a leave (same records); rebalance-timeout fences stay expiries.
-        assert [r[:3] for r in removals(mine)] == [(ts, m, "member_left" if reason == "session timeout" else kind)
-                                  for ts, m, kind, reason in removals(theirs)]
-        assert consumer_group_timeline(o for o in mine if is_consumer_group_record(o)) == \
-            consumer_group_timeline(r for r in broker if r["group_id"] == group_id)
+        assert [r[:3] for r in removals(mine)] == [
+            (ts, m, "member_left" if reason == "session timeout" else kind) for ts, m, kind, reason in removals(theirs)
+        ]
+        assert consumer_group_timeline(o for o in mine if is_consumer_group_record(o)) == consumer_group_timeline(
+            r for r in broker if r["group_id"] == group_id
+        )
 
 
 def removals(outputs: list[dict]) -> list[tuple]:
-    return [(o["ts"], o["member_id"], o["type"], o.get("reason")) for o in outputs
-            if o["type"] in ("member_left", "member_expired") and o.get("reason") != "static leave"]
+    return [
+        (o["ts"], o["member_id"], o["type"], o.get("reason"))
+        for o in outputs
+        if o["type"] in ("member_left", "member_expired") and o.get("reason") != "static leave"
+    ]
 
 
 def same_time_unordered(outputs: list[dict]) -> list[dict]:
@@ -401,8 +525,11 @@ def same_time_unordered(outputs: list[dict]) -> list[dict]:
 
 # ---------------------------------------------------------------- offset commits of consumer-protocol groups
 def offsets_view(outputs: list[dict]) -> list[tuple]:
-    return [(o["ts"], o["group_id"], o["topic"], o["partition"], o.get("offset"), o.get("commit_timestamp"),
-             o["tombstone"]) for o in outputs if o["type"] == "offset_commit"]
+    return [
+        (o["ts"], o["group_id"], o["topic"], o["partition"], o.get("offset"), o.get("commit_timestamp"), o["tombstone"])
+        for o in outputs
+        if o["type"] == "offset_commit"
+    ]
 
 
 def test_a_consumer_groups_commits_become_commits_the_model_takes():
@@ -422,10 +549,13 @@ def test_a_consumer_groups_commits_become_commits_the_model_takes():
     assert {o["error"] for o in outputs if o["type"] == "commit_response"} == {"NONE"}
     assert offsets_view(outputs) == offsets_view(log_records)
     assert same_records([o for o in outputs if is_consumer_group_record(o)], broker_records(history))
+
     # Each commit (one a record, so one a partition) names the member that sent it and the epoch it sent.
     def per_partition(es):
-        return sorted((e["ts"], e["member_id"], e["generation"], o["topic"], o["partition"])
-                      for e in es for o in e["offsets"])
+        return sorted(
+            (e["ts"], e["member_id"], e["generation"], o["topic"], o["partition"]) for e in es for o in e["offsets"]
+        )
+
     assert per_partition(commits) == per_partition(e for e in history.events if e["type"] == "commit")
     assert any("commit events: " in line for line in summary(feed, len(events), "ev"))
 
@@ -441,12 +571,17 @@ def test_an_admin_commit_and_a_deletion_of_a_consumer_group():
     h.run_until(h.now + 3 * SECOND)
     h.leave(a)
     h.now += SECOND
-    h.send(type="commit", group_id=GROUP, member_id="", generation=-1,
-           offsets=[{"topic": "orders", "partition": 1, "offset": 99}])
+    h.send(
+        type="commit",
+        group_id=GROUP,
+        member_id="",
+        generation=-1,
+        offsets=[{"topic": "orders", "partition": 1, "offset": 99}],
+    )
     h.now += SECOND
     h.send(type="delete_group", group_id=GROUP)
     log_records = [o for o in h.outputs if is_consumer_group_record(o) or o["type"] == "offset_commit"]
-    assert [o["type"] for o in log_records].count("offset_commit") == 2      # the commit and its tombstone
+    assert [o["type"] for o in log_records].count("offset_commit") == 2  # the commit and its tombstone
     feed = ClusterFeed()
     events = list(events_from(log(log_records), feed))
     (commit,) = [e for e in events if e["type"] == "commit"]
@@ -454,13 +589,23 @@ def test_an_admin_commit_and_a_deletion_of_a_consumer_group():
     assert [e["type"] for e in events][-2:] == ["commit", "delete_group"]
     outputs = track(events)
     assert offsets_view(outputs) == offsets_view(log_records)
-    assert same_records([o for o in outputs if is_consumer_group_record(o)],
-                        [o for o in h.outputs if is_consumer_group_record(o)])
+    assert same_records(
+        [o for o in outputs if is_consumer_group_record(o)], [o for o in h.outputs if is_consumer_group_record(o)]
+    )
 
 
 def test_commits_of_a_classic_group_are_still_the_classic_feeds():
     feed = ClusterFeed()
-    record = {"type": "offset_commit", "group_id": "simple", "topic": "t", "partition": 0, "offset": 5,
-              "leader_epoch": -1, "metadata": "", "commit_timestamp": START, "expire_timestamp": -1}
+    record = {
+        "type": "offset_commit",
+        "group_id": "simple",
+        "topic": "t",
+        "partition": 0,
+        "offset": 5,
+        "leader_epoch": -1,
+        "metadata": "",
+        "commit_timestamp": START,
+        "expire_timestamp": -1,
+    }
     (event,) = feed.events_for(record)
     assert (event["member_id"], event["generation"]) == ("", -1) and not feed.consumer.shadows

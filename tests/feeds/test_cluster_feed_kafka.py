@@ -9,6 +9,7 @@ The history runs twice on the same group, as a redeploy would: 0.9 drops a group
 no Empty record; the offsets stay), so the second run numbers its generations from 1 again, and the log holds both.
 These are the runs the instrumentation's tests read (``kafka09_histories``, ``tests/kafka09_history.py``).
 """
+
 from __future__ import annotations
 
 import time
@@ -46,12 +47,21 @@ def story(request, kafka09_histories):
         event, error = parse_event(raw)
         assert error is None, error
         outputs += tracker.handle(event)
-    print(f"\n{request.param}: history {ran - started:.1f} s, reading and tracking {time.monotonic() - ran:.1f} s; "
-          f"generations given {sorted(runs[-1].truth.generations())}, recorded by the broker (all runs) "
-          f"{[g[0] for g in broker_generations(pairs, group)]}")
-    return {"group": group, "committed": runs[-1].committed, "pairs": pairs,
-            "events": [e for e in events if e["group_id"] == group], "outputs": outputs, "tracker": tracker,
-            "feed": feed, "runs": [r.truth for r in runs]}
+    print(
+        f"\n{request.param}: history {ran - started:.1f} s, reading and tracking {time.monotonic() - ran:.1f} s; "
+        f"generations given {sorted(runs[-1].truth.generations())}, recorded by the broker (all runs) "
+        f"{[g[0] for g in broker_generations(pairs, group)]}"
+    )
+    return {
+        "group": group,
+        "committed": runs[-1].committed,
+        "pairs": pairs,
+        "events": [e for e in events if e["group_id"] == group],
+        "outputs": outputs,
+        "tracker": tracker,
+        "feed": feed,
+        "runs": [r.truth for r in runs],
+    }
 
 
 def broker_generations(pairs, group: str) -> list[tuple]:
@@ -63,8 +73,9 @@ def broker_generations(pairs, group: str) -> list[tuple]:
         if r.get("group_id") != group:
             continue
         if r["type"] == "group_metadata" and not r["tombstone"]:
-            out.append([r["generation"], r["leader"],
-                        {m["member_id"]: m["assignment"]["partitions"] for m in r["members"]}, 0])
+            out.append(
+                [r["generation"], r["leader"], {m["member_id"]: m["assignment"]["partitions"] for m in r["members"]}, 0]
+            )
         elif r["type"] == "offset_commit" and out:
             out[-1][3] += 1
     return [tuple(g) for g in out]
@@ -74,8 +85,11 @@ def test_generations_are_what_the_consumers_were_given(story):
     recorded = broker_generations(story["pairs"], story["group"])
     # The tracker follows every generation the broker recorded: members, leader, each member's partitions. (Its own
     # rounds that end Empty, after a tombstone, have no members and are left out: the broker wrote no record.)
-    seen = [(r["generation"], r["leader"], r["assignment"]) for r in story["outputs"]
-            if r["type"] == "rebalance" and r["group_id"] == story["group"] and r["members"]]
+    seen = [
+        (r["generation"], r["leader"], r["assignment"])
+        for r in story["outputs"]
+        if r["type"] == "rebalance" and r["group_id"] == story["group"] and r["members"]
+    ]
     assert seen == [g[:3] for g in recorded]
     # ... which are the generations the consumers were given. A generation reaches Stable only once its record is
     # written, so the broker never records fewer than the consumers saw. It may record more: 0.9 writes the record
@@ -84,7 +98,7 @@ def test_generations_are_what_the_consumers_were_given(story):
     # partitions in it, nobody commits in it). The tracker, reading the log, cannot tell and shows it.
     given = [(g.generation, g.leader, g.members) for truth in story["runs"] for g in truth.generations().values()]
     assert [g for g in given if g not in seen] == []
-    assert [g[:3] for g in recorded if g[:3] in given] == given   # same order
+    assert [g[:3] for g in recorded if g[:3] in given] == given  # same order
     assert all(commits == 0 for *g, commits in recorded if tuple(g) not in given)
     # Each run numbers from the start (1, or 2 when round 1 was cut short as above).
     assert all(min(truth.generations()) <= 2 for truth in story["runs"])
@@ -94,8 +108,11 @@ def test_leaves_and_expiries_are_what_the_consumers_did(story):
     """c1 and c2 closed cleanly (c2 while c3 stayed, c3 last, dropping the group), c0 was killed: the log records no
     LeaveGroup, yet the members' commits show which were alive when they went."""
     left = [o["member_id"] for o in story["outputs"] if o["type"] == "member_left" and o["group_id"] == story["group"]]
-    expired = [(o["member_id"], o["reason"]) for o in story["outputs"]
-               if o["type"] == "member_expired" and o["group_id"] == story["group"]]
+    expired = [
+        (o["member_id"], o["reason"])
+        for o in story["outputs"]
+        if o["type"] == "member_expired" and o["group_id"] == story["group"]
+    ]
     want_left, want_expired = [], []
     for truth in story["runs"]:
         ids = {c: truth.member_ids(c) for c in ("c0", "c1", "c2", "c3")}
@@ -107,10 +124,10 @@ def test_leaves_and_expiries_are_what_the_consumers_did(story):
 
 def test_final_offsets_are_what_the_consumers_committed(story):
     truth: dict = {}
-    for run in story["runs"]:   # a later run's commits win; partitions it never committed keep the earlier ones
+    for run in story["runs"]:  # a later run's commits win; partitions it never committed keep the earlier ones
         truth.update(run.committed())
     tracked = {tp: o["offset"] for tp, o in story["tracker"].fetch_offsets(story["group"]).items()}
-    assert tracked == truth == story["committed"]   # what the broker answered an OffsetFetch once the run ended
+    assert tracked == truth == story["committed"]  # what the broker answered an OffsetFetch once the run ended
     # The group is gone on the broker (tombstone) but its offsets stay; the tracker holds them in an Empty group.
     assert story["tracker"].describe_group(story["group"])["state"] == "Empty"
 
@@ -118,8 +135,7 @@ def test_final_offsets_are_what_the_consumers_committed(story):
 def test_old_records_take_their_time_from_commits_never_the_readers_clock(story):
     commits = [e["ts"] for e in story["events"] if e["type"] == "commit"]
     snapshot_events = [e for e in story["events"] if e["type"] != "commit"]
-    assert snapshot_events and all(e.get("ts_inferred") in ("earlier commit", "later commit")
-                                   for e in snapshot_events)
+    assert snapshot_events and all(e.get("ts_inferred") in ("earlier commit", "later commit") for e in snapshot_events)
     assert all(min(commits) <= e["ts"] <= max(commits) for e in snapshot_events)
     assert story["feed"].counts["snapshots"] > story["feed"].counts["time from earlier commit"] > 0
 
@@ -138,13 +154,28 @@ def test_the_cluster_feed_command_reads_a_0_9_broker(kafka09_histories, apache_k
     (nothing is written to their group after that)."""
     last = kafka09_histories(1)
     want = [e for e in events_from(last.pairs, ClusterFeed()) if e["group_id"] == last.group]
-    events_topic = f"events-{uuid.uuid4().hex[:8]}"   # created on first use (auto.create.topics.enable)
-    assert cli.main(["cluster-feed", "--bootstrap", apache_kafka.bootstrap, "--kafka-conf", "api.version=0.9",
-                     "--events-topic", events_topic]) == 0
+    events_topic = f"events-{uuid.uuid4().hex[:8]}"  # created on first use (auto.create.topics.enable)
+    assert (
+        cli.main(
+            [
+                "cluster-feed",
+                "--bootstrap",
+                apache_kafka.bootstrap,
+                "--kafka-conf",
+                "api.version=0.9",
+                "--events-topic",
+                events_topic,
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "client settings: api.version=0.9" in err and "time inferred for" in err
-    published = [e for e in read_feed(apache_kafka.bootstrap, events_topic, {"api_version": [0, 9]})
-                 if e["group_id"] == last.group]
+    published = [
+        e
+        for e in read_feed(apache_kafka.bootstrap, events_topic, {"api_version": [0, 9]})
+        if e["group_id"] == last.group
+    ]
     assert published == want
 
 
@@ -198,8 +229,11 @@ def test_kafka4_records_round_trip_byte_exact(kafka4_story):
     assert all(v >= 3 for kind, v in versions if kind in ("group_metadata", "offset_commit") and v is not None)
     # Kafka 4 writes a record when a classic group is created: generation 0, no protocol type, no members (3.9's
     # coordinator, run with APACHE_KAFKA_VERSION=3.9, writes its first at generation 1 or later).
-    first = next(decode_record(k, v) for k, v, _ in kafka4_story.run.pairs
-                 if decode_record(k, v).get("group_id") == kafka4_story.run.eager)
+    first = next(
+        decode_record(k, v)
+        for k, v, _ in kafka4_story.run.pairs
+        if decode_record(k, v).get("group_id") == kafka4_story.run.eager
+    )
     created = (first["type"], first["generation"], first["protocol_type"], first["members"])
     if int(kafka4_story.run.version.split(".")[0]) >= 4:
         assert created == ("group_metadata", 0, "", [])

@@ -1,6 +1,7 @@
 """Live instrumentation with real kafka-python consumers on the broker: the feed reports what the broker really did
 (member ids, generations, delivered assignments, commits, leaves), and the tracker fed only that feed ends up with
 exactly the assignments the broker delivered."""
+
 from __future__ import annotations
 
 import collections
@@ -11,8 +12,14 @@ import time
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
 from kafka.coordinator.assignors.range import RangePartitionAssignor
-from kafka.protocol.consumer.group import (LeaveGroupRequest, LeaveGroupResponse, OffsetCommitRequest,
-                                           OffsetCommitResponse, SyncGroupRequest, SyncGroupResponse)
+from kafka.protocol.consumer.group import (
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
 
 from offsets_store.codec import encode_assignment
 
@@ -25,13 +32,26 @@ FEED_PARTITIONS = 3
 
 # ------------------------------------------------------------------ the translation, on real protocol objects
 def _commit_pair():
-    topic, part = OffsetCommitRequest.OffsetCommitRequestTopic, \
-        OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+    topic, part = (
+        OffsetCommitRequest.OffsetCommitRequestTopic,
+        OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition,
+    )
     request = OffsetCommitRequest(
-        group_id="g", generation_id_or_member_epoch=4, member_id="m1", group_instance_id=None, retention_time_ms=-1,
-        topics=[topic(name="t", partitions=[
-            part(partition_index=0, committed_offset=5, committed_leader_epoch=-1, committed_metadata=""),
-            part(partition_index=1, committed_offset=9, committed_leader_epoch=2, committed_metadata="m")])])
+        group_id="g",
+        generation_id_or_member_epoch=4,
+        member_id="m1",
+        group_instance_id=None,
+        retention_time_ms=-1,
+        topics=[
+            topic(
+                name="t",
+                partitions=[
+                    part(partition_index=0, committed_offset=5, committed_leader_epoch=-1, committed_metadata=""),
+                    part(partition_index=1, committed_offset=9, committed_leader_epoch=2, committed_metadata="m"),
+                ],
+            )
+        ],
+    )
     rtopic = OffsetCommitResponse.OffsetCommitResponseTopic
     rpart = rtopic.OffsetCommitResponsePartition
     return request, rtopic, rpart
@@ -39,13 +59,23 @@ def _commit_pair():
 
 def test_commit_event_keeps_only_what_the_broker_accepted():
     request, rtopic, rpart = _commit_pair()
-    response = OffsetCommitResponse(topics=[rtopic(name="t", partitions=[
-        rpart(partition_index=0, error_code=22), rpart(partition_index=1, error_code=0)])])   # 22: ILLEGAL_GENERATION
+    response = OffsetCommitResponse(
+        topics=[
+            rtopic(
+                name="t", partitions=[rpart(partition_index=0, error_code=22), rpart(partition_index=1, error_code=0)]
+            )
+        ]
+    )  # 22: ILLEGAL_GENERATION
     event = commit_event(request, response, 1_000)
     assert event["member_id"] == "m1" and event["generation"] == 4 and event["retention_ms"] == -1
     assert event["offsets"] == [{"topic": "t", "partition": 1, "offset": 9, "leader_epoch": 2, "metadata": "m"}]
-    refused = OffsetCommitResponse(topics=[rtopic(name="t", partitions=[
-        rpart(partition_index=0, error_code=22), rpart(partition_index=1, error_code=22)])])
+    refused = OffsetCommitResponse(
+        topics=[
+            rtopic(
+                name="t", partitions=[rpart(partition_index=0, error_code=22), rpart(partition_index=1, error_code=22)]
+            )
+        ]
+    )
     assert commit_event(request, refused, 1_000) is None
     assert parse_event(json.dumps(event).encode())[1] is None
 
@@ -53,17 +83,31 @@ def test_commit_event_keeps_only_what_the_broker_accepted():
 def test_sync_event_decodes_leader_assignments_and_the_delivered_partitions():
     mine = encode_assignment({"partitions": [["t", 3], ["t", 1]]})
     theirs = encode_assignment({"partitions": [["t", 0], ["u", 2]]})
-    request = SyncGroupRequest(group_id="g", generation_id=7, member_id="a", group_instance_id=None,
-                               protocol_type="consumer", protocol_name="range",
-                               assignments=[SyncGroupRequest.SyncGroupRequestAssignment(member_id="a", assignment=mine),
-                                            SyncGroupRequest.SyncGroupRequestAssignment(member_id="b",
-                                                                                        assignment=theirs)])
+    request = SyncGroupRequest(
+        group_id="g",
+        generation_id=7,
+        member_id="a",
+        group_instance_id=None,
+        protocol_type="consumer",
+        protocol_name="range",
+        assignments=[
+            SyncGroupRequest.SyncGroupRequestAssignment(member_id="a", assignment=mine),
+            SyncGroupRequest.SyncGroupRequestAssignment(member_id="b", assignment=theirs),
+        ],
+    )
     event = sync_event(request, SyncGroupResponse(error_code=0, assignment=mine), 5)
     assert event["generation"] == 7 and event["protocol_name"] == "range"
     assert event["assignments"] == {"a": [["t", 1], ["t", 3]], "b": [["t", 0], ["u", 2]]}
     assert event["assigned"] == [["t", 1], ["t", 3]]
-    follower = SyncGroupRequest(group_id="g", generation_id=7, member_id="b", group_instance_id=None,
-                                protocol_type="consumer", protocol_name="range", assignments=[])
+    follower = SyncGroupRequest(
+        group_id="g",
+        generation_id=7,
+        member_id="b",
+        group_instance_id=None,
+        protocol_type="consumer",
+        protocol_name="range",
+        assignments=[],
+    )
     event = sync_event(follower, SyncGroupResponse(error_code=0, assignment=b""), 5)
     assert "assignments" not in event and event["assigned"] == []
 
@@ -73,17 +117,27 @@ def test_leave_events_only_for_the_members_the_broker_removed():
     assert [e["member_id"] for e in leave_events(LeaveGroupRequest(group_id="g", member_id="m0"), ok, 1)] == ["m0"]
     # Refused: a consumer back from a long pause leaves a group that dropped it (25: UNKNOWN_MEMBER_ID).
     assert leave_events(LeaveGroupRequest(group_id="g", member_id="m0"), LeaveGroupResponse(error_code=25), 1) == []
-    batched = LeaveGroupRequest(group_id="g", members=[
-        LeaveGroupRequest.MemberIdentity(member_id="a", group_instance_id="i-a", reason="bye"),
-        LeaveGroupRequest.MemberIdentity(member_id="b", group_instance_id="i-b", reason=None),
-        LeaveGroupRequest.MemberIdentity(member_id="c", group_instance_id=None, reason=None)])
-    answer = LeaveGroupResponse(error_code=0, members=[
-        LeaveGroupResponse.MemberResponse(member_id="a", group_instance_id="i-a", error_code=0),
-        LeaveGroupResponse.MemberResponse(member_id="b", group_instance_id="i-b", error_code=0),
-        LeaveGroupResponse.MemberResponse(member_id="c", group_instance_id=None, error_code=25)])
+    batched = LeaveGroupRequest(
+        group_id="g",
+        members=[
+            LeaveGroupRequest.MemberIdentity(member_id="a", group_instance_id="i-a", reason="bye"),
+            LeaveGroupRequest.MemberIdentity(member_id="b", group_instance_id="i-b", reason=None),
+            LeaveGroupRequest.MemberIdentity(member_id="c", group_instance_id=None, reason=None),
+        ],
+    )
+    answer = LeaveGroupResponse(
+        error_code=0,
+        members=[
+            LeaveGroupResponse.MemberResponse(member_id="a", group_instance_id="i-a", error_code=0),
+            LeaveGroupResponse.MemberResponse(member_id="b", group_instance_id="i-b", error_code=0),
+            LeaveGroupResponse.MemberResponse(member_id="c", group_instance_id=None, error_code=25),
+        ],
+    )
     events = leave_events(batched, answer, 1)
-    assert [(e["member_id"], e["group_instance_id"], e["reason"]) for e in events] == \
-        [("a", "i-a", "bye"), ("b", "i-b", "")]
+    assert [(e["member_id"], e["group_instance_id"], e["reason"]) for e in events] == [
+        ("a", "i-a", "bye"),
+        ("b", "i-b", ""),
+    ]
 
 
 # ------------------------------------------------------------------ real consumers on the broker
@@ -108,7 +162,7 @@ class Member(threading.Thread):
         )
         instrument(self.consumer, producer, feed_topic, heartbeat_every_ms=1_000)
         self.stop_event = threading.Event()
-        self.commit_offset: int | None = None   # set by the test: commit this offset on every owned partition
+        self.commit_offset: int | None = None  # set by the test: commit this offset on every owned partition
         self.use_async = False
         self.assigned: set = set()
         self.committed: dict = {}
@@ -192,8 +246,9 @@ def test_feed_reports_what_the_broker_did(group_broker, topic_name):
         producer.flush(30)
         producer.close()
 
-    feed = KafkaConsumer(bootstrap_servers=kafka_bootstrap, enable_auto_commit=False, consumer_timeout_ms=3_000,
-                         **client)
+    feed = KafkaConsumer(
+        bootstrap_servers=kafka_bootstrap, enable_auto_commit=False, consumer_timeout_ms=3_000, **client
+    )
     tps = [TopicPartition(feed_topic, p) for p in range(FEED_PARTITIONS)]
     feed.assign(tps)
     feed.seek_to_beginning(*tps)
@@ -221,11 +276,15 @@ def test_feed_reports_what_the_broker_did(group_broker, topic_name):
         types = "".join("j" if e["type"] == "join" else "s" for e in seq)
         assert types.startswith("j") and "ss" not in types, (member_id, types)
         generations = [e["generation"] for e in seq if e["type"] == "sync"]
-        assert generations == sorted(generations), member_id   # a rejoin may be answered in the same generation
+        assert generations == sorted(generations), member_id  # a rejoin may be answered in the same generation
     joins = [e for e in events if e["type"] == "join"]
     assert {e["client_id"] for e in joins} == {"c0", "c1", "c2"}
-    assert all(e["session_timeout_ms"] == 3_000 and e["protocols"][0]["name"] == "range"
-               and e["protocols"][0]["topics"] == [data_topic] for e in joins)
+    assert all(
+        e["session_timeout_ms"] == 3_000
+        and e["protocols"][0]["name"] == "range"
+        and e["protocols"][0]["topics"] == [data_topic]
+        for e in joins
+    )
 
     # Delivered assignments are exactly what each consumer's assignment() showed, generation by generation, and
     # the leader's assignments for that generation say the same.
@@ -236,8 +295,9 @@ def test_feed_reports_what_the_broker_did(group_broker, topic_name):
         (generation,) = {g for g, _ in snapshot.values()}
         leader = [e for (_, g), e in syncs.items() if g == generation and e.get("assignments")]
         assert len(leader) == 1
-        assert {m: sorted(p) for m, p in leader[0]["assignments"].items()} == \
-            {m: parts for m, (_, parts) in snapshot.items()}
+        assert {m: sorted(p) for m, p in leader[0]["assignments"].items()} == {
+            m: parts for m, (_, parts) in snapshot.items()
+        }
 
     # Commits carry the committed offsets, member and generation.
     for member_id, (generation, committed) in commits.items():
@@ -257,12 +317,15 @@ def test_feed_reports_what_the_broker_did(group_broker, topic_name):
     assert sorted(leaves) == sorted(real_ids) and leaves[0] == leaving_id
 
     # The tracker, fed only this feed, has the broker's assignment at each stable point.
-    tracker = GroupCoordinator(CoordinatorConfig(adopt_unknown_members=True, group_min_session_timeout_ms=1_000,
-                                                 group_initial_rebalance_delay_ms=0))
+    tracker = GroupCoordinator(
+        CoordinatorConfig(
+            adopt_unknown_members=True, group_min_session_timeout_ms=1_000, group_initial_rebalance_delay_ms=0
+        )
+    )
     seen, final = [], None
     for e in events:
         if e["type"] == "leave" and e["member_id"] != leaving_id:
-            break   # the remaining members closing is not our question
+            break  # the remaining members closing is not our question
         for out in tracker.handle(e):
             if out["type"] == "rebalance" and out["group_id"] == group:
                 seen.append({m: sorted(map(list, parts)) for m, parts in out["assignment"].items()})
@@ -271,5 +334,6 @@ def test_feed_reports_what_the_broker_did(group_broker, topic_name):
             final = {m["member_id"]: sorted(map(list, m["assignment"])) for m in described["members"]}
     assert {m: parts for m, (_, parts) in first.items()} in seen, seen
     assert final == {m: parts for m, (_, parts) in second.items()}
-    assert {tp: o["offset"] for tp, o in tracker.fetch_offsets(group).items()} == \
-        {tp: off for _, committed in commits.values() for tp, off in committed.items()}
+    assert {tp: o["offset"] for tp, o in tracker.fetch_offsets(group).items()} == {
+        tp: off for _, committed in commits.values() for tp, off in committed.items()
+    }

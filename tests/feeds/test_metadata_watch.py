@@ -1,5 +1,6 @@
 """Topic sizes from the broker reach the groups: the watcher publishes them, the sink fans global metadata out to
 every known group, and the coordinator rebalances a group whose subscribed topic changed."""
+
 from __future__ import annotations
 
 import json
@@ -29,16 +30,24 @@ def test_watcher_publishes_new_and_changed_sizes_once(kafka_bootstrap, topic_nam
     ensure_topics(kafka_bootstrap, {data: 3, events: 1})
     watcher = TopicMetadataWatcher(kafka_bootstrap, events)
     try:
-        assert watcher.poll_once() == {}                         # nothing watched yet
-        watcher.observe([{"type": "rebalance", "group_id": "g", "assignment": {"m": []},
-                          "unknown_topics": [data, f"{topic_name}-missing"]}])
-        assert watcher.poll_once() == {data: 3}                 # a topic that does not exist is not published
-        assert watcher.poll_once() == {}                        # unchanged: published once
+        assert watcher.poll_once() == {}  # nothing watched yet
+        watcher.observe(
+            [
+                {
+                    "type": "rebalance",
+                    "group_id": "g",
+                    "assignment": {"m": []},
+                    "unknown_topics": [data, f"{topic_name}-missing"],
+                }
+            ]
+        )
+        assert watcher.poll_once() == {data: 3}  # a topic that does not exist is not published
+        assert watcher.poll_once() == {}  # unchanged: published once
     finally:
         watcher.stop()
     ((key, event),) = read(kafka_bootstrap, events)
     assert key == b"" and event["type"] == "topic_metadata" and event["topic"] == data and event["partitions"] == 3
-    assert "group_id" not in event                              # global: the job hands it to every group
+    assert "group_id" not in event  # global: the job hands it to every group
 
 
 def test_topics_of_groups_rebuilt_from_the_store_are_looked_up_at_once(kafka_bootstrap, topic_name):
@@ -49,7 +58,7 @@ def test_topics_of_groups_rebuilt_from_the_store_are_looked_up_at_once(kafka_boo
     watcher = TopicMetadataWatcher(kafka_bootstrap, events)
     try:
         watcher.observe([{"type": "group_restored", "group_id": "g", "generation": 4, "topics": {data: 2}}])
-        assert watcher._urgent.is_set()                         # not at the next refresh: now
+        assert watcher._urgent.is_set()  # not at the next refresh: now
         assert watcher.poll_once() == {data: 3}
     finally:
         watcher.stop()
@@ -58,16 +67,35 @@ def test_topics_of_groups_rebuilt_from_the_store_are_looked_up_at_once(kafka_boo
 def test_sink_fans_global_metadata_out_to_each_known_group(kafka_bootstrap, topic_name, tmp_path):
     events = f"{topic_name}-events"
     ensure_topics(kafka_bootstrap, {events: 2})
-    sink = TrackerSink(bootstrap=kafka_bootstrap, events_topic=events, outputs_topic=None,
-                       checkpoint=str(tmp_path / "cp"))
+    sink = TrackerSink(
+        bootstrap=kafka_bootstrap, events_topic=events, outputs_topic=None, checkpoint=str(tmp_path / "cp")
+    )
     try:
-        sink.handle([{"type": "state_change", "group_id": "a", "ts": 1, "to": "Stable"},
-                     {"type": "state_change", "group_id": "b", "ts": 1, "to": "Stable"},
-                     {"type": "broadcast_event", "group_id": "", "ts": 2,
-                      "event": {"type": "topic_metadata", "topic": "t", "partitions": 5, "ts": 2}}], batch_id=0)
-        sink.handle([{"type": "broadcast_event", "group_id": "", "ts": 2,
-                      "event": {"type": "topic_metadata", "topic": "t", "partitions": 5, "ts": 2}}], batch_id=0)
+        sink.handle(
+            [
+                {"type": "state_change", "group_id": "a", "ts": 1, "to": "Stable"},
+                {"type": "state_change", "group_id": "b", "ts": 1, "to": "Stable"},
+                {
+                    "type": "broadcast_event",
+                    "group_id": "",
+                    "ts": 2,
+                    "event": {"type": "topic_metadata", "topic": "t", "partitions": 5, "ts": 2},
+                },
+            ],
+            batch_id=0,
+        )
+        sink.handle(
+            [
+                {
+                    "type": "broadcast_event",
+                    "group_id": "",
+                    "ts": 2,
+                    "event": {"type": "topic_metadata", "topic": "t", "partitions": 5, "ts": 2},
+                }
+            ],
+            batch_id=0,
+        )
     finally:
         sink.close()
     fanned = sorted((key.decode(), e["group_id"], e["partitions"]) for key, e in read(kafka_bootstrap, events))
-    assert fanned == [("a", "a", 5), ("b", "b", 5)]             # once per group; the replayed batch 0 sent nothing
+    assert fanned == [("a", "a", 5), ("b", "b", 5)]  # once per group; the replayed batch 0 sent nothing

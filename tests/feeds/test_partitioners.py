@@ -1,4 +1,5 @@
 """Producer partitioners (seed 002): Java's murmur2 to the bit, and each strategy on a real producer."""
+
 from __future__ import annotations
 
 import collections
@@ -13,8 +14,14 @@ from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
 from assignors.java import murmur2, to_positive
 from streaming.kafka_client.topics import ensure_topics
-from streaming.feeds.partitioners import (InvalidRecord, KeyHashPartitioner, PowerUserPartitioner,
-                                          RoundRobinPartitioner, UniformStickyPartitioner, partition_for_key)
+from streaming.feeds.partitioners import (
+    InvalidRecord,
+    KeyHashPartitioner,
+    PowerUserPartitioner,
+    RoundRobinPartitioner,
+    UniformStickyPartitioner,
+    partition_for_key,
+)
 
 
 class Cluster:
@@ -31,13 +38,20 @@ class Cluster:
 
 
 # Kafka's UtilsTest.testMurmur2 values.
-@pytest.mark.parametrize("data,expected", [
-    (b"21", -973932308), (b"foobar", -790332482), (b"a-little-bit-long-string", -985981536),
-    (b"a-little-bit-longer-string", -1486304829), (b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971),
-    (b"abc", 479470107)])
+@pytest.mark.parametrize(
+    "data,expected",
+    [
+        (b"21", -973932308),
+        (b"foobar", -790332482),
+        (b"a-little-bit-long-string", -985981536),
+        (b"a-little-bit-longer-string", -1486304829),
+        (b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971),
+        (b"abc", 479470107),
+    ],
+)
 def test_murmur2_matches_java(data, expected):
     assert murmur2(data) == expected
-    assert kafka_python_murmur2(data) == expected & 0xFFFFFFFF   # and kafka-python agrees (it returns unsigned)
+    assert kafka_python_murmur2(data) == expected & 0xFFFFFFFF  # and kafka-python agrees (it returns unsigned)
 
 
 @settings(max_examples=500, deadline=None)
@@ -65,8 +79,9 @@ def test_to_positive_is_not_abs():
 
 def test_keyed_records_hash_and_spread():
     p = KeyHashPartitioner()
-    counts = collections.Counter(p.partition("t", None, f"user-{i}".encode(), None, b"v", Cluster(6))
-                                 for i in range(6_000))
+    counts = collections.Counter(
+        p.partition("t", None, f"user-{i}".encode(), None, b"v", Cluster(6)) for i in range(6_000)
+    )
     assert set(counts) == set(range(6)) and min(counts.values()) > 800
     assert p.partition("t", None, b"group-0", None, b"", Cluster(4)) == partition_for_key(b"group-0", 4)
 
@@ -81,10 +96,16 @@ def test_keyless_records_stick_until_a_new_batch():
     assert p.partition("t", None, None, None, b"v", cluster) != stuck
 
 
-@pytest.mark.parametrize("make", [
-    lambda seed: KeyHashPartitioner(rng=random.Random(seed)),
-    lambda seed: UniformStickyPartitioner(batch_size=10**9, linger_ms=10**9, rng=random.Random(seed),
-                                          clock=lambda: 0.0)], ids=["key-hash", "uniform-sticky"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda seed: KeyHashPartitioner(rng=random.Random(seed)),
+        lambda seed: UniformStickyPartitioner(
+            batch_size=10**9, linger_ms=10**9, rng=random.Random(seed), clock=lambda: 0.0
+        ),
+    ],
+    ids=["key-hash", "uniform-sticky"],
+)
 @pytest.mark.parametrize("seed", range(20))
 def test_a_stale_new_batch_call_leaves_the_sticky_partition(make, seed):
     """StickyPartitionCacheTest.testStickyPartitionCache: a new batch on the sticky partition moves it (never to
@@ -126,7 +147,7 @@ def test_uniform_sticky_moves_away_on_new_batch():
     cluster = Cluster(4)
     for _ in range(20):
         before = p.partition("t", None, None, None, b"v", cluster)
-        assert p.partition("t", None, None, None, b"v", cluster) == before   # sticky
+        assert p.partition("t", None, None, None, b"v", cluster) == before  # sticky
         p.on_new_batch("t", cluster, before)
         assert p.partition("t", None, None, None, b"v", cluster) != before
 
@@ -135,18 +156,18 @@ def test_uniform_sticky_spreads_batches_evenly_over_time():
     p = UniformStickyPartitioner(batch_size=1_000, linger_ms=10_000, rng=random.Random(11), clock=lambda: 0.0)
     counts = collections.Counter(p.choose("t", list(range(4)), 100) for _ in range(40_000))
     assert set(counts) == {0, 1, 2, 3}
-    assert all(v % 1_000 == 0 for v in (c * 100 for c in counts.values()))   # whole batches of 10 records
+    assert all(v % 1_000 == 0 for v in (c * 100 for c in counts.values()))  # whole batches of 10 records
     assert max(counts.values()) < 1.3 * min(counts.values())
 
 
 def test_uniform_sticky_switches_on_full_batch_and_on_linger():
     now = [0.0]
     p = UniformStickyPartitioner(batch_size=100, linger_ms=10, rng=random.Random(3), clock=lambda: now[0])
-    picks = [p.choose("t", [0, 1, 2], 30) for _ in range(4)]   # 4 x 30 bytes: full after the 4th record
+    picks = [p.choose("t", [0, 1, 2], 30) for _ in range(4)]  # 4 x 30 bytes: full after the 4th record
     assert len(set(picks)) == 1
     after_full = p.choose("t", [0, 1, 2], 30)
     assert after_full != picks[0]
-    now[0] += 0.011                                            # linger passed
+    now[0] += 0.011  # linger passed
     assert p.choose("t", [0, 1, 2], 1) != after_full
     # keys do not matter to it
     assert len({p.partition("t", None, f"k{i}".encode(), None, b"x", Cluster(3)) for i in range(5)}) == 1
@@ -210,9 +231,13 @@ def test_real_producer_keyless_round_robin_visits_every_partition_in_turn(kafka_
 
 
 @pytest.mark.kafka
-@pytest.mark.parametrize("make", [lambda: KeyHashPartitioner(rng=random.Random(5)),
-                                  lambda: UniformStickyPartitioner(batch_size=100_000, linger_ms=60_000,
-                                                                   rng=random.Random(5))])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: KeyHashPartitioner(rng=random.Random(5)),
+        lambda: UniformStickyPartitioner(batch_size=100_000, linger_ms=60_000, rng=random.Random(5)),
+    ],
+)
 def test_real_producer_sticky_partitioners_fill_one_batch_then_move(kafka_bootstrap, topic_name, make):
     ensure_topics(kafka_bootstrap, {topic_name: 4})
     # A long linger keeps the first batch open: all 30 records stick to its partition.

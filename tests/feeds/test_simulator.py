@@ -1,4 +1,5 @@
 """The simulator: reproducible, well-formed, and a faithful client of the coordinator."""
+
 from __future__ import annotations
 
 import collections
@@ -80,13 +81,16 @@ def test_simulate_command_writes_a_replayable_file(tmp_path):
 def test_a_long_feed_keeps_only_the_consumers_that_may_still_act():
     """Crashed, closed and fenced consumers are forgotten: a feed that runs for days stays the same size."""
     for protocol in ("classic", "mixed"):
-        simulator = Simulator(SimulationSettings(groups=10, seed=5, churn_interval_ms=8_000,
-                                                 group_protocol=protocol), start_ms=0)
+        simulator = Simulator(
+            SimulationSettings(groups=10, seed=5, churn_interval_ms=8_000, group_protocol=protocol), start_ms=0
+        )
         sizes = []
         for minute in range(1, 31):
             simulator.run_until(minute * MINUTES)
             sizes.append(len(simulator.clients))
-            assert all(client.phase != "gone" or client.instance_id is not None   # a bouncing static member
-                       for client in simulator.clients.values())
+            assert all(
+                client.phase != "gone" or client.instance_id is not None  # a bouncing static member
+                for client in simulator.clients.values()
+            )
             assert set(map(id, simulator.by_member.values())) <= set(map(id, simulator.clients.values()))
         assert max(sizes[10:]) <= 2 * max(sizes[:10]), (protocol, sizes)

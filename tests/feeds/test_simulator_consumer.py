@@ -1,6 +1,7 @@
 """The simulator playing consumer-protocol (KIP-848) groups: members that heartbeat and auto-commit like Kafka's Java
 consumer against a local ConsumerGroupCoordinator, through crashes, leaves, static restarts, subscription changes
 and topic growth -- and a tracker that replays the feed sees what the simulated broker did."""
+
 from __future__ import annotations
 
 import collections
@@ -107,12 +108,19 @@ def test_members_auto_commit_at_their_member_epoch():
             member = c.groups[e["group_id"]].members[e["member_id"]]
             assert e["generation"] == member.member_epoch > 0
             # What the client owns: its assignment, and what it is still to give up (it commits those first).
-            held = {(c.image.name_for(t), p) for a in (member.assigned_partitions, member.partitions_pending_revocation)
-                    for t, ps in a.items() for p in ps}
+            held = {
+                (c.image.name_for(t), p)
+                for a in (member.assigned_partitions, member.partitions_pending_revocation)
+                for t, ps in a.items()
+                for p in ps
+            }
             assert {(o["topic"], o["partition"]) for o in e["offsets"]} <= held
             by_member[e["member_id"]].append(e["ts"])
-        elif e["type"] == "consumer_heartbeat" and previous.get(e["member_id"], {}).get("type") == "commit" \
-                and previous[e["member_id"]]["ts"] == e["ts"]:
+        elif (
+            e["type"] == "consumer_heartbeat"
+            and previous.get(e["member_id"], {}).get("type") == "commit"
+            and previous[e["member_id"]]["ts"] == e["ts"]
+        ):
             if e["member_epoch"] < 0:
                 before_leave += 1
             else:
@@ -164,7 +172,7 @@ def test_the_scenario_covers_crashes_leaves_static_restarts_subscription_and_top
 def test_revocations_are_acknowledged_after_the_processing_delay():
     sim, events = _run()
     _, outputs = _model_outputs(events, sim.settings, START + 10 * MINUTES)
-    pending_since: dict[tuple[str, tuple], int] = {}     # (member, partition) -> revoked at
+    pending_since: dict[tuple[str, tuple], int] = {}  # (member, partition) -> revoked at
     latencies = []
     for o in outputs:
         if o["type"] != "assignment":
@@ -189,7 +197,7 @@ def test_left_alone_every_group_becomes_stable_with_every_partition_owned_once(s
     for group_id in c.group_ids():
         d = c.describe_group(group_id)
         if not any(cl.group_id == group_id and cl.phase != "gone" for cl in sim.clients.values()):
-            assert d["state"] == "Empty" and not d["members"], d   # its last client crashed just before the calm
+            assert d["state"] == "Empty" and not d["members"], d  # its last client crashed just before the calm
             continue
         assert d["state"] == "Stable" and d["members"], d
         stable += 1
@@ -237,14 +245,34 @@ def test_bad_group_protocol_is_refused():
 
 def test_simulate_command_writes_consumer_protocol_feeds(tmp_path, capsys):
     out = tmp_path / "feed.jsonl"
-    assert simulate_main(["--out", str(out), "--duration", "60", "--seed", "1", "--start-ms", "0",
-                          "--group-protocol", "consumer", "--server-assignors", "range"]) == 0
+    assert (
+        simulate_main(
+            [
+                "--out",
+                str(out),
+                "--duration",
+                "60",
+                "--seed",
+                "1",
+                "--start-ms",
+                "0",
+                "--group-protocol",
+                "consumer",
+                "--server-assignors",
+                "range",
+            ]
+        )
+        == 0
+    )
     # The feed does not carry the broker's settings: the command says which it assumes (Kafka 4.x's defaults).
-    assert "assume a broker with group.consumer.session.timeout.ms=45000 group.consumer.heartbeat.interval.ms=5000" \
+    assert (
+        "assume a broker with group.consumer.session.timeout.ms=45000 group.consumer.heartbeat.interval.ms=5000"
         in capsys.readouterr().err
+    )
     lines = [json.loads(line) for line in out.read_text().splitlines()]
-    expected = Simulator(SimulationSettings(seed=1, group_protocol="consumer", server_assignors=("range",)),
-                         start_ms=0).run_until(60_000)
+    expected = Simulator(
+        SimulationSettings(seed=1, group_protocol="consumer", server_assignors=("range",)), start_ms=0
+    ).run_until(60_000)
     assert lines == expected and {e["type"] for e in lines} == {"consumer_heartbeat", "topic_metadata", "commit"}
     assert {e["server_assignor"] for e in lines if e.get("member_epoch") == 0} == {"range"}
 
@@ -254,15 +282,20 @@ def test_the_feed_assumes_settings_a_kafka_4_broker_accepts():
     default) and a heartbeat interval outside 5-15 s. The simulator's groups use the defaults, which need nothing
     more; other values name the bound a default broker would refuse them by."""
     default = SimulationSettings(group_protocol="consumer")
-    assert default.broker_settings() == {"group.consumer.session.timeout.ms": 45_000,
-                                         "group.consumer.heartbeat.interval.ms": 5_000}
+    assert default.broker_settings() == {
+        "group.consumer.session.timeout.ms": 45_000,
+        "group.consumer.heartbeat.interval.ms": 5_000,
+    }
     c = default.consumer_config()
     assert (c.group_consumer_session_timeout_ms, c.group_consumer_heartbeat_interval_ms) == (45_000, 5_000)
-    sim, _ = _run(seed=1, span=2 * MINUTES)          # the simulated broker gave every member that interval
+    sim, _ = _run(seed=1, span=2 * MINUTES)  # the simulated broker gave every member that interval
     assert {c.heartbeat_interval_ms for c in sim.clients.values() if c.heartbeat_interval_ms} == {5_000}
-    fast = SimulationSettings(group_protocol="consumer", consumer_session_timeout_ms=10_000,
-                              consumer_heartbeat_interval_ms=3_000)
-    assert fast.broker_settings() == {"group.consumer.session.timeout.ms": 10_000,
-                                      "group.consumer.heartbeat.interval.ms": 3_000,
-                                      "group.consumer.min.session.timeout.ms": 10_000,
-                                      "group.consumer.min.heartbeat.interval.ms": 3_000}
+    fast = SimulationSettings(
+        group_protocol="consumer", consumer_session_timeout_ms=10_000, consumer_heartbeat_interval_ms=3_000
+    )
+    assert fast.broker_settings() == {
+        "group.consumer.session.timeout.ms": 10_000,
+        "group.consumer.heartbeat.interval.ms": 3_000,
+        "group.consumer.min.session.timeout.ms": 10_000,
+        "group.consumer.min.heartbeat.interval.ms": 3_000,
+    }

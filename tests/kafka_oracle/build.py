@@ -7,6 +7,7 @@ dependencies from Maven Central, in the project's cache): ``kafka-clients`` (the
 ``Uuid``, ``ConsumerProtocol``), ``kafka-group-coordinator`` and its ``-api`` (the coordinator's assignors, the
 generated ``__consumer_offsets`` record classes and the helpers the coordinator writes them with). Needs ``javac``.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -39,8 +40,11 @@ def build(out: str | Path, version: str | None = None, programs: list[str] | Non
     out.mkdir(parents=True, exist_ok=True)
     classpath = f"{out}:{jars}/*"
     sources = sorted(str(p) for p in (HERE / "java").glob("*.java") if programs is None or p.stem in programs)
-    done = subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-d", str(out), "-cp", f"{jars}/*", *sources],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [javac, "-nowarn", "-encoding", "UTF-8", "-d", str(out), "-cp", f"{jars}/*", *sources],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"javac failed on the oracles:\n{done.stdout}{done.stderr}")
     return classpath

@@ -3,6 +3,7 @@
 One JVM per oracle, fed line by line (``java/ClientOracle.java``, ``java/ServerOracle.java``). Partition racks are
 given to Kafka as replicas on nodes with those racks (a partition on no rack: one replica without a rack).
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -23,8 +24,14 @@ JAVA = ["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "
 
 class _Jvm:
     def __init__(self, classpath: str, main: str):
-        self.process = subprocess.Popen([*JAVA, "-cp", classpath, main], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        self.process = subprocess.Popen(
+            [*JAVA, "-cp", classpath, main],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+        )
 
     def ask(self, lines: list[str]) -> list[str]:
         self.process.stdin.write("\n".join(lines) + "\n")
@@ -35,7 +42,7 @@ class _Jvm:
                 raise RuntimeError("the oracle's JVM exited")
             answer.append(line)
         if answer and answer[0].startswith("error "):
-            raise KafkaError(answer[0][len("error "):])
+            raise KafkaError(answer[0][len("error ") :])
         return answer
 
     def ask_members(self, lines: list[str], parse) -> dict:
@@ -57,19 +64,30 @@ class ClientOracle(_Jvm):
     def __init__(self, classpath: str):
         super().__init__(classpath, "ClientOracle")
 
-    def assign(self, name: str, topics: Mapping[str, int], subscriptions: Mapping[str, Subscription],
-               partition_racks: Mapping[TopicPartition, frozenset[str]] | None = None) -> dict[str, list]:
+    def assign(
+        self,
+        name: str,
+        topics: Mapping[str, int],
+        subscriptions: Mapping[str, Subscription],
+        partition_racks: Mapping[TopicPartition, frozenset[str]] | None = None,
+    ) -> dict[str, list]:
         lines = ["case", *(f"topic {t} {n}" for t, n in topics.items())]
         for tp, racks in (partition_racks or {}).items():
             lines.append(f"racks {tp.topic} {tp.partition} {','.join(sorted(racks)) or '-'}")
         for member, s in subscriptions.items():
             owned = ",".join(f"{tp.topic}:{tp.partition}" for tp in s.owned_partitions) or "-"
             generation = "-" if s.generation is None or s.generation < 0 else str(s.generation)
-            lines.append(f"member {member} {generation} {s.rack or '-'} {','.join(s.topics)} {owned} "
-                         f"{s.group_instance_id or '-'}")
+            lines.append(
+                f"member {member} {generation} {s.rack or '-'} {','.join(s.topics)} {owned} "
+                f"{s.group_instance_id or '-'}"
+            )
         lines.append(f"assign {name}")
-        return self.ask_members(lines, lambda parts: [
-            TopicPartition(topic, int(p)) for topic, p in (tp.rsplit(":", 1) for tp in parts.split(",") if tp)])
+        return self.ask_members(
+            lines,
+            lambda parts: [
+                TopicPartition(topic, int(p)) for topic, p in (tp.rsplit(":", 1) for tp in parts.split(",") if tp)
+            ],
+        )
 
 
 class ServerOracle(_Jvm):
@@ -78,13 +96,19 @@ class ServerOracle(_Jvm):
     def __init__(self, classpath: str):
         super().__init__(classpath, "ServerOracle")
 
-    def assign(self, name: str, topics: Mapping[str, int], members: Mapping[str, MemberSubscription],
-               subscription_type: str) -> dict[str, dict[str, frozenset[int]]]:
+    def assign(
+        self, name: str, topics: Mapping[str, int], members: Mapping[str, MemberSubscription], subscription_type: str
+    ) -> dict[str, dict[str, frozenset[int]]]:
         lines = ["gcase", *(f"gtopic {t} {n}" for t, n in topics.items())]
         for member, s in members.items():
             current = ",".join(f"{t}:{';'.join(map(str, ps))}" for t, ps in s.assignment.items()) or "-"
-            lines.append(f"gmember {member} {s.rack or '-'} {s.instance_id or '-'} {','.join(s.topic_ids) or '-'} "
-                         f"{current}")
+            lines.append(
+                f"gmember {member} {s.rack or '-'} {s.instance_id or '-'} {','.join(s.topic_ids) or '-'} {current}"
+            )
         lines.append(f"gassign {name} {subscription_type}")
-        return self.ask_members(lines, lambda parts: {
-            t: frozenset(int(p) for p in ps.split(";")) for t, ps in (x.split(":") for x in parts.split(",") if x)})
+        return self.ask_members(
+            lines,
+            lambda parts: {
+                t: frozenset(int(p) for p in ps.split(";")) for t, ps in (x.split(":") for x in parts.split(",") if x)
+            },
+        )

@@ -1,6 +1,7 @@
 """The consumer-protocol model writes exactly the offsets store's record dicts: every record it emits goes through
 ``encode_record``/``decode_record`` unchanged, and the decoded records rebuild the same groups through
 ``load_records`` (and ``Store.consumer_group`` reads them) -- model -> store -> model, tombstones included."""
+
 from __future__ import annotations
 
 from offsets_store.codec import CONSUMER_GROUP_TYPES, decode_record, encode_record
@@ -59,10 +60,11 @@ def test_records_through_the_codec_rebuild_the_same_groups():
     for source in (records, decoded):
         rebuilt = ConsumerGroupCoordinator(h.c.config)
         rebuilt.load_records(source, 50_000)
-        assert {g: x.durable_view() for g, x in rebuilt.groups.items()} == \
-            {g: x.durable_view() for g, x in h.c.groups.items()}
-        assert set(rebuilt.groups) == {G}                 # the deleted group's tombstones removed it
-        assert set(rebuilt.soft[G].sessions.values()) == {50_000 + 45_000}   # sessions restarted at load time
+        assert {g: x.durable_view() for g, x in rebuilt.groups.items()} == {
+            g: x.durable_view() for g, x in h.c.groups.items()
+        }
+        assert set(rebuilt.groups) == {G}  # the deleted group's tombstones removed it
+        assert set(rebuilt.soft[G].sessions.values()) == {50_000 + 45_000}  # sessions restarted at load time
         # The topic image is seeded from the subscription metadata, so the next heartbeat keeps the assignment.
         assert rebuilt.image.get("foo").partitions == 8 and rebuilt.image.id_for("foo") == h.id("foo")
 
@@ -79,8 +81,9 @@ def test_compacted_records_read_by_the_store_shape_and_rebuilt():
             live[key] = decode_record(*encode_record(r))
     rebuilt = ConsumerGroupCoordinator(h.c.config)
     rebuilt.load_records(list(live.values()), 0)
-    assert {g: x.durable_view() for g, x in rebuilt.groups.items()} == \
-        {g: x.durable_view() for g, x in h.c.groups.items()}
+    assert {g: x.durable_view() for g, x in rebuilt.groups.items()} == {
+        g: x.durable_view() for g, x in h.c.groups.items()
+    }
     state = consumer_group_states(live.values())[G]
     group = h.group()
     assert state["group_epoch"] == group.group_epoch and state["assignment_epoch"] == group.assignment_epoch

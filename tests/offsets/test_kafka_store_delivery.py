@@ -1,5 +1,6 @@
 """The Kafka-topic store vouches only for what Kafka acknowledged (issue #13): a record Kafka refuses fails the write
 with a clear error and no batch marker, and a broker that goes away mid-write is waited for -- nothing lost."""
+
 from __future__ import annotations
 
 
@@ -16,8 +17,17 @@ TS = 1_700_000_000_000
 
 
 def commit(partition: int, offset: int, metadata: str = "") -> dict:
-    return {"type": "offset_commit", "group_id": "g", "topic": "t", "partition": partition, "offset": offset,
-            "leader_epoch": -1, "metadata": metadata, "commit_timestamp": TS, "expire_timestamp": -1}
+    return {
+        "type": "offset_commit",
+        "group_id": "g",
+        "topic": "t",
+        "partition": partition,
+        "offset": offset,
+        "leader_epoch": -1,
+        "metadata": metadata,
+        "commit_timestamp": TS,
+        "expire_timestamp": -1,
+    }
 
 
 def stored_offsets(bootstrap: str, topic: str) -> tuple[dict, int]:

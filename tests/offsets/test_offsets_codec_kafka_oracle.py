@@ -6,6 +6,7 @@ module). The same bytes, and ours reads Kafka's back to the same fields.
 A new offset commit without an expiry is OffsetCommitValue v4 in Kafka 4.1+ and in ours (topic id as a tagged
 field, absent when unknown); Kafka 4.0 wrote v3, which ours writes given ``"value_version": 3``.
 """
+
 from __future__ import annotations
 
 import base64
@@ -37,15 +38,32 @@ def _topic_partitions(pairs) -> str:
 
 def _offset_case(rng: random.Random) -> dict:
     expire = rng.choice([-1, -1, rng.randrange(1, 2**41)])
-    return {"type": "offset_commit", "group_id": _text(rng, least=rng.choice([0, 1])), "topic": _text(rng, least=1),
-            "partition": rng.randrange(0, 2000), "offset": rng.choice([0, rng.randrange(0, 2**50)]),
-            "leader_epoch": rng.choice([-1, rng.randrange(0, 500)]), "metadata": rng.choice(["", _text(rng, 30)]),
-            "commit_timestamp": rng.randrange(0, 2**41), "expire_timestamp": expire, "tombstone": False}
+    return {
+        "type": "offset_commit",
+        "group_id": _text(rng, least=rng.choice([0, 1])),
+        "topic": _text(rng, least=1),
+        "partition": rng.randrange(0, 2000),
+        "offset": rng.choice([0, rng.randrange(0, 2**50)]),
+        "leader_epoch": rng.choice([-1, rng.randrange(0, 500)]),
+        "metadata": rng.choice(["", _text(rng, 30)]),
+        "commit_timestamp": rng.randrange(0, 2**41),
+        "expire_timestamp": expire,
+        "tombstone": False,
+    }
 
 
 def _offset_fields(r: dict) -> list[str]:
-    return [_hex(r["group_id"]), _hex(r["topic"]), str(r["partition"]), str(r["offset"]), str(r["leader_epoch"]),
-            _hex(r["metadata"]), str(r["commit_timestamp"]), str(r["expire_timestamp"]), r.get("topic_id", "-")]
+    return [
+        _hex(r["group_id"]),
+        _hex(r["topic"]),
+        str(r["partition"]),
+        str(r["offset"]),
+        str(r["leader_epoch"]),
+        _hex(r["metadata"]),
+        str(r["commit_timestamp"]),
+        str(r["expire_timestamp"]),
+        r.get("topic_id", "-"),
+    ]
 
 
 def _with_topic_id(r: dict, rng: random.Random) -> dict:
@@ -57,19 +75,27 @@ def _with_topic_id(r: dict, rng: random.Random) -> dict:
 def _subscription(rng: random.Random, version: int) -> dict:
     # Java clients send their topics sorted (ConsumerProtocol sorts them); ours writes them in the given order.
     topics = sorted({_text(rng, 8, 1) for _ in range(rng.randint(0, 4))})
-    owned = sorted({(rng.choice(topics), rng.randrange(0, 50)) for _ in range(rng.randint(0, 5))}) if topics and \
-        version >= 1 else []
-    return {"topics": topics, "user_data": rng.choice([None, "", base64.b64encode(rng.randbytes(5)).decode()]),
-            "owned_partitions": [list(tp) for tp in owned],
-            "generation": rng.choice([-1, rng.randrange(0, 100)]) if version >= 2 else -1,
-            "rack": rng.choice([None, _text(rng, 5, 1)]) if version >= 3 else None}
+    owned = (
+        sorted({(rng.choice(topics), rng.randrange(0, 50)) for _ in range(rng.randint(0, 5))})
+        if topics and version >= 1
+        else []
+    )
+    return {
+        "topics": topics,
+        "user_data": rng.choice([None, "", base64.b64encode(rng.randbytes(5)).decode()]),
+        "owned_partitions": [list(tp) for tp in owned],
+        "generation": rng.choice([-1, rng.randrange(0, 100)]) if version >= 2 else -1,
+        "rack": rng.choice([None, _text(rng, 5, 1)]) if version >= 3 else None,
+    }
 
 
 def _assignment(rng: random.Random) -> dict:
     topics = [_text(rng, 8, 1) for _ in range(rng.randint(0, 3))]
     parts = sorted({(t, rng.randrange(0, 50)) for t in topics for _ in range(rng.randint(1, 4))})
-    return {"partitions": [list(tp) for tp in parts],
-            "user_data": rng.choice([None, "", base64.b64encode(rng.randbytes(4)).decode()])}
+    return {
+        "partitions": [list(tp) for tp in parts],
+        "user_data": rng.choice([None, "", base64.b64encode(rng.randbytes(4)).decode()]),
+    }
 
 
 def _group_case(rng: random.Random) -> dict:
@@ -78,30 +104,64 @@ def _group_case(rng: random.Random) -> dict:
     for i in range(rng.choice([0, 1, 2, 3, 6, 13])):
         sub = encode_subscription(_subscription(rng, 3), rng.randrange(0, 4)) if consumer else rng.randbytes(6)
         asg = encode_assignment(_assignment(rng), rng.randrange(0, 4)) if consumer else rng.randbytes(3)
-        members.append({
-            "member_id": f"{_text(rng, 6)}-{i}-{rng.getrandbits(64):016x}", "client_id": _text(rng, 8),
-            "group_instance_id": rng.choice([None, f"instance-{i}"]), "client_host": "/127.0.0.1",
-            "rebalance_timeout": rng.randrange(1000, 600_000), "session_timeout": rng.randrange(1000, 60_000),
-            "subscription": decode_subscription(sub) if consumer else {"raw": base64.b64encode(sub).decode()},
-            "assignment": decode_assignment(asg) if consumer else {"raw": base64.b64encode(asg).decode()}})
-    return {"type": "group_metadata", "group_id": _text(rng, least=1), "tombstone": False,
-            "protocol_type": "consumer" if consumer else rng.choice(["connect", "x"]),
-            "generation": rng.randrange(0, 1000) if members else rng.randrange(0, 5),
-            "protocol": rng.choice(["range", "roundrobin", "cooperative-sticky"]) if members else None,
-            "leader": rng.choice(members)["member_id"] if members else None,
-            "current_state_timestamp": rng.randrange(0, 2**41), "members": members}
+        members.append(
+            {
+                "member_id": f"{_text(rng, 6)}-{i}-{rng.getrandbits(64):016x}",
+                "client_id": _text(rng, 8),
+                "group_instance_id": rng.choice([None, f"instance-{i}"]),
+                "client_host": "/127.0.0.1",
+                "rebalance_timeout": rng.randrange(1000, 600_000),
+                "session_timeout": rng.randrange(1000, 60_000),
+                "subscription": decode_subscription(sub) if consumer else {"raw": base64.b64encode(sub).decode()},
+                "assignment": decode_assignment(asg) if consumer else {"raw": base64.b64encode(asg).decode()},
+            }
+        )
+    return {
+        "type": "group_metadata",
+        "group_id": _text(rng, least=1),
+        "tombstone": False,
+        "protocol_type": "consumer" if consumer else rng.choice(["connect", "x"]),
+        "generation": rng.randrange(0, 1000) if members else rng.randrange(0, 5),
+        "protocol": rng.choice(["range", "roundrobin", "cooperative-sticky"]) if members else None,
+        "leader": rng.choice(members)["member_id"] if members else None,
+        "current_state_timestamp": rng.randrange(0, 2**41),
+        "members": members,
+    }
 
 
 def _group_lines(r: dict) -> list[str]:
-    lines = ["\t".join(["group", _hex(r["group_id"]), _hex(r["protocol_type"]), str(r["generation"]),
-                        _hex(r["protocol"]), _hex(r["leader"]), str(r["current_state_timestamp"])])]
+    lines = [
+        "\t".join(
+            [
+                "group",
+                _hex(r["group_id"]),
+                _hex(r["protocol_type"]),
+                str(r["generation"]),
+                _hex(r["protocol"]),
+                _hex(r["leader"]),
+                str(r["current_state_timestamp"]),
+            ]
+        )
+    ]
     consumer = r["protocol_type"] == "consumer"
     for m in r["members"]:
         sub = encode_subscription(m["subscription"]) if consumer else base64.b64decode(m["subscription"]["raw"])
         asg = encode_assignment(m["assignment"]) if consumer else base64.b64decode(m["assignment"]["raw"])
-        lines.append("\t".join(["member", _hex(m["member_id"]), _hex(m["group_instance_id"]), _hex(m["client_id"]),
-                                _hex(m["client_host"]), str(m["rebalance_timeout"]), str(m["session_timeout"]),
-                                sub.hex(), asg.hex()]))
+        lines.append(
+            "\t".join(
+                [
+                    "member",
+                    _hex(m["member_id"]),
+                    _hex(m["group_instance_id"]),
+                    _hex(m["client_id"]),
+                    _hex(m["client_host"]),
+                    str(m["rebalance_timeout"]),
+                    str(m["session_timeout"]),
+                    sub.hex(),
+                    asg.hex(),
+                ]
+            )
+        )
     return lines + ["end"]
 
 
@@ -136,44 +196,117 @@ def _cases() -> list[tuple[str, object, list[str]]]:
     for _ in range(10):
         group, ts = _text(rng, least=1), rng.randrange(2**41)
         cases.append(("group-tombstone", group, [f"group-tombstone\t{_hex(group)}"]))
-        cases.append(("group-created", {"type": "group_metadata", "group_id": group, "tombstone": False,
-                                        "protocol_type": "", "generation": 0, "protocol": None, "leader": None,
-                                        "current_state_timestamp": ts, "members": []},
-                      [f"group-created\t{_hex(group)}\t{ts}"]))
+        cases.append(
+            (
+                "group-created",
+                {
+                    "type": "group_metadata",
+                    "group_id": group,
+                    "tombstone": False,
+                    "protocol_type": "",
+                    "generation": 0,
+                    "protocol": None,
+                    "leader": None,
+                    "current_state_timestamp": ts,
+                    "members": [],
+                },
+                [f"group-created\t{_hex(group)}\t{ts}"],
+            )
+        )
     for version in range(4):
         for _ in range(40):
             sub = _subscription(rng, version)
-            cases.append((f"subscription-{version}", sub, ["\t".join([
-                "subscription", str(version), ",".join(map(_hex, sub["topics"])),
-                "-" if sub["user_data"] is None else base64.b64decode(sub["user_data"]).hex(),
-                _topic_partitions(sub["owned_partitions"]), str(sub["generation"]), _hex(sub["rack"])])]))
+            cases.append(
+                (
+                    f"subscription-{version}",
+                    sub,
+                    [
+                        "\t".join(
+                            [
+                                "subscription",
+                                str(version),
+                                ",".join(map(_hex, sub["topics"])),
+                                "-" if sub["user_data"] is None else base64.b64decode(sub["user_data"]).hex(),
+                                _topic_partitions(sub["owned_partitions"]),
+                                str(sub["generation"]),
+                                _hex(sub["rack"]),
+                            ]
+                        )
+                    ],
+                )
+            )
             asg = _assignment(rng)
-            cases.append((f"assignment-{version}", asg, ["\t".join([
-                "assignment", str(version), _topic_partitions(asg["partitions"]),
-                "-" if asg["user_data"] is None else base64.b64decode(asg["user_data"]).hex()])]))
+            cases.append(
+                (
+                    f"assignment-{version}",
+                    asg,
+                    [
+                        "\t".join(
+                            [
+                                "assignment",
+                                str(version),
+                                _topic_partitions(asg["partitions"]),
+                                "-" if asg["user_data"] is None else base64.b64decode(asg["user_data"]).hex(),
+                            ]
+                        )
+                    ],
+                )
+            )
     for _ in range(40):
         group, member = _text(rng, least=1), _text(rng, least=1)
-        epoch, hash_, ts = rng.randrange(0, 10**6), rng.choice([0, rng.randrange(-2**63, 2**63)]), rng.randrange(2**41)
-        target = [{"topicId": _uuid(rng), "partitions": rng.sample(range(100), rng.randint(1, 6))}
-                  for _ in range(rng.randint(0, 3))]
+        epoch, hash_, ts = (
+            rng.randrange(0, 10**6),
+            rng.choice([0, rng.randrange(-(2**63), 2**63)]),
+            rng.randrange(2**41),
+        )
+        target = [
+            {"topicId": _uuid(rng), "partitions": rng.sample(range(100), rng.randint(1, 6))}
+            for _ in range(rng.randint(0, 3))
+        ]
         cases += [
-            ("consumer_group_metadata", {"type": "consumer_group_metadata", "group_id": group, "epoch": epoch,
-                                         "metadataHash": hash_},
-             [f"consumer-group-epoch\t{_hex(group)}\t{epoch}\t{hash_}"]),
-            ("consumer_group_target_assignment_member",
-             {"type": "consumer_group_target_assignment_member", "group_id": group, "member_id": member,
-              "topicPartitions": target},
-             [f"consumer-group-target-member\t{_hex(group)}\t{_hex(member)}\t" +
-              (",".join(f"{t['topicId']}:{';'.join(map(str, t['partitions']))}" for t in target) or "-")]),
-            ("consumer_group_target_assignment_metadata",
-             {"type": "consumer_group_target_assignment_metadata", "group_id": group, "assignmentEpoch": epoch,
-              "assignmentTimestamp": ts},
-             [f"consumer-group-target-metadata\t{_hex(group)}\t{epoch}\t{ts}"]),
-            ("consumer_group_metadata", {"type": "consumer_group_metadata", "group_id": group, "tombstone": True},
-             [f"consumer-group-epoch-tombstone\t{_hex(group)}"]),
-            ("consumer_group_target_assignment_member", {"type": "consumer_group_target_assignment_member",
-                                                         "group_id": group, "member_id": member, "tombstone": True},
-             [f"consumer-group-target-member-tombstone\t{_hex(group)}\t{_hex(member)}"]),
+            (
+                "consumer_group_metadata",
+                {"type": "consumer_group_metadata", "group_id": group, "epoch": epoch, "metadataHash": hash_},
+                [f"consumer-group-epoch\t{_hex(group)}\t{epoch}\t{hash_}"],
+            ),
+            (
+                "consumer_group_target_assignment_member",
+                {
+                    "type": "consumer_group_target_assignment_member",
+                    "group_id": group,
+                    "member_id": member,
+                    "topicPartitions": target,
+                },
+                [
+                    f"consumer-group-target-member\t{_hex(group)}\t{_hex(member)}\t"
+                    + (",".join(f"{t['topicId']}:{';'.join(map(str, t['partitions']))}" for t in target) or "-")
+                ],
+            ),
+            (
+                "consumer_group_target_assignment_metadata",
+                {
+                    "type": "consumer_group_target_assignment_metadata",
+                    "group_id": group,
+                    "assignmentEpoch": epoch,
+                    "assignmentTimestamp": ts,
+                },
+                [f"consumer-group-target-metadata\t{_hex(group)}\t{epoch}\t{ts}"],
+            ),
+            (
+                "consumer_group_metadata",
+                {"type": "consumer_group_metadata", "group_id": group, "tombstone": True},
+                [f"consumer-group-epoch-tombstone\t{_hex(group)}"],
+            ),
+            (
+                "consumer_group_target_assignment_member",
+                {
+                    "type": "consumer_group_target_assignment_member",
+                    "group_id": group,
+                    "member_id": member,
+                    "tombstone": True,
+                },
+                [f"consumer-group-target-member-tombstone\t{_hex(group)}\t{_hex(member)}"],
+            ),
         ]
     return cases
 
@@ -183,8 +316,14 @@ def answers(kafka_oracle_classpath) -> list[tuple[str, object, list[str]]]:
     """Every case with Kafka's answer (its fields, tab-separated), from one JVM."""
     cases = _cases()
     feed = "".join(line + "\n" for _, _, lines in cases for line in lines)
-    out = subprocess.run([*JAVA, "-cp", kafka_oracle_classpath, "RecordOracle"], input=feed, capture_output=True,
-                         text=True, check=True, timeout=300).stdout.splitlines()
+    out = subprocess.run(
+        [*JAVA, "-cp", kafka_oracle_classpath, "RecordOracle"],
+        input=feed,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout.splitlines()
     assert len(out) == len(cases), out[-3:]
     errors = [(kind, line) for (kind, _, _), line in zip(cases, out) if line.startswith("error")]
     assert not errors, errors[:3]
@@ -213,8 +352,9 @@ def test_offset_commits_are_kafkas_bytes_and_read_back(answers):
         if version == 1:
             expiring += 1
         # v1 has no leader epoch nor topic id: Kafka drops them, so do we, and they read back as none
-        expected = {k: v for k, v in record.items() if k != "topic_id"} | {"leader_epoch": -1} \
-            if version == 1 else record
+        expected = (
+            {k: v for k, v in record.items() if k != "topic_id"} | {"leader_epoch": -1} if version == 1 else record
+        )
         assert _without_versions(decode_record(kafka_key, kafka_value)) == expected
     assert expiring >= 50
 
@@ -286,8 +426,10 @@ def test_embedded_consumer_protocol_is_kafkas_bytes(answers, version):
         assert {k: v for k, v in decode_assignment(bytes.fromhex(kafka)).items() if k != "version"} == asg
 
 
-@pytest.mark.parametrize("kind", ["consumer_group_metadata", "consumer_group_target_assignment_member",
-                                  "consumer_group_target_assignment_metadata"])
+@pytest.mark.parametrize(
+    "kind",
+    ["consumer_group_metadata", "consumer_group_target_assignment_member", "consumer_group_target_assignment_metadata"],
+)
 def test_consumer_group_records_are_kafkas_bytes(answers, kind):
     tombstones = 0
     for record, (key, value) in _of(answers, kind):

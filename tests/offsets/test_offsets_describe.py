@@ -1,4 +1,5 @@
 """``rebalance-tracker offsets``: the kafka-consumer-groups.sh --describe table, with and without a broker."""
+
 from __future__ import annotations
 
 import time
@@ -10,36 +11,82 @@ from offsets_store.describe import default_bootstrap
 from offsets_store.describe import main as describe_main
 
 TS = 1_700_000_000_000
-HEADER = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID",
-          "LAG-SECONDS"]
+HEADER = [
+    "GROUP",
+    "TOPIC",
+    "PARTITION",
+    "CURRENT-OFFSET",
+    "LOG-END-OFFSET",
+    "LAG",
+    "CONSUMER-ID",
+    "HOST",
+    "CLIENT-ID",
+    "LAG-SECONDS",
+]
 
 
 def commit(group, topic, partition, offset):
-    return {"type": "offset_commit", "group_id": group, "topic": topic, "partition": partition, "offset": offset,
-            "leader_epoch": -1, "metadata": "", "commit_timestamp": TS, "expire_timestamp": -1}
+    return {
+        "type": "offset_commit",
+        "group_id": group,
+        "topic": topic,
+        "partition": partition,
+        "offset": offset,
+        "leader_epoch": -1,
+        "metadata": "",
+        "commit_timestamp": TS,
+        "expire_timestamp": -1,
+    }
 
 
 def group_record(group, member, partitions):
-    return {"type": "group_metadata", "group_id": group, "protocol_type": "consumer", "generation": 3,
-            "protocol": "range", "leader": member, "current_state_timestamp": TS, "members": [{
-                "member_id": member, "group_instance_id": None, "client_id": "app", "client_host": "/10.0.0.7",
-                "rebalance_timeout": 30_000, "session_timeout": 10_000,
-                "subscription": {"topics": sorted({t for t, _ in partitions}), "owned_partitions": [],
-                                 "generation": -1},
-                "assignment": {"partitions": partitions}}]}
+    return {
+        "type": "group_metadata",
+        "group_id": group,
+        "protocol_type": "consumer",
+        "generation": 3,
+        "protocol": "range",
+        "leader": member,
+        "current_state_timestamp": TS,
+        "members": [
+            {
+                "member_id": member,
+                "group_instance_id": None,
+                "client_id": "app",
+                "client_host": "/10.0.0.7",
+                "rebalance_timeout": 30_000,
+                "session_timeout": 10_000,
+                "subscription": {
+                    "topics": sorted({t for t, _ in partitions}),
+                    "owned_partitions": [],
+                    "generation": -1,
+                },
+                "assignment": {"partitions": partitions},
+            }
+        ],
+    }
 
 
 def test_table_without_a_broker(tmp_path, capsys):
     url = f"sqlite:{tmp_path / 'o.db'}"
     with open_store(url) as store:
         # partition 2 is assigned but never committed; it still gets a row, like Kafka's tool shows it.
-        store.write([commit("orders", "t", 0, 40), commit("orders", "t", 1, 41),
-                     group_record("orders", "m-1", [["t", 0], ["t", 1], ["t", 2]])], batch_id=0)
+        store.write(
+            [
+                commit("orders", "t", 0, 40),
+                commit("orders", "t", 1, 41),
+                group_record("orders", "m-1", [["t", 0], ["t", 1], ["t", 2]]),
+            ],
+            batch_id=0,
+        )
     assert describe_main(["--group", "orders", "--store", url, "--bootstrap", ""]) == 0
     lines = [line.split() for line in capsys.readouterr().out.splitlines()]
-    assert lines == [HEADER, ["orders", "t", "0", "40", "-", "-", "m-1", "/10.0.0.7", "app", "-"],
-                     ["orders", "t", "1", "41", "-", "-", "m-1", "/10.0.0.7", "app", "-"],
-                     ["orders", "t", "2", "-", "-", "-", "m-1", "/10.0.0.7", "app", "-"]]
+    assert lines == [
+        HEADER,
+        ["orders", "t", "0", "40", "-", "-", "m-1", "/10.0.0.7", "app", "-"],
+        ["orders", "t", "1", "41", "-", "-", "m-1", "/10.0.0.7", "app", "-"],
+        ["orders", "t", "2", "-", "-", "-", "m-1", "/10.0.0.7", "app", "-"],
+    ]
     assert describe_main(["--group", "nobody", "--store", url, "--bootstrap", ""]) == 1
 
 
@@ -74,8 +121,8 @@ def produce(bootstrap, topic, partition, n, age_s=0.0):
 
 @pytest.mark.kafka
 def test_lag_from_the_broker(tmp_path, capsys, kafka_bootstrap, topic_name):
-    produce(kafka_bootstrap, topic_name, 0, 4, age_s=600)      # consumed
-    produce(kafka_bootstrap, topic_name, 0, 6, age_s=90)       # not yet: the oldest unconsumed is 90 s old
+    produce(kafka_bootstrap, topic_name, 0, 4, age_s=600)  # consumed
+    produce(kafka_bootstrap, topic_name, 0, 6, age_s=90)  # not yet: the oldest unconsumed is 90 s old
     url = f"sqlite:{tmp_path / 'o.db'}"
     with open_store(url) as store:
         store.write([commit("g", topic_name, 0, 4)], batch_id=0)

@@ -1,5 +1,6 @@
 """Every version of every schema round-trips through the one generic encoder/decoder, and the embedded consumer
 protocol decoders never raise anything but CodecError."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,10 +13,14 @@ from offsets_store.codec import decode_assignment, decode_subscription
 from offsets_store.wire import UNKNOWN_TAGS, decode, encode, uuid_string
 
 _PRIMITIVES = {
-    "int8": st.integers(-2**7, 2**7 - 1), "uuid": st.binary(min_size=16, max_size=16).map(uuid_string),
-    "int16": st.integers(-2**15, 2**15 - 1), "int32": st.integers(-2**31, 2**31 - 1),
-    "int64": st.integers(-2**63, 2**63 - 1), "string": st.text(max_size=12),
-    "nullable_string": st.none() | st.text(max_size=12), "bytes": st.binary(max_size=12),
+    "int8": st.integers(-(2**7), 2**7 - 1),
+    "uuid": st.binary(min_size=16, max_size=16).map(uuid_string),
+    "int16": st.integers(-(2**15), 2**15 - 1),
+    "int32": st.integers(-(2**31), 2**31 - 1),
+    "int64": st.integers(-(2**63), 2**63 - 1),
+    "string": st.text(max_size=12),
+    "nullable_string": st.none() | st.text(max_size=12),
+    "bytes": st.binary(max_size=12),
     "nullable_bytes": st.none() | st.binary(max_size=12),
 }
 
@@ -46,10 +51,19 @@ def normalised(value):
 
 
 KIP848_SCHEMAS = tuple(schema for record_type in (3, 4, 5, 6, 7, 8, 16) for schema in s.RECORD_TYPES[record_type])
-CASES = [(schema, v) for schema in (s.OFFSET_COMMIT_KEY, s.GROUP_METADATA_KEY, s.OFFSET_COMMIT_VALUE,
-                                    s.GROUP_METADATA_VALUE, s.CONSUMER_PROTOCOL_SUBSCRIPTION,
-                                    s.CONSUMER_PROTOCOL_ASSIGNMENT) + KIP848_SCHEMAS
-         for v in range(schema.versions[0], schema.versions[1] + 1)]
+CASES = [
+    (schema, v)
+    for schema in (
+        s.OFFSET_COMMIT_KEY,
+        s.GROUP_METADATA_KEY,
+        s.OFFSET_COMMIT_VALUE,
+        s.GROUP_METADATA_VALUE,
+        s.CONSUMER_PROTOCOL_SUBSCRIPTION,
+        s.CONSUMER_PROTOCOL_ASSIGNMENT,
+    )
+    + KIP848_SCHEMAS
+    for v in range(schema.versions[0], schema.versions[1] + 1)
+]
 
 
 @pytest.mark.parametrize("schema,version", CASES, ids=[f"{c[0].name}-v{c[1]}" for c in CASES])
@@ -70,17 +84,36 @@ def test_flexible_versions_use_compact_lengths_and_tagged_fields():
     v4 = encode(s.OFFSET_COMMIT_VALUE, 4, {"offset": 1, "leaderEpoch": -1, "metadata": "", "commitTimestamp": 2})
     assert len(v3) == 2 + 8 + 4 + 2 + 8 and len(v4) == 2 + 8 + 4 + 1 + 8 + 1 and v4[-1] == 0
     # A flexible group value: the nested members are flexible too (compact bytes, their own tag sections).
-    member = {"memberId": "m", "groupInstanceId": None, "clientId": "c", "clientHost": "h", "rebalanceTimeout": 1,
-              "sessionTimeout": 2, "subscription": b"", "assignment": b"\x01"}
-    value = encode(s.GROUP_METADATA_VALUE, 4, {"protocolType": "consumer", "generation": 1, "protocol": "range",
-                                               "leader": "m", "currentStateTimestamp": 5, "members": [member]})
-    assert value.endswith(b"\x02m\x00\x02c\x02h" + (1).to_bytes(4, "big") + (2).to_bytes(4, "big")
-                          + b"\x01\x02\x01\x00\x00")
+    member = {
+        "memberId": "m",
+        "groupInstanceId": None,
+        "clientId": "c",
+        "clientHost": "h",
+        "rebalanceTimeout": 1,
+        "sessionTimeout": 2,
+        "subscription": b"",
+        "assignment": b"\x01",
+    }
+    value = encode(
+        s.GROUP_METADATA_VALUE,
+        4,
+        {
+            "protocolType": "consumer",
+            "generation": 1,
+            "protocol": "range",
+            "leader": "m",
+            "currentStateTimestamp": 5,
+            "members": [member],
+        },
+    )
+    assert value.endswith(
+        b"\x02m\x00\x02c\x02h" + (1).to_bytes(4, "big") + (2).to_bytes(4, "big") + b"\x01\x02\x01\x00\x00"
+    )
 
 
 def test_unknown_tagged_fields_are_kept_apart_and_written_back():
     v4 = encode(s.OFFSET_COMMIT_VALUE, 4, {"offset": 1, "leaderEpoch": 0, "metadata": "x", "commitTimestamp": 2})
-    with_tags = v4[:-1] + bytes([2, 1, 1, 0xAA, 7, 2, 0xBB, 0xCC])   # two unknown tagged fields: tag 1 (1 byte), tag 7
+    with_tags = v4[:-1] + bytes([2, 1, 1, 0xAA, 7, 2, 0xBB, 0xCC])  # two unknown tagged fields: tag 1 (1 byte), tag 7
     version, value = decode(s.OFFSET_COMMIT_VALUE, with_tags)
     assert value.pop(UNKNOWN_TAGS) == [[1, b"\xaa"], [7, b"\xbb\xcc"]]
     assert (version, value) == decode(s.OFFSET_COMMIT_VALUE, v4)

@@ -1,5 +1,6 @@
 """The compacted offsets store, both backends: compaction, tombstones, idempotent batches, surviving a kill, and a
 restarted coordinator answering exactly as before."""
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,18 @@ TS = 1_700_000_000_000
 
 
 def commit(group, topic, partition, offset, ts=TS, **kw):
-    return {"type": "offset_commit", "group_id": group, "topic": topic, "partition": partition, "offset": offset,
-            "leader_epoch": -1, "metadata": "", "commit_timestamp": ts, "expire_timestamp": -1, **kw}
+    return {
+        "type": "offset_commit",
+        "group_id": group,
+        "topic": topic,
+        "partition": partition,
+        "offset": offset,
+        "leader_epoch": -1,
+        "metadata": "",
+        "commit_timestamp": ts,
+        "expire_timestamp": -1,
+        **kw,
+    }
 
 
 def tombstone(group, topic, partition):
@@ -29,8 +40,11 @@ def tombstone(group, topic, partition):
 
 
 def live_offsets(store) -> dict:
-    return {(r["group_id"], r["topic"], r["partition"]): r["offset"]
-            for r in store.load_records() if r["type"] == "offset_commit"}
+    return {
+        (r["group_id"], r["topic"], r["partition"]): r["offset"]
+        for r in store.load_records()
+        if r["type"] == "offset_commit"
+    }
 
 
 def test_sqlite_compaction_tombstones_and_batch_replay(tmp_path, caplog):
@@ -39,9 +53,9 @@ def test_sqlite_compaction_tombstones_and_batch_replay(tmp_path, caplog):
     assert live_offsets(store) == {("g", "t", 0): 5, ("g", "t", 1): 1}
     store.write([tombstone("g", "t", 1), commit("h", "t", 0, 3)], batch_id=1)
     assert live_offsets(store) == {("g", "t", 0): 5, ("h", "t", 0): 3}
-    store.write([commit("g", "t", 0, 999)], batch_id=1)          # a replay of batch 1: already applied
+    store.write([commit("g", "t", 0, 999)], batch_id=1)  # a replay of batch 1: already applied
     assert live_offsets(store)[("g", "t", 0)] == 5 and not caplog.records
-    store.write([commit("g", "t", 0, 1)], batch_id=0)            # further back: a reset checkpoint, say so
+    store.write([commit("g", "t", 0, 1)], batch_id=0)  # further back: a reset checkpoint, say so
     assert live_offsets(store)[("g", "t", 0)] == 5
     assert "checkpoint" in caplog.text
     assert store.groups() == ["g", "h"]
@@ -62,25 +76,44 @@ def test_compact_keeps_each_keys_last_record_and_every_other_output_in_order():
     state = {"type": "state_change", "group_id": "g", "ts": TS}
     group = {"type": "group_metadata", "group_id": "g", "generation": 1}
     member = {"type": "consumer_group_member_metadata", "group_id": "g", "member_id": "m", "clientId": "a"}
-    outputs = [commit("g", "t", 0, 1), state, commit("g", "t", 0, 5), commit("g", "t", 1, 2), group,
-               tombstone("g", "t", 1), member, commit("h", "t", 0, 9), dict(group, generation=2),
-               dict(member, clientId="b"), commit("g", "t", 0, 3, key_version=0)]
+    outputs = [
+        commit("g", "t", 0, 1),
+        state,
+        commit("g", "t", 0, 5),
+        commit("g", "t", 1, 2),
+        group,
+        tombstone("g", "t", 1),
+        member,
+        commit("h", "t", 0, 9),
+        dict(group, generation=2),
+        dict(member, clientId="b"),
+        commit("g", "t", 0, 3, key_version=0),
+    ]
     # A key version is part of the key's bytes: an OffsetCommitKey v0 is another key than the v1 a broker writes.
-    assert compact(outputs) == [state, commit("g", "t", 0, 5), tombstone("g", "t", 1), commit("h", "t", 0, 9),
-                                dict(group, generation=2), dict(member, clientId="b"),
-                                commit("g", "t", 0, 3, key_version=0)]
+    assert compact(outputs) == [
+        state,
+        commit("g", "t", 0, 5),
+        tombstone("g", "t", 1),
+        commit("h", "t", 0, 9),
+        dict(group, generation=2),
+        dict(member, clientId="b"),
+        commit("g", "t", 0, 3, key_version=0),
+    ]
     assert compact([state, commit("g", "t", 0, 1)]) == [state, commit("g", "t", 0, 1)]
 
 
 def test_a_compacted_batch_leaves_the_store_as_the_whole_batch_does(tmp_path):
     """Over a simulated feed's records: writing each micro-batch compacted or whole gives the same store."""
     coordinator = GroupCoordinator()
-    outputs = [o for e in Simulator(SimulationSettings(groups=3, seed=2), start_ms=TS).run_until(TS + 120_000)
-               for o in coordinator.handle(e)]
+    outputs = [
+        o
+        for e in Simulator(SimulationSettings(groups=3, seed=2), start_ms=TS).run_until(TS + 120_000)
+        for o in coordinator.handle(e)
+    ]
     whole, compacted = open_store(f"sqlite:{tmp_path / 'a.db'}"), open_store(f"sqlite:{tmp_path / 'b.db'}")
     records = 0
     for batch_id, start in enumerate(range(0, len(outputs), 700)):
-        batch = outputs[start:start + 700]
+        batch = outputs[start : start + 700]
         whole.write(batch, batch_id=batch_id)
         compacted.write(compact(batch), batch_id=batch_id)
         records += sum(1 for o in compact(batch) if o["type"] in STORE_TYPES)
@@ -105,10 +138,10 @@ def rebuild_check(store_url: str):
     assert any(r["type"] == "group_metadata" for r in records) and any(r["type"] == "offset_commit" for r in records)
     store = open_store(store_url)
     for i in range(0, len(records), 25):
-        store.write(records[i:i + 25], batch_id=i)
+        store.write(records[i : i + 25], batch_id=i)
     store.close()
 
-    reopened = open_store(store_url)   # a new process would do exactly this
+    reopened = open_store(store_url)  # a new process would do exactly this
     restarted = GroupCoordinator(fresh.config)
     restarted.load_records(reopened.load_records(), now_ms=feed[-1]["ts"])
     reopened.close()
@@ -119,7 +152,7 @@ def rebuild_check(store_url: str):
         if before["state"] == "Stable":
             assert after == before
             stable += 1
-        else:   # mid-rebalance groups come back as of their last written metadata, like Kafka's loading
+        else:  # mid-rebalance groups come back as of their last written metadata, like Kafka's loading
             assert after["group_id"] == group_id
     assert stable > 0
     return fresh
@@ -143,7 +176,7 @@ def test_restart_from_kafka_compacted_topic(kafka_bootstrap, topic_name):
     seen = markers = 0
     for record in consumer:
         decoded = decode_record(record.key, record.value)
-        if decoded["type"] == "unknown":   # only our batch marker, which Kafka's readers would skip likewise
+        if decoded["type"] == "unknown":  # only our batch marker, which Kafka's readers would skip likewise
             assert decoded["record_type"] == "RebalanceTrackerBatchMarker" and record.partition == 0
             markers += 1
             continue
@@ -192,7 +225,7 @@ def check_after_kill(store, batches: int) -> None:
     assert live_offsets(store) == expected
     assert store.group("g0")["generation"] == 2 and store.group("g0")["members"] == []
     assert store.last_batch_id() == batches
-    store.write([commit("g0", "t", 0, -7)], batch_id=batches)   # the last batch replayed after the restart: no-op
+    store.write([commit("g0", "t", 0, -7)], batch_id=batches)  # the last batch replayed after the restart: no-op
     assert live_offsets(store) == expected
 
 
@@ -203,7 +236,7 @@ def test_kafka_store_survives_sigkill_and_ignores_replayed_batches(kafka_bootstr
     store = open_store(url)
     check_after_kill(store, 12)
     store.close()
-    reopened = open_store(url)   # and the skipped replay left no trace in the topic
+    reopened = open_store(url)  # and the skipped replay left no trace in the topic
     check_after_kill(reopened, 12)
     reopened.close()
 
@@ -226,8 +259,16 @@ def test_kafka_store_loads_kip848_records_and_skips_share_group_ones(kafka_boots
     reopened = open_store(url)
     assert live_offsets(reopened) == {("g", "t", 0): 3} and reopened.groups() == ["g"]
     assert [r for r in reopened.load_records() if r["type"] != "offset_commit"] == [
-        {"type": "consumer_group_metadata", "group_id": "g", "epoch": 1, "metadataHash": 0, "creationTimeMs": -1,
-         "tombstone": False, "value_version": 0}]
+        {
+            "type": "consumer_group_metadata",
+            "group_id": "g",
+            "epoch": 1,
+            "metadataHash": 0,
+            "creationTimeMs": -1,
+            "tombstone": False,
+            "value_version": 0,
+        }
+    ]
     assert reopened.consumer_group("g")["group_epoch"] == 1
     reopened.close()
 
@@ -236,8 +277,8 @@ def test_kafka_store_loads_kip848_records_and_skips_share_group_ones(kafka_boots
 def test_kafka_store_keeps_an_existing_topics_partition_count(kafka_bootstrap, topic_name):
     with open_store(f"kafka:{kafka_bootstrap}/{topic_name}?partitions=3") as store:
         store.write([commit("payments", "t", 0, 1)])
-    with open_store(f"kafka:{kafka_bootstrap}/{topic_name}") as reopened:   # default 50 requested
+    with open_store(f"kafka:{kafka_bootstrap}/{topic_name}") as reopened:  # default 50 requested
         assert reopened.partitions == 3
-        reopened.write([commit("payments", "t", 0, 2)])   # partition_for("payments", 50) = 13 would not exist
+        reopened.write([commit("payments", "t", 0, 2)])  # partition_for("payments", 50) = 13 would not exist
     with open_store(f"kafka:{kafka_bootstrap}/{topic_name}") as third:
         assert live_offsets(third) == {("payments", "t", 0): 2}

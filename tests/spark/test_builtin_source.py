@@ -3,6 +3,7 @@ as the Python source does: on one feed, each with its own outputs topic, dead-le
 both stopped and restarted from their checkpoints half way, they leave the same outputs, dead letters and store
 bytes -- the pure model's (``check_tracker_run``). On Apache Kafka 4 (``apache_kafka4``): the bundled Tansu's
 ListOffsets answer hides a partition's last records from the connector (``choose_source``)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,8 +16,14 @@ from offsets_store import open_store
 from streaming.spark.restore import POSITION_GROUP
 from streaming.tracker import start_tracker
 from streaming.views.live_view import LiveView
-from tests.tracker.test_tracker_kafka import (check_tracker_run, first_half, read_all, recorded_feed, second_half,
-                                      tracker_config)
+from tests.tracker.test_tracker_kafka import (
+    check_tracker_run,
+    first_half,
+    read_all,
+    recorded_feed,
+    second_half,
+    tracker_config,
+)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -43,15 +50,22 @@ def test_builtin_source_leaves_what_the_python_source_leaves(spark, apache_kafka
     bootstrap = apache_kafka4.bootstrap
     feed = recorded_feed()
     base = tracker_config(bootstrap, topic_name, tmp_path)
-    configs = {source: dataclasses.replace(
-        base, kafka_source=source, outputs_topic=f"{topic_name}-{source}-out", dlq_topic=f"{topic_name}-{source}.dlq",
-        store=f"sqlite:{tmp_path / f'{source}.db'}", checkpoint=str(tmp_path / f"{source}-checkpoint"))
-        for source in ("python", "auto")}
+    configs = {
+        source: dataclasses.replace(
+            base,
+            kafka_source=source,
+            outputs_topic=f"{topic_name}-{source}-out",
+            dlq_topic=f"{topic_name}-{source}.dlq",
+            store=f"sqlite:{tmp_path / f'{source}.db'}",
+            checkpoint=str(tmp_path / f"{source}-checkpoint"),
+        )
+        for source in ("python", "auto")
+    }
     first_half(bootstrap, base, feed)
     for half in (1, 2):
         if half == 2:
             second_half(bootstrap, base, feed)
-        for source, config in configs.items():   # the second time round, each restarts from its checkpoint
+        for source, config in configs.items():  # the second time round, each restarts from its checkpoint
             tracker = start_tracker(spark, config, LiveView(out=io.StringIO(), redraw=False))
             assert tracker.source == ("builtin" if source == "auto" else "python"), tracker.source_reason
             try:
@@ -61,8 +75,10 @@ def test_builtin_source_leaves_what_the_python_source_leaves(spark, apache_kafka
 
     outputs = {source: check_tracker_run(bootstrap, config, feed) for source, config in configs.items()}
     assert outputs["auto"] == outputs["python"]
-    dead = {source: [json.loads(r.value) for r in read_all(bootstrap, config.dlq_topic)]
-            for source, config in configs.items()}
+    dead = {
+        source: [json.loads(r.value) for r in read_all(bootstrap, config.dlq_topic)]
+        for source, config in configs.items()
+    }
     assert dead["auto"] == dead["python"] and len(dead["auto"]) == 1
     assert stored_bytes(configs["auto"]) == stored_bytes(configs["python"])
 
@@ -82,8 +98,9 @@ def test_a_checkpoint_the_python_source_wrote_is_resumed_by_the_connector(spark,
     for source, expected in (("python", "python"), ("auto", "builtin")):
         if source == "auto":
             second_half(bootstrap, config, feed)
-        tracker = start_tracker(spark, dataclasses.replace(config, kafka_source=source),
-                                LiveView(out=io.StringIO(), redraw=False))
+        tracker = start_tracker(
+            spark, dataclasses.replace(config, kafka_source=source), LiveView(out=io.StringIO(), redraw=False)
+        )
         assert tracker.source == expected, tracker.source_reason
         try:
             tracker.query.processAllAvailable()

@@ -1,5 +1,6 @@
 """Spark's Kafka connector: the version pyspark is pinned to is the one whose connector Maven Central serves, the
 session loads it, and only the connector's own jars join Spark's."""
+
 from __future__ import annotations
 
 import re
@@ -9,8 +10,15 @@ from pathlib import Path
 import pytest
 
 import streaming
-from streaming.spark.connector import (CONNECTOR, ConnectorUnavailable, artifact_id, connector_jars, spark_jars_dir,
-                                       spark_version, with_connector)
+from streaming.spark.connector import (
+    CONNECTOR,
+    ConnectorUnavailable,
+    artifact_id,
+    connector_jars,
+    spark_jars_dir,
+    spark_version,
+    with_connector,
+)
 
 PYPROJECT = Path(streaming.__file__).resolve().parent.parent / "pyproject.toml"
 
@@ -49,16 +57,19 @@ def test_jar_names_and_spark_jars():
     assert artifact_id("spark-sql-kafka-0-10_2.13-4.2.0.jar") == "spark-sql-kafka-0-10_2.13"
     jars = [Path("/c/a.jar"), Path("/c/b.jar")]
     assert with_connector({}, jars) == {"spark.jars": "/c/a.jar,/c/b.jar"}
-    assert with_connector({"spark.jars": "/u/mine.jar", "x": "1"}, jars) == \
-        {"spark.jars": "/u/mine.jar,/c/a.jar,/c/b.jar", "x": "1"}
+    assert with_connector({"spark.jars": "/u/mine.jar", "x": "1"}, jars) == {
+        "spark.jars": "/u/mine.jar,/c/a.jar,/c/b.jar",
+        "x": "1",
+    }
 
 
 @pytest.mark.spark
 def test_the_session_runs_the_connector_of_its_own_spark_version(spark):
     fetched = fetched_jars()
     jvm = spark.sparkContext._jvm
-    provider = jvm.org.apache.spark.util.Utils.classForName("org.apache.spark.sql.kafka010.KafkaSourceProvider",
-                                                             False, False)
+    provider = jvm.org.apache.spark.util.Utils.classForName(
+        "org.apache.spark.sql.kafka010.KafkaSourceProvider", False, False
+    )
     location = Path(provider.getProtectionDomain().getCodeSource().getLocation().getPath())
     assert location in fetched and location.name == f"{CONNECTOR}_2.13-{spark.version}.jar"
     assert spark.version == spark_version()

@@ -4,6 +4,7 @@ through ``rebalance-tracker run``'s job, stopped and restarted on its checkpoint
 checkpoint lost and the store kept. The outputs topic must hold exactly the pure model's outputs for the same feed
 and the same restarts (``streaming.coordinator.routing``, the lost checkpoint rebuilt with ``restore.group_states``
 as the job does), and the store exactly the model's records."""
+
 from __future__ import annotations
 
 import io
@@ -36,9 +37,10 @@ SETTINGS = {"group.consumer.heartbeat.interval.ms": "4000"}
 def feed() -> list[dict]:
     configs = Configs.from_properties(SETTINGS)
     consumer = consumer_groups_feed(START, duration_ms=110_000, configs=configs)
-    classic = Simulator(SimulationSettings(groups=1, seed=5, churn_interval_ms=15_000), start_ms=START) \
-        .run_until(START + 110_000)
-    return sorted(consumer + classic, key=lambda e: e["ts"])       # stable: each group's own order is kept
+    classic = Simulator(SimulationSettings(groups=1, seed=5, churn_interval_ms=15_000), start_ms=START).run_until(
+        START + 110_000
+    )
+    return sorted(consumer + classic, key=lambda e: e["ts"])  # stable: each group's own order is kept
 
 
 def parsed(events):
@@ -73,8 +75,10 @@ def topic_view(outputs: list[dict]) -> dict[str, list[dict]]:
 
 def live(records: list[dict]) -> list[tuple]:
     """The store's live records as the bytes Kafka would hold (the backends fill in versions differently)."""
-    return sorted((key.hex(), value.hex()) for key, value in
-                  (encode_record(r) for r in records if r["group_id"] != POSITION_GROUP))
+    return sorted(
+        (key.hex(), value.hex())
+        for key, value in (encode_record(r) for r in records if r["group_id"] != POSITION_GROUP)
+    )
 
 
 def test_consumer_groups_through_the_job_with_restarts(spark, kafka_bootstrap, topic_name, tmp_path):
@@ -108,9 +112,17 @@ def test_consumer_groups_through_the_job_with_restarts(spark, kafka_bootstrap, t
     events_topic, outputs_topic = topic_name, f"{topic_name}-out"
     ensure_topics(kafka_bootstrap, {events_topic: 2})
     store_url = f"kafka:{kafka_bootstrap}/{topic_name}-store?partitions=3"
-    config = TrackerConfig(bootstrap=kafka_bootstrap, events_topic=events_topic, outputs_topic=outputs_topic,
-                           store=store_url, checkpoint=str(tmp_path / "checkpoint"), trigger="200 milliseconds",
-                           time_mode="event", watermark_delay="1 second", coordinator=dict(SETTINGS))
+    config = TrackerConfig(
+        bootstrap=kafka_bootstrap,
+        events_topic=events_topic,
+        outputs_topic=outputs_topic,
+        store=store_url,
+        checkpoint=str(tmp_path / "checkpoint"),
+        trigger="200 milliseconds",
+        time_mode="event",
+        watermark_delay="1 second",
+        coordinator=dict(SETTINGS),
+    )
 
     def run(part: list[dict]) -> None:
         produce(kafka_bootstrap, events_topic, [encode_event(e) for e in part])
@@ -121,8 +133,8 @@ def test_consumer_groups_through_the_job_with_restarts(spark, kafka_bootstrap, t
             tracker.stop()
 
     run(events[:first_cut])
-    run(events[first_cut:lost_cut])                      # the same checkpoint
-    shutil.rmtree(config.checkpoint)                      # lost; the store and the topics stay
+    run(events[first_cut:lost_cut])  # the same checkpoint
+    shutil.rmtree(config.checkpoint)  # lost; the store and the topics stay
     run(events[lost_cut:])
     got = [json.loads(r.value) for r in read_all(kafka_bootstrap, outputs_topic)]
 
@@ -131,7 +143,7 @@ def test_consumer_groups_through_the_job_with_restarts(spark, kafka_bootstrap, t
     kinds = {o["type"] for outputs in want.values() for o in outputs}
     assert {"target_assignment", "rebalance", "member_expired", "member_replaced", "protocol_switch"} <= kinds
     assert any(o["type"] == "rebalance" and o["rebalance_protocol"] == "consumer" for o in want["cgroup-0"])
-    assert any(o["type"] == "rebalance" and o.get("generation") for o in want["group-0"])   # the classic group
+    assert any(o["type"] == "rebalance" and o.get("generation") for o in want["group-0"])  # the classic group
 
     store = open_store(store_url)
     try:
@@ -139,7 +151,7 @@ def test_consumer_groups_through_the_job_with_restarts(spark, kafka_bootstrap, t
         assert live(records) == live(reference_store.load_records())
         group = store.consumer_group("cgroup-0")
         assert group["group_epoch"] == after.models["cgroup-0"].model.groups["cgroup-0"].group_epoch
-        assert store.consumer_group("cgroup-1") is None              # switched to classic: all tombstoned
+        assert store.consumer_group("cgroup-1") is None  # switched to classic: all tombstoned
         assert store.group("cgroup-1")["protocol"] == "range" and store.group("group-0") is not None
     finally:
         store.close()

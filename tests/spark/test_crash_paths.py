@@ -3,6 +3,7 @@ with a reason, and a group whose step raises is dead-lettered with the exception
 
 A crash of the query is a crash loop: the restart reads the same records and dies again, with every group untracked.
 """
+
 from __future__ import annotations
 
 import base64
@@ -20,36 +21,53 @@ from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_eve
 from streaming.dead_letters import is_step_failure
 from streaming.feeds.simulator import SimulationSettings, Simulator
 from streaming.spark.group_step import DEFAULT_OUTPUT_TYPES
-from streaming.spark.job import (PARTITION_STATE_VERSION, STATE_VERSION, JobOptions, _pack, _unpack, _unpack_run,
-                                 make_state_function, parse_rows, trusted_time)
+from streaming.spark.job import (
+    PARTITION_STATE_VERSION,
+    STATE_VERSION,
+    JobOptions,
+    _pack,
+    _unpack,
+    _unpack_run,
+    make_state_function,
+    parse_rows,
+    trusted_time,
+)
 from streaming.views.live_view import LiveView
 from streaming.views.metrics import Metrics
 
 HOUR = 3_600_000
-YEAR_9999 = 253402300799000          # 9999-12-31T23:59:59Z: a valid Kafka timestamp pandas cannot hold
-INT64_MAX = 2**63 - 1                # what Kafka allows and Spark's microseconds cannot hold
+YEAR_9999 = 253402300799000  # 9999-12-31T23:59:59Z: a valid Kafka timestamp pandas cannot hold
+INT64_MAX = 2**63 - 1  # what Kafka allows and Spark's microseconds cannot hold
 NOW = int(time.time() * 1000)
 
 
 # ------------------------------------------------------------------------------------------------ record times
 # The ids name the cases without NOW, so every pytest-xdist worker collects the same tests.
-@pytest.mark.parametrize("event_ts, record_ms, want", [
-    (NOW - 5_000, NOW - 4_000, NOW - 5_000),     # the event's own time
-    (None, NOW - 4_000, NOW - 4_000),            # a live feed leaves time to its record
-    (NOW - 5_000, -1, NOW - 5_000),              # a record from a broker before 0.10: no timestamp
-    (NOW - 5_000, YEAR_9999, NOW - 5_000),       # a record stamped in the far future: the event's time still holds
-], ids=["own-time", "record-time", "record-without-time", "record-in-9999"])
+@pytest.mark.parametrize(
+    "event_ts, record_ms, want",
+    [
+        (NOW - 5_000, NOW - 4_000, NOW - 5_000),  # the event's own time
+        (None, NOW - 4_000, NOW - 4_000),  # a live feed leaves time to its record
+        (NOW - 5_000, -1, NOW - 5_000),  # a record from a broker before 0.10: no timestamp
+        (NOW - 5_000, YEAR_9999, NOW - 5_000),  # a record stamped in the far future: the event's time still holds
+    ],
+    ids=["own-time", "record-time", "record-without-time", "record-in-9999"],
+)
 def test_an_event_keeps_a_time_it_can_be_trusted_with(event_ts, record_ms, want):
     assert trusted_time({"ts": event_ts}, record_ms, NOW, HOUR) == (want, None)
 
 
-@pytest.mark.parametrize("event_ts, record_ms, words", [
-    (None, -1, "no time: the event has no ts and its record no timestamp"),
-    (None, YEAR_9999, f"no trustworthy time: the event has no ts and its record's timestamp {YEAR_9999} is"),
-    (YEAR_9999, NOW - 4_000, "ahead of its record's timestamp"),
-    (NOW + 2 * HOUR, -1, f"ahead of the clock ({NOW}; its record's timestamp is -1)"),
-    (YEAR_9999, YEAR_9999, f"ahead of the clock ({NOW}; its record's timestamp is {YEAR_9999})"),
-], ids=["no-time", "record-in-9999", "ahead-of-record", "ahead-of-clock", "ahead-of-clock-record-in-9999"])
+@pytest.mark.parametrize(
+    "event_ts, record_ms, words",
+    [
+        (None, -1, "no time: the event has no ts and its record no timestamp"),
+        (None, YEAR_9999, f"no trustworthy time: the event has no ts and its record's timestamp {YEAR_9999} is"),
+        (YEAR_9999, NOW - 4_000, "ahead of its record's timestamp"),
+        (NOW + 2 * HOUR, -1, f"ahead of the clock ({NOW}; its record's timestamp is -1)"),
+        (YEAR_9999, YEAR_9999, f"ahead of the clock ({NOW}; its record's timestamp is {YEAR_9999})"),
+    ],
+    ids=["no-time", "record-in-9999", "ahead-of-record", "ahead-of-clock", "ahead-of-clock-record-in-9999"],
+)
 def test_a_time_nobody_can_trust_is_a_reason(event_ts, record_ms, words):
     ts, reason = trusted_time({"ts": event_ts}, record_ms, NOW, HOUR)
     assert ts is None and words in reason
@@ -59,8 +77,16 @@ def test_the_parse_stage_reads_every_record_timestamp_as_epoch_ms():
     """Null (a time Spark could not hold) and negative timestamps are "none"; no value reaches pandas' datetimes."""
     event = {"type": "heartbeat", "group_id": "g", "member_id": "m", "generation": 1}
     stamps = [YEAR_9999, -1, -5, None, NOW]
-    frame = pd.DataFrame({"key": [b"g"] * 5, "value": [json.dumps(event).encode()] * 5, "topic": "events",
-                          "partition": 0, "offset": range(5), "timestamp_ms": stamps})
+    frame = pd.DataFrame(
+        {
+            "key": [b"g"] * 5,
+            "value": [json.dumps(event).encode()] * 5,
+            "topic": "events",
+            "partition": 0,
+            "offset": range(5),
+            "timestamp_ms": stamps,
+        }
+    )
     (parsed,) = parse_rows([frame])
     runs = [_unpack_run(r) for r in parsed["run"]]
     dead = [r.dead_letter for r in runs if r.dead_letter is not None]
@@ -97,9 +123,16 @@ UNREADABLE = b"\x09a state from a tracker version this one cannot read"
 
 
 def kafka_frame(events: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame({"key": [e["group_id"].encode() for e in events],
-                         "value": [json.dumps(e).encode() for e in events], "topic": "events", "partition": 0,
-                         "offset": range(len(events)), "timestamp_ms": [e["ts"] for e in events]})
+    return pd.DataFrame(
+        {
+            "key": [e["group_id"].encode() for e in events],
+            "value": [json.dumps(e).encode() for e in events],
+            "topic": "events",
+            "partition": 0,
+            "offset": range(len(events)),
+            "timestamp_ms": [e["ts"] for e in events],
+        }
+    )
 
 
 def one_call(on_key, key, rows: pd.DataFrame, state: GroupState) -> list[dict]:
@@ -112,14 +145,12 @@ def test_a_group_whose_step_raises_is_dead_lettered_and_every_other_group_goes_o
     poisoned = [dict(e, group_id="poisoned") for e in feed if e["group_id"] == "group-0"][:5]
     options = JobOptions(state_key=keying, coordinator={"offsets.topic.num.partitions": 1})
     on_key = make_state_function(options)
-    (parsed,) = parse_rows([kafka_frame(feed + poisoned)],
-                           coordinator_partitions=1 if keying != "group" else None)
+    (parsed,) = parse_rows([kafka_frame(feed + poisoned)], coordinator_partitions=1 if keying != "group" else None)
     if keying == "group":
-        states = {g: GroupState((STATE_VERSION, UNREADABLE) if g == "poisoned" else None)
-                  for g in parsed["group_id"]}
+        states = {g: GroupState((STATE_VERSION, UNREADABLE) if g == "poisoned" else None) for g in parsed["group_id"]}
         outputs = [o for g, rows in parsed.groupby("group_id") for o in one_call(on_key, g, rows, states[g])]
         assert states["poisoned"].value == (STATE_VERSION, UNREADABLE), "the failed group keeps its state"
-    else:   # all three groups share one key and one state: the failure must not take the others' steps with it
+    else:  # all three groups share one key and one state: the failure must not take the others' steps with it
         state = GroupState((PARTITION_STATE_VERSION, _pack({"poisoned": [UNREADABLE, None]})))
         outputs = one_call(on_key, 0, parsed, state)
         held = _unpack(state.value[1])
@@ -128,8 +159,9 @@ def test_a_group_whose_step_raises_is_dead_lettered_and_every_other_group_goes_o
     assert len(failures) == len(poisoned) and {o["group_id"] for o in failures} == {"poisoned"}
     assert failures[0]["exception"]["type"] == "ValueError"
     assert "unsupported coordinator state version" in failures[0]["reason"]
-    assert [json.loads(base64.b64decode(o["raw_base64"])) for o in failures] == \
-        [parse_event(e)[0] for e in poisoned], "each failed event can be replayed as the job read it"
+    assert [json.loads(base64.b64decode(o["raw_base64"])) for o in failures] == [parse_event(e)[0] for e in poisoned], (
+        "each failed event can be replayed as the job read it"
+    )
     assert [o["source"]["offset"] for o in failures] == list(range(len(feed), len(feed) + len(poisoned)))
     # The other groups: exactly what the pure model says, timers up to the job's clock included.
     model = GroupCoordinator(CoordinatorConfig())
@@ -144,15 +176,19 @@ def test_a_group_whose_step_raises_is_dead_lettered_and_every_other_group_goes_o
     assert "GROUP STEP FAILURES 1" in view.render()
     metrics = Metrics()
     metrics.update(0, outputs)
-    assert metrics.registry.get_sample_value("rebalance_tracker_group_step_failures_total",
-                                             {"group": "poisoned"}) == 1
+    assert metrics.registry.get_sample_value("rebalance_tracker_group_step_failures_total", {"group": "poisoned"}) == 1
 
 
 # ------------------------------------------------------------------------------------------------ through the job
 def read_to(query, topic: str) -> int:
     """How far the query has read the (one-partition) topic, by its last completed batch."""
-    ends = [json.loads(p["sources"][0]["endOffset"]) if isinstance(p["sources"][0]["endOffset"], str)
-            else p["sources"][0]["endOffset"] for p in query.recentProgress if p.get("sources")]
+    ends = [
+        json.loads(p["sources"][0]["endOffset"])
+        if isinstance(p["sources"][0]["endOffset"], str)
+        else p["sources"][0]["endOffset"]
+        for p in query.recentProgress
+        if p.get("sources")
+    ]
     return max((int(e.get(topic, {}).get("0", 0)) for e in ends if e), default=0)
 
 
@@ -164,11 +200,15 @@ def hostile_records(feed: list[dict]) -> list[tuple[bytes | None, bytes | None, 
     at = len(records) // 2
     records[at:at] = [
         (b"group-0", json.dumps({**heartbeat, "ts": feed[at]["ts"]}).encode(), YEAR_9999, []),  # far-future record
-        (b"group-0", json.dumps(heartbeat).encode(), YEAR_9999, []),           # no ts, far-future record: no time
-        (b"group-0", json.dumps(heartbeat).encode(), -1, []),                  # no ts, no record time
+        (b"group-0", json.dumps(heartbeat).encode(), YEAR_9999, []),  # no ts, far-future record: no time
+        (b"group-0", json.dumps(heartbeat).encode(), -1, []),  # no ts, no record time
         (b"group-0", json.dumps({**heartbeat, "ts": feed[at]["ts"]}).encode(), INT64_MAX, []),
-        (b"group-0", json.dumps({**heartbeat, "ts": feed[at]["ts"]}).encode(), feed[at]["ts"],
-         [("x" * 100, b"\xff\xfe not UTF-8"), ("big", b"h" * 300_000)]),       # headers nobody reads
+        (
+            b"group-0",
+            json.dumps({**heartbeat, "ts": feed[at]["ts"]}).encode(),
+            feed[at]["ts"],
+            [("x" * 100, b"\xff\xfe not UTF-8"), ("big", b"h" * 300_000)],
+        ),  # headers nobody reads
         (b"\xff\xfe", json.dumps({**heartbeat, "ts": feed[at]["ts"]}).encode(), feed[at]["ts"], []),  # bad key
         (None, b"not json", feed[at]["ts"], []),
         (b"group-1", None, feed[at]["ts"], []),
@@ -179,8 +219,9 @@ def hostile_records(feed: list[dict]) -> list[tuple[bytes | None, bytes | None, 
 @pytest.mark.kafka
 @pytest.mark.spark
 @pytest.mark.parametrize("time_mode, source", [("processing", "python"), ("event", "confluent")])
-def test_hostile_record_fields_are_dead_lettered_and_the_job_goes_on(spark, kafka_bootstrap, topic_name, tmp_path,
-                                                                     time_mode, source):
+def test_hostile_record_fields_are_dead_lettered_and_the_job_goes_on(
+    spark, kafka_bootstrap, topic_name, tmp_path, time_mode, source
+):
     from streaming.kafka_client.topics import ensure_topics
     from streaming.tracker import start_tracker
     from tests.broker_history import wait_until
@@ -188,9 +229,11 @@ def test_hostile_record_fields_are_dead_lettered_and_the_job_goes_on(spark, kafk
 
     start = NOW - 120_000
     feed = Simulator(SimulationSettings(groups=2, seed=8, churn_interval_ms=6_000), start_ms=start).run_until(
-        start + 60_000)
-    config = dataclasses.replace(tracker_config(kafka_bootstrap, topic_name, tmp_path), time_mode=time_mode,
-                                 kafka_source=source)
+        start + 60_000
+    )
+    config = dataclasses.replace(
+        tracker_config(kafka_bootstrap, topic_name, tmp_path), time_mode=time_mode, kafka_source=source
+    )
     ensure_topics(kafka_bootstrap, {config.events_topic: 1})
     producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all", max_request_size=2_000_000)
     for key, value, ts, headers in hostile_records(feed):
@@ -201,8 +244,11 @@ def test_hostile_record_fields_are_dead_lettered_and_the_job_goes_on(spark, kafk
     tracker = start_tracker(spark, config, LiveView(out=io.StringIO(), redraw=False))
     try:
         # (processAllAvailable never returns in processing time: the groups' session timers keep batches coming.)
-        wait_until(lambda: read_to(tracker.query, config.events_topic) >= records or not tracker.query.isActive,
-                   timeout_s=300, what="the job read every record")
+        wait_until(
+            lambda: read_to(tracker.query, config.events_topic) >= records or not tracker.query.isActive,
+            timeout_s=300,
+            what="the job read every record",
+        )
         assert tracker.query.isActive, tracker.query.exception()
     finally:
         tracker.stop()
@@ -220,8 +266,15 @@ def test_hostile_record_fields_are_dead_lettered_and_the_job_goes_on(spark, kafk
     want = [o for e in feed for o in model.handle(e) if o["type"] == "rebalance"]
     for group_id in ("group-0", "group-1"):
         rounds = [(o["generation"], o["assignment"]) for o in want if o["group_id"] == group_id]
-        assert rounds and [(o["generation"], o["assignment"]) for o in got
-                           if o["type"] == "rebalance" and o["group_id"] == group_id][:len(rounds)] == rounds
+        assert (
+            rounds
+            and [
+                (o["generation"], o["assignment"])
+                for o in got
+                if o["type"] == "rebalance" and o["group_id"] == group_id
+            ][: len(rounds)]
+            == rounds
+        )
 
 
 @pytest.mark.spark
@@ -234,8 +287,9 @@ def test_a_running_job_goes_on_past_a_group_it_cannot_step(spark, tmp_path):
     from tests.spark.test_job import KAFKA_SCHEMA, Collector, assert_compacted_prefix, by_group, reference, write_events
 
     start = 1_700_000_000_000
-    feed = Simulator(SimulationSettings(groups=2, seed=11, churn_interval_ms=10_000),
-                     start_ms=start).run_until(start + 60_000)
+    feed = Simulator(SimulationSettings(groups=2, seed=11, churn_interval_ms=10_000), start_ms=start).run_until(
+        start + 60_000
+    )
     poisoned = [dict(e, group_id="poisoned") for e in feed if e["group_id"] == "group-0"]
     source, checkpoint, restore = tmp_path / "in", tmp_path / "checkpoint", tmp_path / "restore"
     source.mkdir()
@@ -244,8 +298,13 @@ def test_a_running_job_goes_on_past_a_group_it_cannot_step(spark, tmp_path):
     sink = Collector()
     options = JobOptions(time_mode="event", watermark_delay="1 second")
     raw = spark.readStream.schema(KAFKA_SCHEMA).parquet(str(source))
-    query = (build_tracker_stream(raw, options, restore_stream(spark, restore)).writeStream.foreachBatch(sink)
-             .option("checkpointLocation", str(checkpoint)).trigger(processingTime="200 milliseconds").start())
+    query = (
+        build_tracker_stream(raw, options, restore_stream(spark, restore))
+        .writeStream.foreachBatch(sink)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
     try:
         query.processAllAvailable()
         assert query.isActive, query.exception()

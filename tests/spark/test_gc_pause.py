@@ -1,6 +1,7 @@
 """The job pauses the cyclic garbage collector around bulk decoding (streaming/gc_pause.py; what it saves is a figure
 of benchmarks/streaming.py). A long-running job must never be left with it off. And a group's step leaves no reference
 cycles: every coordinator used to (its timers held a bound method of it), so the collector walked each one."""
+
 from __future__ import annotations
 
 import gc
@@ -38,14 +39,15 @@ def test_a_caller_that_turned_the_collector_off_keeps_it_off():
 
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_a_group_step_leaves_no_reference_cycles(protocol):
-    feed = Simulator(SimulationSettings(groups=1, members_per_group=10, seed=3, group_protocol=protocol),
-                     start_ms=0).run_until(90_000)
+    feed = Simulator(
+        SimulationSettings(groups=1, members_per_group=10, seed=3, group_protocol=protocol), start_ms=0
+    ).run_until(90_000)
     gc.collect()
     gc.disable()
     try:
         state, outputs = None, 0
-        for i in range(0, len(feed), 40):   # micro-batches of a live group: joins, syncs, commits, expiries
-            result = step_group(state, feed[i:i + 40], feed[min(i + 40, len(feed)) - 1]["ts"], CoordinatorConfig())
+        for i in range(0, len(feed), 40):  # micro-batches of a live group: joins, syncs, commits, expiries
+            result = step_group(state, feed[i : i + 40], feed[min(i + 40, len(feed)) - 1]["ts"], CoordinatorConfig())
             state, outputs = result.state, outputs + len(result.outputs)
         unreachable = gc.collect()
     finally:
@@ -61,7 +63,7 @@ def test_waiting_out_an_outage_frees_each_attempts_cycles_with_the_collector_pau
 
     from streaming.kafka_client.delivery import send_until_delivered
 
-    class Attempt:   # stands in for what an attempt leaves behind: objects in a reference cycle
+    class Attempt:  # stands in for what an attempt leaves behind: objects in a reference cycle
         def __init__(self):
             self.me = self
 
@@ -71,7 +73,7 @@ def test_waiting_out_an_outage_frees_each_attempts_cycles_with_the_collector_pau
         attempt = Attempt()
         left_behind.append(weakref.ref(attempt))
         if next(failures):
-            raise ConnectionError("broker gone")   # unreachable: waited out
+            raise ConnectionError("broker gone")  # unreachable: waited out
         return []
 
     with gc_paused():

@@ -4,6 +4,7 @@ no further input, exact resumption from a checkpoint.
 These tests feed the job Kafka-shaped rows from parquet files (a real Spark streaming source) so that they exercise
 the stateful stage alone; tests/tracker/test_tracker_kafka.py runs the whole path through the broker.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -26,18 +27,32 @@ pytestmark = pytest.mark.spark
 KAFKA_SCHEMA = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
 
 
-def write_rows(directory: Path, name: str, values: list[bytes], keys: list[bytes], first_offset: int,
-               ts: list[int]) -> None:
-    df = pd.DataFrame({"key": keys, "value": values, "topic": "events", "partition": 0,
-                       "offset": range(first_offset, first_offset + len(values)),
-                       "timestamp": pd.to_datetime(ts, unit="ms")})
+def write_rows(
+    directory: Path, name: str, values: list[bytes], keys: list[bytes], first_offset: int, ts: list[int]
+) -> None:
+    df = pd.DataFrame(
+        {
+            "key": keys,
+            "value": values,
+            "topic": "events",
+            "partition": 0,
+            "offset": range(first_offset, first_offset + len(values)),
+            "timestamp": pd.to_datetime(ts, unit="ms"),
+        }
+    )
     df["partition"] = df["partition"].astype("int32")
     df.to_parquet(directory / f"{name}.parquet", coerce_timestamps="us")
 
 
 def write_events(directory: Path, name: str, events: list[dict], first_offset: int) -> None:
-    write_rows(directory, name, [json.dumps(e).encode() for e in events],
-               [e["group_id"].encode() for e in events], first_offset, [e["ts"] for e in events])
+    write_rows(
+        directory,
+        name,
+        [json.dumps(e).encode() for e in events],
+        [e["group_id"].encode() for e in events],
+        first_offset,
+        [e["ts"] for e in events],
+    )
 
 
 class Collector:
@@ -50,8 +65,13 @@ class Collector:
 
 def start(spark, source: Path, checkpoint: Path, options: JobOptions, sink: Collector):
     raw = spark.readStream.schema(KAFKA_SCHEMA).parquet(str(source))
-    return (build_tracker_stream(raw, options).writeStream.foreachBatch(sink)
-            .option("checkpointLocation", str(checkpoint)).trigger(processingTime="200 milliseconds").start())
+    return (
+        build_tracker_stream(raw, options)
+        .writeStream.foreachBatch(sink)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
 
 
 def reference(events: list[dict], config: CoordinatorConfig) -> dict[str, list[dict]]:
@@ -87,24 +107,30 @@ def assert_compacted_prefix(got: list[dict], want: list[dict]) -> int:
         kept.append(i)
         i += 1
     for d in dropped:
-        assert any(j > d and want[j]["type"] in STORE_TYPES and record_identity(want[j]) == record_identity(want[d])
-                   for j in kept), \
-            f"dropped without a later record of its key: {want[d]}"
+        assert any(
+            j > d and want[j]["type"] in STORE_TYPES and record_identity(want[j]) == record_identity(want[d])
+            for j in kept
+        ), f"dropped without a later record of its key: {want[d]}"
     return i
 
 
 @pytest.fixture(scope="module")
 def feed() -> list[dict]:
     start = 1_700_000_000_000  # Spark treats event time 0 as already behind the initial watermark
-    return Simulator(SimulationSettings(groups=2, seed=11, churn_interval_ms=10_000),
-                     start_ms=start).run_until(start + 150_000)
+    return Simulator(SimulationSettings(groups=2, seed=11, churn_interval_ms=10_000), start_ms=start).run_until(
+        start + 150_000
+    )
 
 
 # Keyed by __consumer_offsets partition with ONE partition, every group shares one key and one state: the hardest case
 # for keeping groups apart (their events, timers, dead letters and outputs).
-STATE_KEYS = [pytest.param({}, id="group"),
-              pytest.param({"state_key": "coordinator-partition",
-                            "coordinator": {"offsets.topic.num.partitions": 1}}, id="coordinator-partition")]
+STATE_KEYS = [
+    pytest.param({}, id="group"),
+    pytest.param(
+        {"state_key": "coordinator-partition", "coordinator": {"offsets.topic.num.partitions": 1}},
+        id="coordinator-partition",
+    ),
+]
 
 
 @pytest.mark.parametrize("keying", STATE_KEYS)
@@ -114,10 +140,13 @@ def test_job_matches_the_pure_model_resumes_exactly_and_keeps_bad_input(spark, t
     options = JobOptions(time_mode="event", watermark_delay="1 second", **keying)
     half = len(feed) // 2
     write_events(source, "a", feed[:half], 0)
-    bad = [b"{not json", json.dumps({"type": "explode", "group_id": "group-0"}).encode(),
-           json.dumps({"type": "heartbeat", "group_id": "group-0", "member_id": "m"}).encode(),   # no generation
-           json.dumps({"type": "join", "group_id": "group-0", "protocols": "range"}).encode(),   # wrong type
-           b"{" + b" " * (1 << 20) + b"}"]                                                        # oversized
+    bad = [
+        b"{not json",
+        json.dumps({"type": "explode", "group_id": "group-0"}).encode(),
+        json.dumps({"type": "heartbeat", "group_id": "group-0", "member_id": "m"}).encode(),  # no generation
+        json.dumps({"type": "join", "group_id": "group-0", "protocols": "range"}).encode(),  # wrong type
+        b"{" + b" " * (1 << 20) + b"}",
+    ]  # oversized
     write_rows(source, "bad", bad, [b"group-0"] * len(bad), 10_000, [0] * len(bad))
 
     first = Collector()
@@ -135,8 +164,7 @@ def test_job_matches_the_pure_model_resumes_exactly_and_keeps_bad_input(spark, t
     dead = [o for o in first.outputs + second.outputs if o["type"] == "dead_letter"]
     assert sorted(d["source"]["offset"] for d in dead) == list(range(10_000, 10_000 + len(bad)))
     reasons = " | ".join(d["reason"] for d in sorted(dead, key=lambda d: d["source"]["offset"]))
-    for expected in ("not valid JSON", "unknown event type", "missing field 'generation'", "must be a list",
-                     "exceeds"):
+    for expected in ("not valid JSON", "unknown event type", "missing field 'generation'", "must be a list", "exceeds"):
         assert expected in reasons
 
     # Everything the pure model emits for events up to the watermark came out, once, in order -- but for the store's
@@ -155,8 +183,15 @@ def test_session_timeout_fires_with_no_further_events(spark, tmp_path, keying):
     source, checkpoint = tmp_path / "in", tmp_path / "checkpoint"
     source.mkdir()
     now = int(time.time() * 1000)
-    join = {"type": "join", "group_id": "quiet", "member_id": "", "client_id": "c", "session_timeout_ms": 2_000,
-            "protocols": [{"name": "range", "topics": ["t"]}], "ts": now}
+    join = {
+        "type": "join",
+        "group_id": "quiet",
+        "member_id": "",
+        "client_id": "c",
+        "session_timeout_ms": 2_000,
+        "protocols": [{"name": "range", "topics": ["t"]}],
+        "ts": now,
+    }
     events = [join, {"type": "topic_metadata", "group_id": "quiet", "topic": "t", "partitions": 2, "ts": now}]
     settings = {"group.min.session.timeout.ms": 1_000, "group.initial.rebalance.delay.ms": 0}
     # The coordinator hands out member ids deterministically: the id of the first new member of group "quiet".
@@ -170,7 +205,7 @@ def test_session_timeout_fires_with_no_further_events(spark, tmp_path, keying):
     options = dataclasses.replace(options, coordinator={**settings, **options.coordinator})
     query = start(spark, source, checkpoint, options, sink)
     try:
-        deadline = time.time() + 180   # the first micro-batch alone can take a minute on a loaded machine
+        deadline = time.time() + 180  # the first micro-batch alone can take a minute on a loaded machine
         while time.time() < deadline and not any(o["type"] == "member_expired" for o in sink.outputs):
             time.sleep(0.5)
     finally:

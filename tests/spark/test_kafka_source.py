@@ -1,5 +1,6 @@
 """The kafka-python streaming source against the real broker: Spark's kafka columns and offsets, start positions,
 rate limits, AvailableNow, new partitions, and exactly-once content across a restart from the checkpoint."""
+
 from __future__ import annotations
 
 import glob
@@ -14,8 +15,16 @@ from kafka.errors import IncompatibleBrokerVersion
 
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
-from streaming.spark.kafka_source import (FORMAT, KafkaPythonDataSource, KafkaRange, KafkaRanges, KafkaStreamReader,
-                                    _rate_limit, group_ranges, read_kafka_stream)
+from streaming.spark.kafka_source import (
+    FORMAT,
+    KafkaPythonDataSource,
+    KafkaRange,
+    KafkaRanges,
+    KafkaStreamReader,
+    _rate_limit,
+    group_ranges,
+    read_kafka_stream,
+)
 from streaming.kafka_client.topics import ensure_topics
 
 pytestmark = [pytest.mark.kafka]
@@ -43,11 +52,14 @@ class Rows:
 
 
 def run(spark, bootstrap, topic, checkpoint, sink, available_now=False, **kw):
-    writer = read_kafka_stream(spark, bootstrap, [topic], **kw).writeStream.foreachBatch(sink) \
+    writer = (
+        read_kafka_stream(spark, bootstrap, [topic], **kw)
+        .writeStream.foreachBatch(sink)
         .option("checkpointLocation", str(checkpoint))
+    )
     query = (writer.trigger(availableNow=True) if available_now else writer).start()
     if available_now:
-        query.awaitTermination(600)   # a bound: AvailableNow stops by itself when done
+        query.awaitTermination(600)  # a bound: AvailableNow stops by itself when done
     else:
         query.processAllAvailable()
         query.stop()
@@ -61,11 +73,17 @@ def test_columns_records_and_checkpoint_offsets(spark, kafka_bootstrap, topic_na
     produce(kafka_bootstrap, topic_name, values)
     df = read_kafka_stream(spark, kafka_bootstrap, [topic_name])
     assert [(f.name, f.dataType.simpleString()) for f in df.schema.fields] == [
-        ("key", "binary"), ("value", "binary"), ("topic", "string"), ("partition", "int"), ("offset", "bigint"),
-        ("timestamp", "timestamp"), ("timestampType", "int")]
+        ("key", "binary"),
+        ("value", "binary"),
+        ("topic", "string"),
+        ("partition", "int"),
+        ("offset", "bigint"),
+        ("timestamp", "timestamp"),
+        ("timestampType", "int"),
+    ]
     rows = Rows()
     run(spark, kafka_bootstrap, topic_name, tmp_path / "cp", rows)
-    assert rows.values == sorted(values)          # every record of every multi-record batch, once
+    assert rows.values == sorted(values)  # every record of every multi-record batch, once
     all_rows = [r for batch in rows.batches for r in batch]
     assert {r.topic for r in all_rows} == {topic_name} and {r.timestampType for r in all_rows} == {0}
     per_partition = {}
@@ -83,13 +101,18 @@ def test_starting_offsets_latest_and_json(spark, kafka_bootstrap, topic_name, tm
     ensure_topics(kafka_bootstrap, {topic_name: 1})
     produce(kafka_bootstrap, topic_name, ["old0", "old1", "old2"])
     rows = Rows()
-    run(spark, kafka_bootstrap, topic_name, tmp_path / "json", rows,
-        starting_offsets=json.dumps({topic_name: {"0": 1}}))
+    run(
+        spark, kafka_bootstrap, topic_name, tmp_path / "json", rows, starting_offsets=json.dumps({topic_name: {"0": 1}})
+    )
     assert rows.values == ["old1", "old2"]
 
     latest = Rows()
-    query = read_kafka_stream(spark, kafka_bootstrap, [topic_name], starting_offsets="latest") \
-        .writeStream.foreachBatch(latest).option("checkpointLocation", str(tmp_path / "latest")).start()
+    query = (
+        read_kafka_stream(spark, kafka_bootstrap, [topic_name], starting_offsets="latest")
+        .writeStream.foreachBatch(latest)
+        .option("checkpointLocation", str(tmp_path / "latest"))
+        .start()
+    )
     try:
         query.processAllAvailable()
         produce(kafka_bootstrap, topic_name, ["new0"])
@@ -104,9 +127,10 @@ def test_max_offsets_per_trigger_and_available_now(spark, kafka_bootstrap, topic
     ensure_topics(kafka_bootstrap, {topic_name: 2})
     produce(kafka_bootstrap, topic_name, [f"v{i}" for i in range(50)])
     rows = Rows()
-    query = run(spark, kafka_bootstrap, topic_name, tmp_path / "cp", rows, available_now=True,
-                max_offsets_per_trigger=12)
-    assert not query.isActive                   # AvailableNow stops by itself
+    query = run(
+        spark, kafka_bootstrap, topic_name, tmp_path / "cp", rows, available_now=True, max_offsets_per_trigger=12
+    )
+    assert not query.isActive  # AvailableNow stops by itself
     assert rows.values == sorted(f"v{i}" for i in range(50))
     assert max(len(b) for b in rows.batches) <= 12 and len(rows.batches) >= 5
 
@@ -116,8 +140,12 @@ def test_partition_added_mid_stream_is_read_from_its_start(spark, kafka_bootstra
     ensure_topics(kafka_bootstrap, {topic_name: 1})
     produce(kafka_bootstrap, topic_name, ["a0", "a1"])
     rows = Rows()
-    query = read_kafka_stream(spark, kafka_bootstrap, [topic_name]).writeStream.foreachBatch(rows) \
-        .option("checkpointLocation", str(tmp_path / "cp")).start()
+    query = (
+        read_kafka_stream(spark, kafka_bootstrap, [topic_name])
+        .writeStream.foreachBatch(rows)
+        .option("checkpointLocation", str(tmp_path / "cp"))
+        .start()
+    )
     try:
         query.processAllAvailable()
         admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
@@ -141,9 +169,16 @@ def test_topic_matching_the_pattern_appears_mid_stream(spark, kafka_bootstrap, t
     produce(kafka_bootstrap, f"{topic_name}-a", ["a0"])
     spark.dataSource.register(KafkaPythonDataSource)
     rows = Rows()
-    query = (spark.readStream.format(FORMAT).option("kafka.bootstrap.servers", kafka_bootstrap)
-             .option("subscribePattern", f"{topic_name}-.*").option("startingOffsets", "earliest").load()
-             .writeStream.foreachBatch(rows).option("checkpointLocation", str(tmp_path / "cp")).start())
+    query = (
+        spark.readStream.format(FORMAT)
+        .option("kafka.bootstrap.servers", kafka_bootstrap)
+        .option("subscribePattern", f"{topic_name}-.*")
+        .option("startingOffsets", "earliest")
+        .load()
+        .writeStream.foreachBatch(rows)
+        .option("checkpointLocation", str(tmp_path / "cp"))
+        .start()
+    )
     try:
         query.processAllAvailable()
         ensure_topics(kafka_bootstrap, {f"{topic_name}-b": 2})
@@ -160,8 +195,9 @@ def reader_for(bootstrap, **options) -> KafkaStreamReader:
 
 
 def read_offsets(reader, topic, partition, start, end) -> list[int]:
-    return [o for batch in reader.read(KafkaRange(topic, partition, start, end)) for o in batch.column("offset")
-            .to_pylist()]
+    return [
+        o for batch in reader.read(KafkaRange(topic, partition, start, end)) for o in batch.column("offset").to_pylist()
+    ]
 
 
 def test_planned_end_covers_every_record_of_a_multi_record_batch(kafka_bootstrap, topic_name):
@@ -173,7 +209,7 @@ def test_planned_end_covers_every_record_of_a_multi_record_batch(kafka_bootstrap
     try:
         assert reader.initialOffset() == {topic_name: {"0": 25}}
         assert reader.latestOffset({topic_name: {"0": 0}}, ReadAllAvailable()) == {topic_name: {"0": 25}}
-        assert read_offsets(reader, topic_name, 0, 5, 20) == list(range(5, 20))   # [start, end) exactly
+        assert read_offsets(reader, topic_name, 0, 5, 20) == list(range(5, 20))  # [start, end) exactly
         assert read_offsets(reader, topic_name, 0, 20, 25) == list(range(20, 25))
     finally:
         reader.stop()
@@ -181,11 +217,11 @@ def test_planned_end_covers_every_record_of_a_multi_record_batch(kafka_bootstrap
 
 def test_rate_limit_shares_the_budget_by_backlog_and_never_overshoots():
     start = {"t": {"0": 0, "1": 10, "2": 5}}
-    latest = {"t": {"0": 90, "1": 20, "2": 5}}       # backlogs 90, 10, 0
+    latest = {"t": {"0": 90, "1": 20, "2": 5}}  # backlogs 90, 10, 0
     out = _rate_limit(start, latest, 10)
     taken = {p: out["t"][p] - start["t"][p] for p in start["t"]}
     assert sum(taken.values()) == 10 and taken == {"0": 9, "1": 1, "2": 0}
-    assert _rate_limit(start, latest, 1000) == latest   # budget above the backlog: everything
+    assert _rate_limit(start, latest, 1000) == latest  # budget above the backlog: everything
     odd = _rate_limit({"t": {"0": 0, "1": 0, "2": 0}}, {"t": {"0": 1, "1": 1, "2": 1}}, 2)
     assert sum(odd["t"].values()) == 2 and all(0 <= o <= 1 for o in odd["t"].values())
 
@@ -193,13 +229,14 @@ def test_rate_limit_shares_the_budget_by_backlog_and_never_overshoots():
 def test_available_now_target_ignores_later_records_and_partitions(kafka_bootstrap, topic_name):
     ensure_topics(kafka_bootstrap, {f"{topic_name}-a": 2})
     produce(kafka_bootstrap, f"{topic_name}-a", ["a0", "a1", "a2"], partition=0)
-    reader = reader_for(kafka_bootstrap, subscribePattern=f"{topic_name}-.*", startingOffsets="earliest",
-                        maxOffsetsPerTrigger="2")
+    reader = reader_for(
+        kafka_bootstrap, subscribePattern=f"{topic_name}-.*", startingOffsets="earliest", maxOffsetsPerTrigger="2"
+    )
     try:
         start = reader.initialOffset()
         assert start == {f"{topic_name}-a": {"0": 0, "1": 0}}
         reader.prepareForTriggerAvailableNow()
-        produce(kafka_bootstrap, f"{topic_name}-a", ["late"], partition=1)     # after the target was taken
+        produce(kafka_bootstrap, f"{topic_name}-a", ["late"], partition=1)  # after the target was taken
         ensure_topics(kafka_bootstrap, {f"{topic_name}-b": 1})
         produce(kafka_bootstrap, f"{topic_name}-b", ["b0"])
         limit = reader.getDefaultReadLimit()
@@ -208,7 +245,7 @@ def test_available_now_target_ignores_later_records_and_partitions(kafka_bootstr
         assert first == {f"{topic_name}-a": {"0": 2, "1": 0}}
         second = reader.latestOffset(first, limit)
         assert second == {f"{topic_name}-a": {"0": 3, "1": 0}}
-        assert reader.latestOffset(second, limit) == second   # target reached: AvailableNow can stop
+        assert reader.latestOffset(second, limit) == second  # target reached: AvailableNow can stop
         assert reader.reportLatestOffset() == {f"{topic_name}-a": {"0": 3, "1": 1}, f"{topic_name}-b": {"0": 1}}
     finally:
         reader.stop()
@@ -239,8 +276,9 @@ def test_option_checks_and_source_switch(spark, kafka_bootstrap):
         read_kafka_stream(spark, kafka_bootstrap, ["t"], source="jars")
 
     def plan(source: str) -> str:
-        return read_kafka_stream(spark, kafka_bootstrap, ["t"], source=source)._jdf.queryExecution().logical() \
-            .toString()
+        return (
+            read_kafka_stream(spark, kafka_bootstrap, ["t"], source=source)._jdf.queryExecution().logical().toString()
+        )
 
     assert f", {FORMAT}, " in plan("python")
     if not builtin_kafka_available(spark):
@@ -253,18 +291,18 @@ def test_auto_reads_with_sparks_connector_unless_it_is_missing_or_the_broker_mis
     from streaming.spark.kafka_source import choose_source
 
     assert choose_source("auto", True, "kafka-cluster-id")[0] == "builtin"
-    assert choose_source("auto", True, None)[0] == "builtin"            # brokers before 0.10.1 give no cluster id
+    assert choose_source("auto", True, None)[0] == "builtin"  # brokers before 0.10.1 give no cluster id
     asked = []
     assert choose_source("auto", True, lambda: asked.append(1), (4, 1), secured=True)[0] == "python" and not asked
     assert choose_source("auto", True, None, (0, 10, 0))[0] == "builtin"
-    source, why = choose_source("auto", True, None, (0, 9))            # Kafka 0.9 answers no ApiVersions
+    source, why = choose_source("auto", True, None, (0, 9))  # Kafka 0.9 answers no ApiVersions
     assert source == "python" and "older than 0.10" in why
     source, why = choose_source("auto", True, "kafka-cluster-id", (4, 1), secured=True)
     assert source == "python" and "SASL/SSL" in why
     assert choose_source("builtin", True, "kafka-cluster-id", (4, 1), secured=True)[0] == "builtin"
     source, why = choose_source("auto", False, "kafka-cluster-id")
     assert source == "python" and "not loaded" in why
-    source, why = choose_source("auto", True, "tansu_cluster")          # the bundled broker
+    source, why = choose_source("auto", True, "tansu_cluster")  # the bundled broker
     assert source == "python" and "Tansu" in why and "ListOffsets" in why
     assert choose_source("confluent", False, "tansu_cluster") == ("confluent", "as asked")
     with pytest.raises(ValueError, match="python, builtin or auto"):
@@ -294,23 +332,28 @@ def test_restart_from_checkpoint_is_exactly_once(spark, kafka_bootstrap, topic_n
 
     def start(**trigger):
         stream = read_kafka_stream(spark, kafka_bootstrap, [topic_name], max_offsets_per_trigger=5)
-        return (stream.selectExpr("partition", "offset", "CAST(value AS STRING) AS v").writeStream
-                .format("parquet").option("path", str(sink_dir)).option("checkpointLocation", str(checkpoint))
-                .trigger(**trigger).start())
+        return (
+            stream.selectExpr("partition", "offset", "CAST(value AS STRING) AS v")
+            .writeStream.format("parquet")
+            .option("path", str(sink_dir))
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(**trigger)
+            .start()
+        )
 
     def sunk() -> list:
-        return spark.read.parquet(str(sink_dir)).collect()   # reads through the sink's log: committed files only
+        return spark.read.parquet(str(sink_dir)).collect()  # reads through the sink's log: committed files only
 
     query = start(processingTime="0 seconds")
     deadline = time.monotonic() + 180
     while not any(p["numInputRows"] for p in query.recentProgress) and time.monotonic() < deadline:
         time.sleep(0.05)
-    query.stop()                                 # 5 rows a batch: well before the 30-event backlog is done
+    query.stop()  # 5 rows a batch: well before the 30-event backlog is done
     assert 0 < len(sunk()) < 30
 
     produce(kafka_bootstrap, topic_name, [f"e{i}" for i in range(30, 45)])
     query = start(availableNow=True)
-    assert query.awaitTermination(600)   # a bound: AvailableNow stops by itself when done
+    assert query.awaitTermination(600)  # a bound: AvailableNow stops by itself when done
     rows = sunk()
     assert sorted(r.v for r in rows) == sorted(f"e{i}" for i in range(45))
     assert len({(r.partition, r.offset) for r in rows}) == 45
@@ -323,8 +366,7 @@ def test_each_client_reads_the_planned_range_with_the_same_columns(group_broker,
     from streaming.spark.kafka_source import ARROW_SCHEMA
 
     group_broker.create_topics({topic_name: 1})
-    producer = KafkaProducer(bootstrap_servers=group_broker.bootstrap, linger_ms=50, acks="all",
-                             **group_broker.client)
+    producer = KafkaProducer(bootstrap_servers=group_broker.bootstrap, linger_ms=50, acks="all", **group_broker.client)
     for i in range(30):
         producer.send(topic_name, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0)
     producer.flush()
@@ -384,11 +426,18 @@ def test_max_partitions_groups_whole_kafka_partitions_into_fewer_read_tasks(kafk
         end = reader.latestOffset(start, ReadAllAvailable())
         tasks = reader.partitions(start, end)
         # The largest partition alone, the two others together: 5 records a task each.
-        assert tasks == [KafkaRanges((KafkaRange(topic_name, 0, 0, 5),)),
-                         KafkaRanges((KafkaRange(topic_name, 1, 0, 2), KafkaRange(topic_name, 2, 0, 3)))]
-        read = [[(p, o) for batch in reader.read(task)
-                 for p, o in zip(batch.column("partition").to_pylist(), batch.column("offset").to_pylist())]
-                for task in tasks]
+        assert tasks == [
+            KafkaRanges((KafkaRange(topic_name, 0, 0, 5),)),
+            KafkaRanges((KafkaRange(topic_name, 1, 0, 2), KafkaRange(topic_name, 2, 0, 3))),
+        ]
+        read = [
+            [
+                (p, o)
+                for batch in reader.read(task)
+                for p, o in zip(batch.column("partition").to_pylist(), batch.column("offset").to_pylist())
+            ]
+            for task in tasks
+        ]
         assert read == [[(0, o) for o in range(5)], [(1, 0), (1, 1), (2, 0), (2, 1), (2, 2)]]
     finally:
         reader.stop()
@@ -403,8 +452,12 @@ def test_settings_for_other_clients_do_not_reach_the_readers():
     ``max.request.size``) must not make the source's consumers refuse to start."""
     from streaming.spark.kafka_source import client_config, confluent_config
 
-    options = {"kafka.bootstrap.servers": "b:9092", "kafka.max.request.size": "5000000", "kafka.client.id": "me",
-               "kafka.reconnect.backoff.max.ms": "50"}
+    options = {
+        "kafka.bootstrap.servers": "b:9092",
+        "kafka.max.request.size": "5000000",
+        "kafka.client.id": "me",
+        "kafka.reconnect.backoff.max.ms": "50",
+    }
     config = client_config(options)
     assert "max_request_size" not in config
     assert config["client_id"] == "me" and config["reconnect_backoff_max_ms"] == 50

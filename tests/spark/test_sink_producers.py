@@ -2,6 +2,7 @@
 confluent-kafka when the job reads with it (``--kafka-source confluent``). Same topics, keys, values, headers and --
 so that a group's events appended to the events topic stay in the group's partition -- the same partitions as Kafka's
 Java client; a record Kafka refuses is a clear error; a broker that goes away is waited for, nothing lost."""
+
 from __future__ import annotations
 
 
@@ -21,29 +22,43 @@ CLIENTS = ("kafka-python", "confluent")
 
 def outputs(batch: int) -> list[dict]:
     """A micro-batch's outputs as the job hands them over: broadcasts first, then each group's in order."""
-    out: list[dict] = [{"type": "broadcast_event", "group_id": None, "ts": 5,
-                        "event": {"type": "topic_metadata", "ts": 5, "topic": "t", "partitions": 4 + batch}}]
+    out: list[dict] = [
+        {
+            "type": "broadcast_event",
+            "group_id": None,
+            "ts": 5,
+            "event": {"type": "topic_metadata", "ts": 5, "topic": "t", "partitions": 4 + batch},
+        }
+    ]
     for g in range(12):
         group = f"group-{g}"
-        out += [{"type": "state_change", "group_id": group, "ts": 10 + batch, "from": "Empty",
-                 "to": "PreparingRebalance"},
-                {"type": "rebalance", "group_id": group, "ts": 11 + batch, "generation": batch + 1}]
+        out += [
+            {"type": "state_change", "group_id": group, "ts": 10 + batch, "from": "Empty", "to": "PreparingRebalance"},
+            {"type": "rebalance", "group_id": group, "ts": 11 + batch, "generation": batch + 1},
+        ]
     out.append({"type": "dead_letter", "group_id": "group-3", "ts": 12, "reason": "not valid JSON", "raw": "x"})
     return out
 
 
 def sink_for(bootstrap: str, prefix: str, client: str, **config) -> TrackerSink:
     ensure_topics(bootstrap, {f"{prefix}-events": 3, f"{prefix}-out": 3, f"{prefix}-dlq": 1})
-    sink = TrackerSink(bootstrap=bootstrap, events_topic=f"{prefix}-events", outputs_topic=f"{prefix}-out",
-                       dlq_topic=f"{prefix}-dlq", producer_client=client, producer_config=config)
+    sink = TrackerSink(
+        bootstrap=bootstrap,
+        events_topic=f"{prefix}-events",
+        outputs_topic=f"{prefix}-out",
+        dlq_topic=f"{prefix}-dlq",
+        producer_client=client,
+        producer_config=config,
+    )
     sink.known_groups.update(f"group-{g}" for g in range(12))
     return sink
 
 
 def written(bootstrap: str, prefix: str) -> dict[str, list[tuple]]:
-    return {suffix: [(r.partition, r.key, r.value, sorted(r.headers))
-                     for r in read_all(bootstrap, f"{prefix}-{suffix}")]
-            for suffix in ("events", "out", "dlq")}
+    return {
+        suffix: [(r.partition, r.key, r.value, sorted(r.headers)) for r in read_all(bootstrap, f"{prefix}-{suffix}")]
+        for suffix in ("events", "out", "dlq")
+    }
 
 
 def test_both_clients_write_the_same_records_to_the_same_partitions(kafka_bootstrap, topic_name):
@@ -78,8 +93,9 @@ def test_the_confluent_sink_waits_out_a_broker_outage(persistent_broker, topic_n
     want.handle(outputs(0), batch_id=0)
     want.handle(outputs(1), batch_id=1)
     want.close()
-    assert by_partition(deduplicate(read_all(bootstrap, f"{topic_name}-out"))) == \
-        by_partition(read_all(bootstrap, f"{topic_name}-want-out"))
+    assert by_partition(deduplicate(read_all(bootstrap, f"{topic_name}-out"))) == by_partition(
+        read_all(bootstrap, f"{topic_name}-want-out")
+    )
 
 
 def by_partition(records: list) -> dict[int, list]:

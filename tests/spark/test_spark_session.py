@@ -1,4 +1,5 @@
 """The session factory's local defaults and overrides, and the missing-Java message."""
+
 from __future__ import annotations
 
 import pytest
@@ -35,7 +36,7 @@ def test_python_workers_run_this_interpreter_unless_told_otherwise(monkeypatch):
     from streaming.spark.session import worker_python
 
     monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
-    assert worker_python() == sys.executable          # any master: not whatever python3 is on PATH
+    assert worker_python() == sys.executable  # any master: not whatever python3 is on PATH
     assert worker_python({"spark.pyspark.python": "/opt/env/bin/python"}) == "/opt/env/bin/python"
     monkeypatch.setenv("PYSPARK_PYTHON", "./env/bin/python")
     assert worker_python({"spark.pyspark.python": "/opt/env/bin/python"}) == "./env/bin/python"
@@ -45,8 +46,10 @@ def test_which_masters_get_the_code_shipped():
     from streaming.spark.session import is_local_master
 
     assert all(is_local_master(m) for m in ("local", "local[2]", "local[*]", "local[4,3]"))
-    assert not any(is_local_master(m) for m in ("spark://127.0.0.1:7077", "local-cluster[2,1,1024]", "yarn",
-                                                 "k8s://https://host:443", None))
+    assert not any(
+        is_local_master(m)
+        for m in ("spark://127.0.0.1:7077", "local-cluster[2,1,1024]", "yarn", "k8s://https://host:443", None)
+    )
 
 
 def test_code_archive_holds_the_packages_this_process_imports(tmp_path):
@@ -58,13 +61,16 @@ def test_code_archive_holds_the_packages_this_process_imports(tmp_path):
 
     archive = code_archive(tmp_path)
     (tmp_path / "again").mkdir()
-    assert code_archive(tmp_path / "again").name == archive.name   # named by content: same code, same name
-    root = Path(streaming.__file__).parent.parent                 # this checkout (pytest puts it first)
+    assert code_archive(tmp_path / "again").name == archive.name  # named by content: same code, same name
+    root = Path(streaming.__file__).parent.parent  # this checkout (pytest puts it first)
     with zipfile.ZipFile(archive) as z:
         names = set(z.namelist())
-        assert {"streaming/spark/job.py", "streaming/spark/kafka_source.py", "assignors/__init__.py",
-                "offsets_store/codec.py"} <= names
-        assert all(n.split("/")[0] in CODE_PACKAGES and n.endswith(".py") and "__pycache__" not in n
-                   for n in names)
+        assert {
+            "streaming/spark/job.py",
+            "streaming/spark/kafka_source.py",
+            "assignors/__init__.py",
+            "offsets_store/codec.py",
+        } <= names
+        assert all(n.split("/")[0] in CODE_PACKAGES and n.endswith(".py") and "__pycache__" not in n for n in names)
         for name in names:
             assert z.read(name) == (root / name).read_bytes(), name

@@ -4,6 +4,7 @@ Spark is played here by a small loop with its processing-time semantics (a key i
 its timeout is due; every call clears the timeout unless the call sets it again), so that a long feed of many groups,
 with expiries that fire on timers alone, runs in a second. tests/spark/test_job.py runs both keyings through real Spark.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,17 +47,23 @@ class SparkGroupState:
 
 
 def kafka_rows(events: list[dict], first_offset: int) -> pd.DataFrame:
-    return pd.DataFrame({"key": [e["group_id"].encode() for e in events],
-                         "value": [json.dumps(e).encode() for e in events], "topic": "events", "partition": 0,
-                         "offset": range(first_offset, first_offset + len(events)),
-                         "timestamp_ms": [e["ts"] for e in events]})
+    return pd.DataFrame(
+        {
+            "key": [e["group_id"].encode() for e in events],
+            "value": [json.dumps(e).encode() for e in events],
+            "topic": "events",
+            "partition": 0,
+            "offset": range(first_offset, first_offset + len(events)),
+            "timestamp_ms": [e["ts"] for e in events],
+        }
+    )
 
 
 def run_job(feed: list[dict], options: JobOptions, partitions: int | None, end_ms: int) -> dict[str, list[dict]]:
     """Micro-batches of TRIGGER_MS; returns each group's outputs in order."""
     on_key = make_state_function(options)
     column = "coordinator_partition" if partitions else "group_id"
-    states: dict = {}      # key -> (value, timeout at)
+    states: dict = {}  # key -> (value, timeout at)
     outputs: dict[str, list[dict]] = {}
     offset, start = 0, feed[0]["ts"]
     for batch_end in range(start + TRIGGER_MS, end_ms + 1, TRIGGER_MS):
@@ -66,7 +73,7 @@ def run_job(feed: list[dict], options: JobOptions, partitions: int | None, end_m
         if frame is not None and partitions:
             frame = _keyed_by_partition(frame, partitions)
         by_key = {k: rows for k, rows in frame.groupby(column, sort=True)} if frame is not None else {}
-        now = batch_end + options.timeout_grace_ms   # timers then run up to batch_end
+        now = batch_end + options.timeout_grace_ms  # timers then run up to batch_end
         due = sorted(k for k, (_, at) in states.items() if at is not None and at <= now and k not in by_key)
         for key in list(by_key) + due:
             value = states.get(key, (None, None))[0]
@@ -85,13 +92,20 @@ def run_job(feed: list[dict], options: JobOptions, partitions: int | None, end_m
 @pytest.mark.parametrize("partitions", [1, 3])
 def test_keyed_by_partition_every_group_gets_what_it_gets_keyed_by_group(partitions):
     start = 1_700_000_000_000
-    feed = Simulator(SimulationSettings(groups=12, seed=5, churn_interval_ms=8_000),
-                     start_ms=start).run_until(start + 60_000)
-    end = start + 80_000   # 20 s of silence at the end: the last members expire on timers alone
+    feed = Simulator(SimulationSettings(groups=12, seed=5, churn_interval_ms=8_000), start_ms=start).run_until(
+        start + 60_000
+    )
+    end = start + 80_000  # 20 s of silence at the end: the last members expire on timers alone
     settings = {"group.min.session.timeout.ms": 1_000}
     by_group = run_job(feed, JobOptions(coordinator=settings), None, end)
-    by_partition = run_job(feed, JobOptions(coordinator={**settings, "offsets.topic.num.partitions": partitions},
-                                            state_key="coordinator-partition"), partitions, end)
+    by_partition = run_job(
+        feed,
+        JobOptions(
+            coordinator={**settings, "offsets.topic.num.partitions": partitions}, state_key="coordinator-partition"
+        ),
+        partitions,
+        end,
+    )
     assert by_partition == by_group
     assert len(by_group) == 12
     expired = [o for outputs in by_group.values() for o in outputs if o["type"] == "member_expired"]

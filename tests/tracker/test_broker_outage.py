@@ -5,6 +5,7 @@ as in the issue) and comes back on the same port. Meanwhile the job must stay up
 waits for the broker -- no stack trace -- then go on: the outputs topic (deduplicated by the ``batch_id``/``seq``
 headers as docs/outputs.md tells readers to) and the store must be the pure model's, record for record, the bad record
 dead-lettered once."""
+
 from __future__ import annotations
 
 import json
@@ -44,16 +45,26 @@ def test_the_job_waits_out_a_broker_outage(persistent_broker, tmp_path):
         persistent_broker.stop()
         lost = time.monotonic()
         # The job stays up and says what it waits for.
-        wait_for(lambda: WAITING in job.log.read_text(errors="replace"), OUTAGE_S + 15,
-                 "the live table to say the job waits for the broker", job)
+        wait_for(
+            lambda: WAITING in job.log.read_text(errors="replace"),
+            OUTAGE_S + 15,
+            "the live table to say the job waits for the broker",
+            job,
+        )
         assert dirs.position() != end, "the feed was done before the outage"
-        time.sleep(max(0.0, OUTAGE_S - (time.monotonic() - lost)))   # the outage itself lasts OUTAGE_S
+        time.sleep(max(0.0, OUTAGE_S - (time.monotonic() - lost)))  # the outage itself lasts OUTAGE_S
         assert job.alive(), job.tail()
         persistent_broker.start()
-        wait_for(lambda: dirs.position() == end, 240, "the job to read the whole feed after the outage", job,
-                 interval_s=0.2)
-        wait_for(lambda: stored_bytes(dirs.store) == want_store and dirs.committed() == dirs.planned(), 60,
-                 "the store to hold the model's records", job, interval_s=0.2)
+        wait_for(
+            lambda: dirs.position() == end, 240, "the job to read the whole feed after the outage", job, interval_s=0.2
+        )
+        wait_for(
+            lambda: stored_bytes(dirs.store) == want_store and dirs.committed() == dirs.planned(),
+            60,
+            "the store to hold the model's records",
+            job,
+            interval_s=0.2,
+        )
         assert job.interrupt() == 0, job.tail()
     finally:
         if job.alive():
@@ -71,5 +82,8 @@ def test_the_job_waits_out_a_broker_outage(persistent_broker, tmp_path):
     assert stored_bytes(dirs.store) == want_store and dirs.position() == end
     dead = [json.loads(r.value) for r in deduplicate(read_all(bootstrap, f"{topic}.dlq"))]
     assert len(dead) == 1 and "not valid JSON" in dead[0]["reason"], dead
-    print(f"outage of {OUTAGE_S:.0f} s after batch {before}; {len(raw)} output records, "
-          f"{sum(map(len, got.values()))} after deduplication", flush=True)
+    print(
+        f"outage of {OUTAGE_S:.0f} s after batch {before}; {len(raw)} output records, "
+        f"{sum(map(len, got.values()))} after deduplication",
+        flush=True,
+    )

@@ -23,6 +23,7 @@ connect back"); ``rebalance-tracker run`` starts such a query again. There, the 
 
 ``KILL_SEED=N`` replays a plan; the seed is printed either way.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,7 +41,7 @@ from streaming.feeds.simulator import SimulationSettings, Simulator
 from streaming.kafka_client.topics import ensure_topics
 from streaming.spark.kafka_source import SOURCE_RUNNER as RUNNER
 from streaming.spark.sinks import CRASH_AFTER_OUTPUTS_ENV
-from tests.job_process import (JobDirs, JobProcess, deduplicate, model_run, stored_bytes, wait_for)
+from tests.job_process import JobDirs, JobProcess, deduplicate, model_run, stored_bytes, wait_for
 from tests.tracker.test_tracker_kafka import events_log_end, produce, read_all
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -52,17 +53,38 @@ PHASES = ("batch", "sink", "commit", "outputs")
 
 def long_feed() -> list[dict]:
     """Three groups over four simulated minutes with churn: crashes, leaves, static restarts, topic growth."""
-    return Simulator(SimulationSettings(groups=3, seed=13, churn_interval_ms=10_000,
-                                        assignors=("range", "cooperative-sticky", "sticky")),
-                     start_ms=START).run_until(START + 240_000)
+    return Simulator(
+        SimulationSettings(
+            groups=3, seed=13, churn_interval_ms=10_000, assignors=("range", "cooperative-sticky", "sticky")
+        ),
+        start_ms=START,
+    ).run_until(START + 240_000)
 
 
 def job_args(bootstrap: str, topic: str, dirs: JobDirs) -> list[str]:
-    return ["--bootstrap", bootstrap, "--events-topic", topic, "--assignments-topic", f"{topic}-out",
-            "--dlq-topic", f"{topic}.dlq", "--store", f"sqlite:{dirs.store}", "--checkpoint", str(dirs.checkpoint),
-            "--trigger", "200ms", "--time-mode", "event", "--watermark-delay", f"{WATERMARK_DELAY_MS // 1000} seconds",
-            # Many small micro-batches, so that a kill lands in the middle of the feed.
-            "--max-offsets-per-trigger", "40"]
+    return [
+        "--bootstrap",
+        bootstrap,
+        "--events-topic",
+        topic,
+        "--assignments-topic",
+        f"{topic}-out",
+        "--dlq-topic",
+        f"{topic}.dlq",
+        "--store",
+        f"sqlite:{dirs.store}",
+        "--checkpoint",
+        str(dirs.checkpoint),
+        "--trigger",
+        "200ms",
+        "--time-mode",
+        "event",
+        "--watermark-delay",
+        f"{WATERMARK_DELAY_MS // 1000} seconds",
+        # Many small micro-batches, so that a kill lands in the middle of the feed.
+        "--max-offsets-per-trigger",
+        "40",
+    ]
 
 
 def in_window(phase: str, dirs: JobDirs, first: int) -> int | None:
@@ -78,7 +100,7 @@ def in_window(phase: str, dirs: JobDirs, first: int) -> int | None:
     marker = dirs.marker()
     if phase == "sink":
         return planned if marker < planned else None
-    return planned if marker == planned else None          # commit
+    return planned if marker == planned else None  # commit
 
 
 def kill_in(phase: str, first: int, job: JobProcess, dirs: JobDirs, end: dict, timeout_s: float = 180) -> str:
@@ -93,14 +115,15 @@ def kill_in(phase: str, first: int, job: JobProcess, dirs: JobDirs, end: dict, t
         if in_window(phase, dirs, first) is None:
             time.sleep(0.002)
             continue
-        job.signal_group(signal.SIGSTOP)          # freeze it; on the frozen job, is it still in the window?
+        job.signal_group(signal.SIGSTOP)  # freeze it; on the frozen job, is it still in the window?
         batch = in_window(phase, dirs, first)
         if batch is not None:
-            hit = (f"{phase} (batch {batch}: stored {dirs.stored()}, marker {dirs.marker()}, committed "
-                   f"{dirs.committed()})")
+            hit = (
+                f"{phase} (batch {batch}: stored {dirs.stored()}, marker {dirs.marker()}, committed {dirs.committed()})"
+            )
             job.kill()
             return hit
-        job.signal_group(signal.SIGCONT)          # it moved on: catch the next batch
+        job.signal_group(signal.SIGCONT)  # it moved on: catch the next batch
     raise AssertionError(f"no '{phase}' window from batch {first} on within {timeout_s:.0f} s:\n{job.tail()}")
 
 
@@ -148,8 +171,9 @@ def test_sigkill_at_random_points_then_restart(kafka_bootstrap, topic_name, tmp_
         job = JobProcess(args, tmp_path, log, env=env)
         started = time.monotonic()
         try:
-            hits.append(crash_after_outputs(first, job, dirs) if phase == "outputs"
-                        else kill_in(phase, first, job, dirs, end))
+            hits.append(
+                crash_after_outputs(first, job, dirs) if phase == "outputs" else kill_in(phase, first, job, dirs, end)
+            )
             print(f"  killed: {hits[-1]}, {time.monotonic() - started:.0f} s after the start", flush=True)
         finally:
             if job.alive():
@@ -157,21 +181,27 @@ def test_sigkill_at_random_points_then_restart(kafka_bootstrap, topic_name, tmp_
         assert dirs.position() != end, f"the feed was done before the '{phase}' kill; make it longer ({hits})"
         if i == 0:
             text = log.read_text(errors="replace")
-            assert slowed.exists() and "failed to connect back" in text and "starting the query again (2/3)" in text, \
+            assert slowed.exists() and "failed to connect back" in text and "starting the query again (2/3)" in text, (
                 "the first start's slow source worker was not started again:\n" + text[-4000:]
+            )
 
     # The last run goes to the end of the feed, then is stopped with Ctrl-C.
     max_ts = max(e["ts"] for e in feed)
     want_outputs, want_store = model_run(feed, max_ts - WATERMARK_DELAY_MS)
     # No more kills: the rest of the feed in large micro-batches.
     limit = args.index("--max-offsets-per-trigger") + 1
-    job = JobProcess(args[:limit] + ["1000"] + args[limit + 1:], tmp_path, log)
+    job = JobProcess(args[:limit] + ["1000"] + args[limit + 1 :], tmp_path, log)
     started = time.monotonic()
     try:
         wait_for(lambda: dirs.position() == end, 120, "the job to read the whole feed", job, interval_s=0.2)
         # Then the no-data batch that runs the timers up to the final watermark.
-        wait_for(lambda: stored_bytes(dirs.store) == want_store and dirs.committed() == dirs.planned(), 30,
-                 "the store to hold the model's records", job, interval_s=0.2)
+        wait_for(
+            lambda: stored_bytes(dirs.store) == want_store and dirs.committed() == dirs.planned(),
+            30,
+            "the store to hold the model's records",
+            job,
+            interval_s=0.2,
+        )
         assert job.interrupt() == 0, job.tail()
         print(f"  the last run read the rest and stopped in {time.monotonic() - started:.0f} s", flush=True)
     finally:

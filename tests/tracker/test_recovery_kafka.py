@@ -10,6 +10,7 @@ wins: the generations the tracker reports are the ones the consumers were given 
 broker's. What it cannot know (a round begun before the restore, why a member that went quiet before it is gone) it
 says: ``restore_gap``, reason ``unknown``.
 """
+
 from __future__ import annotations
 
 import io
@@ -52,7 +53,7 @@ def record(kafka, workdir) -> SimpleNamespace:
     events = read_feed(kafka.bootstrap, feed_topic, {})
     last = max(truth.generations())
 
-    def emptied():   # the group's last record: Empty, after its last generation
+    def emptied():  # the group's last record: Empty, after its last generation
         pairs = list(read_offsets_topic(kafka.bootstrap))
         records = [decode_record(k, v) for k, v in pairs]
         mine = [r for r in records if r.get("group_id") == group and r["type"] == "group_metadata"]
@@ -60,20 +61,33 @@ def record(kafka, workdir) -> SimpleNamespace:
         return pairs if done else None
 
     pairs = wait_until(emptied, 120, "the group's last record")
-    (workdir / "feed.json").write_text(json.dumps(events))   # beside truth.jsonl, for a look after a failure
-    return SimpleNamespace(group=group, topic=topic, truth=truth, events=events, committed=committed,
-                           cluster_events=[e for e in events_from(pairs, ClusterFeed()) if e["group_id"] == group])
+    (workdir / "feed.json").write_text(json.dumps(events))  # beside truth.jsonl, for a look after a failure
+    return SimpleNamespace(
+        group=group,
+        topic=topic,
+        truth=truth,
+        events=events,
+        committed=committed,
+        cluster_events=[e for e in events_from(pairs, ClusterFeed()) if e["group_id"] == group],
+    )
 
 
 def recorded(request, broker: str) -> SimpleNamespace:
-    if broker == "0.9":   # the session's first 0.9 run, which the feeds' tests read too
+    if broker == "0.9":  # the session's first 0.9 run, which the feeds' tests read too
         run = request.getfixturevalue("kafka09_histories")(0)
-        return SimpleNamespace(group=run.group, topic=run.topic, truth=run.truth, events=run.events,
-                               committed=run.committed, cluster_events=[e for e in events_from(run.pairs, ClusterFeed())
-                                                                        if e["group_id"] == run.group])
+        return SimpleNamespace(
+            group=run.group,
+            topic=run.topic,
+            truth=run.truth,
+            events=run.events,
+            committed=run.committed,
+            cluster_events=[e for e in events_from(run.pairs, ClusterFeed()) if e["group_id"] == run.group],
+        )
     if broker not in _recorded:
-        _recorded[broker] = record(request.getfixturevalue("apache_kafka4"),
-                                   request.getfixturevalue("tmp_path_factory").mktemp(f"history-{broker}"))
+        _recorded[broker] = record(
+            request.getfixturevalue("apache_kafka4"),
+            request.getfixturevalue("tmp_path_factory").mktemp(f"history-{broker}"),
+        )
     return _recorded[broker]
 
 
@@ -91,8 +105,11 @@ def history4(request):
 
 def told(outputs: list[dict]) -> dict[int, tuple]:
     """The generations the tracker reports: leader, and who got what."""
-    return {o["generation"]: (o["leader"], {m: sorted(map(list, p)) for m, p in o["assignment"].items()})
-            for o in outputs if o["type"] == "rebalance" and o["members"]}
+    return {
+        o["generation"]: (o["leader"], {m: sorted(map(list, p)) for m, p in o["assignment"].items()})
+        for o in outputs
+        if o["type"] == "rebalance" and o["members"]
+    }
 
 
 def given(truth) -> dict[int, tuple]:
@@ -136,10 +153,13 @@ def test_observe_mode_converges_wherever_the_checkpoint_is_lost(history):
         assert len(gaps) <= 1
         if gaps:
             reported.add(cut)
-        for o in restart.second:   # each member went as it did, or the tracker says it cannot know why
+        for o in restart.second:  # each member went as it did, or the tracker says it cannot know why
             if o["type"] in ("member_left", "member_expired"):
-                assert (o["type"], o["reason"]) == departures[o["member_id"]] or (o["reason"] == "unknown" and gaps), \
-                    (cut, o, gaps)
+                assert (o["type"], o["reason"]) == departures[o["member_id"]] or (o["reason"] == "unknown" and gaps), (
+                    cut,
+                    o,
+                    gaps,
+                )
         assert {o["group_id"] for o in restart.second if o["type"] == "group_restored"} <= {history.group}
     # A checkpoint lost half-way through a round is always reported; many lost between rounds are not (while a
     # killed consumer's session runs out, one is: the store cannot know it went quiet).
@@ -162,8 +182,7 @@ def test_the_cluster_feed_converges_wherever_the_checkpoint_is_lost(history):
 
 
 @pytest.mark.spark
-def test_the_job_that_loses_its_checkpoint_mid_rebalance_ends_as_the_broker(history4, spark, kafka_bootstrap,
-                                                                          tmp_path):
+def test_the_job_that_loses_its_checkpoint_mid_rebalance_ends_as_the_broker(history4, spark, kafka_bootstrap, tmp_path):
     """Through the Spark job: the first part of the feed, the checkpoint deleted half-way through the round that
     added the third consumer, the rest. The restarted job rebuilds the group from the store, says so, reports the
     round it cannot know the start of, and ends with the consumers' generations and the broker's offsets."""
@@ -179,15 +198,23 @@ def test_the_job_that_loses_its_checkpoint_mid_rebalance_ends_as_the_broker(hist
     history = history4
     events = history.events
     added = min(g.generation for g in history.truth.generations().values() if "c2" in g.clients.values())
-    cuts = mid_round_cuts(events)[added]                # the round that added c2
+    cuts = mid_round_cuts(events)[added]  # the round that added c2
     cut = cuts[len(cuts) // 2]
     recorded_sync = [e for e in events[:cut] if e["type"] == "sync" and e.get("assignments") is not None][-1]
     events_topic, outputs_topic = f"rt-{uuid.uuid4().hex[:8]}", f"rt-out-{uuid.uuid4().hex[:8]}"
     ensure_topics(kafka_bootstrap, {events_topic: 2})
-    config = TrackerConfig(bootstrap=kafka_bootstrap, events_topic=events_topic, outputs_topic=outputs_topic,
-                           store=f"sqlite:{tmp_path / 'offsets.db'}", checkpoint=str(tmp_path / "checkpoint"),
-                           trigger="200 milliseconds", time_mode="event", watermark_delay="5 seconds",
-                           coordinator=dict(OBSERVE), metrics_port=None)
+    config = TrackerConfig(
+        bootstrap=kafka_bootstrap,
+        events_topic=events_topic,
+        outputs_topic=outputs_topic,
+        store=f"sqlite:{tmp_path / 'offsets.db'}",
+        checkpoint=str(tmp_path / "checkpoint"),
+        trigger="200 milliseconds",
+        time_mode="event",
+        watermark_delay="5 seconds",
+        coordinator=dict(OBSERVE),
+        metrics_port=None,
+    )
 
     def produce(part: list[dict]) -> None:
         producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all", linger_ms=20)
@@ -207,16 +234,19 @@ def test_the_job_that_loses_its_checkpoint_mid_rebalance_ends_as_the_broker(hist
     produce(events[:cut])
     run_all()
     first = [json.loads(r.value) for r in read_all(kafka_bootstrap, outputs_topic)]
-    shutil.rmtree(config.checkpoint)                      # the checkpoint is lost; the store and the topics stay
+    shutil.rmtree(config.checkpoint)  # the checkpoint is lost; the store and the topics stay
     produce(events[cut:])
     started = time.monotonic()
     run_all()
-    second = [json.loads(r.value) for r in read_all(kafka_bootstrap, outputs_topic)][len(first):]
+    second = [json.loads(r.value) for r in read_all(kafka_bootstrap, outputs_topic)][len(first) :]
     print(f"\ncut after event {cut} of {len(events)}; the restarted job took {time.monotonic() - started:.1f} s")
 
     (restored,) = [o for o in second if o["type"] == "group_restored"]
-    assert (restored["group_id"], restored["generation"], sorted(restored["members"])) == \
-        (history.group, recorded_sync["generation"], sorted(recorded_sync["assignments"]))
+    assert (restored["group_id"], restored["generation"], sorted(restored["members"])) == (
+        history.group,
+        recorded_sync["generation"],
+        sorted(recorded_sync["assignments"]),
+    )
     (gap,) = [o for o in second if o["type"] == "restore_gap"]
     assert gap["restored_generation"] == recorded_sync["generation"] and gap["follows"]
     assert told(first) | told(second) == given(history.truth)
@@ -225,6 +255,9 @@ def test_the_job_that_loses_its_checkpoint_mid_rebalance_ends_as_the_broker(hist
         records = store.load_records()
     finally:
         store.close()
-    stored = {(r["topic"], r["partition"]): r["offset"] for r in records
-              if r["type"] == "offset_commit" and not r.get("tombstone") and r["group_id"] == history.group}
+    stored = {
+        (r["topic"], r["partition"]): r["offset"]
+        for r in records
+        if r["type"] == "offset_commit" and not r.get("tombstone") and r["group_id"] == history.group
+    }
     assert stored == history.committed

@@ -1,5 +1,6 @@
 """The whole tracker through a real broker: events topic -> Kafka source -> job -> outputs topic, dead-letter topic,
 offsets store and metrics; stopped and restarted from its checkpoint on the way."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -58,29 +59,38 @@ FEED_START = 1_700_000_000_000
 
 def recorded_feed() -> list[dict]:
     """group-0 rebalances cooperatively, group-1 eagerly; churn brings crashes, leaves, static restarts."""
-    return Simulator(SimulationSettings(groups=2, seed=21, churn_interval_ms=8_000,
-                                        assignors=("cooperative-sticky", "range")),
-                     start_ms=FEED_START).run_until(FEED_START + 150_000)
+    return Simulator(
+        SimulationSettings(groups=2, seed=21, churn_interval_ms=8_000, assignors=("cooperative-sticky", "range")),
+        start_ms=FEED_START,
+    ).run_until(FEED_START + 150_000)
 
 
 def tracker_config(bootstrap: str, topic_name: str, tmp_path, **overrides) -> TrackerConfig:
     """The end-to-end scenario's job: event time, fast triggers, its own topics, store and checkpoint."""
-    settings = dict(bootstrap=bootstrap, events_topic=topic_name, outputs_topic=f"{topic_name}-out",
-                    dlq_topic=f"{topic_name}.dlq", store=f"sqlite:{tmp_path / 'offsets.db'}",
-                    checkpoint=str(tmp_path / "checkpoint"), trigger="200 milliseconds", time_mode="event",
-                    watermark_delay="1 second")
+    settings = dict(
+        bootstrap=bootstrap,
+        events_topic=topic_name,
+        outputs_topic=f"{topic_name}-out",
+        dlq_topic=f"{topic_name}.dlq",
+        store=f"sqlite:{tmp_path / 'offsets.db'}",
+        checkpoint=str(tmp_path / "checkpoint"),
+        trigger="200 milliseconds",
+        time_mode="event",
+        watermark_delay="1 second",
+    )
     return TrackerConfig(**(settings | overrides))
 
 
 def first_half(bootstrap: str, config: TrackerConfig, feed: list[dict]) -> None:
     """The events topic with the feed's first half and one record that is not JSON."""
     ensure_topics(bootstrap, {config.events_topic: 2})
-    produce(bootstrap, config.events_topic,
-            [encode_event(e) for e in feed[: len(feed) // 2]] + [(b"group-0", b"not json")])
+    produce(
+        bootstrap, config.events_topic, [encode_event(e) for e in feed[: len(feed) // 2]] + [(b"group-0", b"not json")]
+    )
 
 
 def second_half(bootstrap: str, config: TrackerConfig, feed: list[dict]) -> None:
-    produce(bootstrap, config.events_topic, [encode_event(e) for e in feed[len(feed) // 2:]])
+    produce(bootstrap, config.events_topic, [encode_event(e) for e in feed[len(feed) // 2 :]])
 
 
 def events_log_end(bootstrap: str, topic: str) -> dict[tuple[str, int], int]:
@@ -104,7 +114,7 @@ def check_tracker_run(bootstrap: str, config: TrackerConfig, feed: list[dict]) -
     for e in feed:
         for o in coordinator.handle(e):
             if o["type"] in STORE_TYPES:
-                stored_records.append(o)      # these go to the store, not to the outputs topic
+                stored_records.append(o)  # these go to the store, not to the outputs topic
             elif o["type"] in DEFAULT_OUTPUT_TYPES:
                 want.setdefault(o["group_id"], []).append(json.loads(json.dumps(o)))
     for group_id, outputs in want.items():
@@ -117,12 +127,18 @@ def check_tracker_run(bootstrap: str, config: TrackerConfig, feed: list[dict]) -
     assert {"member_expired", "member_left", "member_replaced", "assignment", "rebalance"} <= kinds
     replaced = [o for o in everything if o["type"] == "member_replaced"]
     # A static member restarting while Stable takes its old place: no state change at that moment.
-    assert any(not any(c["type"] == "state_change" and c["ts"] == r["ts"] for c in got[r["group_id"]])
-               for r in replaced), "no static member restart without a rebalance"
+    assert any(
+        not any(c["type"] == "state_change" and c["ts"] == r["ts"] for c in got[r["group_id"]]) for r in replaced
+    ), "no static member restart without a rebalance"
     cooperative = [o for o in got["group-0"] if o["type"] == "rebalance"]
     assert all(r["rebalance_protocol"] == "cooperative" for r in cooperative)
-    assert any(r["partitions_moved"] > 0 and any(a["revoked"] for a in got["group-0"]
-               if a["type"] == "assignment" and a["generation"] == r["generation"]) for r in cooperative)
+    assert any(
+        r["partitions_moved"] > 0
+        and any(
+            a["revoked"] for a in got["group-0"] if a["type"] == "assignment" and a["generation"] == r["generation"]
+        )
+        for r in cooperative
+    )
 
     # Dead-letter topic: the bad record, with its reason and where it came from.
     (dead,) = [json.loads(r.value) for r in read_all(bootstrap, config.dlq_topic)]
@@ -132,7 +148,7 @@ def check_tracker_run(bootstrap: str, config: TrackerConfig, feed: list[dict]) -
     from offsets_store import open_store
 
     expected: dict[tuple, int] = {}
-    for o in stored_records:      # every commit in the feed was handled; only timer-driven outputs may lag
+    for o in stored_records:  # every commit in the feed was handled; only timer-driven outputs may lag
         if o["type"] == "offset_commit":
             key = (o["group_id"], o["topic"], o["partition"])
             if o.get("tombstone"):
@@ -144,8 +160,11 @@ def check_tracker_run(bootstrap: str, config: TrackerConfig, feed: list[dict]) -
         records = store.load_records()
     finally:
         store.close()
-    stored = {(r["group_id"], r["topic"], r["partition"]): r["offset"]
-              for r in records if r["type"] == "offset_commit" and not r.get("tombstone")}
+    stored = {
+        (r["group_id"], r["topic"], r["partition"]): r["offset"]
+        for r in records
+        if r["type"] == "offset_commit" and not r.get("tombstone")
+    }
     # ...besides the tracker's own position on the events topic: all of it was read.
     position = {(t, p): o for (g, t, p), o in stored.items() if g == POSITION_GROUP}
     assert position == events_log_end(bootstrap, config.events_topic)
@@ -172,17 +191,23 @@ def test_tracker_end_to_end_with_a_restart(spark, kafka_bootstrap, topic_name, t
     finally:
         tracker.stop()
     # The metrics endpoint answered while the job ran, with what the job had emitted so far.
-    samples = {(x.name, tuple(sorted(x.labels.items()))): x.value
-               for family in text_string_to_metric_families(metrics) for x in family.samples}
+    samples = {
+        (x.name, tuple(sorted(x.labels.items()))): x.value
+        for family in text_string_to_metric_families(metrics)
+        for x in family.samples
+    }
     assert view.groups["group-0"].rebalances > 0
-    assert samples[("rebalance_tracker_group_rebalances_total", (("group", "group-0"),))] == \
-        view.groups["group-0"].rebalances
+    assert (
+        samples[("rebalance_tracker_group_rebalances_total", (("group", "group-0"),))]
+        == view.groups["group-0"].rebalances
+    )
     assert samples[("rebalance_tracker_dead_lettered_events_total", ())] == 1
 
     second_half(kafka_bootstrap, config, feed)
     # Restarted reading (and so writing) with confluent-kafka: the same checkpoint, topics and records.
-    tracker = start_tracker(spark, dataclasses.replace(config, kafka_source="confluent"),
-                            LiveView(out=io.StringIO(), redraw=False))
+    tracker = start_tracker(
+        spark, dataclasses.replace(config, kafka_source="confluent"), LiveView(out=io.StringIO(), redraw=False)
+    )
     assert tracker.sink.producer_client == "confluent"
     try:
         tracker.query.processAllAvailable()

@@ -1,5 +1,6 @@
 """A live feed through the real broker and Spark in processing-time mode: a member that crashes (its heartbeats
 simply stop) is expired by the group-state timeout and its partitions go to the survivor."""
+
 from __future__ import annotations
 
 import io
@@ -34,17 +35,33 @@ class Capture(LiveView):
 def test_crashed_member_is_expired_and_its_partitions_reassigned(spark, kafka_bootstrap, topic_name, tmp_path):
     ensure_topics(kafka_bootstrap, {topic_name: 1})
     view = Capture()
-    config = TrackerConfig(bootstrap=kafka_bootstrap, events_topic=topic_name, outputs_topic=None, store=None,
-                           checkpoint=str(tmp_path / "cp"), trigger="500 milliseconds", coordinator=SETTINGS,
-                           # Timers run 8 s behind the wall clock: on a loaded machine the feeder thread or a batch
-                           # can lag seconds, and the survivor must not be expired for heartbeats still on the way.
-                           # (Outputs carry the deadline as their time, so the figures below do not change.)
-                           timeout_grace_ms=8_000)
+    config = TrackerConfig(
+        bootstrap=kafka_bootstrap,
+        events_topic=topic_name,
+        outputs_topic=None,
+        store=None,
+        checkpoint=str(tmp_path / "cp"),
+        trigger="500 milliseconds",
+        coordinator=SETTINGS,
+        # Timers run 8 s behind the wall clock: on a loaded machine the feeder thread or a batch
+        # can lag seconds, and the survivor must not be expired for heartbeats still on the way.
+        # (Outputs carry the deadline as their time, so the figures below do not change.)
+        timeout_grace_ms=8_000,
+    )
     tracker = start_tracker(spark, config, view)
-    simulator = Simulator(SimulationSettings(groups=1, members_per_group=2, churn_interval_ms=10**9,
-                                             session_timeout_ms=6_000, heartbeat_interval_ms=1_000,
-                                             static_fraction=0.0, log_end_interval_ms=1_000),
-                          start_ms=int(time.time() * 1000), config=CoordinatorConfig.from_properties(SETTINGS))
+    simulator = Simulator(
+        SimulationSettings(
+            groups=1,
+            members_per_group=2,
+            churn_interval_ms=10**9,
+            session_timeout_ms=6_000,
+            heartbeat_interval_ms=1_000,
+            static_fraction=0.0,
+            log_end_interval_ms=1_000,
+        ),
+        start_ms=int(time.time() * 1000),
+        config=CoordinatorConfig.from_properties(SETTINGS),
+    )
     producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks=1)
     stop, crashed = threading.Event(), {}
 
@@ -54,7 +71,7 @@ def test_crashed_member_is_expired_and_its_partitions_reassigned(spark, kafka_bo
             if not crashed and time.time() - started > 10:
                 victim = next(c for c in simulator.clients.values() if c.phase == "stable")
                 crashed["member_id"], crashed["at"] = victim.member_id, time.time()
-                simulator._crash(victim)          # its heartbeats stop; nothing else is sent for it
+                simulator._crash(victim)  # its heartbeats stop; nothing else is sent for it
             for event in simulator.run_until(int(time.time() * 1000)):
                 producer.send(topic_name, key=event["group_id"].encode(), value=json.dumps(event).encode())
             producer.flush()
@@ -65,13 +82,16 @@ def test_crashed_member_is_expired_and_its_partitions_reassigned(spark, kafka_bo
     try:
         deadline = time.time() + 240
         while time.time() < deadline:
-            done = [o for o in view.outputs if o["type"] == "rebalance" and crashed
-                    and o["ts"] > crashed["at"] * 1000 and len(o["members"]) == 1]
+            done = [
+                o
+                for o in view.outputs
+                if o["type"] == "rebalance" and crashed and o["ts"] > crashed["at"] * 1000 and len(o["members"]) == 1
+            ]
             if done:
                 break
             time.sleep(0.2)
     finally:
-        tracker.stop()        # first: once the feed stops, the survivor would (rightly) expire too
+        tracker.stop()  # first: once the feed stops, the survivor would (rightly) expire too
         stop.set()
         feeder.join(10)
         producer.close()
@@ -84,8 +104,9 @@ def test_crashed_member_is_expired_and_its_partitions_reassigned(spark, kafka_bo
     final = [o for o in view.outputs if o["type"] == "rebalance"][-1]
     (survivor,) = final["assignment"]
     assert survivor != crashed["member_id"]
-    assert sorted(map(tuple, final["assignment"][survivor])) == \
-        [(f"topic-0-{t}", p) for t in range(2) for p in range(6)]
+    assert sorted(map(tuple, final["assignment"][survivor])) == [
+        (f"topic-0-{t}", p) for t in range(2) for p in range(6)
+    ]
     # The feed's log-end samples went through the job: the live table has the group's lag from them.
     assert any(o["type"] == "log_end" for o in view.outputs)
     figures = view.lag.current("group-0")

@@ -1,4 +1,5 @@
 """Fixtures the views' tests share."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """Rebalance history folded from real coordinator outputs (the coordinator driven by scripted clients)."""
+
 from __future__ import annotations
 
 from streaming.views.history import HistoryBuilder, OwnershipChange, build_histories, build_history, ownership_changes
@@ -14,7 +15,7 @@ def _crash_scenario() -> tuple[Harness, str, str, str]:
     h.sync(a, 1, assignments=first)
     h.sync(b, 1)
     h.sync(c, 1)
-    for _ in range(4):                      # a and b heartbeat, c has crashed
+    for _ in range(4):  # a and b heartbeat, c has crashed
         h.tick(3_000)
         h.heartbeat(a, 1)
         h.heartbeat(b, 1)
@@ -53,8 +54,14 @@ def test_state_spans_tile_the_history():
     h, *_ = _crash_scenario()
     history = build_history(h.outputs, "g")
     states = [s.state for s in history.states]
-    assert states == ["PreparingRebalance", "CompletingRebalance", "Stable",
-                      "PreparingRebalance", "CompletingRebalance", "Stable"]
+    assert states == [
+        "PreparingRebalance",
+        "CompletingRebalance",
+        "Stable",
+        "PreparingRebalance",
+        "CompletingRebalance",
+        "Stable",
+    ]
     for before, after in zip(history.states, history.states[1:]):
         assert before.end_ts == after.start_ts
     assert history.states[-1].end_ts is None
@@ -80,7 +87,7 @@ def test_static_member_keeps_its_lane_across_restarts():
     h.tick(0)
     h.sync(a, 1, assignments={a: [["t", 0], ["t", 1]]}, instance_id="pod-0")
     h.tick(1_000)
-    again = h.join(instance_id="pod-0", client_id="a")           # restarted: new member id, same instance
+    again = h.join(instance_id="pod-0", client_id="a")  # restarted: new member id, same instance
     new_id = one(again, "member_replaced")["member_id"]
     assert new_id != a
     history = build_history(h.outputs, "g")
@@ -98,7 +105,7 @@ def test_since_keeps_only_later_generations_and_departures():
     assert [g.generation for g in later.generations] == [2]
     assert len(later.departures) == 1
     assert all(s.start_ts >= cut for s in later.states)
-    assert c in later.lanes            # still present at the cut (it expires exactly then)
+    assert c in later.lanes  # still present at the cut (it expires exactly then)
     assert history.since(h.now + 1).generations == []
 
 
@@ -120,5 +127,7 @@ def test_histories_are_kept_per_group_and_deterministic():
 def test_ownership_changes_show_revocations_and_new_partitions():
     before = {"a": [("t", 0), ("t", 1)], "b": [("t", 2)]}
     after = {"a": [("t", 0)], "b": [("t", 2), ("t", 3)]}
-    assert ownership_changes(before, after) == [OwnershipChange(("t", 1), "a", None),
-                                                OwnershipChange(("t", 3), None, "b")]
+    assert ownership_changes(before, after) == [
+        OwnershipChange(("t", 1), "a", None),
+        OwnershipChange(("t", 3), None, "b"),
+    ]

@@ -1,5 +1,6 @@
 """History and report of consumer-protocol (KIP-848) groups, folded from the real ConsumerGroupCoordinator's outputs
 of known feeds: epochs, targets, reconciliation and revocation times, and partitions without an owner."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,16 @@ import pytest
 
 from streaming.feeds.simulator import SimulationSettings, Simulator
 from streaming.views import report
-from streaming.views.history import (HistoryBuilder, OwnershipChange, Reconciliation, Revocation, UnownedSpan,
-                                     build_histories, build_history, coordinator_outputs)
+from streaming.views.history import (
+    HistoryBuilder,
+    OwnershipChange,
+    Reconciliation,
+    Revocation,
+    UnownedSpan,
+    build_histories,
+    build_history,
+    coordinator_outputs,
+)
 from tests.views.test_report import _read_png, _tables
 from offsets_store.codec import CONSUMER_GROUP_TYPES
 
@@ -20,8 +29,15 @@ CONFIG = ["group.consumer.session.timeout.ms=10000", "group.consumer.heartbeat.i
 
 
 def hb(ts, member, epoch, owned=None, **fields):
-    e = {"type": "consumer_heartbeat", "group_id": "g", "ts": START + ts, "member_id": member, "member_epoch": epoch,
-         "client_id": member[0], **fields}
+    e = {
+        "type": "consumer_heartbeat",
+        "group_id": "g",
+        "ts": START + ts,
+        "member_id": member,
+        "member_epoch": epoch,
+        "client_id": member[0],
+        **fields,
+    }
     if owned is not None:
         e["topic_partitions"] = [["t", p] for p in owned]
     return e
@@ -55,54 +71,90 @@ def _outputs():
 def test_targets_epochs_and_returns_to_stable():
     h = build_history(_outputs(), "g")
     assert h.is_consumer and h.protocol == "consumer"
-    assert [(t.epoch, t.ts - START, t.bumped_ts - START, t.trigger) for t in h.targets] == \
-        [(1, 0, 0, "join"), (2, 1_000, 1_000, "join"), (3, 13_000, 12_100, "expiry")]
+    assert [(t.epoch, t.ts - START, t.bumped_ts - START, t.trigger) for t in h.targets] == [
+        (1, 0, 0, "join"),
+        (2, 1_000, 1_000, "join"),
+        (3, 13_000, 12_100, "expiry"),
+    ]
     assert [t.target for t in h.targets] == [
         {A: [("t", 0), ("t", 1), ("t", 2), ("t", 3)]},
         {A: [("t", 0), ("t", 1)], B: [("t", 2), ("t", 3)]},
-        {B: [("t", 0), ("t", 1), ("t", 2), ("t", 3)]}]
+        {B: [("t", 0), ("t", 1), ("t", 2), ("t", 3)]},
+    ]
     assert h.targets[1].changes == [OwnershipChange(("t", 2), A, B), OwnershipChange(("t", 3), A, B)]
     assert [t.reconciliation_ms for t in h.targets] == [0, 2_000, 0]
     assert [t.balance for t in h.targets] == [0, 0, 0]
     assert [(e[0] - START, e[1]) for e in h.group_epochs] == [(0, 1), (1_000, 2), (12_100, 3)]
     # A Generation per rebalance (first epoch bump to Stable again), keyed by the group epoch.
     gens = h.generations
-    assert [(g.generation, g.trigger, g.started_ts - START, g.completed_ts - START, g.duration_ms,
-             g.partitions_moved, g.rebalance_protocol, g.protocol) for g in gens] == [
+    assert [
+        (
+            g.generation,
+            g.trigger,
+            g.started_ts - START,
+            g.completed_ts - START,
+            g.duration_ms,
+            g.partitions_moved,
+            g.rebalance_protocol,
+            g.protocol,
+        )
+        for g in gens
+    ] == [
         (1, "join", 0, 0, 0, 0, "consumer", "uniform"),
         (2, "join", 1_000, 3_000, 2_000, 2, "consumer", "uniform"),
-        (3, "expiry", 12_100, 13_000, 900, 2, "consumer", "uniform")]
+        (3, "expiry", 12_100, 13_000, 900, 2, "consumer", "uniform"),
+    ]
     # Unavailable from the answer that told the owner to stop (a at 2 s; a's fencing at 12.1 s) to the one that
     # told b to start (3 s; 13 s): 1 s each for t-2, t-3, 0.9 s each for t-0, t-1.
-    assert [(g.max_partition_unavailable_ms, g.unavailable_partition_ms) for g in gens] == \
-        [(0, 0), (1_000, 2_000), (900, 1_800)]
+    assert [(g.max_partition_unavailable_ms, g.unavailable_partition_ms) for g in gens] == [
+        (0, 0),
+        (1_000, 2_000),
+        (900, 1_800),
+    ]
     assert gens[2].owners == {B: [("t", 0), ("t", 1), ("t", 2), ("t", 3)]}
     assert [s.state for s in h.states] == ["Stable", "Reconciling", "Stable", "Assigning", "Stable"]
 
 
 def test_member_epochs_reconciliation_revocation_and_unowned_partitions():
     h = build_history(_outputs(), "g")
-    assert [(ts - START, e, s) for ts, e, s in h.member_epochs[A]] == \
-        [(0, 1, "STABLE"), (2_000, 1, "UNREVOKED_PARTITIONS"), (2_100, 2, "STABLE")]
-    assert [(ts - START, e, s) for ts, e, s in h.member_epochs[B]] == \
-        [(1_000, 2, "UNRELEASED_PARTITIONS"), (3_000, 2, "STABLE"), (13_000, 3, "STABLE")]
+    assert [(ts - START, e, s) for ts, e, s in h.member_epochs[A]] == [
+        (0, 1, "STABLE"),
+        (2_000, 1, "UNREVOKED_PARTITIONS"),
+        (2_100, 2, "STABLE"),
+    ]
+    assert [(ts - START, e, s) for ts, e, s in h.member_epochs[B]] == [
+        (1_000, 2, "UNRELEASED_PARTITIONS"),
+        (3_000, 2, "STABLE"),
+        (13_000, 3, "STABLE"),
+    ]
     # From the new target (1 s) to the member Stable on it: a gave up its two partitions at 2.1 s, b got them at 3 s.
-    assert h.reconciliations == [Reconciliation(A, A, 2, START + 1_000, START + 2_100),
-                                 Reconciliation(B, B, 2, START + 1_000, START + 3_000)]
+    assert h.reconciliations == [
+        Reconciliation(A, A, 2, START + 1_000, START + 2_100),
+        Reconciliation(B, B, 2, START + 1_000, START + 3_000),
+    ]
     assert [r.duration_ms for r in h.reconciliations] == [1_100, 2_000]
     # a was asked at its 2 s heartbeat and acknowledged 100 ms later.
-    assert h.revocations == [Revocation(A, A, ("t", 2), 1, START + 2_000, START + 2_100),
-                             Revocation(A, A, ("t", 3), 1, START + 2_000, START + 2_100)]
+    assert h.revocations == [
+        Revocation(A, A, ("t", 2), 1, START + 2_000, START + 2_100),
+        Revocation(A, A, ("t", 3), 1, START + 2_000, START + 2_100),
+    ]
     # Owner-less: t-2, t-3 from the answer that asked a to revoke them (it stops fetching them then, before it
     # acknowledges) to b's next heartbeat; t-0, t-1 from a's fencing to b's next one.
-    assert h.unowned == [UnownedSpan(("t", 2), A, START + 2_000, B, START + 3_000),
-                         UnownedSpan(("t", 3), A, START + 2_000, B, START + 3_000),
-                         UnownedSpan(("t", 0), A, START + 12_100, B, START + 13_000),
-                         UnownedSpan(("t", 1), A, START + 12_100, B, START + 13_000)]
+    assert h.unowned == [
+        UnownedSpan(("t", 2), A, START + 2_000, B, START + 3_000),
+        UnownedSpan(("t", 3), A, START + 2_000, B, START + 3_000),
+        UnownedSpan(("t", 0), A, START + 12_100, B, START + 13_000),
+        UnownedSpan(("t", 1), A, START + 12_100, B, START + 13_000),
+    ]
     assert sum(g.partitions_moved for g in h.generations) == 4
     (departure,) = h.departures
-    assert (departure.lane, departure.kind, departure.reason, departure.ts - START,
-            departure.last_heartbeat_ts - START) == (A, "expired", "session timeout", 12_100, 2_100)
+    assert (
+        departure.lane,
+        departure.kind,
+        departure.reason,
+        departure.ts - START,
+        departure.last_heartbeat_ts - START,
+    ) == (A, "expired", "session timeout", 12_100, 2_100)
     assert h.lanes[A].label == "a-a-member" and h.lanes[A].spans == [[START, START + 12_100]]
     assert h.current == {B: [("t", 0), ("t", 1), ("t", 2), ("t", 3)]} and h.pending_revocation == {B: []}
 
@@ -114,8 +166,8 @@ def test_static_members_keep_their_lane_and_a_temporary_leave_keeps_the_partitio
         hb(4_500, "a-member", 2, [0, 1]),
         hb(5_000, "c-member", 3, [], instance_id="pod-c"),
         hb(5_500, "b-member", 2, [2, 3]),
-        hb(5_600, "b-member", 2, [2]),                   # b gives up t-3 ...
-        hb(6_000, "c-member", 3, [], instance_id="pod-c"),   # ... and c takes it
+        hb(5_600, "b-member", 2, [2]),  # b gives up t-3 ...
+        hb(6_000, "c-member", 3, [], instance_id="pod-c"),  # ... and c takes it
     ]
     outputs, _ = coordinator_outputs(feed, None, report.consumer_config(CONFIG))
     h = build_history(outputs, "g")
@@ -175,21 +227,34 @@ def test_report_of_a_consumer_group_shows_epochs_targets_and_reconciliation(tmp_
     assert summary["rebalances (epoch bumps to Stable or Empty)"] == "3"
     assert summary["time rebalancing (ms)"] == "2900" and summary["longest rebalance (ms)"] == "2000"
     assert [row[:3] + row[6:7] for row in tables["generations"]] == [
-        ["1", "join", "member a-member joined", "0"], ["2", "join", "member b-member joined", "2000"],
-        ["3", "expiry", "member a-member fenced: the member session expired", "900"]]
+        ["1", "join", "member a-member joined", "0"],
+        ["2", "join", "member b-member joined", "2000"],
+        ["3", "expiry", "member a-member fenced: the member session expired", "900"],
+    ]
     assert [(row[0], row[2], row[5], row[6]) for row in tables["targets"]] == [
-        ("1", "join", "4", "0"), ("2", "join", "2", "2000"), ("3", "expiry", "2", "0")]
+        ("1", "join", "4", "0"),
+        ("2", "join", "2", "2000"),
+        ("3", "expiry", "2", "0"),
+    ]
     assert tables["versus"] == [["b-b-member", "t: 0,1,2,3", "t: 0,1,2,3", "", "yes"]]
     epochs = {row[0]: row for row in tables["member-epochs"]}
     assert epochs["a-a-member"][1:4] == ["1 → 2", "1", "1100 / 1100"]
     assert epochs["b-b-member"][1:4] == ["2 → 3", "1", "2000 / 2000"]
-    assert tables["revocations"] == [["a-a-member", "1", report.iso(START + 2_000), "t: 2,3",
-                                      report.iso(START + 2_100), "100"]]
+    assert tables["revocations"] == [
+        ["a-a-member", "1", report.iso(START + 2_000), "t: 2,3", report.iso(START + 2_100), "100"]
+    ]
     assert [(row[0], row[1], row[3], row[5], row[6]) for row in tables["unowned"]] == [
-        ("t-2", "a-a-member", "b-b-member", "1000", "0"), ("t-3", "a-a-member", "b-b-member", "1000", "0"),
-        ("t-0", "a-a-member", "b-b-member", "900", "0"), ("t-1", "a-a-member", "b-b-member", "900", "0")]
-    assert tables["per-partition"] == [["t-0", "1", "900", "900", "0"], ["t-1", "1", "900", "900", "0"],
-                                       ["t-2", "1", "1000", "1000", "0"], ["t-3", "1", "1000", "1000", "0"]]
+        ("t-2", "a-a-member", "b-b-member", "1000", "0"),
+        ("t-3", "a-a-member", "b-b-member", "1000", "0"),
+        ("t-0", "a-a-member", "b-b-member", "900", "0"),
+        ("t-1", "a-a-member", "b-b-member", "900", "0"),
+    ]
+    assert tables["per-partition"] == [
+        ["t-0", "1", "900", "900", "0"],
+        ["t-1", "1", "900", "900", "0"],
+        ["t-2", "1", "1000", "1000", "0"],
+        ["t-3", "1", "1000", "1000", "0"],
+    ]
     # The timeline: epochs for bands, member epochs on the lanes, a's reconciling time, owner-less spans, the expiry.
     assert ">epoch 2<" in html and ">gen " not in html
     assert html.count('<line class="unowned"') == 4 and html.count('class="expiry"') == 1
@@ -226,8 +291,12 @@ def test_report_of_a_simulated_consumer_group_agrees_with_the_coordinator():
 @pytest.mark.parametrize("bad", ["group.consumer.session.timeout.ms=abc", "group.consumer.nope=1"])
 def test_bad_consumer_settings_are_refused(tmp_path, bad, capsys):
     feed = _write(tmp_path, FEED)
-    assert report.main(["--group", "g", "--feed", str(feed), "--out", str(tmp_path / "x.html"),
-                        "--coordinator-config", bad]) == 2
+    assert (
+        report.main(
+            ["--group", "g", "--feed", str(feed), "--out", str(tmp_path / "x.html"), "--coordinator-config", bad]
+        )
+        == 2
+    )
     assert "report:" in capsys.readouterr().err
 
 

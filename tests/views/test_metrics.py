@@ -1,5 +1,6 @@
 """The Prometheus endpoint, scraped over HTTP while outputs of a real coordinator run are folded in, and read back
 with Prometheus' own text parser."""
+
 from __future__ import annotations
 
 import urllib.request
@@ -11,8 +12,15 @@ from streaming.coordinator.figures import spans_of
 from streaming.views.metrics import serve
 from tests.views.test_history import _crash_scenario
 
-COUNTERS = ("group_rebalances", "group_rebalance_triggers", "group_expired_members", "group_partitions_moved",
-            "dead_lettered_events", "batches", "input_rows")
+COUNTERS = (
+    "group_rebalances",
+    "group_rebalance_triggers",
+    "group_expired_members",
+    "group_partitions_moved",
+    "dead_lettered_events",
+    "batches",
+    "input_rows",
+)
 GAUGES = ("groups", "group_state", "group_members", "group_generation", "last_batch_id")
 HISTOGRAMS = ("group_rebalance_duration_seconds", "group_partition_unavailability_seconds", "batch_duration_seconds")
 
@@ -45,8 +53,13 @@ def test_values_follow_the_crash_while_the_job_runs(endpoint):
     metrics.update(0, outputs[:cut], {"durationMs": {"triggerExecution": 1_500}, "numInputRows": 40})
     s = scrape(url)
     assert _get(s, "group_state", group="g", state="PreparingRebalance") == 1
-    assert sum(_get(s, "group_state", group="g", state=st) for st in
-               ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")) == 1
+    assert (
+        sum(
+            _get(s, "group_state", group="g", state=st)
+            for st in ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
+        )
+        == 1
+    )
     assert _get(s, "groups", state="PreparingRebalance") == 1 and _get(s, "groups", state="Stable") == 0
     assert _get(s, "group_members", group="g") == 2
     assert _get(s, "group_expired_members_total", group="g") == 1
@@ -73,8 +86,9 @@ def test_values_follow_the_crash_while_the_job_runs(endpoint):
     assert _get(s, "group_rebalance_duration_seconds_sum", group="g") == pytest.approx(sum(durations))
     for le in ("0.1", "1.0", "10.0", "+Inf"):
         bound = float("inf") if le == "+Inf" else float(le)
-        assert _get(s, "group_rebalance_duration_seconds_bucket", group="g", le=le) == \
-            sum(d <= bound for d in durations)
+        assert _get(s, "group_rebalance_duration_seconds_bucket", group="g", le=le) == sum(
+            d <= bound for d in durations
+        )
     # Each partition a rebalance gave a new owner: its time without one while the group had members.
     unavailable = [span.unavailable_ms / 1000 for r in rebalances for span in spans_of(r)]
     assert unavailable and _get(s, "group_partition_unavailability_seconds_count", group="g") == len(unavailable)
@@ -93,10 +107,23 @@ def test_groups_are_counted_per_state_and_deletion_empties_a_group(endpoint):
     metrics.update(1, out)
     s = scrape(url)
     assert _get(s, "group_state", group="g", state="Empty") == 1 and _get(s, "group_members", group="g") == 0
-    assert _get(s, "group_expired_members_total", group="g") == 1       # leaving is not expiring
+    assert _get(s, "group_expired_members_total", group="g") == 1  # leaving is not expiring
     out = h.send(type="delete_group")
-    metrics.update(2, out + [{"type": "state_change", "group_id": "other", "ts": h.now, "from": "Empty",
-                              "to": "PreparingRebalance", "generation": 0, "reason": "join"}])
+    metrics.update(
+        2,
+        out
+        + [
+            {
+                "type": "state_change",
+                "group_id": "other",
+                "ts": h.now,
+                "from": "Empty",
+                "to": "PreparingRebalance",
+                "generation": 0,
+                "reason": "join",
+            }
+        ],
+    )
     s = scrape(url)
     assert _get(s, "group_state", group="g", state="Dead") == 1
     assert _get(s, "groups", state="Dead") == 1 and _get(s, "groups", state="PreparingRebalance") == 1
@@ -125,8 +152,11 @@ def test_types_buckets_and_standard_collectors(endpoint):
     from streaming.views.metrics import BATCH_BUCKETS, REBALANCE_BUCKETS
 
     def bounds(name, **labels):
-        return [float(x.labels["le"]) for x in s[f"rebalance_tracker_{name}"].samples
-                if x.name.endswith("_bucket") and {k: v for k, v in x.labels.items() if k != "le"} == labels]
+        return [
+            float(x.labels["le"])
+            for x in s[f"rebalance_tracker_{name}"].samples
+            if x.name.endswith("_bucket") and {k: v for k, v in x.labels.items() if k != "le"} == labels
+        ]
 
     assert bounds("group_rebalance_duration_seconds", group="g") == [*REBALANCE_BUCKETS, float("inf")]
     assert bounds("batch_duration_seconds") == [*BATCH_BUCKETS, float("inf")]
@@ -163,7 +193,7 @@ def test_lag_per_group_and_partition_with_bounded_series_and_rebalance_costs(end
     metrics.max_partition_series = 2
     outputs = []
     for s in range(0, 17):
-        for p in range(3):                 # t-p's consumer stops committing at 4 s, 7 s, 10 s: the last least behind
+        for p in range(3):  # t-p's consumer stops committing at 4 s, 7 s, 10 s: the last least behind
             if s <= 4 + 3 * p:
                 outputs.append(commit(s * 1_000, s * 10, partition=p))
             outputs.append(sample(s * 1_000, s * 10, partition=p))
@@ -172,12 +202,12 @@ def test_lag_per_group_and_partition_with_bounded_series_and_rebalance_costs(end
     outputs += [commit(16_500, 160, partition=2), sample(17_000, 170, partition=2)]
     metrics.update(0, outputs)
     families = scrape(url)
-    assert _get(families, "group_lag_records", group="g") == 120                  # t-0: 160 - 40
+    assert _get(families, "group_lag_records", group="g") == 120  # t-0: 160 - 40
     assert _get(families, "group_lag_seconds", group="g") == pytest.approx(11.9)  # offset 40 came at 4.1 s
     assert _get(families, "partition_lag_records", group="g", topic="t", partition="1") == 90
     assert _get(families, "partition_lag_seconds", group="g", topic="t", partition="1") == pytest.approx(8.9)
-    with pytest.raises(KeyError):          # the third partition is over the bound of 2 series
+    with pytest.raises(KeyError):  # the third partition is over the bound of 2 series
         _get(families, "partition_lag_records", group="g", topic="t", partition="2")
-    assert _get(families, "group_rebalance_lag_records_total", group="g") == 65   # log end 165 at 16.5 s
+    assert _get(families, "group_rebalance_lag_records_total", group="g") == 65  # log end 165 at 16.5 s
     assert _get(families, "group_rebalance_lag_seconds_count", group="g") == 1
     assert _get(families, "group_rebalance_lag_seconds_sum", group="g") == pytest.approx(6.4)

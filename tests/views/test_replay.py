@@ -1,4 +1,5 @@
 """What-if replay: one churny recorded feed, replayed under each assignor and compared side by side."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,14 @@ EAGER = ("range", "roundrobin", "sticky")
 @lru_cache(maxsize=None)
 def _feed(seed: int, recorded_with: str = "range") -> tuple[dict, ...]:
     """Ten minutes of two groups of four, disrupted every ~10 s (crashes, leaves, scale-out, topic growth)."""
-    settings = SimulationSettings(groups=2, members_per_group=4, partitions_per_topic=8, seed=seed,
-                                  assignors=(recorded_with,), churn_interval_ms=10_000)
+    settings = SimulationSettings(
+        groups=2,
+        members_per_group=4,
+        partitions_per_topic=8,
+        seed=seed,
+        assignors=(recorded_with,),
+        churn_interval_ms=10_000,
+    )
     return tuple(Simulator(settings, start_ms=1_700_000_000_000).run_until(1_700_000_600_000))
 
 
@@ -88,17 +95,20 @@ def test_cooperative_replay_never_hands_a_partition_straight_to_another_member()
     follow_ups = 0
     for h in histories.values():
         for before, g in zip(h.generations, h.generations[1:]):
-            if not g.members:       # the group emptied: no protocol, nothing to hand on
+            if not g.members:  # the group emptied: no protocol, nothing to hand on
                 continue
             assert g.rebalance_protocol == "cooperative"
             # (A restarted static member comes back owning nothing, so its partitions may go straight on.)
-            direct = [c for c in g.changes if c.from_lane in g.members and c.to_lane is not None
-                      and not h.lanes[c.from_lane].static]
+            direct = [
+                c
+                for c in g.changes
+                if c.from_lane in g.members and c.to_lane is not None and not h.lanes[c.from_lane].static
+            ]
             assert direct == [], (g.generation, direct)
             revoked = {u.partition for u in before.awaiting_owner}
             assert not revoked or not before.settled
             follow_ups += bool(revoked & {tp for parts in g.owners.values() for tp in parts})
-    assert follow_ups > 0           # revoked partitions do get handed on in a later round
+    assert follow_ups > 0  # revoked partitions do get handed on in a later round
 
 
 @pytest.mark.parametrize("seed,assignor", [(2, "sticky"), (1, "range")])

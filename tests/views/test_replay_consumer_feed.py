@@ -1,6 +1,7 @@
 """What-if replay of feeds recorded from consumer-protocol (KIP-848) groups: the members' stimuli (joins, heartbeats,
 subscription changes, leaves) replayed under every assignor -- the server-side ones through the consumer model, the
 client-side ones through the classic coordinator -- and scored in the same columns."""
+
 from __future__ import annotations
 
 import json
@@ -23,9 +24,15 @@ EAGER = ("range", "roundrobin", "sticky")
 def _settings(seed: int, protocol: str = "consumer") -> SimulationSettings:
     """Ten minutes of two groups of four (four groups when mixed), disrupted every ~10 s: crashes, leaves, static
     restarts (-2 and back), scale-out, subscription changes, topic growth. The consumer groups ask for uniform."""
-    return SimulationSettings(groups=2 if protocol == "consumer" else 4, members_per_group=4, partitions_per_topic=8,
-                              seed=seed, churn_interval_ms=10_000, group_protocol=protocol,
-                              server_assignors=("uniform",))
+    return SimulationSettings(
+        groups=2 if protocol == "consumer" else 4,
+        members_per_group=4,
+        partitions_per_topic=8,
+        seed=seed,
+        churn_interval_ms=10_000,
+        group_protocol=protocol,
+        server_assignors=("uniform",),
+    )
 
 
 @lru_cache(maxsize=None)
@@ -69,8 +76,9 @@ def test_under_the_recorded_assignor_the_replay_is_what_the_broker_did(seed):
     before, after = build_histories(recorded), build_histories(replayed)
     assert sorted(before) == sorted(after) == ["group-0", "group-1"]
     for group_id in before:
-        assert [(t.epoch, t.trigger) for t in after[group_id].targets] == \
-            [(t.epoch, t.trigger) for t in before[group_id].targets], group_id
+        assert [(t.epoch, t.trigger) for t in after[group_id].targets] == [
+            (t.epoch, t.trigger) for t in before[group_id].targets
+        ], group_id
         # The assignor sees the members in Kafka's member-table order, which follows when each joined: a static
         # member that restarts before a target computation in the replay and after it in the recording (the
         # clients' timing) sits elsewhere in that order, and the target may break a tie otherwise.
@@ -78,8 +86,12 @@ def test_under_the_recorded_assignor_the_replay_is_what_the_broker_did(seed):
         assert len(differ) <= 0.02 * len(before[group_id].targets), (group_id, differ)
 
     def departures(outputs):
-        return [(o["type"], o["member_id"], o["ts"]) for o in outputs
-                if o["type"] in ("member_expired", "member_left", "member_replaced")]
+        return [
+            (o["type"], o["member_id"], o["ts"])
+            for o in outputs
+            if o["type"] in ("member_expired", "member_left", "member_replaced")
+        ]
+
     gone, replayed_gone = departures(recorded), departures(replayed)
     assert [d[:2] for d in replayed_gone] == [d[:2] for d in gone] and len(gone) > 50
     assert max(abs(a[2] - b[2]) for a, b in zip(gone, replayed_gone)) < settings.revocation_delay_ms
@@ -96,8 +108,10 @@ def test_under_the_recorded_assignor_the_replay_is_what_the_broker_did(seed):
     # differences (4%: the rebalances split differently above) come the up to revocation_delay_ms the recorded
     # clients took to give each one up.
     revocations = sum(len(h.revocations) for h in before.values())
-    assert abs(now.unavailable_partition_s - was.unavailable_partition_s) <= \
-        0.04 * was.unavailable_partition_s + revocations * settings.revocation_delay_ms / 1000
+    assert (
+        abs(now.unavailable_partition_s - was.unavailable_partition_s)
+        <= 0.04 * was.unavailable_partition_s + revocations * settings.revocation_delay_ms / 1000
+    )
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -114,7 +128,7 @@ def test_eager_stops_the_world_cooperative_and_server_side_do_not(seed):
         assert scores[name].unavailable_partition_s > 1.5 * coop.unavailable_partition_s
     assert coop.partitions_moved < eager.partitions_moved
     assert scores["sticky"].partitions_moved < eager.partitions_moved
-    assert uniform.final_balance < scores["server:range"].final_balance     # range splits each topic alone
+    assert uniform.final_balance < scores["server:range"].final_balance  # range splits each topic alone
     # The same stimuli drive every eager replay: the same rounds at the same times, other owners.
     assert len({(scores[a].rebalances, scores[a].total_rebalance_ms) for a in EAGER}) == 1
 
@@ -140,17 +154,24 @@ def test_a_feed_from_a_brokers_records_replays_to_its_targets(seed):
     fences = {o["group_id"]: o["ts"] for o in recorded if o["type"] == "member_expired"}
     assert sorted(after) == sorted(before) == ["g0", "g1"]
     for group_id in before:
-        slow = fences.get(group_id) if seed == 6 else None      # seed 4's fence is a crashed member's: replayed
-        assert [(t.epoch, t.target) for t in after[group_id].targets if slow is None or t.ts < slow] == \
-            [(t.epoch, t.target) for t in before[group_id].targets if slow is None or t.ts < slow]
-        gone = {o["member_id"]: (o["type"], o["reason"], o["ts"]) for o in recorded
-                if o["group_id"] == group_id and o["type"] in ("member_left", "member_expired")}
-        replayed_gone = {o["member_id"]: (o["type"], o["reason"], o["ts"]) for o in replayed
-                         if o["group_id"] == group_id and o["type"] in ("member_left", "member_expired")}
+        slow = fences.get(group_id) if seed == 6 else None  # seed 4's fence is a crashed member's: replayed
+        assert [(t.epoch, t.target) for t in after[group_id].targets if slow is None or t.ts < slow] == [
+            (t.epoch, t.target) for t in before[group_id].targets if slow is None or t.ts < slow
+        ]
+        gone = {
+            o["member_id"]: (o["type"], o["reason"], o["ts"])
+            for o in recorded
+            if o["group_id"] == group_id and o["type"] in ("member_left", "member_expired")
+        }
+        replayed_gone = {
+            o["member_id"]: (o["type"], o["reason"], o["ts"])
+            for o in replayed
+            if o["group_id"] == group_id and o["type"] in ("member_left", "member_expired")
+        }
         assert set(replayed_gone) == set(gone)
         for member, (kind, reason, ts) in gone.items():
             if reason == "rebalance timeout" and slow is not None:
-                assert replayed_gone[member][1] == "session timeout"   # it revoked at once: its session ends it
+                assert replayed_gone[member][1] == "session timeout"  # it revoked at once: its session ends it
             elif replayed_gone[member] != (kind, reason, ts):
                 assert (kind, replayed_gone[member][:2]) == ("member_left", ("member_expired", "session timeout"))
                 assert 0 < ts - replayed_gone[member][2] < 10_000, member
@@ -161,20 +182,37 @@ def test_a_feed_from_a_brokers_records_replays_to_its_targets(seed):
 
 
 def _heartbeat(ts: int, member: str, epoch: int, **fields) -> dict:
-    event, error = parse_event({"type": "consumer_heartbeat", "group_id": "g", "ts": START + ts, "member_id": member,
-                                "member_epoch": epoch, "client_id": f"client-{member}", **fields})
+    event, error = parse_event(
+        {
+            "type": "consumer_heartbeat",
+            "group_id": "g",
+            "ts": START + ts,
+            "member_id": member,
+            "member_epoch": epoch,
+            "client_id": f"client-{member}",
+            **fields,
+        }
+    )
     assert error is None, error
     return event
 
 
 def _join(ts: int, member: str, **subscription) -> dict:
-    return _heartbeat(ts, member, 0, rebalance_timeout_ms=30_000, topic_partitions=[], server_assignor="range",
-                      **(subscription or {"subscribed_topic_names": ["t"]}))
+    return _heartbeat(
+        ts,
+        member,
+        0,
+        rebalance_timeout_ms=30_000,
+        topic_partitions=[],
+        server_assignor="range",
+        **(subscription or {"subscribed_topic_names": ["t"]}),
+    )
 
 
 def _topic(ts: int, topic: str, partitions: int) -> dict:
-    return parse_event({"type": "topic_metadata", "group_id": "g", "ts": START + ts, "topic": topic,
-                        "partitions": partitions})[0]
+    return parse_event(
+        {"type": "topic_metadata", "group_id": "g", "ts": START + ts, "topic": topic, "partitions": partitions}
+    )[0]
 
 
 @pytest.mark.parametrize("assignor", ["range", "cooperative-sticky", "server:range"])
@@ -189,13 +227,16 @@ def test_a_crashed_member_stops_heartbeating_and_its_session_expires(assignor):
         config = ConsumerGroupConfig(group_consumer_session_timeout_ms=session) if session else None
         outputs = replay.replay_outputs(feed, assignor, consumer_config=config)
         (expired,) = [o for o in outputs if o["type"] == "member_expired"]
-        assert (expired["ts"] - START, expired["last_heartbeat_ts"] - START, expired["reason"]) == \
-            (expiry, 20_000, "session timeout")
+        assert (expired["ts"] - START, expired["last_heartbeat_ts"] - START, expired["reason"]) == (
+            expiry,
+            20_000,
+            "session timeout",
+        )
         h = build_history(outputs, "g")
         if replay.is_server_assignor(assignor):
             assert expired["member_id"] == "a"
             assert h.targets[-1].target == {"b": [("t", 0), ("t", 1), ("t", 2), ("t", 3)]}
-        else:     # the classic coordinator gave the member an id of its own (KIP-394)
+        else:  # the classic coordinator gave the member an id of its own (KIP-394)
             assert expired["client_id"] == "client-a" and expired["member_id"].startswith("client-a-")
             (owner,) = h.generations[-1].owners
             assert owner.startswith("client-b-") and h.generations[-1].completed_ts > expired["ts"]
@@ -205,8 +246,12 @@ def test_a_crashed_member_stops_heartbeating_and_its_session_expires(assignor):
 def test_a_regex_subscription_follows_the_topics_in_both_protocols():
     """a subscribes to orders-.* and b to audit; orders-2 appears after 22 s. The classic client rejoins with it (at
     once, here), the consumer protocol's coordinator resolves the regex itself at a's next heartbeat."""
-    feed = [_topic(0, "orders-1", 2), _topic(0, "audit", 2), _join(0, "a", subscribed_topic_regex="orders-.*"),
-            _join(50, "b", subscribed_topic_names=["audit"])]
+    feed = [
+        _topic(0, "orders-1", 2),
+        _topic(0, "audit", 2),
+        _join(0, "a", subscribed_topic_regex="orders-.*"),
+        _join(50, "b", subscribed_topic_names=["audit"]),
+    ]
     feed += [_heartbeat(ts, m, 1) for ts in range(5_000, 60_001, 5_000) for m in "ab"]
     feed.append(_topic(22_000, "orders-2", 2))
     feed.sort(key=lambda e: e["ts"])
@@ -261,12 +306,26 @@ def test_cli_prints_every_assignor_for_a_consumer_feed(tmp_path, capsys):
         assert rows[label] == [str(getattr(scores[a], attr)) for a in ALL]
     assert replay.default_assignors(_classic_feed(1)) == list(replay.DEFAULT_ASSIGNORS)
     # The consumer groups' settings come from --coordinator-config group.consumer.*.
-    assert replay.main(["--feed", feed, "--assignor", "range,server:uniform", "--json",
-                        "--coordinator-config", "group.consumer.session.timeout.ms=10000"]) == 0
+    assert (
+        replay.main(
+            [
+                "--feed",
+                feed,
+                "--assignor",
+                "range,server:uniform",
+                "--json",
+                "--coordinator-config",
+                "group.consumer.session.timeout.ms=10000",
+            ]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     config = ConsumerGroupConfig(group_consumer_session_timeout_ms=10_000)
-    assert data == [json.loads(json.dumps(s.__dict__)) for s in
-                    replay.compare(list(_feed(1)), ["range", "server:uniform"], consumer_config=config)]
+    assert data == [
+        json.loads(json.dumps(s.__dict__))
+        for s in replay.compare(list(_feed(1)), ["range", "server:uniform"], consumer_config=config)
+    ]
     # A 10 s session also expires the static members that take longer than that to restart (up to 22.5 s here).
     assert data[1]["members_expired"] > scores["server:uniform"].members_expired
 

@@ -1,5 +1,6 @@
 """Replay under the server-side (KIP-848) assignors: one recorded classic feed, replayed under the consumer protocol
 with server:uniform and server:range, scored in the same columns as the client-side assignors."""
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,18 @@ def test_server_side_names_need_their_prefix(tmp_path, capsys):
     assert replay.main(["--feed", feed, "--assignor", "server:nope"]) == 2
     assert "unknown server-side assignor" in capsys.readouterr().err
     # Kafka's class names are accepted after the prefix too.
-    assert replay.main(["--feed", feed, "--assignor",
-                        "server:org.apache.kafka.coordinator.group.assignor.UniformAssignor", "--json"]) == 0
+    assert (
+        replay.main(
+            [
+                "--feed",
+                feed,
+                "--assignor",
+                "server:org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+                "--json",
+            ]
+        )
+        == 0
+    )
     (data,) = json.loads(capsys.readouterr().out)
     assert data["partitions_moved"] == _scores(1)["server:uniform"].partitions_moved
 
@@ -72,13 +83,15 @@ def test_the_replayed_consumer_groups_are_healthy():
     outputs = replay.replay_outputs(feed, "server:uniform")
     answers = [o for o in outputs if o["type"] == "consumer_heartbeat_response"]
     assert answers and {o["error"] for o in answers} == {"NONE"}
-    assert sorted(o["member_id"] for o in outputs if o["type"] == "member_expired") == \
-        sorted(o["member_id"] for o in recorded if o["type"] == "member_expired")
+    assert sorted(o["member_id"] for o in outputs if o["type"] == "member_expired") == sorted(
+        o["member_id"] for o in recorded if o["type"] == "member_expired"
+    )
     assert {o["assignor"] for o in outputs if o["type"] == "target_assignment"} == {"uniform"}
     growth = [(e["ts"], e["topic"], e["partitions"]) for e in feed if e["type"] == "topic_metadata"]
 
     def sizes_at(ts: int) -> dict[str, int]:
         return {topic: n for t, topic, n in growth if t <= ts}
+
     for group_id, h in build_histories(outputs).items():
         assert h.is_consumer
         # Every target hands out every partition of the subscribed topics exactly once.
@@ -99,9 +112,16 @@ def test_a_crash_expires_after_the_joins_session_timeout():
     t0 = 1_700_000_000_000
 
     def join(ts, m):
-        return {"type": "join", "group_id": "g", "ts": t0 + ts, "member_id": m, "client_id": m,
-                "session_timeout_ms": 6_000, "rebalance_timeout_ms": 20_000,
-                "protocols": [{"name": "range", "topics": ["t"]}]}
+        return {
+            "type": "join",
+            "group_id": "g",
+            "ts": t0 + ts,
+            "member_id": m,
+            "client_id": m,
+            "session_timeout_ms": 6_000,
+            "rebalance_timeout_ms": 20_000,
+            "protocols": [{"name": "range", "topics": ["t"]}],
+        }
 
     def heartbeat(ts, m):
         return {"type": "heartbeat", "group_id": "g", "ts": t0 + ts, "member_id": m, "generation": 1}
@@ -117,8 +137,10 @@ def test_a_crash_expires_after_the_joins_session_timeout():
     assert [(t.epoch, t.trigger) for t in h.targets] == [(1, "join"), (2, "join"), (3, "expiry")]
     assert h.targets[-1].target == {"b": [("t", 0), ("t", 1), ("t", 2), ("t", 3)]}
     # b learns of a's partitions at its next heartbeat (12 s) after a was fenced (10 s).
-    assert [(u.partition, u.from_ts - t0, u.to_ts - t0) for u in h.unowned if u.from_ts - t0 >= 10_000] == \
-        [(("t", 0), 10_000, 12_000), (("t", 1), 10_000, 12_000)]
+    assert [(u.partition, u.from_ts - t0, u.to_ts - t0) for u in h.unowned if u.from_ts - t0 >= 10_000] == [
+        (("t", 0), 10_000, 12_000),
+        (("t", 1), 10_000, 12_000),
+    ]
     assert h.state == "Stable"
 
 

@@ -1,4 +1,5 @@
 """The HTML report of a crash, read back as tables, and its PNG rendered by headless Chromium."""
+
 from __future__ import annotations
 
 import json
@@ -22,20 +23,20 @@ TOPIC = [{"name": "range", "topics": ["orders"]}]
 # ---------------------------------------------------------------- a scripted crash, recorded as a feed
 def _crash_feed(tmp_path: Path) -> tuple[Path, Harness, dict[str, str]]:
     """a, b, c consume 'orders' (6 partitions) with range; c stops heartbeating and expires."""
-    h = Harness(assignment_mode="tracker", group_initial_rebalance_delay_ms=3_000)   # Kafka's default delay
+    h = Harness(assignment_mode="tracker", group_initial_rebalance_delay_ms=3_000)  # Kafka's default delay
     h.now = START
     h.send(type="topic_metadata", topic="orders", partitions=6)
     ids = {n: h.new_member(client_id=n, protocols=TOPIC) for n in "abc"}
-    while h.state() != "CompletingRebalance":           # the initial delay gathers all three
+    while h.state() != "CompletingRebalance":  # the initial delay gathers all three
         h.tick(1_000)
-    h.tick(5)                                           # clients answer a moment after the join round ends
+    h.tick(5)  # clients answer a moment after the join round ends
     for n in "abc":
         h.sync(ids[n], 1)
-    for _ in range(4):                                  # 12 s: c's 10 s session runs out
+    for _ in range(4):  # 12 s: c's 10 s session runs out
         h.tick(3_000)
         for n in "ab":
             h.heartbeat(ids[n], h.generation())
-    for n in "ab":                                      # told REBALANCE_IN_PROGRESS, a and b rejoin
+    for n in "ab":  # told REBALANCE_IN_PROGRESS, a and b rejoin
         h.join(member_id=ids[n], client_id=n, protocols=TOPIC)
     for n in "ab":
         h.sync(ids[n], 2)
@@ -155,10 +156,25 @@ def test_unknown_group_and_bad_since_are_errors(tmp_path, capsys):
     feed, _, _ = _crash_feed(tmp_path)
     assert report.main(["--group", "nope", "--feed", str(feed), "--out", str(tmp_path / "x.html")]) == 1
     assert "does not appear" in capsys.readouterr().err
-    assert report.main(["--group", "g", "--feed", str(feed), "--since", "yesterday",
-                        "--out", str(tmp_path / "x.html")]) == 2
-    assert report.main(["--group", "g", "--feed", str(feed), "--coordinator-config", "no.such.setting=1",
-                        "--out", str(tmp_path / "x.html")]) == 2
+    assert (
+        report.main(["--group", "g", "--feed", str(feed), "--since", "yesterday", "--out", str(tmp_path / "x.html")])
+        == 2
+    )
+    assert (
+        report.main(
+            [
+                "--group",
+                "g",
+                "--feed",
+                str(feed),
+                "--coordinator-config",
+                "no.such.setting=1",
+                "--out",
+                str(tmp_path / "x.html"),
+            ]
+        )
+        == 2
+    )
     assert "unknown coordinator setting" in capsys.readouterr().err
 
 
@@ -167,26 +183,42 @@ def test_coordinator_settings_change_how_a_feed_replays(tmp_path, capsys):
     out = tmp_path / "r.html"
     # With a 20 s minimum session the members' 10 s sessions are refused: as in Kafka, a refused join creates no
     # group, so the group never exists.
-    assert report.main(["--group", "g", "--feed", str(feed), "--out", str(out),
-                        "--coordinator-config", "group.min.session.timeout.ms=20000"]) == 1
+    assert (
+        report.main(
+            [
+                "--group",
+                "g",
+                "--feed",
+                str(feed),
+                "--out",
+                str(out),
+                "--coordinator-config",
+                "group.min.session.timeout.ms=20000",
+            ]
+        )
+        == 1
+    )
     err = capsys.readouterr().err
     assert "no history" in err and "with INVALID_SESSION_TIMEOUT" in err and not out.exists()
-    assert "tracker.adopt.unknown.members" not in err   # not a feed of a broker's answers
+    assert "tracker.adopt.unknown.members" not in err  # not a feed of a broker's answers
 
 
 def test_simulated_churn_report_lists_every_generation_and_expiry():
-    events = Simulator(SimulationSettings(groups=1, seed=3, assignors=("sticky",), churn_interval_ms=15_000),
-                       start_ms=START).run_until(START + 180_000)
+    events = Simulator(
+        SimulationSettings(groups=1, seed=3, assignors=("sticky",), churn_interval_ms=15_000), start_ms=START
+    ).run_until(START + 180_000)
     outputs, rejected = coordinator_outputs(events)
     assert rejected == 0
     history = build_history(outputs, "group-0")
     expiries = [o for o in outputs if o["type"] == "member_expired"]
     assert expiries, "scenario should contain a crash"
     tables = _tables(report.render_html(history))
-    assert [row[0] for row in tables["generations"]] == [str(o["generation"]) for o in outputs
-                                                        if o["type"] == "rebalance"]
-    assert sorted(row[2] for row in tables["departures"] if row[3] == "expired") == \
-        sorted(o["member_id"] for o in expiries)
+    assert [row[0] for row in tables["generations"]] == [
+        str(o["generation"]) for o in outputs if o["type"] == "rebalance"
+    ]
+    assert sorted(row[2] for row in tables["departures"] if row[3] == "expired") == sorted(
+        o["member_id"] for o in expiries
+    )
     moved = sum(o["partitions_moved"] for o in outputs if o["type"] == "rebalance")
     assert dict(tables["summary"])["partitions moved"] == str(moved) and moved > 0
 
@@ -197,8 +229,8 @@ def _read_png(data: bytes) -> tuple[int, int, list[bytes]]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, idat, width = 8, b"", 0
     while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + length]
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        body = data[pos + 8 : pos + 8 + length]
         if kind == b"IHDR":
             width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", body)
             assert depth == 8 and color in (2, 6) and interlace == 0
@@ -210,7 +242,7 @@ def _read_png(data: bytes) -> tuple[int, int, list[bytes]]:
     stride = width * bpp
     rows, prev = [], bytearray(stride)
     for y in range(height):
-        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
         for i in range(stride):
             a = line[i - bpp] if i >= bpp else 0
             b, c = prev[i], prev[i - bpp] if i >= bpp else 0
@@ -224,7 +256,7 @@ def _read_png(data: bytes) -> tuple[int, int, list[bytes]]:
                 p = a + b - c
                 pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
                 line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        rows.append(bytes(line[j:j + 3]) for j in range(0, stride, bpp))
+        rows.append(bytes(line[j : j + 3]) for j in range(0, stride, bpp))
         rows[-1] = list(rows[-1])
         prev = line
     return width, height, rows
@@ -241,9 +273,9 @@ def test_png_shows_the_timeline(tmp_path):
     history = build_history(h.outputs, "g")
     assert width == report.PAGE_WIDTH and height == report.page_height(history)
     colours = {px for row in rows for px in row}
-    assert len(colours) > 50                                  # text, bands and marks, not a blank page
+    assert len(colours) > 50  # text, bands and marks, not a blank page
     red = bytes.fromhex(report.EXPIRY_RED[1:])
-    assert sum(row.count(red) for row in rows) > 20           # the expiry cross was drawn
+    assert sum(row.count(red) for row in rows) > 20  # the expiry cross was drawn
     ink = sum(1 for row in rows for px in row if px != b"\xff\xff\xff")
     assert ink > width * height // 50
 
@@ -251,8 +283,9 @@ def test_png_shows_the_timeline(tmp_path):
 def test_png_without_chromium_is_a_clear_error(tmp_path, monkeypatch, capsys):
     feed, _, _ = _crash_feed(tmp_path)
     monkeypatch.setattr(report, "chromium_path", lambda: None)
-    code = report.main(["--group", "g", "--feed", str(feed), "--out", str(tmp_path / "r.html"),
-                        "--png", str(tmp_path / "r.png")])
+    code = report.main(
+        ["--group", "g", "--feed", str(feed), "--out", str(tmp_path / "r.html"), "--png", str(tmp_path / "r.png")]
+    )
     assert code == 3 and "apt-get install -y chromium" in capsys.readouterr().err
     assert (tmp_path / "r.html").exists() and not (tmp_path / "r.png").exists()
 
@@ -271,11 +304,16 @@ def test_the_lag_line_is_drawn_under_the_timeline_with_each_rebalance_and_its_co
     page = render_html(h)
     assert page.index('class="timeline"') < page.index('class="lag"') < page.index("Generations")
     points = re.search(r'class="lag-seconds" points="([^"]+)"', svg)[1].split()
-    assert len(points) == len([p for p in h.lag if p[1] is not None])     # a point per moment with a figure
+    assert len(points) == len([p for p in h.lag if p[1] is not None])  # a point per moment with a figure
     assert len(re.findall(r'class="lag-rebalance"', svg)) == len(h.generations)
     costs = [g.lag_cost for g in h.generations if g.lag_cost and g.lag_cost["lag_records"] is not None]
     assert costs and re.findall(r'class="lag-cost"[^>]*>\+(\d+) rec / ([\d.]+)s', svg) == [
-        (str(c["lag_records"]), f"{c['lag_seconds']:.1f}") for c in costs]
+        (str(c["lag_records"]), f"{c['lag_seconds']:.1f}") for c in costs
+    ]
     assert "Lag cost of each rebalance" in page
-    assert render_lag_svg(build_history(run_feed(Simulator(SimulationSettings(groups=1, seed=3)).run_until(
-        30_000))[0], "group-0")) == ""                                    # no samples: no lag panel
+    assert (
+        render_lag_svg(
+            build_history(run_feed(Simulator(SimulationSettings(groups=1, seed=3)).run_until(30_000))[0], "group-0")
+        )
+        == ""
+    )  # no samples: no lag panel

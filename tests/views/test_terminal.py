@@ -1,4 +1,5 @@
 """Progress of long commands: plain lines off a terminal, rich progress bars on one."""
+
 from __future__ import annotations
 
 import io
@@ -9,7 +10,7 @@ from streaming.views import terminal
 
 def test_progress_off_a_terminal_is_plain_lines(monkeypatch):
     out = io.StringIO()
-    monkeypatch.setattr(terminal, "PLAIN_EVERY_S", 0.0)      # a line at every push, as if the work took long
+    monkeypatch.setattr(terminal, "PLAIN_EVERY_S", 0.0)  # a line at every push, as if the work took long
     monkeypatch.setattr(terminal, "PUSH_EVERY_S", 0.0)
     with terminal.Progress(out) as bars:
         assert not bars.terminal
@@ -18,8 +19,9 @@ def test_progress_off_a_terminal_is_plain_lines(monkeypatch):
             task.advance()
     lines = out.getvalue().splitlines()
     assert "\x1b" not in out.getvalue()
-    assert [re.sub(r"\(.*\)", "(R)", line) for line in lines[:3]] == \
-        [f"replay range: {n}/3 events (R)" for n in (1, 2, 3)]
+    assert [re.sub(r"\(.*\)", "(R)", line) for line in lines[:3]] == [
+        f"replay range: {n}/3 events (R)" for n in (1, 2, 3)
+    ]
     assert re.fullmatch(r"replay range: 3 events in \d+\.\d s \([\d,]+ events/s\)", lines[-1])
 
 
@@ -31,7 +33,7 @@ def test_progress_on_a_terminal_is_a_rich_bar():
             task.advance()
         task.update(note="3 groups")
     text = out.getvalue()
-    assert "\x1b[" in text and "━" in text                              # escape codes and a bar
+    assert "\x1b[" in text and "━" in text  # escape codes and a bar
     last = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text).splitlines()[-1]
     assert "reading the feed" in last and "2,000/2,000 records" in last and "records/s" in last
     assert "3 groups" in last

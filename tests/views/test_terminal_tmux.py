@@ -1,6 +1,7 @@
 """The live table and the progress bars in a real terminal: tmux runs them, ``capture-pane`` reads what a person
 would see. Redrawn in place means the picture appears once on the screen, however many times it was drawn; the
 alternate screen keeps the JVM's log lines from scrolling it apart; the last picture stays after the end."""
+
 from __future__ import annotations
 
 import shutil
@@ -23,8 +24,23 @@ class Tmux:
     def __init__(self, command: str, cwd: Path) -> None:
         self.name = f"rt-{uuid.uuid4().hex[:8]}"
         # As from a person's shell: the terminal's own size, not a COLUMNS/LINES this process may have inherited.
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", "160", "-y", "50", "-c", str(cwd),
-                        f"env -u COLUMNS -u LINES {command}"], check=True)
+        subprocess.run(
+            [
+                "tmux",
+                "new-session",
+                "-d",
+                "-s",
+                self.name,
+                "-x",
+                "160",
+                "-y",
+                "50",
+                "-c",
+                str(cwd),
+                f"env -u COLUMNS -u LINES {command}",
+            ],
+            check=True,
+        )
 
     def tmux(self, *args: str) -> str:
         return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
@@ -83,26 +99,43 @@ def test_live_table_redraws_in_place_on_the_alternate_screen_and_stays_after(tmp
         term.wait_for(lambda: (tmp_path / "drawn").exists(), "six batches drawn")
         screen = term.screen()
         assert term.alternate_on(), "the live table runs on the alternate screen"
-        assert screen.count("GROUP") == 1 and screen.count("batch 5") == 1, screen   # one picture, the last one
+        assert screen.count("GROUP") == 1 and screen.count("batch 5") == 1, screen  # one picture, the last one
         for group in ("group-0", "group-1", "group-2"):
             assert sum(line.lstrip("│ ").startswith(group) for line in screen.splitlines()) == 1, screen
-        assert "must not scroll" not in screen, screen   # painted over by the redraw
-        assert screen.splitlines()[0].startswith("batch 5"), screen   # the picture starts at the top
-        assert "input 1000 ev/s" in screen and "│" in screen, screen   # the status line and a drawn table
+        assert "must not scroll" not in screen, screen  # painted over by the redraw
+        assert screen.splitlines()[0].startswith("batch 5"), screen  # the picture starts at the top
+        assert "input 1000 ev/s" in screen and "│" in screen, screen  # the status line and a drawn table
 
         term.tmux("send-keys", "-t", term.name, "Enter")
         term.wait_for(lambda: (tmp_path / "closed").exists(), "the view closed")
         term.wait_for(lambda: not term.alternate_on(), "the normal screen back")
         after = term.history()
-        assert after.count("batch 5") == 1 and "batch 4" not in after, after   # the last picture, once
+        assert after.count("batch 5") == 1 and "batch 4" not in after, after  # the last picture, once
     finally:
         term.close()
 
 
 def test_replay_progress_bars_finish_in_place_then_the_table(tmp_path):
-    subprocess.run([sys.executable, "-m", "streaming", "simulate", "--out", "feed.jsonl", "--groups", "3",
-                    "--duration", "300", "--seed", "5"], cwd=tmp_path, check=True, capture_output=True,
-                   env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "streaming",
+            "simulate",
+            "--out",
+            "feed.jsonl",
+            "--groups",
+            "3",
+            "--duration",
+            "300",
+            "--seed",
+            "5",
+        ],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
     term = Tmux(
         f"env PYTHONPATH={REPO} {sys.executable} -m streaming replay --feed feed.jsonl --assignor range,sticky; "
         f"touch done; sleep 30",
@@ -114,7 +147,7 @@ def test_replay_progress_bars_finish_in_place_then_the_table(tmp_path):
         for bar in ("reading the feed", "replay range", "replay sticky"):
             lines = [line for line in screen.splitlines() if bar in line]
             assert len(lines) == 1, f"{bar!r} drawn once, in place:\n{screen}"
-            assert "/s" in lines[0], lines[0]   # finished with its count and rate
+            assert "/s" in lines[0], lines[0]  # finished with its count and rate
         assert "partitions moved" in screen and "sticky" in screen, screen
     finally:
         term.close()

@@ -1,5 +1,6 @@
 """Prometheus metrics and the live table on consumer-protocol (KIP-848) groups, from the real coordinator's outputs
 of the scripted feed of test_history_consumer (a joins, b joins, a gives up two partitions, a crashes)."""
+
 from __future__ import annotations
 
 import io
@@ -30,11 +31,11 @@ def test_metrics_show_epochs_members_and_reconciling_members(endpoint):
     assert _get(s, "groups", state="Reconciling") == 1
     assert _get(s, "group_epoch", group="g") == 2 and _get(s, "group_assignment_epoch", group="g") == 2
     assert _get(s, "group_members", group="g") == 2 and _get(s, "group_reconciling_members", group="g") == 2
-    assert _get(s, "group_rebalances_total", group="g") == 1           # the first epoch was Stable at once
+    assert _get(s, "group_rebalances_total", group="g") == 1  # the first epoch was Stable at once
     with pytest.raises(KeyError):
-        _get(s, "group_generation", group="g")                         # no generations in this protocol
+        _get(s, "group_generation", group="g")  # no generations in this protocol
     # The rest: a acknowledges, b takes its partitions (Stable, epoch 2), a crashes and is fenced, b takes all.
-    rest = _outputs_until(20_000)[len(first):]
+    rest = _outputs_until(20_000)[len(first) :]
     metrics.update(1, rest)
     s = scrape(url)
     assert _get(s, "group_state", group="g", state="Stable") == 1
@@ -53,7 +54,7 @@ def test_the_live_table_shows_epoch_protocol_and_reconciling_members():
     assert (g.consumer, g.state, g.generation, g.members, g.reconciling) == (True, "Reconciling", 2, 2, 2)
     row = next(line for line in view.render().splitlines() if line.startswith("g "))
     assert row.split()[:7] == ["g", "Reconciling", "e2", "consumer/uniform", "2", "(2", "reconciling)"]
-    view.update(1, _outputs_until(20_000)[len(_outputs_until(2_000)):])
+    view.update(1, _outputs_until(20_000)[len(_outputs_until(2_000)) :])
     g = view.groups["g"]
     assert (g.state, g.generation, g.members, g.reconciling, g.rebalances, g.expired) == ("Stable", 3, 1, 0, 3, 1)
     text = view.render()

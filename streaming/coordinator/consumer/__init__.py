@@ -7,6 +7,7 @@ metadata image), ``regex`` (regex subscriptions), ``config``, ``coordinator`` (t
 offset commits and their cleanup; the offsets arithmetic is ``streaming.coordinator.offsets``, shared with the classic
 model).
 """
+
 from streaming.coordinator.consumer.config import ConsumerGroupConfig
 from streaming.coordinator.consumer.coordinator import ConsumerGroupCoordinator, is_consumer_state
 from streaming.coordinator.consumer.errors import HeartbeatError
@@ -15,5 +16,13 @@ from streaming.coordinator.consumer.member import ConsumerGroupMember
 from streaming.coordinator.consumer.member_state import MemberState
 from streaming.coordinator.consumer.reconcile import reconcile
 
-__all__ = ["ConsumerGroupConfig", "ConsumerGroupCoordinator", "ConsumerGroup", "ConsumerGroupMember", "MemberState",
-           "HeartbeatError", "reconcile", "is_consumer_state"]
+__all__ = [
+    "ConsumerGroupConfig",
+    "ConsumerGroupCoordinator",
+    "ConsumerGroup",
+    "ConsumerGroupMember",
+    "MemberState",
+    "HeartbeatError",
+    "reconcile",
+    "is_consumer_state",
+]

@@ -2,6 +2,7 @@
 
 The ``offsets.*`` and ``offset.metadata.max.bytes`` settings are the broker's, shared with the classic coordinator
 (``streaming.coordinator.config.CoordinatorConfig``; ``routing.Configs`` gives both models the same values)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
@@ -32,12 +33,17 @@ class ConsumerGroupConfig:
 
     def __post_init__(self) -> None:
         if isinstance(self.group_consumer_assignors, str):
-            object.__setattr__(self, "group_consumer_assignors",
-                               tuple(a.strip() for a in self.group_consumer_assignors.split(",") if a.strip()))
+            object.__setattr__(
+                self,
+                "group_consumer_assignors",
+                tuple(a.strip() for a in self.group_consumer_assignors.split(",") if a.strip()),
+            )
         policy = str(self.group_consumer_migration_policy).strip().lower()
         if policy not in MIGRATION_POLICIES:
-            raise ValueError(f"group.consumer.migration.policy must be one of {', '.join(MIGRATION_POLICIES)}, "
-                             f"not {self.group_consumer_migration_policy!r}")
+            raise ValueError(
+                f"group.consumer.migration.policy must be one of {', '.join(MIGRATION_POLICIES)}, "
+                f"not {self.group_consumer_migration_policy!r}"
+            )
         object.__setattr__(self, "group_consumer_migration_policy", policy)
         if not self.group_consumer_assignors:
             raise ValueError("group.consumer.assignors must name at least one assignor")
@@ -86,5 +92,9 @@ class ConsumerGroupConfig:
         return self.group_consumer_migration_policy in ("downgrade", "bidirectional")
 
     def to_properties(self) -> dict[str, object]:
-        return {f.name.replace("_", "."): (",".join(getattr(self, f.name)) if f.name == "group_consumer_assignors"
-                                           else getattr(self, f.name)) for f in fields(self)}
+        return {
+            f.name.replace("_", "."): (
+                ",".join(getattr(self, f.name)) if f.name == "group_consumer_assignors" else getattr(self, f.name)
+            )
+            for f in fields(self)
+        }

@@ -19,6 +19,7 @@ Time comes only from events' ``ts`` and ``advance``; nothing reads a clock or dr
 classic coordinator, ``handle`` looks the event's type up in ``HANDLERS``, and every handler and every step returns
 the outputs it produced (``outputs.py`` declares them), in order.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,7 +35,12 @@ from streaming.coordinator.consumer.config import ConsumerGroupConfig
 from streaming.coordinator.consumer.errors import HeartbeatError
 from streaming.coordinator.consumer.group import STABLE, ConsumerGroup
 from streaming.coordinator.consumer.member import (
-    LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, Assignment, ConsumerGroupMember, is_subset)
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    Assignment,
+    ConsumerGroupMember,
+    is_subset,
+)
 from streaming.coordinator.consumer.member_state import MemberState
 from streaming.coordinator.consumer.reconcile import reconcile
 from streaming.coordinator.consumer.regex import regex_error, resolve
@@ -54,7 +60,7 @@ REGEX_BATCH_REFRESH_INTERVAL_MS = 10_000
 _SESSION, _REBALANCE, _RETENTION = 0, 1, 2
 # A consumer-protocol member must commit with OffsetCommit v9 or later (KIP-848).
 OFFSET_COMMIT_MIN_VERSION = 9
-_JAVA_WHITESPACE = "".join(chr(c) for c in range(0x21))   # what String.trim() strips
+_JAVA_WHITESPACE = "".join(chr(c) for c in range(0x21))  # what String.trim() strips
 
 
 def is_consumer_state(data: bytes | None) -> bool:
@@ -65,22 +71,29 @@ def is_consumer_state(data: bytes | None) -> bool:
 @dataclass
 class _Soft:
     """What Kafka keeps in memory only (timers, refresh flags) plus the tracker's rebalance bookkeeping."""
-    sessions: dict[str, int] = field(default_factory=dict)             # member -> session deadline
-    rebalance: dict[str, list[int]] = field(default_factory=dict)      # member -> [deadline, member epoch]
+
+    sessions: dict[str, int] = field(default_factory=dict)  # member -> session deadline
+    rebalance: dict[str, list[int]] = field(default_factory=dict)  # member -> [deadline, member epoch]
     last_heartbeat: dict[str, int] = field(default_factory=dict)
-    refresh_metadata: bool = True          # Kafka: metadataRefreshDeadline expired (new or loaded group, topic change)
+    refresh_metadata: bool = True  # Kafka: metadataRefreshDeadline expired (new or loaded group, topic change)
     # [ts (None: unknown), trigger, detail] of the first epoch bump since the group last settled (Stable or Empty)
     rebalance_started: list | None = None
-    assignor: str | None = None            # the assignor of the last target assignment
-    figures: Ledger = field(default_factory=Ledger)   # owners over time, by (topic id, partition) (figures.py)
-    retention: int | None = None           # the offsets cleanup's next work: an offset expiring, an Empty group going
-    empty_since: int | None = None         # when the group last became Empty (or was loaded Empty)
-    restored: Restored | None = None       # rebuilt from the store after a lost checkpoint (restored.py)
+    assignor: str | None = None  # the assignor of the last target assignment
+    figures: Ledger = field(default_factory=Ledger)  # owners over time, by (topic id, partition) (figures.py)
+    retention: int | None = None  # the offsets cleanup's next work: an offset expiring, an Empty group going
+    empty_since: int | None = None  # when the group last became Empty (or was loaded Empty)
+    restored: Restored | None = None  # rebuilt from the store after a lost checkpoint (restored.py)
 
     def to_dict(self) -> dict:
-        d = {"sessions": self.sessions, "rebalance": self.rebalance, "last_heartbeat": self.last_heartbeat,
-             "refresh_metadata": self.refresh_metadata, "rebalance_started": self.rebalance_started,
-             "assignor": self.assignor, "figures": self.figures.to_dict()}
+        d = {
+            "sessions": self.sessions,
+            "rebalance": self.rebalance,
+            "last_heartbeat": self.last_heartbeat,
+            "refresh_metadata": self.refresh_metadata,
+            "rebalance_started": self.rebalance_started,
+            "assignor": self.assignor,
+            "figures": self.figures.to_dict(),
+        }
         if self.retention is not None:
             d["retention"] = self.retention
         if self.empty_since is not None:
@@ -93,13 +106,24 @@ class _Soft:
     def from_dict(cls, d: Mapping) -> "_Soft":
         if "figures" in d:
             figures = Ledger.from_dict(d["figures"])
-        else:   # a state from before the figures' ledger: only the owners at the last Stable ("topic_id:p" keys)
+        else:  # a state from before the figures' ledger: only the owners at the last Stable ("topic_id:p" keys)
             figures = Ledger()
-            figures.owners = {(key.rsplit(":", 1)[0], int(key.rsplit(":", 1)[1])): owner
-                              for key, owner in d.get("stable_owners", {}).items()}
-        return cls(dict(d["sessions"]), {k: list(v) for k, v in d["rebalance"].items()}, dict(d["last_heartbeat"]),
-                   d["refresh_metadata"], d["rebalance_started"], d["assignor"], figures,
-                   d.get("retention"), d.get("empty_since"), Restored.from_row(d.get("restored")))
+            figures.owners = {
+                (key.rsplit(":", 1)[0], int(key.rsplit(":", 1)[1])): owner
+                for key, owner in d.get("stable_owners", {}).items()
+            }
+        return cls(
+            dict(d["sessions"]),
+            {k: list(v) for k, v in d["rebalance"].items()},
+            dict(d["last_heartbeat"]),
+            d["refresh_metadata"],
+            d["rebalance_started"],
+            d["assignor"],
+            figures,
+            d.get("retention"),
+            d.get("empty_since"),
+            Restored.from_row(d.get("restored")),
+        )
 
 
 class ConsumerGroupCoordinator:
@@ -111,11 +135,11 @@ class ConsumerGroupCoordinator:
         self._assignors = dict(assignors) if assignors is not None else None
         self.groups: dict[str, ConsumerGroup] = {}
         self.soft: dict[str, _Soft] = {}
-        self.offsets: dict[str, dict[Partition, CommittedOffset]] = {}   # committed offsets of the groups held
+        self.offsets: dict[str, dict[Partition, CommittedOffset]] = {}  # committed offsets of the groups held
         self.image = TopicImage()
         self.now = 0
         self._timers = Timers(self._timer_deadline)
-        self._unannounced: set[str] = set()   # groups rebuilt from the store whose first step is still to come
+        self._unannounced: set[str] = set()  # groups rebuilt from the store whose first step is still to come
 
     # ================================================================ public API
     def handle(self, event: dict) -> Outputs:
@@ -126,14 +150,17 @@ class ConsumerGroupCoordinator:
         out = self.advance(ts - 1) if ts is not None else self.announcements()
         self._tick(ts)
         kind = event["type"]
-        if kind == "log_end":   # not a request: passed on, after the timers due before it, for the lag views
+        if kind == "log_end":  # not a request: passed on, after the timers due before it, for the lag views
             return out + [outputs.log_end(event)]
         if kind in ("consumer_heartbeat", "commit") and event.get("group_id") in self.soft:
             out += self._watch_restored(event)
         handler = self.HANDLERS.get(kind)
         if handler is None:
-            out.append(outputs.ignored_event(event.get("group_id") or "", self.now, kind,
-                                             "not a request of the consumer group protocol"))
+            out.append(
+                outputs.ignored_event(
+                    event.get("group_id") or "", self.now, kind, "not a request of the consumer group protocol"
+                )
+            )
             return out
         return out + handler(self, event)
 
@@ -148,8 +175,11 @@ class ConsumerGroupCoordinator:
         return out
 
     def next_deadline(self, group_id: str | None = None) -> int | None:
-        softs = [self.soft[group_id]] if group_id is not None and group_id in self.soft else \
-            ([] if group_id is not None else list(self.soft.values()))
+        softs = (
+            [self.soft[group_id]]
+            if group_id is not None and group_id in self.soft
+            else ([] if group_id is not None else list(self.soft.values()))
+        )
         deadlines = (
             [d for s in softs for d in s.sessions.values()]
             + [r[0] for s in softs for r in s.rebalance.values()]
@@ -172,17 +202,31 @@ class ConsumerGroupCoordinator:
         group = self.groups.get(group_id)
         if group is None:
             return {"group_id": group_id, "state": "Dead", "members": []}
-        return {"group_id": group_id, "state": group.state(), "group_epoch": group.group_epoch,
-                "assignment_epoch": group.assignment_epoch,
-                "assignor": group.preferred_server_assignor() or self.config.group_consumer_assignors[0],
-                "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
-                             "client_id": m.client_id, "client_host": m.client_host, "member_epoch": m.member_epoch,
-                             "state": m.state.name, "subscribed_topic_names": sorted(m.subscribed_topic_names),
-                             "subscribed_topic_regex": m.regex, "server_assignor": m.server_assignor,
-                             "assignment": self._pairs(m.assigned_partitions),
-                             "pending_revocation": self._pairs(m.partitions_pending_revocation),
-                             "target_assignment": self._pairs(group.target.get(m.member_id, {}))}
-                            for m in group.members.values()]}
+        return {
+            "group_id": group_id,
+            "state": group.state(),
+            "group_epoch": group.group_epoch,
+            "assignment_epoch": group.assignment_epoch,
+            "assignor": group.preferred_server_assignor() or self.config.group_consumer_assignors[0],
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "instance_id": m.instance_id,
+                    "rack_id": m.rack_id,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "member_epoch": m.member_epoch,
+                    "state": m.state.name,
+                    "subscribed_topic_names": sorted(m.subscribed_topic_names),
+                    "subscribed_topic_regex": m.regex,
+                    "server_assignor": m.server_assignor,
+                    "assignment": self._pairs(m.assigned_partitions),
+                    "pending_revocation": self._pairs(m.partitions_pending_revocation),
+                    "target_assignment": self._pairs(group.target.get(m.member_id, {})),
+                }
+                for m in group.members.values()
+            ],
+        }
 
     # --- serialisation -------------------------------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -190,13 +234,14 @@ class ConsumerGroupCoordinator:
         for gid, g in self.groups.items():
             entry = {"group": g.to_dict(), "soft": self.soft[gid].to_dict()}
             if self.offsets.get(gid):
-                entry["offsets"] = O.to_rows(self.offsets[gid])   # [topic, partition, offset, ...] rows
+                entry["offsets"] = O.to_rows(self.offsets[gid])  # [topic, partition, offset, ...] rows
             groups.append(entry)
         return {"v": FORMAT_VERSION, "now": self.now, "image": self.image.to_dict(), "groups": groups}
 
     @classmethod
-    def from_dict(cls, d: Mapping, config: ConsumerGroupConfig | None = None,
-                  assignors: Mapping[str, object] | None = None) -> "ConsumerGroupCoordinator":
+    def from_dict(
+        cls, d: Mapping, config: ConsumerGroupConfig | None = None, assignors: Mapping[str, object] | None = None
+    ) -> "ConsumerGroupCoordinator":
         if d.get("v") != FORMAT_VERSION:
             raise ValueError(f"unsupported consumer coordinator state version {d.get('v')!r}")
         c = cls(config, assignors)
@@ -221,8 +266,9 @@ class ConsumerGroupCoordinator:
         return bytes([STATE_MAGIC]) + zlib.compress(json.dumps(self.to_dict(), separators=(",", ":")).encode(), 6)
 
     @classmethod
-    def from_bytes(cls, data: bytes, config: ConsumerGroupConfig | None = None,
-                   assignors: Mapping[str, object] | None = None) -> "ConsumerGroupCoordinator":
+    def from_bytes(
+        cls, data: bytes, config: ConsumerGroupConfig | None = None, assignors: Mapping[str, object] | None = None
+    ) -> "ConsumerGroupCoordinator":
         if not is_consumer_state(data):
             raise ValueError(f"not a consumer group coordinator state (first byte {bytes(data[:1])!r})")
         return cls.from_dict(json.loads(zlib.decompress(bytes(data[1:]))), config, assignors)
@@ -288,8 +334,9 @@ class ConsumerGroupCoordinator:
         session = self.config.group_consumer_session_timeout_ms
         for group_id, group in self.groups.items():
             timeouts = [(session, max(m.rebalance_timeout_ms, 0)) for m in group.members.values()]
-            self.soft[group_id].restored = Restored(group.group_epoch, now_ms, window_end(now_ms, timeouts, session),
-                                                    set(group.members))
+            self.soft[group_id].restored = Restored(
+                group.group_epoch, now_ms, window_end(now_ms, timeouts, session), set(group.members)
+            )
             self._unannounced.add(group_id)
 
     def announcements(self) -> Outputs:
@@ -303,10 +350,18 @@ class ConsumerGroupCoordinator:
             if r is not None and not r.announced and group_id in self.groups:
                 r.announced = True
                 group = self.groups[group_id]
-                out.append(outputs.consumer_group_restored(
-                    group_id, r.loaded_ts, group.group_epoch, group.assignment_epoch, group.state(),
-                    sorted(group.members), len(self.offsets.get(group_id, {})),
-                    {n: p for n, (_, p) in sorted(group.subscription_metadata.items())}))
+                out.append(
+                    outputs.consumer_group_restored(
+                        group_id,
+                        r.loaded_ts,
+                        group.group_epoch,
+                        group.assignment_epoch,
+                        group.state(),
+                        sorted(group.members),
+                        len(self.offsets.get(group_id, {})),
+                        {n: p for n, (_, p) in sorted(group.subscription_metadata.items())},
+                    )
+                )
         self._unannounced.clear()
         return out
 
@@ -326,8 +381,10 @@ class ConsumerGroupCoordinator:
             return []
         member = group.members.get(member_id)
         if member is not None and epoch > member.member_epoch:
-            reason = (f"member {member_id} sends epoch {epoch}, ahead of its {member.member_epoch}: the lost "
-                      f"checkpoint went on past the store (a session there ended sooner)")
+            reason = (
+                f"member {member_id} sends epoch {epoch}, ahead of its {member.member_epoch}: the lost "
+                f"checkpoint went on past the store (a session there ended sooner)"
+            )
         elif member is None and epoch > 0:
             reason = f"member {member_id} (epoch {epoch}) is not in the group the store held"
         else:
@@ -396,27 +453,55 @@ class ConsumerGroupCoordinator:
             return []
         deadline, epoch = self.soft[group_id].rebalance.pop(member_id)
         if member is not None and member.member_epoch == epoch:
-            return self._fence(group, [member], "rebalance timeout",
-                               f"it failed to transition from epoch {epoch} within {member.rebalance_timeout_ms}ms")
+            return self._fence(
+                group,
+                [member],
+                "rebalance timeout",
+                f"it failed to transition from epoch {epoch} within {member.rebalance_timeout_ms}ms",
+            )
         return []
 
     # ================================================================ outputs
     def _pairs(self, a: Assignment) -> list[list]:
         return sorted([self.image.name_for(t) or t, p] for t, ps in a.items() for p in ps)
 
-    def _answer(self, e: dict, error: str = "NONE", message: str | None = None, member_id: str | None = None,
-                member_epoch: int = 0, heartbeat_interval_ms: int = 0, assignment: Assignment | None = None) -> Output:
+    def _answer(
+        self,
+        e: dict,
+        error: str = "NONE",
+        message: str | None = None,
+        member_id: str | None = None,
+        member_epoch: int = 0,
+        heartbeat_interval_ms: int = 0,
+        assignment: Assignment | None = None,
+    ) -> Output:
         """Kafka's ConsumerGroupHeartbeatResponse (an error answer carries only the error, as Kafka's does; the
         request's member id is repeated for the tracker's readers)."""
         return outputs.consumer_heartbeat_response(
-            e, self.now, error, message, member_id, member_epoch, heartbeat_interval_ms,
-            None if assignment is None else [
+            e,
+            self.now,
+            error,
+            message,
+            member_id,
+            member_epoch,
+            heartbeat_interval_ms,
+            None
+            if assignment is None
+            else [
                 {"topic_id": t, "topic": self.image.name_for(t), "partitions": sorted(assignment[t])}
-                for t in sorted(assignment)])
+                for t in sorted(assignment)
+            ],
+        )
 
     # ================================================================ applying records
-    def _apply(self, group: ConsumerGroup, records: list[dict], trigger: str | None = None, detail: str = "",
-               reason: str | None = None) -> Outputs:
+    def _apply(
+        self,
+        group: ConsumerGroup,
+        records: list[dict],
+        trigger: str | None = None,
+        detail: str = "",
+        reason: str | None = None,
+    ) -> Outputs:
         """Replay ``records`` onto ``group`` (registering a new group), emit them, and what changed for a reader
         (``reason``: why the group's state changed, when it says more than the records)."""
         gid = group.group_id
@@ -438,16 +523,26 @@ class ConsumerGroupCoordinator:
         if not group.deleted:
             self._follow_owners(group, before, records)
         if group.assignment_epoch != before_target and group.assignment_epoch >= 0:
-            out.append(outputs.target_assignment(gid, self.now, group.assignment_epoch, soft.assignor,
-                                                 {mid: self._pairs(a) for mid, a in sorted(group.target.items())}))
+            out.append(
+                outputs.target_assignment(
+                    gid,
+                    self.now,
+                    group.assignment_epoch,
+                    soft.assignor,
+                    {mid: self._pairs(a) for mid, a in sorted(group.target.items())},
+                )
+            )
         if group.deleted:
             del self.groups[gid]
             self.soft.pop(gid, None)
             self.offsets.pop(gid, None)
         after_state = group.state()
         if after_state != before_state:
-            out.append(outputs.consumer_state_change(gid, self.now, before_state, after_state, group.group_epoch,
-                                                     group.assignment_epoch, reason))
+            out.append(
+                outputs.consumer_state_change(
+                    gid, self.now, before_state, after_state, group.group_epoch, group.assignment_epoch, reason
+                )
+            )
             if after_state == "Empty":
                 soft.empty_since = self.now
         # A rebalance ends when the group is settled again: Stable (every member on the target), or Empty. An epoch
@@ -455,7 +550,7 @@ class ConsumerGroupCoordinator:
         if soft.rebalance_started is not None and after_state in (STABLE, "Empty") and not group.deleted:
             out.append(self._rebalance_record(group))
         if not group.deleted and any(r["type"] in (R.MEMBER_METADATA, R.REGULAR_EXPRESSION) for r in records):
-            self._refresh_retention(gid)    # the members or their subscriptions changed
+            self._refresh_retention(gid)  # the members or their subscriptions changed
         return out
 
     def _assignment(self, m: ConsumerGroupMember, old: ConsumerGroupMember | None, group_id: str) -> Output:
@@ -463,9 +558,18 @@ class ConsumerGroupCoordinator:
         old_parts = set(self._keys(old.assigned_partitions)) if old is not None else set()
         new_parts = set(self._keys(m.assigned_partitions))
         return outputs.consumer_assignment(
-            group_id, self.now, m.member_id, m.instance_id, m.member_epoch, m.previous_member_epoch, m.state.name,
-            self._pairs(m.assigned_partitions), self._pairs(m.partitions_pending_revocation),
-            self._named(new_parts - old_parts), self._named(old_parts - new_parts))
+            group_id,
+            self.now,
+            m.member_id,
+            m.instance_id,
+            m.member_epoch,
+            m.previous_member_epoch,
+            m.state.name,
+            self._pairs(m.assigned_partitions),
+            self._pairs(m.partitions_pending_revocation),
+            self._named(new_parts - old_parts),
+            self._named(old_parts - new_parts),
+        )
 
     @staticmethod
     def _keys(a: Assignment) -> list[tuple[str, int]]:
@@ -474,8 +578,7 @@ class ConsumerGroupCoordinator:
     def _named(self, keys: Iterable[tuple[str, int]]) -> list[list]:
         return sorted([self.image.name_for(t) or t, p] for t, p in keys)
 
-    def _follow_owners(self, group: ConsumerGroup, before: dict[str, ConsumerGroupMember],
-                       records: list[dict]) -> None:
+    def _follow_owners(self, group: ConsumerGroup, before: dict[str, ConsumerGroupMember], records: list[dict]) -> None:
         """The figures' ledger after ``records``: a member whose assignment lost partitions was told to stop
         consuming them (those pending revocation included: the client pauses them at once), one that gained some
         was told to start; a removed member gives up everything."""
@@ -503,18 +606,30 @@ class ConsumerGroupCoordinator:
         target = {key for m in group.members.values() for key in self._keys(m.assigned_partitions)}
         settled = soft.figures.settle(
             {m.instance_id or m.member_id: self._keys(m.assigned_partitions) for m in group.members.values()},
-            self.now, wanted=target.__contains__)
+            self.now,
+            wanted=target.__contains__,
+        )
         return outputs.consumer_rebalance(
-            group.group_id, self.now, group.group_epoch, group.assignment_epoch, soft.assignor, started[1], started[2],
+            group.group_id,
+            self.now,
+            group.group_epoch,
+            group.assignment_epoch,
+            soft.assignor,
+            started[1],
+            started[2],
             rebalance_fields(settled, started[0], self.now, lambda t: self.image.name_for(t) or t),
-            [outputs.consumer_rebalance_member(m.member_id, m.instance_id, m.client_id, m.client_host)
-             for m in group.members.values()],
-            {m.member_id: self._pairs(m.assigned_partitions) for m in group.members.values()})
+            [
+                outputs.consumer_rebalance_member(m.member_id, m.instance_id, m.client_id, m.client_host)
+                for m in group.members.values()
+            ],
+            {m.member_id: self._pairs(m.assigned_partitions) for m in group.members.values()},
+        )
 
     # ================================================================ ConsumerGroupHeartbeat
     def _validate(self, e: dict) -> tuple[str, str] | None:
         """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid (ConsumerGroupHeartbeat v1+: the client makes its
         member id, KIP-1082)."""
+
         def empty(value: str | None) -> bool:
             return value is not None and not value.strip(_JAVA_WHITESPACE)
 
@@ -533,8 +648,9 @@ class ConsumerGroupCoordinator:
             if e["topic_partitions"] is None or e["topic_partitions"]:
                 return "INVALID_REQUEST", "TopicPartitions must be empty when (re-)joining."
             if e["subscribed_topic_names"] is None and e["subscribed_topic_regex"] is None:
-                return "INVALID_REQUEST", ("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null "
-                                           "when (re-)joining.")
+                return "INVALID_REQUEST", (
+                    "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."
+                )
         elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             if e["instance_id"] is None:
                 return "INVALID_REQUEST", "InstanceId can't be null."
@@ -542,8 +658,10 @@ class ConsumerGroupCoordinator:
             return "INVALID_REQUEST", "MemberEpoch is invalid."
         assignor = e["server_assignor"]
         if assignor is not None and assignor not in self.config.group_consumer_assignors:
-            return "UNSUPPORTED_ASSIGNOR", (f"ServerAssignor {assignor} is not supported. Supported assignors: "
-                                            f"{', '.join(self.config.group_consumer_assignors)}.")
+            return "UNSUPPORTED_ASSIGNOR", (
+                f"ServerAssignor {assignor} is not supported. Supported assignors: "
+                f"{', '.join(self.config.group_consumer_assignors)}."
+            )
         return None
 
     def _heartbeat(self, e: dict) -> Outputs:
@@ -554,7 +672,7 @@ class ConsumerGroupCoordinator:
             if e["member_epoch"] in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return self._leave(e)
             return self._join_or_heartbeat(e)
-        except HeartbeatError as exc:   # raised before anything changed: the answer is all there is
+        except HeartbeatError as exc:  # raised before anything changed: the answer is all there is
             return [self._answer(e, exc.error, exc.message)]
 
     def _owned(self, e: dict) -> dict[str, frozenset] | None:
@@ -573,14 +691,21 @@ class ConsumerGroupCoordinator:
         if epoch == 0:
             return
         if epoch > member.member_epoch:
-            raise HeartbeatError("FENCED_MEMBER_EPOCH", f"The consumer group member has a greater member epoch "
-                                 f"({epoch}) than the one known by the group coordinator ({member.member_epoch}). "
-                                 "The member must abandon all its partitions and rejoin.")
-        if epoch < member.member_epoch and (epoch != member.previous_member_epoch
-                                            or not is_subset(owned, member.assigned_partitions)):
-            raise HeartbeatError("FENCED_MEMBER_EPOCH", f"The consumer group member has a smaller member epoch "
-                                 f"({epoch}) than the one known by the group coordinator ({member.member_epoch}). "
-                                 "The member must abandon all its partitions and rejoin.")
+            raise HeartbeatError(
+                "FENCED_MEMBER_EPOCH",
+                f"The consumer group member has a greater member epoch "
+                f"({epoch}) than the one known by the group coordinator ({member.member_epoch}). "
+                "The member must abandon all its partitions and rejoin.",
+            )
+        if epoch < member.member_epoch and (
+            epoch != member.previous_member_epoch or not is_subset(owned, member.assigned_partitions)
+        ):
+            raise HeartbeatError(
+                "FENCED_MEMBER_EPOCH",
+                f"The consumer group member has a smaller member epoch "
+                f"({epoch}) than the one known by the group coordinator ({member.member_epoch}). "
+                "The member must abandon all its partitions and rejoin.",
+            )
 
     def _join_or_heartbeat(self, e: dict) -> Outputs:
         gid, member_id, epoch, instance_id = e["group_id"], e["member_id"], e["member_epoch"], e["instance_id"]
@@ -593,8 +718,9 @@ class ConsumerGroupCoordinator:
         soft = self.soft.get(gid) or _Soft()
         limit = self.config.group_consumer_max_size
         if len(group.members) >= limit and member_id not in group.members:
-            raise HeartbeatError("GROUP_MAX_SIZE_REACHED",
-                                 f"The consumer group has reached its maximum capacity of {limit} members.")
+            raise HeartbeatError(
+                "GROUP_MAX_SIZE_REACHED", f"The consumer group has reached its maximum capacity of {limit} members."
+            )
         owned = self._owned(e)
         records: list[dict] = []
         replaced: ConsumerGroupMember | None = None
@@ -612,39 +738,50 @@ class ConsumerGroupCoordinator:
                     member = group.members.get(member_id) or ConsumerGroupMember(member_id)
                 else:
                     if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                        raise HeartbeatError("UNRELEASED_INSTANCE_ID", f"Static member {member_id} with instance id "
-                                             f"{instance_id} cannot join the group because the instance id is owned "
-                                             f"by {existing.member_id} member.")
+                        raise HeartbeatError(
+                            "UNRELEASED_INSTANCE_ID",
+                            f"Static member {member_id} with instance id "
+                            f"{instance_id} cannot join the group because the instance id is owned "
+                            f"by {existing.member_id} member.",
+                        )
                     # The restarted instance takes over the departed member: same assignment, epoch 0.
                     member = existing.with_(member_id=member_id, member_epoch=0, previous_member_epoch=0)
                     replaced = existing
-                    records += [R.current_assignment_tombstone(gid, existing.member_id),
-                                R.target_assignment(gid, existing.member_id, None),
-                                R.member_subscription_tombstone(gid, existing.member_id),
-                                R.member_subscription(gid, member),
-                                R.target_assignment(gid, member_id, group.target.get(existing.member_id, {})),
-                                R.current_assignment(gid, member)]
+                    records += [
+                        R.current_assignment_tombstone(gid, existing.member_id),
+                        R.target_assignment(gid, existing.member_id, None),
+                        R.member_subscription_tombstone(gid, existing.member_id),
+                        R.member_subscription(gid, member),
+                        R.target_assignment(gid, member_id, group.target.get(existing.member_id, {})),
+                        R.current_assignment(gid, member),
+                    ]
             else:
                 if existing is None:
                     raise HeartbeatError("UNKNOWN_MEMBER_ID", f"Instance id {instance_id} is unknown.")
                 if existing.member_id != member_id:
-                    raise HeartbeatError("FENCED_INSTANCE_ID", f"Static member {member_id} with instance id "
-                                         f"{instance_id} was fenced by member {existing.member_id}.")
+                    raise HeartbeatError(
+                        "FENCED_INSTANCE_ID",
+                        f"Static member {member_id} with instance id "
+                        f"{instance_id} was fenced by member {existing.member_id}.",
+                    )
                 self._check_epoch(existing, epoch, owned)
                 member = existing
-        old_ref = replaced if replaced is not None else member   # whom the updated member stands in for
+        old_ref = replaced if replaced is not None else member  # whom the updated member stands in for
 
         # 1. The member and its subscription; a new group, new topic names or a new metadata bump the epoch.
         names, regex = e["subscribed_topic_names"], e["subscribed_topic_regex"]
         updated = member.with_(
             instance_id=instance_id if instance_id is not None else member.instance_id,
             rack_id=e["rack_id"] if e["rack_id"] is not None else member.rack_id,
-            rebalance_timeout_ms=e["rebalance_timeout_ms"] if e["rebalance_timeout_ms"] != -1
+            rebalance_timeout_ms=e["rebalance_timeout_ms"]
+            if e["rebalance_timeout_ms"] != -1
             else member.rebalance_timeout_ms,
             server_assignor=e["server_assignor"] if e["server_assignor"] is not None else member.server_assignor,
             subscribed_topic_names=frozenset(names) if names is not None else member.subscribed_topic_names,
             subscribed_topic_regex=regex if regex is not None else member.subscribed_topic_regex,
-            client_id=e["client_id"], client_host=e["client_host"])
+            client_id=e["client_id"],
+            client_host=e["client_host"],
+        )
         bump = group.group_epoch == 0
         trigger = "join" if member_id not in group.members else "subscription"
         if updated != member:
@@ -659,8 +796,10 @@ class ConsumerGroupCoordinator:
             names_count = group.subscribed_topic_names(old_ref, updated)
             metadata = ConsumerGroup.compute_subscription_metadata(names_count, self.image)
             subscription_type = ConsumerGroup.subscription_type(
-                group.subscribed_regexes(old_ref, updated), names_count,
-                len(list(group._members_with(old_ref, updated))))
+                group.subscribed_regexes(old_ref, updated),
+                names_count,
+                len(list(group._members_with(old_ref, updated))),
+            )
             if metadata != group.subscription_metadata:
                 if not bump:
                     trigger = "metadata"
@@ -672,7 +811,8 @@ class ConsumerGroupCoordinator:
         else:
             metadata = group.subscription_metadata
             subscription_type = ConsumerGroup.subscription_type(
-                group.subscribed_regexes(), group.subscribed_topic_names(), len(group.members))
+                group.subscribed_regexes(), group.subscribed_topic_names(), len(group.members)
+            )
 
         # 2. A newer group epoch than the target's: compute the new target assignment.
         assignor_name = None
@@ -684,11 +824,23 @@ class ConsumerGroupCoordinator:
                 updates[previous_id] = None
             try:
                 result = build_target_assignment(
-                    gid, group_epoch, self._assignor(assignor_name), group.members, group.static_members, metadata,
-                    subscription_type, group.target, group.resolved_regexes, self.image, updates, group.member_slots)
+                    gid,
+                    group_epoch,
+                    self._assignor(assignor_name),
+                    group.members,
+                    group.static_members,
+                    metadata,
+                    subscription_type,
+                    group.target,
+                    group.resolved_regexes,
+                    self.image,
+                    updates,
+                    group.member_slots,
+                )
             except (PartitionAssignorError, ValueError, KeyError) as exc:
-                raise HeartbeatError("UNKNOWN_SERVER_ERROR", f"Failed to compute a new target assignment for epoch "
-                                     f"{group_epoch}: {exc}") from None
+                raise HeartbeatError(
+                    "UNKNOWN_SERVER_ERROR", f"Failed to compute a new target assignment for epoch {group_epoch}: {exc}"
+                ) from None
             records += result.records
             target_epoch, target = group_epoch, result.assignment.get(updated.member_id, {})
         else:
@@ -714,11 +866,23 @@ class ConsumerGroupCoordinator:
             self._cancel_timers(gid, replaced.member_id)
             out.append(outputs.consumer_member_replaced(gid, self.now, member_id, replaced.member_id, instance_id))
         elif member_id not in group.members:
-            out.append(outputs.consumer_member_joined(gid, self.now, member_id, instance_id, e["client_id"],
-                                                      e["client_host"], sorted(updated.subscribed_topic_names),
-                                                      updated.regex))
-        detail = {"join": f"member {member_id} joined", "subscription": f"member {member_id} changed its subscription",
-                  "metadata": "the subscribed topics' metadata changed"}[trigger]
+            out.append(
+                outputs.consumer_member_joined(
+                    gid,
+                    self.now,
+                    member_id,
+                    instance_id,
+                    e["client_id"],
+                    e["client_host"],
+                    sorted(updated.subscribed_topic_names),
+                    updated.regex,
+                )
+            )
+        detail = {
+            "join": f"member {member_id} joined",
+            "subscription": f"member {member_id} changed its subscription",
+            "metadata": "the subscribed topics' metadata changed",
+        }[trigger]
         out += self._apply(group, records, trigger, detail)
         if rebalance_timer is True:
             self._schedule_rebalance(gid, updated)
@@ -728,9 +892,15 @@ class ConsumerGroupCoordinator:
 
         full = e["rebalance_timeout_ms"] != -1 and (names is not None or regex is not None) and owned is not None
         changed = member.assigned_partitions != updated.assigned_partitions
-        out.append(self._answer(e, member_id=updated.member_id, member_epoch=updated.member_epoch,
-                                heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
-                                assignment=updated.assigned_partitions if epoch == 0 or full or changed else None))
+        out.append(
+            self._answer(
+                e,
+                member_id=updated.member_id,
+                member_epoch=updated.member_epoch,
+                heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
+                assignment=updated.assigned_partitions if epoch == 0 or full or changed else None,
+            )
+        )
         if refresh:
             out += self._resolve_regexes(group, refresh)
         return out
@@ -741,8 +911,9 @@ class ConsumerGroupCoordinator:
         return get_server_assignor(name)
 
     # ---------------------------------------------------------------- regular expressions
-    def _regex_update(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
-                      records: list[dict]) -> tuple[set[str] | None, bool]:
+    def _regex_update(
+        self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember, records: list[dict]
+    ) -> tuple[set[str] | None, bool]:
         """Kafka's maybeUpdateRegularExpressions: (regexes to resolve now, whether to bump the epoch)."""
         old, new = member.regex, updated.regex
         bump = require_refresh = False
@@ -753,8 +924,10 @@ class ConsumerGroupCoordinator:
                 if group.num_subscribed_members(new) == 0:
                     why = regex_error(new)
                     if why is not None:
-                        raise HeartbeatError("INVALID_REGULAR_EXPRESSION",
-                                             f"SubscribedTopicRegex `{new}` is not a valid regular expression: {why}.")
+                        raise HeartbeatError(
+                            "INVALID_REGULAR_EXPRESSION",
+                            f"SubscribedTopicRegex `{new}` is not a valid regular expression: {why}.",
+                        )
                     require_refresh = True
                 else:
                     bump = new in group.resolved_regexes
@@ -797,8 +970,9 @@ class ConsumerGroupCoordinator:
                 for t in topics:
                     names.setdefault(t, [0, 0])[1] += 1
             records.append(R.regular_expression(gid, regex, topics, self.image.version, self.now))
-        metadata = ConsumerGroup.compute_subscription_metadata([n for n, c in names.items() if c[0] > 0 or c[1] > 0],
-                                                               self.image)
+        metadata = ConsumerGroup.compute_subscription_metadata(
+            [n for n, c in names.items() if c[0] > 0 or c[1] > 0], self.image
+        )
         if metadata != group.subscription_metadata:
             bump = True
             records.append(R.partition_metadata(gid, metadata))
@@ -824,8 +998,11 @@ class ConsumerGroupCoordinator:
             if member is None:
                 raise HeartbeatError("UNKNOWN_MEMBER_ID", f"Instance id {instance_id} is unknown.")
             if member.member_id != member_id:
-                raise HeartbeatError("FENCED_INSTANCE_ID", f"Static member {member_id} with instance id "
-                                     f"{instance_id} was fenced by member {member.member_id}.")
+                raise HeartbeatError(
+                    "FENCED_INSTANCE_ID",
+                    f"Static member {member_id} with instance id "
+                    f"{instance_id} was fenced by member {member.member_id}.",
+                )
             if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 # A temporary leave: the member keeps its assignment until it rejoins or its session expires.
                 leaving = member.with_(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={})
@@ -835,16 +1012,25 @@ class ConsumerGroupCoordinator:
         out = [outputs.consumer_member_left(gid, self.now, member_id, instance_id, "leave", False)]
         return out + self._fence(group, [member], None, "left the group", answer=e)
 
-    def _fence(self, group: ConsumerGroup, members: list[ConsumerGroupMember], reason: str | None, why: str,
-               answer: dict | None = None) -> Outputs:
+    def _fence(
+        self,
+        group: ConsumerGroup,
+        members: list[ConsumerGroupMember],
+        reason: str | None,
+        why: str,
+        answer: dict | None = None,
+    ) -> Outputs:
         """Kafka's consumerGroupFenceMembers: remove the members' records, drop regexes nobody else uses, refresh
         the subscription metadata and bump the group epoch."""
         gid = group.group_id
         soft = self.soft[gid]
         records = []
         for m in members:
-            records += [R.current_assignment_tombstone(gid, m.member_id), R.target_assignment(gid, m.member_id, None),
-                        R.member_subscription_tombstone(gid, m.member_id)]
+            records += [
+                R.current_assignment_tombstone(gid, m.member_id),
+                R.target_assignment(gid, m.member_id, None),
+                R.member_subscription_tombstone(gid, m.member_id),
+            ]
         counts: dict[str, int] = {}
         for m in members:
             if m.regex:
@@ -862,12 +1048,19 @@ class ConsumerGroupCoordinator:
         out: Outputs = []
         for m in members:
             if reason is not None:
-                out.append(outputs.consumer_member_expired(gid, self.now, m.member_id, m.instance_id, reason, why,
-                                                           soft.last_heartbeat.get(m.member_id)))
+                out.append(
+                    outputs.consumer_member_expired(
+                        gid, self.now, m.member_id, m.instance_id, reason, why, soft.last_heartbeat.get(m.member_id)
+                    )
+                )
             self._cancel_timers(gid, m.member_id)
         trigger = "leave" if reason is None else "expiry"
-        out += self._apply(group, records, trigger, f"member {', '.join(m.member_id for m in members)} "
-                                                    f"{'left' if reason is None else 'fenced: ' + why}")
+        out += self._apply(
+            group,
+            records,
+            trigger,
+            f"member {', '.join(m.member_id for m in members)} {'left' if reason is None else 'fenced: ' + why}",
+        )
         if answer is not None:
             out.append(self._answer(answer, member_id=answer["member_id"], member_epoch=answer["member_epoch"]))
         return out
@@ -917,17 +1110,25 @@ class ConsumerGroupCoordinator:
         if group is None:
             if e["generation"] < 0:
                 # Kafka creates a simple classic group for it; routing.GroupModel gives it to the classic model.
-                return [outputs.ignored_event(gid, self.now, "commit", "an OffsetCommit without a member epoch to a "
-                                              "group that does not exist creates a simple classic group, which is "
-                                              "the classic model's")]
+                return [
+                    outputs.ignored_event(
+                        gid,
+                        self.now,
+                        "commit",
+                        "an OffsetCommit without a member epoch to a "
+                        "group that does not exist creates a simple classic group, which is "
+                        "the classic model's",
+                    )
+                ]
             return [self._commit_answer(e, O.unknown_group_error(e))]
         error = self._commit_error(group, e)
         if error is not None:
             return [self._commit_answer(e, error)]
         refused = [O.too_large(o, self.config.offset_metadata_max_bytes) for o in e["offsets"]]
         stored = self.offsets.setdefault(gid, {})
-        out: Outputs = O.store(stored, gid, [o for o, no in zip(e["offsets"], refused) if not no], self.now,
-                               e["retention_ms"])
+        out: Outputs = O.store(
+            stored, gid, [o for o, no in zip(e["offsets"], refused) if not no], self.now, e["retention_ms"]
+        )
         if not stored:
             del self.offsets[gid]
         out.append(self._commit_answer(e, "NONE", refused))
@@ -960,9 +1161,15 @@ class ConsumerGroupCoordinator:
         if error != "NONE":
             return outputs.request_refused(e, self.now, error)
         refused = refused or [False] * len(e["offsets"])
-        return outputs.commit_response(e, self.now, error, [
-            [o["topic"], o["partition"], "OFFSET_METADATA_TOO_LARGE" if no else "NONE"]
-            for o, no in zip(e["offsets"], refused)])
+        return outputs.commit_response(
+            e,
+            self.now,
+            error,
+            [
+                [o["topic"], o["partition"], "OFFSET_METADATA_TOO_LARGE" if no else "NONE"]
+                for o, no in zip(e["offsets"], refused)
+            ],
+        )
 
     @staticmethod
     def _retained(group: ConsumerGroup) -> set[str]:
@@ -981,8 +1188,10 @@ class ConsumerGroupCoordinator:
         deadline = None
         if offsets:
             kept, retention = self._retained(group), self.config.offsets_retention_ms
-            deadline = min((O.expiry_time(o, o.commit_timestamp, retention) for tp, o in offsets.items()
-                            if tp[0] not in kept), default=None)
+            deadline = min(
+                (O.expiry_time(o, o.commit_timestamp, retention) for tp, o in offsets.items() if tp[0] not in kept),
+                default=None,
+            )
         elif not group.members:
             since = soft.empty_since if soft.empty_since is not None else self.now
             deadline = since + self.config.offsets_retention_check_interval_ms
@@ -999,8 +1208,11 @@ class ConsumerGroupCoordinator:
         offsets = self.offsets.get(group_id, {})
         kept, retention = self._retained(group), self.config.offsets_retention_ms
         out: Outputs = []
-        for tp in sorted(tp for tp, o in offsets.items()
-                         if tp[0] not in kept and self.now >= O.expiry_time(o, o.commit_timestamp, retention)):
+        for tp in sorted(
+            tp
+            for tp, o in offsets.items()
+            if tp[0] not in kept and self.now >= O.expiry_time(o, o.commit_timestamp, retention)
+        ):
             del offsets[tp]
             out.append(O.tombstone(group_id, self.now, tp, "retention"))
         if not offsets:
@@ -1044,7 +1256,9 @@ class ConsumerGroupCoordinator:
     # Event type -> its handler (Kafka's rules for the request; topic metadata is the tracker's own). Every request
     # ``handle`` answers goes through this table; any other type is ignored, and says so.
     HANDLERS: dict[str, Callable[["ConsumerGroupCoordinator", dict], Outputs]] = {
-        "consumer_heartbeat": _heartbeat, "commit": _commit, "topic_metadata": _topic_metadata,
+        "consumer_heartbeat": _heartbeat,
+        "commit": _commit,
+        "topic_metadata": _topic_metadata,
         "delete_group": _delete_group,
     }
 

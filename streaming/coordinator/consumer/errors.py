@@ -1,4 +1,5 @@
 """Kafka's answer to a request it refuses: an error code name and its message (never a Python failure)."""
+
 from __future__ import annotations
 
 

@@ -5,6 +5,7 @@ applies the records it wrote (and those it loads from ``__consumer_offsets``). S
 is the group that wrote them. The indexes Kafka keeps beside the records (static members, partition epochs) are
 derived here from the same replays.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,7 +14,12 @@ from typing import Iterable, Mapping
 from assignors.java import TIMELINE_MIN_CAPACITY, java_hash_order, java_string_hash, timeline_capacity_after_adding
 from streaming.coordinator.consumer import records as R
 from streaming.coordinator.consumer.member import (
-    LEAVE_GROUP_MEMBER_EPOCH, Assignment, ConsumerGroupMember, assignment, assignment_to_json)
+    LEAVE_GROUP_MEMBER_EPOCH,
+    Assignment,
+    ConsumerGroupMember,
+    assignment,
+    assignment_to_json,
+)
 from streaming.coordinator.consumer.member_state import MemberState
 from streaming.coordinator.consumer.topics import TopicImage
 
@@ -57,12 +63,12 @@ class ConsumerGroup:
         self.group_id = group_id
         self.group_epoch = epoch
         self.assignment_epoch = epoch
-        self.members: dict[str, ConsumerGroupMember] = {}   # in the order they joined (Kafka's member table's)
+        self.members: dict[str, ConsumerGroupMember] = {}  # in the order they joined (Kafka's member table's)
         # The size of Kafka's member table (a TimelineHashMap: it grows as members join, never shrinks): with the
         # members' order it gives the order the assignor sees them in (target.py).
         self.member_slots = TIMELINE_MIN_CAPACITY
         self.target: dict[str, dict[str, frozenset]] = {}
-        self.subscription_metadata: dict[str, tuple[str, int]] = {}   # topic name -> (topic id, partitions)
+        self.subscription_metadata: dict[str, tuple[str, int]] = {}  # topic name -> (topic id, partitions)
         self.resolved_regexes: dict[str, ResolvedRegex] = {}
         self.deleted = False
         # derived
@@ -77,15 +83,19 @@ class ConsumerGroup:
         if kind == R.METADATA:
             if value is None:
                 if self.members or self.target or self.assignment_epoch != -1:
-                    raise IllegalGroupState(f"group {self.group_id} deleted while it still has members or an "
-                                            "assignment")
+                    raise IllegalGroupState(
+                        f"group {self.group_id} deleted while it still has members or an assignment"
+                    )
                 self.deleted = True
             else:
                 self.group_epoch = int(value["epoch"])
                 self.deleted = False
         elif kind == R.PARTITION_METADATA:
-            self.subscription_metadata = {} if value is None else {
-                t["topicName"]: (t["topicId"], int(t["numPartitions"])) for t in value["topics"]}
+            self.subscription_metadata = (
+                {}
+                if value is None
+                else {t["topicName"]: (t["topicId"], int(t["numPartitions"])) for t in value["topics"]}
+            )
         elif kind == R.MEMBER_METADATA:
             member_id = record["member_id"]
             if value is None:
@@ -97,12 +107,18 @@ class ConsumerGroup:
                 self._remove_member(member_id)
             else:
                 old = self.members.get(member_id) or ConsumerGroupMember(member_id)
-                self._update_member(old.with_(
-                    instance_id=value["instanceId"], rack_id=value["rackId"], client_id=value["clientId"],
-                    client_host=value["clientHost"], subscribed_topic_names=frozenset(value["subscribedTopicNames"]),
-                    subscribed_topic_regex=value["subscribedTopicRegex"] or "",
-                    rebalance_timeout_ms=int(value.get("rebalanceTimeoutMs", -1)),
-                    server_assignor=value["serverAssignor"]))
+                self._update_member(
+                    old.with_(
+                        instance_id=value["instanceId"],
+                        rack_id=value["rackId"],
+                        client_id=value["clientId"],
+                        client_host=value["clientHost"],
+                        subscribed_topic_names=frozenset(value["subscribedTopicNames"]),
+                        subscribed_topic_regex=value["subscribedTopicRegex"] or "",
+                        rebalance_timeout_ms=int(value.get("rebalanceTimeoutMs", -1)),
+                        server_assignor=value["serverAssignor"],
+                    )
+                )
         elif kind == R.TARGET_ASSIGNMENT_METADATA:
             if value is None:
                 if self.target:
@@ -121,22 +137,32 @@ class ConsumerGroup:
             if value is None:
                 if old is None:
                     return
-                self._update_member(old.with_(member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                                              previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                                              assigned_partitions={}, partitions_pending_revocation={}))
+                self._update_member(
+                    old.with_(
+                        member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                        previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                        assigned_partitions={},
+                        partitions_pending_revocation={},
+                    )
+                )
             else:
-                self._update_member((old or ConsumerGroupMember(member_id)).with_(
-                    member_epoch=int(value["memberEpoch"]), previous_member_epoch=int(value["previousMemberEpoch"]),
-                    state=MemberState.from_value(int(value["state"])),
-                    assigned_partitions=R.assignment_from_record(value["assignedPartitions"]),
-                    partitions_pending_revocation=R.assignment_from_record(value["partitionsPendingRevocation"])))
+                self._update_member(
+                    (old or ConsumerGroupMember(member_id)).with_(
+                        member_epoch=int(value["memberEpoch"]),
+                        previous_member_epoch=int(value["previousMemberEpoch"]),
+                        state=MemberState.from_value(int(value["state"])),
+                        assigned_partitions=R.assignment_from_record(value["assignedPartitions"]),
+                        partitions_pending_revocation=R.assignment_from_record(value["partitionsPendingRevocation"]),
+                    )
+                )
         elif kind == R.REGULAR_EXPRESSION:
             regex = record["regular_expression"]
             if value is None:
                 self.resolved_regexes.pop(regex, None)
             else:
-                self.resolved_regexes[regex] = ResolvedRegex(frozenset(value["topics"]), int(value["version"]),
-                                                             int(value["timestamp"]))
+                self.resolved_regexes[regex] = ResolvedRegex(
+                    frozenset(value["topics"]), int(value["version"]), int(value["timestamp"])
+                )
         else:
             raise IllegalGroupState(f"not a consumer group record: {kind!r}")
 
@@ -170,8 +196,9 @@ class ConsumerGroup:
             for p in parts:
                 previous = self.partition_epochs.get((topic_id, p))
                 if previous is not None and previous >= epoch:
-                    raise IllegalGroupState(f"cannot set the epoch of {topic_id}-{p} to {epoch}: it is still owned "
-                                            f"at epoch {previous}")
+                    raise IllegalGroupState(
+                        f"cannot set the epoch of {topic_id}-{p} to {epoch}: it is still owned at epoch {previous}"
+                    )
                 self.partition_epochs[(topic_id, p)] = epoch
 
     # ================================================================ queries (Kafka's ConsumerGroup)
@@ -199,8 +226,9 @@ class ConsumerGroup:
             return self.target.get(previous, {}) if previous is not None else {}
         return self.target.get(member_id, {})
 
-    def subscribed_regexes(self, old: ConsumerGroupMember | None = None,
-                           new: ConsumerGroupMember | None = None) -> dict[str, int]:
+    def subscribed_regexes(
+        self, old: ConsumerGroupMember | None = None, new: ConsumerGroupMember | None = None
+    ) -> dict[str, int]:
         """Regex -> members subscribed to it; with ``old``/``new``: as if ``old`` were replaced by ``new``."""
         counts: dict[str, int] = {}
         for m in self._members_with(old, new):
@@ -211,9 +239,13 @@ class ConsumerGroup:
     def num_subscribed_members(self, regex: str) -> int:
         return sum(1 for m in self.members.values() if m.subscribed_topic_regex == regex)
 
-    def subscribed_topic_names(self, old: ConsumerGroupMember | None = None, new: ConsumerGroupMember | None = None,
-                               removed: Iterable[ConsumerGroupMember] = (),
-                               removed_regexes: Iterable[str] = ()) -> dict[str, list[int]]:
+    def subscribed_topic_names(
+        self,
+        old: ConsumerGroupMember | None = None,
+        new: ConsumerGroupMember | None = None,
+        removed: Iterable[ConsumerGroupMember] = (),
+        removed_regexes: Iterable[str] = (),
+    ) -> dict[str, list[int]]:
         """Topic name -> [members subscribed by name, resolved regexes naming it] (Kafka's SubscriptionCount).
 
         With ``old``/``new`` the counts are computed as if ``old`` were replaced by ``new``: a regex only its old
@@ -258,8 +290,9 @@ class ConsumerGroup:
                 out[name] = (topic.topic_id, topic.partitions)
         return out
 
-    def preferred_server_assignor(self, old: ConsumerGroupMember | None = None,
-                                  new: ConsumerGroupMember | None = None) -> str | None:
+    def preferred_server_assignor(
+        self, old: ConsumerGroupMember | None = None, new: ConsumerGroupMember | None = None
+    ) -> str | None:
         """The assignor most members name (Kafka's ``computePreferredServerAssignor``; ties: HashMap order)."""
         counts: dict[str, int] = {}
         for m in self._members_with(old, new):
@@ -275,13 +308,19 @@ class ConsumerGroup:
 
     # ================================================================ serialisation
     def to_dict(self) -> dict:
-        return {"group_id": self.group_id, "group_epoch": self.group_epoch, "assignment_epoch": self.assignment_epoch,
-                "members": [m.to_dict() for m in self.members.values()],
-                "target": {mid: assignment_to_json(a) for mid, a in self.target.items()},
-                "subscription_metadata": {n: list(v) for n, v in self.subscription_metadata.items()},
-                "resolved_regexes": {r: [sorted(v.topics), v.version, v.timestamp]
-                                     for r, v in self.resolved_regexes.items()},
-                "deleted": self.deleted, "member_slots": self.member_slots}
+        return {
+            "group_id": self.group_id,
+            "group_epoch": self.group_epoch,
+            "assignment_epoch": self.assignment_epoch,
+            "members": [m.to_dict() for m in self.members.values()],
+            "target": {mid: assignment_to_json(a) for mid, a in self.target.items()},
+            "subscription_metadata": {n: list(v) for n, v in self.subscription_metadata.items()},
+            "resolved_regexes": {
+                r: [sorted(v.topics), v.version, v.timestamp] for r, v in self.resolved_regexes.items()
+            },
+            "deleted": self.deleted,
+            "member_slots": self.member_slots,
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "ConsumerGroup":
@@ -291,8 +330,9 @@ class ConsumerGroup:
             group._update_member(ConsumerGroupMember.from_dict(md))
         group.target = {mid: assignment(a) for mid, a in d["target"].items()}
         group.subscription_metadata = {n: (v[0], v[1]) for n, v in d["subscription_metadata"].items()}
-        group.resolved_regexes = {r: ResolvedRegex(frozenset(v[0]), v[1], v[2])
-                                  for r, v in d["resolved_regexes"].items()}
+        group.resolved_regexes = {
+            r: ResolvedRegex(frozenset(v[0]), v[1], v[2]) for r, v in d["resolved_regexes"].items()
+        }
         group.deleted = d["deleted"]
         group.member_slots = max(group.member_slots, d.get("member_slots", TIMELINE_MIN_CAPACITY))
         return group
@@ -301,5 +341,5 @@ class ConsumerGroup:
         """What the records determine: two groups with equal views are the same group."""
         d = self.to_dict()
         d["members"] = sorted(d["members"], key=lambda m: m["member_id"])
-        del d["member_slots"]   # history (members that left), not records
+        del d["member_slots"]  # history (members that left), not records
         return d

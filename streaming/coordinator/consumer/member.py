@@ -3,6 +3,7 @@
 An assignment is ``{topic id: frozenset(partitions)}`` without empty entries, so two equal assignments compare
 equal whatever way they were built.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -79,18 +80,38 @@ class ConsumerGroupMember:
 
     # --- serialisation (the group state, not the records) -----------------------------------------------------
     def to_dict(self) -> dict:
-        return {"member_id": self.member_id, "member_epoch": self.member_epoch,
-                "previous_member_epoch": self.previous_member_epoch, "state": int(self.state),
-                "instance_id": self.instance_id, "rack_id": self.rack_id,
-                "rebalance_timeout_ms": self.rebalance_timeout_ms, "client_id": self.client_id,
-                "client_host": self.client_host, "subscribed_topic_names": sorted(self.subscribed_topic_names),
-                "subscribed_topic_regex": self.subscribed_topic_regex, "server_assignor": self.server_assignor,
-                "assigned_partitions": assignment_to_json(self.assigned_partitions),
-                "partitions_pending_revocation": assignment_to_json(self.partitions_pending_revocation)}
+        return {
+            "member_id": self.member_id,
+            "member_epoch": self.member_epoch,
+            "previous_member_epoch": self.previous_member_epoch,
+            "state": int(self.state),
+            "instance_id": self.instance_id,
+            "rack_id": self.rack_id,
+            "rebalance_timeout_ms": self.rebalance_timeout_ms,
+            "client_id": self.client_id,
+            "client_host": self.client_host,
+            "subscribed_topic_names": sorted(self.subscribed_topic_names),
+            "subscribed_topic_regex": self.subscribed_topic_regex,
+            "server_assignor": self.server_assignor,
+            "assigned_partitions": assignment_to_json(self.assigned_partitions),
+            "partitions_pending_revocation": assignment_to_json(self.partitions_pending_revocation),
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "ConsumerGroupMember":
-        return cls(d["member_id"], d["member_epoch"], d["previous_member_epoch"], MemberState.from_value(d["state"]),
-                   d["instance_id"], d["rack_id"], d["rebalance_timeout_ms"], d["client_id"], d["client_host"],
-                   frozenset(d["subscribed_topic_names"]), d["subscribed_topic_regex"], d["server_assignor"],
-                   assignment(d["assigned_partitions"]), assignment(d["partitions_pending_revocation"]))
+        return cls(
+            d["member_id"],
+            d["member_epoch"],
+            d["previous_member_epoch"],
+            MemberState.from_value(d["state"]),
+            d["instance_id"],
+            d["rack_id"],
+            d["rebalance_timeout_ms"],
+            d["client_id"],
+            d["client_host"],
+            frozenset(d["subscribed_topic_names"]),
+            d["subscribed_topic_regex"],
+            d["server_assignor"],
+            assignment(d["assigned_partitions"]),
+            assignment(d["partitions_pending_revocation"]),
+        )

@@ -13,6 +13,7 @@ decoded record also carries ``value_version`` and the defaults of fields this mo
 Kafka fills lists from hash sets; here topics come in Kafka's ``Uuid`` order and partitions ascending, so the same
 state always gives the same bytes (Kafka's readers do not depend on that order).
 """
+
 from __future__ import annotations
 
 from typing import Mapping
@@ -31,12 +32,15 @@ TARGET_ASSIGNMENT_METADATA = outputs.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA
 TARGET_ASSIGNMENT_MEMBER = outputs.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER
 CURRENT_MEMBER_ASSIGNMENT = outputs.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT
 REGULAR_EXPRESSION = outputs.CONSUMER_GROUP_REGULAR_EXPRESSION
-KAFKA_NAMES = {METADATA: ("ConsumerGroupMetadata", 3), PARTITION_METADATA: ("ConsumerGroupPartitionMetadata", 4),
-               MEMBER_METADATA: ("ConsumerGroupMemberMetadata", 5),
-               TARGET_ASSIGNMENT_METADATA: ("ConsumerGroupTargetAssignmentMetadata", 6),
-               TARGET_ASSIGNMENT_MEMBER: ("ConsumerGroupTargetAssignmentMember", 7),
-               CURRENT_MEMBER_ASSIGNMENT: ("ConsumerGroupCurrentMemberAssignment", 8),
-               REGULAR_EXPRESSION: ("ConsumerGroupRegularExpression", 16)}
+KAFKA_NAMES = {
+    METADATA: ("ConsumerGroupMetadata", 3),
+    PARTITION_METADATA: ("ConsumerGroupPartitionMetadata", 4),
+    MEMBER_METADATA: ("ConsumerGroupMemberMetadata", 5),
+    TARGET_ASSIGNMENT_METADATA: ("ConsumerGroupTargetAssignmentMetadata", 6),
+    TARGET_ASSIGNMENT_MEMBER: ("ConsumerGroupTargetAssignmentMember", 7),
+    CURRENT_MEMBER_ASSIGNMENT: ("ConsumerGroupCurrentMemberAssignment", 8),
+    REGULAR_EXPRESSION: ("ConsumerGroupRegularExpression", 16),
+}
 RECORD_TYPES = frozenset(KAFKA_NAMES)
 
 
@@ -68,17 +72,40 @@ def partition_metadata(group_id: str, topics: Mapping[str, tuple[str, int]] | No
     """``topics``: topic name -> (topic id, partition count); None for the tombstone."""
     if topics is None:
         return _record(PARTITION_METADATA, group_id, None)
-    return _record(PARTITION_METADATA, group_id, {"topics": [
-        {"topicId": topics[name][0], "topicName": name, "numPartitions": topics[name][1], "partitionMetadata": []}
-        for name in sorted(topics)]})
+    return _record(
+        PARTITION_METADATA,
+        group_id,
+        {
+            "topics": [
+                {
+                    "topicId": topics[name][0],
+                    "topicName": name,
+                    "numPartitions": topics[name][1],
+                    "partitionMetadata": [],
+                }
+                for name in sorted(topics)
+            ]
+        },
+    )
 
 
 def member_subscription(group_id: str, member: ConsumerGroupMember) -> ConsumerGroupRecord:
-    return _record(MEMBER_METADATA, group_id, {
-        "instanceId": member.instance_id, "rackId": member.rack_id, "clientId": member.client_id,
-        "clientHost": member.client_host, "subscribedTopicNames": sorted(member.subscribed_topic_names),
-        "subscribedTopicRegex": member.subscribed_topic_regex, "rebalanceTimeoutMs": member.rebalance_timeout_ms,
-        "serverAssignor": member.server_assignor, "classicMemberMetadata": None}, member_id=member.member_id)
+    return _record(
+        MEMBER_METADATA,
+        group_id,
+        {
+            "instanceId": member.instance_id,
+            "rackId": member.rack_id,
+            "clientId": member.client_id,
+            "clientHost": member.client_host,
+            "subscribedTopicNames": sorted(member.subscribed_topic_names),
+            "subscribedTopicRegex": member.subscribed_topic_regex,
+            "rebalanceTimeoutMs": member.rebalance_timeout_ms,
+            "serverAssignor": member.server_assignor,
+            "classicMemberMetadata": None,
+        },
+        member_id=member.member_id,
+    )
 
 
 def member_subscription_tombstone(group_id: str, member_id: str) -> ConsumerGroupRecord:
@@ -86,30 +113,44 @@ def member_subscription_tombstone(group_id: str, member_id: str) -> ConsumerGrou
 
 
 def target_assignment_epoch(group_id: str, assignment_epoch: int | None) -> ConsumerGroupRecord:
-    return _record(TARGET_ASSIGNMENT_METADATA, group_id,
-                   None if assignment_epoch is None else {"assignmentEpoch": assignment_epoch})
+    return _record(
+        TARGET_ASSIGNMENT_METADATA,
+        group_id,
+        None if assignment_epoch is None else {"assignmentEpoch": assignment_epoch},
+    )
 
 
 def target_assignment(group_id: str, member_id: str, partitions: Assignment | None) -> ConsumerGroupRecord:
-    return _record(TARGET_ASSIGNMENT_MEMBER, group_id,
-                   None if partitions is None else {"topicPartitions": topic_partitions(partitions)},
-                   member_id=member_id)
+    return _record(
+        TARGET_ASSIGNMENT_MEMBER,
+        group_id,
+        None if partitions is None else {"topicPartitions": topic_partitions(partitions)},
+        member_id=member_id,
+    )
 
 
 def current_assignment(group_id: str, member: ConsumerGroupMember) -> ConsumerGroupRecord:
-    return _record(CURRENT_MEMBER_ASSIGNMENT, group_id, {
-        "memberEpoch": member.member_epoch, "previousMemberEpoch": member.previous_member_epoch,
-        "state": int(member.state), "assignedPartitions": topic_partitions(member.assigned_partitions),
-        "partitionsPendingRevocation": topic_partitions(member.partitions_pending_revocation)},
-        member_id=member.member_id)
+    return _record(
+        CURRENT_MEMBER_ASSIGNMENT,
+        group_id,
+        {
+            "memberEpoch": member.member_epoch,
+            "previousMemberEpoch": member.previous_member_epoch,
+            "state": int(member.state),
+            "assignedPartitions": topic_partitions(member.assigned_partitions),
+            "partitionsPendingRevocation": topic_partitions(member.partitions_pending_revocation),
+        },
+        member_id=member.member_id,
+    )
 
 
 def current_assignment_tombstone(group_id: str, member_id: str) -> ConsumerGroupRecord:
     return _record(CURRENT_MEMBER_ASSIGNMENT, group_id, None, member_id=member_id)
 
 
-def regular_expression(group_id: str, regex: str, topics: frozenset | None, version: int = 0,
-                       timestamp: int = 0) -> ConsumerGroupRecord:
+def regular_expression(
+    group_id: str, regex: str, topics: frozenset | None, version: int = 0, timestamp: int = 0
+) -> ConsumerGroupRecord:
     value = None if topics is None else {"topics": sorted(topics), "version": version, "timestamp": timestamp}
     return _record(REGULAR_EXPRESSION, group_id, value, regular_expression=regex)
 

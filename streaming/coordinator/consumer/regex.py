@@ -5,6 +5,7 @@ with ``fullmatch`` stands in: the syntax both accept means the same for ordinary
 ``(a|b)-\\d+``); RE2-only or ``re``-only constructs (possessive quantifiers, backreferences, lookarounds) are judged
 by ``re``, and error messages are ``re``'s, not RE2/J's.
 """
+
 from __future__ import annotations
 
 import re

@@ -15,6 +15,7 @@ of ``member_slots`` slots) -- then adds the joining member and removes the repla
 bucket keep that insertion order. Built the same way here. (A broker that reloaded the group from its log rebuilt
 its table from the members then present, possibly smaller: not known from the records.)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -42,12 +43,20 @@ def member_topics(member: ConsumerGroupMember, resolved: Mapping[str, ResolvedRe
     return topics
 
 
-def build_target_assignment(group_id: str, group_epoch: int, assignor, members: Mapping[str, ConsumerGroupMember],
-                            static_members: Mapping[str, str], subscription_metadata: Mapping[str, tuple[str, int]],
-                            subscription_type: str, target: Mapping[str, Mapping[str, frozenset]],
-                            resolved_regexes: Mapping[str, ResolvedRegex], image: TopicImage,
-                            updates: Mapping[str, ConsumerGroupMember | None] = {},
-                            member_slots: int | None = None) -> TargetAssignmentResult:
+def build_target_assignment(
+    group_id: str,
+    group_epoch: int,
+    assignor,
+    members: Mapping[str, ConsumerGroupMember],
+    static_members: Mapping[str, str],
+    subscription_metadata: Mapping[str, tuple[str, int]],
+    subscription_type: str,
+    target: Mapping[str, Mapping[str, frozenset]],
+    resolved_regexes: Mapping[str, ResolvedRegex],
+    image: TopicImage,
+    updates: Mapping[str, ConsumerGroupMember | None] = {},
+    member_slots: int | None = None,
+) -> TargetAssignmentResult:
     """``updates``: member id -> the member as it will be (None: removed), in the order the request made them;
     ``members`` in the order they joined the group, ``member_slots`` its member table's size (None: as small as
     the members allow). Raises the assignor's errors."""
@@ -66,10 +75,10 @@ def build_target_assignment(group_id: str, group_epoch: int, assignor, members: 
         specs[member_id] = member
         current[member_id] = start
 
-    spec_order = JavaHashSet(java_string_hash)   # TargetAssignmentBuilder.build's memberSpecs
+    spec_order = JavaHashSet(java_string_hash)  # TargetAssignmentBuilder.build's memberSpecs
     for member_id in timeline_hash_order(members, **({"capacity": member_slots} if member_slots else {})):
         spec_order.add(member_id)
-    for member_id in java_hash_order(list(updates), java_string_hash):   # its updatedMembers, a HashMap too
+    for member_id in java_hash_order(list(updates), java_string_hash):  # its updatedMembers, a HashMap too
         if updates[member_id] is None:
             spec_order.discard(member_id)
         else:
@@ -77,24 +86,32 @@ def build_target_assignment(group_id: str, group_epoch: int, assignor, members: 
     order = list(spec_order)
     describer = SubscribedTopicDescriber(
         TopicMetadata(topic_id, name, partitions)
-        for name, (topic_id, partitions) in sorted(subscription_metadata.items()))
+        for name, (topic_id, partitions) in sorted(subscription_metadata.items())
+    )
     spec_members = {}
     for member_id in order:
         m = specs[member_id]
         # Names resolve against the cluster's topics (Kafka's TopicIds over the metadata image).
-        ids = tuple(sorted(image.by_name[n].topic_id for n in member_topics(m, resolved_regexes)
-                           if n in image.by_name))
+        ids = tuple(sorted(image.by_name[n].topic_id for n in member_topics(m, resolved_regexes) if n in image.by_name))
         spec_members[member_id] = MemberSubscription(
-            topic_ids=ids, rack=m.rack_id, instance_id=m.instance_id,
+            topic_ids=ids,
+            rack=m.rack_id,
+            instance_id=m.instance_id,
             # Kafka's HashMap of topic ids, whatever order this dict was built in (a group rebuilt from its records
             # or from its serialised state must get the same answer).
-            assignment={t: tuple(sorted(current[member_id][t])) for t in java_hash_order(
-                sorted(current[member_id], key=uuid_sort_key), uuid_hash)})
+            assignment={
+                t: tuple(sorted(current[member_id][t]))
+                for t in java_hash_order(sorted(current[member_id], key=uuid_sort_key), uuid_hash)
+            },
+        )
     spec = GroupSpec(spec_members, describer, subscription_type=subscription_type)
     result = assignor.assign(spec, describer) if spec_members else {}
 
     new_assignment = {mid: assignment(result.get(mid, {})) for mid in order}
-    records = [R.target_assignment(group_id, mid, new_assignment[mid]) for mid in order
-               if target.get(mid) is None or new_assignment[mid] != target.get(mid)]
+    records = [
+        R.target_assignment(group_id, mid, new_assignment[mid])
+        for mid in order
+        if target.get(mid) is None or new_assignment[mid] != target.get(mid)
+    ]
     records.append(R.target_assignment_epoch(group_id, group_epoch))
     return TargetAssignmentResult(records, new_assignment)

@@ -4,6 +4,7 @@ A topic has a name, a topic id (Kafka's ``Uuid`` in its URL-safe base64 form), a
 the racks of each partition's replicas. Events name topics by name; when an event gives no id the id is derived
 from the name (a name-based UUID), so a replay, or another tracker, derives the same one.
 """
+
 from __future__ import annotations
 
 import base64
@@ -24,11 +25,15 @@ class Topic:
     topic_id: str
     name: str
     partitions: int
-    racks: Mapping[int, tuple] = field(default_factory=dict)   # partition -> replica racks (not used by Kafka 4.0)
+    racks: Mapping[int, tuple] = field(default_factory=dict)  # partition -> replica racks (not used by Kafka 4.0)
 
     def to_dict(self) -> dict:
-        return {"topic_id": self.topic_id, "name": self.name, "partitions": self.partitions,
-                "racks": {str(p): list(r) for p, r in sorted(self.racks.items())}}
+        return {
+            "topic_id": self.topic_id,
+            "name": self.name,
+            "partitions": self.partitions,
+            "racks": {str(p): list(r) for p, r in sorted(self.racks.items())},
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "Topic":
@@ -40,9 +45,9 @@ class TopicImage:
 
     def __init__(self) -> None:
         self.by_name: dict[str, Topic] = {}
-        self.known_ids: dict[str, str] = {}      # name -> id, kept after deletion to read old reports
-        self.version = 0                          # bumped on every change (Kafka: the image's offset)
-        self.new_topics_version = 0               # the version of the last change that created a topic
+        self.known_ids: dict[str, str] = {}  # name -> id, kept after deletion to read old reports
+        self.version = 0  # bumped on every change (Kafka: the image's offset)
+        self.new_topics_version = 0  # the version of the last change that created a topic
         self._names: dict[str, str] = {}
 
     def get(self, name: str) -> Topic | None:
@@ -57,8 +62,9 @@ class TopicImage:
             self._names = {i: n for n, i in self.known_ids.items()}
         return self._names.get(topic_id)
 
-    def apply(self, name: str, partitions: int, topic_id: str | None = None,
-              racks: Mapping[int, tuple] | None = None) -> bool:
+    def apply(
+        self, name: str, partitions: int, topic_id: str | None = None, racks: Mapping[int, tuple] | None = None
+    ) -> bool:
         """Create, resize or (``partitions`` 0) delete a topic; True when something changed."""
         before = self.by_name.get(name)
         if partitions <= 0:
@@ -69,8 +75,14 @@ class TopicImage:
             return True
         if topic_id is None:
             topic_id = before.topic_id if before is not None else self.known_ids.get(name) or derived_topic_id(name)
-        topic = Topic(topic_id, name, partitions, dict(racks or {}) if racks is not None else
-                      (dict(before.racks) if before is not None and before.topic_id == topic_id else {}))
+        topic = Topic(
+            topic_id,
+            name,
+            partitions,
+            dict(racks or {})
+            if racks is not None
+            else (dict(before.racks) if before is not None and before.topic_id == topic_id else {}),
+        )
         if topic == before:
             return False
         self.by_name[name] = topic
@@ -83,8 +95,12 @@ class TopicImage:
         return True
 
     def to_dict(self) -> dict:
-        return {"topics": [t.to_dict() for t in self.by_name.values()], "known_ids": self.known_ids,
-                "version": self.version, "new_topics_version": self.new_topics_version}
+        return {
+            "topics": [t.to_dict() for t in self.by_name.values()],
+            "known_ids": self.known_ids,
+            "version": self.version,
+            "new_topics_version": self.new_topics_version,
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "TopicImage":

@@ -114,11 +114,35 @@ from streaming.views.replay.cli import build_parser, default_assignors, main, re
 from streaming.views.replay.dispatch import consumer_groups, replay_outputs, split_feed
 from streaming.views.replay.scoring import Score, compare, format_table, score
 from streaming.views.replay.server import KAFKA_HEARTBEAT_INTERVAL_MS
-from streaming.views.replay.settings import (DEFAULT_ASSIGNORS, REACTION_MS, SERVER_ASSIGNORS, SERVER_PREFIX,
-                                             check_assignor, is_server_assignor)
+from streaming.views.replay.settings import (
+    DEFAULT_ASSIGNORS,
+    REACTION_MS,
+    SERVER_ASSIGNORS,
+    SERVER_PREFIX,
+    check_assignor,
+    is_server_assignor,
+)
 from streaming.views.replay.stimuli import ConsumerFeedStimuli, consumer_stimuli
 
-__all__ = ["DEFAULT_ASSIGNORS", "KAFKA_HEARTBEAT_INTERVAL_MS", "REACTION_MS", "SERVER_ASSIGNORS", "SERVER_PREFIX",
-           "ConsumerFeedStimuli", "Score", "build_parser", "check_assignor", "compare", "consumer_groups",
-           "consumer_stimuli", "default_assignors", "format_table", "is_server_assignor", "main", "read_feed",
-           "replay_outputs", "score", "split_feed"]
+__all__ = [
+    "DEFAULT_ASSIGNORS",
+    "KAFKA_HEARTBEAT_INTERVAL_MS",
+    "REACTION_MS",
+    "SERVER_ASSIGNORS",
+    "SERVER_PREFIX",
+    "ConsumerFeedStimuli",
+    "Score",
+    "build_parser",
+    "check_assignor",
+    "compare",
+    "consumer_groups",
+    "consumer_stimuli",
+    "default_assignors",
+    "format_table",
+    "is_server_assignor",
+    "main",
+    "read_feed",
+    "replay_outputs",
+    "score",
+    "split_feed",
+]

@@ -1,5 +1,6 @@
 """The classic replay: a classic feed's recorded stimuli through the classic :class:`GroupCoordinator`, with the
 simulated clients' SyncGroups and rejoins (the package's docstring, first part: what is kept, what replaced)."""
+
 from __future__ import annotations
 
 import heapq
@@ -8,16 +9,24 @@ from typing import Callable
 
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
 from streaming.coordinator.outputs import (
-    HEARTBEAT_RESPONSE, JOIN_RESPONSE, MEMBER_EXPIRED, MEMBER_JOINED, MEMBER_LEFT, MEMBER_REPLACED, SYNC_RESPONSE)
+    HEARTBEAT_RESPONSE,
+    JOIN_RESPONSE,
+    MEMBER_EXPIRED,
+    MEMBER_JOINED,
+    MEMBER_LEFT,
+    MEMBER_REPLACED,
+    SYNC_RESPONSE,
+)
 from streaming.views.replay.settings import REACTION_MS
 
-_HEARTBEAT_INTERVAL_MS = 3_000   # Java's heartbeat.interval.ms default (at most a third of the session)
+_HEARTBEAT_INTERVAL_MS = 3_000  # Java's heartbeat.interval.ms default (at most a third of the session)
 
 
 @dataclass
 class _Client:
     """What one consumer knows about itself during a replay."""
-    join: dict                       # its last join event (client id, timeouts, instance id, topics ...)
+
+    join: dict  # its last join event (client id, timeouts, instance id, topics ...)
     topics: list[str]
     generation: int = -1
     assignment: list[list] = field(default_factory=list)
@@ -27,15 +36,20 @@ class _Client:
 
 
 class _Replayer:
-    def __init__(self, assignor: str, cooperative: bool, config: CoordinatorConfig | None,
-                 observed: frozenset[str] | set[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        assignor: str,
+        cooperative: bool,
+        config: CoordinatorConfig | None,
+        observed: frozenset[str] | set[str] = frozenset(),
+    ) -> None:
         """``observed``: groups whose stimuli come from a cluster's records (``observed.py``): their members carry the
         broker's ids, which the replay maps to the ids its coordinator gives them."""
         self.observed = observed
-        self._ids: dict[tuple[str, str], str] = {}        # (group, the broker's member id) -> the replay's
-        self._recorded: dict[tuple[str, str], str] = {}   # (group, the replay's member id) -> the broker's
+        self._ids: dict[tuple[str, str], str] = {}  # (group, the broker's member id) -> the replay's
+        self._recorded: dict[tuple[str, str], str] = {}  # (group, the replay's member id) -> the broker's
         self._awaiting_id: tuple[str, str] | None = None  # an observed member's first join, waiting for its id
-        self._pending_join: dict | None = None            # ... and that join, as sent
+        self._pending_join: dict | None = None  # ... and that join, as sent
         self.assignor = assignor
         self.cooperative = cooperative
         self.coordinator = GroupCoordinator(config)
@@ -43,17 +57,18 @@ class _Replayer:
         self.outputs: list[dict] = []
         self._reactions: list[tuple[int, int, dict]] = []
         self._seq = 0
-        self._stand_ins: set[int] = set()       # the sequence numbers of the stand-in heartbeats among _reactions
+        self._stand_ins: set[int] = set()  # the sequence numbers of the stand-in heartbeats among _reactions
         self._end: int | None = None
         self._static_joins: dict[tuple[str, str], tuple[dict, list[str]]] = {}
 
     # ------------------------------------------------------------------ driving
-    def run(self, events: list[dict], on_progress: Callable[[int], None] | None = None,
-            until: int | None = None) -> list[dict]:
+    def run(
+        self, events: list[dict], on_progress: Callable[[int], None] | None = None, until: int | None = None
+    ) -> list[dict]:
         """Replay ``events`` (the recorded stimuli, in time order); the coordinator's timers then run to the last
         one's time, or to ``until`` when the recording goes on longer."""
         i = 0
-        self._end = events[-1]["ts"] if events else None   # stand-in heartbeats do not outlive the recording
+        self._end = events[-1]["ts"] if events else None  # stand-in heartbeats do not outlive the recording
         while i < len(events) or self._reactions:
             recorded_ts = events[i]["ts"] if i < len(events) else None
             reaction_ts = self._reactions[0][0] if self._reactions else None
@@ -89,7 +104,7 @@ class _Replayer:
 
     def _later(self, ts: int, event: dict) -> None:
         event, error = parse_event(dict(event, ts=ts + REACTION_MS))
-        assert error is None, error                       # the replay only sends well-formed requests
+        assert error is None, error  # the replay only sends well-formed requests
         self._seq += 1
         heapq.heappush(self._reactions, (event["ts"], self._seq, event))
 
@@ -103,9 +118,9 @@ class _Replayer:
         key = (e.get("group_id") or "", e.get("member_id") or "")
         client = self.clients.get(key)
         if kind == "sync":
-            return None                                   # clients sync when *this* coordinator says so
+            return None  # clients sync when *this* coordinator says so
         if kind in ("heartbeat", "commit", "leave") and client is not None:
-            client.stand_in_until = None                  # its recorded self speaks for itself again
+            client.stand_in_until = None  # its recorded self speaks for itself again
         if kind == "join":
             topics = list(e["protocols"][0].get("topics", [])) if e["protocols"] else []
             group = self.coordinator.groups.get(key[0])
@@ -122,9 +137,13 @@ class _Replayer:
             if self._awaiting_id is not None and not key[1]:
                 self._pending_join = e
             if key[1]:
-                self.clients[key] = _Client(_join_fields(e), topics, awaiting_join=True,
-                                            generation=client.generation if client else -1,
-                                            assignment=client.assignment if client else [])
+                self.clients[key] = _Client(
+                    _join_fields(e),
+                    topics,
+                    awaiting_join=True,
+                    generation=client.generation if client else -1,
+                    assignment=client.assignment if client else [],
+                )
             elif e.get("group_instance_id") is not None:  # a static member (re)starting: its id comes back
                 self._static_joins[(key[0], e["group_instance_id"])] = (_join_fields(e), topics)
             return e
@@ -179,21 +198,34 @@ class _Replayer:
         interval = min(client.join["session_timeout_ms"] // 3, _HEARTBEAT_INTERVAL_MS)
         self._seq += 1
         self._stand_ins.add(self._seq)
-        heapq.heappush(self._reactions, (ts + interval, self._seq, {"group_id": key[0], "member_id": key[1],
-                                                                    "ts": ts + interval}))
+        heapq.heappush(
+            self._reactions, (ts + interval, self._seq, {"group_id": key[0], "member_id": key[1], "ts": ts + interval})
+        )
 
     def _stand_in_heartbeat(self, due: dict) -> None:
         key = (due["group_id"], due["member_id"])
         client = self.clients.get(key)
-        if (client is None or client.stand_in_until is None or due["ts"] > client.stand_in_until
-                or self._end is None or due["ts"] > self._end):
+        if (
+            client is None
+            or client.stand_in_until is None
+            or due["ts"] > client.stand_in_until
+            or self._end is None
+            or due["ts"] > self._end
+        ):
             if client is not None:
                 client.stand_in_until = None
             return
         if not client.awaiting_join:
-            event, error = parse_event({"type": "heartbeat", "group_id": key[0], "member_id": key[1],
-                                        "group_instance_id": client.join.get("group_instance_id"),
-                                        "generation": client.generation, "ts": due["ts"]})
+            event, error = parse_event(
+                {
+                    "type": "heartbeat",
+                    "group_id": key[0],
+                    "member_id": key[1],
+                    "group_instance_id": client.join.get("group_instance_id"),
+                    "generation": client.generation,
+                    "ts": due["ts"],
+                }
+            )
             assert error is None, error
             self._send(event)
         if key in self.clients:
@@ -206,7 +238,7 @@ class _Replayer:
             return
         client.awaiting_join = True
         if not self.cooperative:
-            client.assignment = []                        # eager: everything is revoked before rejoining
+            client.assignment = []  # eager: everything is revoked before rejoining
         event = dict(client.join, member_id=key[1], protocols=[self._protocol(client.topics, client)], reason=None)
         self._later(ts, event)
 
@@ -227,7 +259,7 @@ class _Replayer:
                     self.clients.pop((o["group_id"], o["previous_member_id"]), None)
                 continue
             if kind in (MEMBER_EXPIRED, MEMBER_LEFT) and key in self._recorded:
-                self._ids.pop((key[0], self._recorded.pop(key)), None)   # a later join of that id starts anew
+                self._ids.pop((key[0], self._recorded.pop(key)), None)  # a later join of that id starts anew
             client = self.clients.get(key)
             if client is None:
                 continue
@@ -235,9 +267,16 @@ class _Replayer:
             if kind == JOIN_RESPONSE and error == "NONE":
                 client.awaiting_join = False
                 client.generation = o["generation"]
-                self._later(o["ts"], {"type": "sync", "group_id": key[0], "member_id": key[1],
-                                      "group_instance_id": o.get("group_instance_id"),
-                                      "generation": o["generation"]})
+                self._later(
+                    o["ts"],
+                    {
+                        "type": "sync",
+                        "group_id": key[0],
+                        "member_id": key[1],
+                        "group_instance_id": o.get("group_instance_id"),
+                        "generation": o["generation"],
+                    },
+                )
             elif kind == JOIN_RESPONSE and error not in (None, "MEMBER_ID_REQUIRED"):
                 client.awaiting_join = False
             elif kind in (HEARTBEAT_RESPONSE, SYNC_RESPONSE) and error == "REBALANCE_IN_PROGRESS":
@@ -247,12 +286,24 @@ class _Replayer:
                 revoked = {tuple(tp) for tp in client.assignment} - {tuple(tp) for tp in new}
                 client.assignment = new
                 if self.cooperative and revoked:
-                    self._rejoin(key, o["ts"])            # the follow-up round hands the revoked partitions on
+                    self._rejoin(key, o["ts"])  # the follow-up round hands the revoked partitions on
             elif kind in (MEMBER_EXPIRED, MEMBER_LEFT):
                 self.clients.pop(key, None)
 
 
 def _join_fields(e: dict) -> dict:
     """A client's join request without its protocols: what a simulated rejoin repeats."""
-    return {k: e[k] for k in ("type", "group_id", "group_instance_id", "client_id", "client_host",
-                              "session_timeout_ms", "rebalance_timeout_ms", "protocol_type") if k in e}
+    return {
+        k: e[k]
+        for k in (
+            "type",
+            "group_id",
+            "group_instance_id",
+            "client_id",
+            "client_host",
+            "session_timeout_ms",
+            "rebalance_timeout_ms",
+            "protocol_type",
+        )
+        if k in e
+    }

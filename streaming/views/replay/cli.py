@@ -1,5 +1,6 @@
 """``rebalance-tracker replay``'s command line: read a feed, replay it under the chosen assignors, print the
 scores."""
+
 from __future__ import annotations
 
 import argparse
@@ -34,14 +35,19 @@ def read_feed(path: str, show_progress: bool = False) -> tuple[list[dict], int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rebalance-tracker replay",
-                                description="Replay a recorded event feed under several assignors, side by side.")
+    p = argparse.ArgumentParser(
+        prog="rebalance-tracker replay",
+        description="Replay a recorded event feed under several assignors, side by side.",
+    )
     p.add_argument("--feed", required=True, help="JSON-lines event feed (e.g. from 'rebalance-tracker simulate')")
-    p.add_argument("--assignor", default=None,
-                   help="comma-separated assignors to compare: client-side ones by protocol name, server-side "
-                        "(KIP-848) ones as server:uniform, server:range -- the feed replayed under the consumer "
-                        f"protocol (default: {','.join(DEFAULT_ASSIGNORS)}, and {','.join(SERVER_ASSIGNORS)} too "
-                        "when the feed has consumer-protocol groups)")
+    p.add_argument(
+        "--assignor",
+        default=None,
+        help="comma-separated assignors to compare: client-side ones by protocol name, server-side "
+        "(KIP-848) ones as server:uniform, server:range -- the feed replayed under the consumer "
+        f"protocol (default: {','.join(DEFAULT_ASSIGNORS)}, and {','.join(SERVER_ASSIGNORS)} too "
+        "when the feed has consumer-protocol groups)",
+    )
     p.add_argument("--group", default=None, help="score only this group (default: all groups in the feed)")
     p.add_argument("--json", action="store_true", help="print the scores as JSON instead of a table")
     from streaming.views.report import add_coordinator_option

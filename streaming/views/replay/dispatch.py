@@ -1,5 +1,6 @@
 """One feed under one assignor: :func:`replay_outputs` splits the feed into its classic and its consumer-protocol
 groups and hands each part to the replayer for its protocol and the assignor's."""
+
 from __future__ import annotations
 
 import heapq
@@ -39,32 +40,36 @@ def split_feed(events: list[dict]) -> tuple[list[dict], list[dict]]:
     return classic, kip848
 
 
-def replay_outputs(events: Iterable[dict], assignor: str, config: CoordinatorConfig | None = None,
-                   on_progress: Callable[[int], None] | None = None,
-                   consumer_config: ConsumerGroupConfig | None = None) -> list[dict]:
+def replay_outputs(
+    events: Iterable[dict],
+    assignor: str,
+    config: CoordinatorConfig | None = None,
+    on_progress: Callable[[int], None] | None = None,
+    consumer_config: ConsumerGroupConfig | None = None,
+) -> list[dict]:
     """Coordinator outputs of ``events`` (validated feed events with ``ts``) replayed under ``assignor``;
     ``on_progress(n)`` hears how many recorded events have been replayed, now and then. A ``server:NAME`` assignor
     replays the feed under the consumer protocol (see the package's docstring). The feed's classic groups and its
     consumer-protocol groups (``consumer_config``: their group.consumer.* settings, Kafka's defaults otherwise) are
     replayed apart -- groups do not interact -- and their outputs merged in time order."""
-    feed = sorted(events, key=lambda e: e["ts"])        # stable: equal timestamps keep feed order
+    feed = sorted(events, key=lambda e: e["ts"])  # stable: equal timestamps keep feed order
     classic, kip848 = split_feed(feed)
     runs = []
     if not kip848 or any(e["type"] != "topic_metadata" for e in classic):
         runs.append(_replay_classic_feed(classic, assignor, config, on_progress))
     if kip848:
         shifted = None if on_progress is None else (lambda n, done=len(classic): on_progress(done + n))  # noqa: B008 (binds the count now)
-        runs.append(_replay_consumer_feed(kip848, assignor, config, consumer_config or ConsumerGroupConfig(),
-                                          shifted))
+        runs.append(_replay_consumer_feed(kip848, assignor, config, consumer_config or ConsumerGroupConfig(), shifted))
     if on_progress is not None:
         on_progress(len(feed))
     return runs[0] if len(runs) == 1 else list(heapq.merge(*runs, key=lambda o: o["ts"]))
 
 
-def _replay_classic_feed(feed: list[dict], assignor: str, config: CoordinatorConfig | None,
-                         on_progress: Callable[[int], None] | None) -> list[dict]:
+def _replay_classic_feed(
+    feed: list[dict], assignor: str, config: CoordinatorConfig | None, on_progress: Callable[[int], None] | None
+) -> list[dict]:
     name, cooperative = _chosen(assignor)
-    observed = observed_groups(feed)   # from a cluster's records: the broker's answers, no heartbeats
+    observed = observed_groups(feed)  # from a cluster's records: the broker's answers, no heartbeats
     if observed:
         feed = client_stimuli(feed, observed)
     if is_server_assignor(assignor):
@@ -72,12 +77,19 @@ def _replay_classic_feed(feed: list[dict], assignor: str, config: CoordinatorCon
     return _Replayer(name, cooperative, config, observed).run(feed, on_progress)
 
 
-def _replay_consumer_feed(feed: list[dict], assignor: str, config: CoordinatorConfig | None,
-                          group_config: ConsumerGroupConfig, on_progress: Callable[[int], None] | None) -> list[dict]:
+def _replay_consumer_feed(
+    feed: list[dict],
+    assignor: str,
+    config: CoordinatorConfig | None,
+    group_config: ConsumerGroupConfig,
+    on_progress: Callable[[int], None] | None,
+) -> list[dict]:
     name, cooperative = _chosen(assignor)
-    stimuli = consumer_stimuli(feed, group_config.group_consumer_heartbeat_interval_ms,
-                               group_config.group_consumer_session_timeout_ms)
+    stimuli = consumer_stimuli(
+        feed, group_config.group_consumer_heartbeat_interval_ms, group_config.group_consumer_session_timeout_ms
+    )
     if is_server_assignor(assignor):
         return _ConsumerFeedServerReplayer(name, stimuli, group_config).run(on_progress)
-    return _ConsumerFeedClassicReplayer(name, cooperative, config, stimuli,
-                                        group_config.group_consumer_session_timeout_ms).run(on_progress)
+    return _ConsumerFeedClassicReplayer(
+        name, cooperative, config, stimuli, group_config.group_consumer_session_timeout_ms
+    ).run(on_progress)

@@ -22,11 +22,12 @@ What happened *to* the members is in it all the same, and that is what a replay 
 A group is taken for such a feed when it has no heartbeat at all and a join carrying a broker-issued member id with
 the broker's generation (an instrumented client's feed has heartbeats).
 """
+
 from __future__ import annotations
 
 from streaming.coordinator import parse_event
 
-HEARTBEAT_INTERVAL_MS = 3_000   # Java's heartbeat.interval.ms default, at most a third of the session
+HEARTBEAT_INTERVAL_MS = 3_000  # Java's heartbeat.interval.ms default, at most a third of the session
 
 
 def observed_groups(events: list[dict]) -> set[str]:
@@ -47,16 +48,16 @@ def client_stimuli(events: list[dict], groups: set[str]) -> list[dict]:
     out = [e for e in events if (e.get("group_id") or "") not in groups]
     for gid in sorted(groups):
         out += _group_stimuli([e for e in events if (e.get("group_id") or "") == gid])
-    out.sort(key=lambda e: e["ts"])   # stable: a group's own order kept at equal times
+    out.sort(key=lambda e: e["ts"])  # stable: a group's own order kept at equal times
     return out
 
 
 def _group_stimuli(events: list[dict]) -> list[dict]:
-    started: dict[str, dict] = {}            # member id -> its first join
+    started: dict[str, dict] = {}  # member id -> its first join
     topics: dict[str, list[str]] = {}
-    last_sign: dict[str, int] = {}           # member id -> its last commit or the last record naming it
-    ended: dict[str, int] = {}               # member id -> when it left or crashed
-    sizes: dict[str, int] = {}               # topic -> partitions seen assigned
+    last_sign: dict[str, int] = {}  # member id -> its last commit or the last record naming it
+    ended: dict[str, int] = {}  # member id -> when it left or crashed
+    sizes: dict[str, int] = {}  # topic -> partitions seen assigned
     out: list[dict] = []
     for e in events:
         kind, member_id, ts = e["type"], e.get("member_id") or "", e["ts"]
@@ -67,13 +68,13 @@ def _group_stimuli(events: list[dict]) -> list[dict]:
                 ended.pop(member_id, None)
                 out.append(_request(e))
             elif named != topics.get(member_id):
-                out.append(_request(e))       # a subscription change: the client rejoined with other topics
+                out.append(_request(e))  # a subscription change: the client rejoined with other topics
             topics[member_id] = named
             last_sign[member_id] = ts
         elif kind == "sync":
             if member_id in started:
                 last_sign[member_id] = ts
-            if e.get("assignments") is not None:   # the leader's: whoever it leaves out is gone
+            if e.get("assignments") is not None:  # the leader's: whoever it leaves out is gone
                 for gone in [m for m in started if m not in e["assignments"] and m not in ended]:
                     ended[gone] = last_sign.get(gone, ts)
                 out += _grown(sizes, e)
@@ -104,8 +105,15 @@ def _grown(sizes: dict[str, int], sync: dict) -> list[dict]:
     for topic, n in sorted(seen.items()):
         if n > sizes.get(topic, 0):
             sizes[topic] = n
-            event, error = parse_event({"type": "topic_metadata", "group_id": sync["group_id"], "topic": topic,
-                                        "partitions": n, "ts": sync["ts"]})
+            event, error = parse_event(
+                {
+                    "type": "topic_metadata",
+                    "group_id": sync["group_id"],
+                    "topic": topic,
+                    "partitions": n,
+                    "ts": sync["ts"],
+                }
+            )
             assert error is None, error
             out.append(event)
     return out
@@ -120,9 +128,17 @@ def _heartbeats(join: dict, start: int, end: int) -> list[dict]:
     interval = min(join["session_timeout_ms"] // 3, HEARTBEAT_INTERVAL_MS)
     out = []
     for ts in range(start + interval, end + 1, interval):
-        event, error = parse_event({"type": "heartbeat", "group_id": join["group_id"], "member_id": join["member_id"],
-                                    "group_instance_id": join.get("group_instance_id"), "generation": 0, "ts": ts})
+        event, error = parse_event(
+            {
+                "type": "heartbeat",
+                "group_id": join["group_id"],
+                "member_id": join["member_id"],
+                "group_instance_id": join.get("group_instance_id"),
+                "generation": 0,
+                "ts": ts,
+            }
+        )
         assert error is None, error
-        event["synthesized"] = True   # the replayer drops it while its client waits in a JoinGroup
+        event["synthesized"] = True  # the replayer drops it while its client waits in a JoinGroup
         out.append(event)
     return out

@@ -1,6 +1,7 @@
 """The server-side (KIP-848) replay of a classic feed: its stimuli as consumer-protocol heartbeats, through one
 :class:`ConsumerGroupCoordinator` per group, with the simulated clients' acknowledgements and rejoins (the package's
 docstring, "Server-side assignors"). The consumer-feed replay under those assignors builds on it."""
+
 from __future__ import annotations
 
 import bisect
@@ -19,31 +20,32 @@ KAFKA_HEARTBEAT_INTERVAL_MS = 5_000
 @dataclass
 class _ConsumerClient:
     """A consumer-protocol client during a replay: what it sends and what it owns."""
+
     member_id: str
     instance_id: str | None
     topics: list[str]
     rebalance_timeout_ms: int
     client_id: str
     client_host: str
-    regex: str | None = None                         # a subscription by regular expression (consumer feeds)
+    regex: str | None = None  # a subscription by regular expression (consumer feeds)
     rack: str | None = None
-    epoch: int = 0                                   # 0: (re)joining
+    epoch: int = 0  # 0: (re)joining
     owned: list[tuple[str, int]] = field(default_factory=list)
-    pending: list[tuple[str, int]] | None = None     # an assignment received, acknowledged REACTION_MS later
+    pending: list[tuple[str, int]] | None = None  # an assignment received, acknowledged REACTION_MS later
     last_sent: int | None = None
 
 
 class _ConsumerReplayer:
     def __init__(self, assignor: str, config: CoordinatorConfig | None) -> None:
         self.assignor = assignor
-        self.shadow = GroupCoordinator(config)      # the feed as recorded: which member id a static join got
+        self.shadow = GroupCoordinator(config)  # the feed as recorded: which member id a static join got
         self.coordinators: dict[str, ConsumerGroupCoordinator] = {}
         self.intervals: dict[str, int] = {}
         self.sessions: dict[str, int] = {}
         self.topics: list[dict] = []
         self.clients: dict[tuple[str, str], _ConsumerClient] = {}
         self.outputs: list[dict] = []
-        self.errors: list[dict] = []                 # error answers the replayed clients got
+        self.errors: list[dict] = []  # error answers the replayed clients got
         self._reactions: list[tuple[int, int, Callable[[], None]]] = []
         self._seq = 0
         self.now = 0
@@ -59,19 +61,25 @@ class _ConsumerReplayer:
                 kinds.append(e["type"])
         return self._drive(events, self._recorded, max((e["ts"] for e in events), default=None), on_progress)
 
-    def _drive(self, events: list[dict], recorded: Callable[[dict], None], horizon: int | None,
-               on_progress: Callable[[int], None] | None) -> list[dict]:
+    def _drive(
+        self,
+        events: list[dict],
+        recorded: Callable[[dict], None],
+        horizon: int | None,
+        on_progress: Callable[[int], None] | None,
+    ) -> list[dict]:
         """The recorded ``events`` (in time order, each handed to ``recorded``), the simulated clients' reactions and
         the coordinators' timers, in time order, up to ``horizon`` (the recording's end)."""
         i = 0
         while i < len(events) or self._reactions:
             if i == len(events) and (horizon is None or self._reactions[0][0] > horizon):
-                break                                    # nothing happens after the recording ends
+                break  # nothing happens after the recording ends
             recorded_ts = events[i]["ts"] if i < len(events) else None
             reaction_ts = self._reactions[0][0] if self._reactions else None
             t = min(x for x in (recorded_ts, reaction_ts) if x is not None)
-            deadline = min((d for c in self.coordinators.values() if (d := c.next_deadline()) is not None),
-                           default=None)
+            deadline = min(
+                (d for c in self.coordinators.values() if (d := c.next_deadline()) is not None), default=None
+            )
             if deadline is not None and deadline < t:
                 self._advance(deadline)
                 continue
@@ -98,8 +106,9 @@ class _ConsumerReplayer:
         self._seq += 1
         heapq.heappush(self._reactions, (self.now + delay, self._seq, action))
 
-    def _coordinator(self, group_id: str, session_timeout_ms: int | None = None,
-                     group_config: ConsumerGroupConfig | None = None) -> ConsumerGroupCoordinator | None:
+    def _coordinator(
+        self, group_id: str, session_timeout_ms: int | None = None, group_config: ConsumerGroupConfig | None = None
+    ) -> ConsumerGroupCoordinator | None:
         """The group's coordinator, made on its first join: with ``group_config`` (a consumer feed's group.consumer.*
         settings) or else the session timeout of a classic feed's first join (the interval a third of it, at most
         Kafka's 5 s)."""
@@ -109,7 +118,8 @@ class _ConsumerReplayer:
                 session = max(session_timeout_ms, 2)
                 group_config = ConsumerGroupConfig(
                     group_consumer_session_timeout_ms=session,
-                    group_consumer_heartbeat_interval_ms=min(KAFKA_HEARTBEAT_INTERVAL_MS, max(1, session // 3)))
+                    group_consumer_heartbeat_interval_ms=min(KAFKA_HEARTBEAT_INTERVAL_MS, max(1, session // 3)),
+                )
             group_config = replace(group_config, group_consumer_assignors=(self.assignor,))
             c = self.coordinators[group_id] = ConsumerGroupCoordinator(group_config)
             self.intervals[group_id] = group_config.group_consumer_heartbeat_interval_ms
@@ -121,11 +131,20 @@ class _ConsumerReplayer:
 
     def _send(self, group_id: str, client: _ConsumerClient, epoch: int, **fields) -> None:
         c = self.coordinators[group_id]
-        event, error = parse_event({"type": "consumer_heartbeat", "group_id": group_id, "ts": self.now,
-                                    "member_id": client.member_id, "member_epoch": epoch,
-                                    "instance_id": client.instance_id, "client_id": client.client_id,
-                                    "client_host": client.client_host, **fields})
-        assert error is None, error                  # the replay only sends well-formed requests
+        event, error = parse_event(
+            {
+                "type": "consumer_heartbeat",
+                "group_id": group_id,
+                "ts": self.now,
+                "member_id": client.member_id,
+                "member_epoch": epoch,
+                "instance_id": client.instance_id,
+                "client_id": client.client_id,
+                "client_host": client.client_host,
+                **fields,
+            }
+        )
+        assert error is None, error  # the replay only sends well-formed requests
         client.last_sent = self.now
         self._observe(c.handle(event))
         if epoch >= 0:
@@ -143,14 +162,22 @@ class _ConsumerReplayer:
         times, kinds = self.requests.get(key, ([], []))
         after = bisect.bisect_right(times, self.now)
         if after == 0 or after == len(times):
-            return False                                 # before its first or after its last request
+            return False  # before its first or after its last request
         return kinds[after - 1] == "join" or times[after] - times[after - 1] < session_ms
 
     def _join(self, group_id: str, client: _ConsumerClient) -> None:
         client.epoch, client.owned, client.pending = 0, [], None
-        self._send(group_id, client, 0, rebalance_timeout_ms=client.rebalance_timeout_ms,
-                   subscribed_topic_names=list(client.topics), subscribed_topic_regex=client.regex,
-                   rack_id=client.rack, server_assignor=self.assignor, topic_partitions=[])
+        self._send(
+            group_id,
+            client,
+            0,
+            rebalance_timeout_ms=client.rebalance_timeout_ms,
+            subscribed_topic_names=list(client.topics),
+            subscribed_topic_regex=client.regex,
+            rack_id=client.rack,
+            server_assignor=self.assignor,
+            topic_partitions=[],
+        )
 
     def _heartbeat(self, group_id: str, client: _ConsumerClient, **fields) -> None:
         if client.epoch <= 0:
@@ -170,20 +197,27 @@ class _ConsumerReplayer:
             instance = e.get("group_instance_id")
             if not member_id:
                 if instance is None:
-                    return                               # the KIP-394 round trip: the member id comes next
-                member_id = next((o["member_id"] for o in shadow if o["type"] in (MEMBER_JOINED, MEMBER_REPLACED)
-                                  and o.get("group_instance_id") == instance), "")
+                    return  # the KIP-394 round trip: the member id comes next
+                member_id = next(
+                    (
+                        o["member_id"]
+                        for o in shadow
+                        if o["type"] in (MEMBER_JOINED, MEMBER_REPLACED) and o.get("group_instance_id") == instance
+                    ),
+                    "",
+                )
                 if not member_id:
-                    return                               # the recorded broker refused it
+                    return  # the recorded broker refused it
                 times, kinds = self.requests.setdefault((group_id, member_id), ([], []))
-                times.insert(0, self.now)                # its join, now that its id is known
+                times.insert(0, self.now)  # its join, now that its id is known
                 kinds.insert(0, "join")
                 self._static_restart(group_id, instance)
                 client = None
             if client is None:
-                self._coordinator(group_id, e["session_timeout_ms"])   # made on the group's first join
+                self._coordinator(group_id, e["session_timeout_ms"])  # made on the group's first join
                 client = self.clients[(group_id, member_id)] = _ConsumerClient(
-                    member_id, instance, topics, e["rebalance_timeout_ms"], e["client_id"], e["client_host"])
+                    member_id, instance, topics, e["rebalance_timeout_ms"], e["client_id"], e["client_host"]
+                )
                 return self._join(group_id, client)
             if topics != client.topics:
                 client.topics = topics
@@ -226,7 +260,7 @@ class _ConsumerReplayer:
         for o in outputs:
             if o["type"] == MEMBER_EXPIRED:
                 client = self.clients.get((o["group_id"], o["member_id"]))
-                if client is not None:      # fenced: its next heartbeat would hear UNKNOWN_MEMBER_ID and rejoin
+                if client is not None:  # fenced: its next heartbeat would hear UNKNOWN_MEMBER_ID and rejoin
                     client.epoch, client.owned, client.pending = 0, [], None
                 continue
             if o["type"] != CONSUMER_HEARTBEAT_RESPONSE:
@@ -252,7 +286,7 @@ class _ConsumerReplayer:
             scheduled = client.pending is not None
             client.pending = new
             if not set(client.owned) - set(new):
-                client.owned = new                       # nothing to give up: the new partitions are taken now
+                client.owned = new  # nothing to give up: the new partitions are taken now
             if not scheduled:
                 self._later(lambda g=key[0], c=client: self._acknowledge(g, c))
 

@@ -1,12 +1,13 @@
 """The replay's fixed settings: which assignors it compares, how a server-side (KIP-848) one is named, and how fast
 a simulated client answers its coordinator."""
+
 from __future__ import annotations
 
 DEFAULT_ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
 # Also compared by default when the feed has consumer-protocol groups: their own protocol's assignors.
 SERVER_ASSIGNORS = ("server:uniform", "server:range")
-REACTION_MS = 5          # how long a simulated client takes to answer the coordinator
-SERVER_PREFIX = "server:"   # server:uniform, server:range -- the KIP-848 assignors, replayed under that protocol
+REACTION_MS = 5  # how long a simulated client takes to answer the coordinator
+SERVER_PREFIX = "server:"  # server:uniform, server:range -- the KIP-848 assignors, replayed under that protocol
 
 
 def is_server_assignor(name: str) -> bool:
@@ -19,7 +20,7 @@ def check_assignor(name: str) -> None:
     from assignors.server import get_server_assignor
 
     if is_server_assignor(name):
-        get_server_assignor(name[len(SERVER_PREFIX):])
+        get_server_assignor(name[len(SERVER_PREFIX) :])
         return
     try:
         get_assignor(name)
@@ -37,7 +38,7 @@ def _chosen(assignor: str) -> tuple[str, bool]:
     if is_server_assignor(assignor):
         from assignors.server import get_server_assignor
 
-        return get_server_assignor(assignor[len(SERVER_PREFIX):]).name, False
+        return get_server_assignor(assignor[len(SERVER_PREFIX) :]).name, False
     from assignors import get_assignor
 
     chosen = get_assignor(assignor)

@@ -1,6 +1,7 @@
 """A consumer-protocol feed's stimuli per member: what happened to its members (they start, heartbeat, change their
 subscription, leave), told apart from how they reacted to the recorded broker (the package's docstring,
 "Consumer-protocol feeds")."""
+
 from __future__ import annotations
 
 import bisect
@@ -22,6 +23,7 @@ class ConsumerFeedStimuli:
 
     ``requests``: when each member was heard from (its recorded heartbeats: ``join`` with epoch 0, ``heartbeat``
     otherwise; its ``leave``), ``end``: the recording's last time."""
+
     stimuli: list[dict]
     requests: dict[tuple[str, str], tuple[list[int], list[str]]]
     end: int | None
@@ -48,6 +50,7 @@ class ConsumerFeedStimuli:
 @dataclass
 class _Recorded:
     """One consumer-protocol member as the feed shows it (for telling its stimuli from its reactions)."""
+
     names: list[str] | None
     regex: str | None
     topics: list[str]
@@ -66,7 +69,7 @@ def consumer_stimuli(events: list[dict], heartbeat_interval_ms: int, session_tim
     requests: dict[tuple[str, str], tuple[list[int], list[str]]] = {}
     members: dict[tuple[str, str], _Recorded] = {}
     acks: list[dict] = []
-    sizes: dict[str | None, dict[str, int]] = {}           # group (None: every group) -> topic -> partitions
+    sizes: dict[str | None, dict[str, int]] = {}  # group (None: every group) -> topic -> partitions
     names_by_id: dict[str, str] = {}
 
     def topics_of(group_id: str, names: list[str] | None, regex: str | None) -> list[str]:
@@ -78,9 +81,12 @@ def consumer_stimuli(events: list[dict], heartbeat_interval_ms: int, session_tim
 
     def owned_of(e: dict) -> frozenset | None:
         if e["topic_partitions"] is None:
-            return None                                    # Kafka's clients leave it out when it did not change
-        return frozenset((tp["topic"] or names_by_id.get(tp["topic_id"], tp["topic_id"]), p)
-                         for tp in e["topic_partitions"] for p in tp["partitions"])
+            return None  # Kafka's clients leave it out when it did not change
+        return frozenset(
+            (tp["topic"] or names_by_id.get(tp["topic_id"], tp["topic_id"]), p)
+            for tp in e["topic_partitions"]
+            for p in tp["partitions"]
+        )
 
     for n, e in enumerate(events, 1):
         kind, gid, ts = e["type"], e.get("group_id") or "", e["ts"]
@@ -90,20 +96,30 @@ def consumer_stimuli(events: list[dict], heartbeat_interval_ms: int, session_tim
                 if e["topic_id"]:
                     names_by_id[e["topic_id"]] = e["topic"]
                 sizes.setdefault(e.get("group_id") or None, {})[e["topic"]] = e["partitions"]
-                for (g, member_id), r in members.items():   # a regex may name the topic now (or no longer)
+                for (g, member_id), r in members.items():  # a regex may name the topic now (or no longer)
                     if r.regex and not r.left and (not gid or g == gid):
                         topics = topics_of(g, r.names, r.regex)
                         if topics != r.topics:
                             r.topics = topics
-                            stimuli.append({"ts": ts, "kind": "subscribe", "group_id": g, "member_id": member_id,
-                                            "names": r.names, "regex": r.regex, "topics": topics,
-                                            "resolved": True, "n": n})
+                            stimuli.append(
+                                {
+                                    "ts": ts,
+                                    "kind": "subscribe",
+                                    "group_id": g,
+                                    "member_id": member_id,
+                                    "names": r.names,
+                                    "regex": r.regex,
+                                    "topics": topics,
+                                    "resolved": True,
+                                    "n": n,
+                                }
+                            )
             continue
         key = (gid, e.get("member_id") or "")
         r = members.get(key)
         if kind != "consumer_heartbeat":
             if r is not None and not r.left and kind in ("commit", "heartbeat", "join", "sync"):
-                times, kinds = requests.setdefault(key, ([], []))   # it was alive (its offset commits, say)
+                times, kinds = requests.setdefault(key, ([], []))  # it was alive (its offset commits, say)
                 times.append(ts)
                 kinds.append(kind)
             continue
@@ -121,12 +137,22 @@ def consumer_stimuli(events: list[dict], heartbeat_interval_ms: int, session_tim
             continue
         if r is None or r.left:
             if epoch != 0 and names is None and not regex:
-                continue     # a member already there when the recording started, its subscription unknown
+                continue  # a member already there when the recording started, its subscription unknown
             r = members[key] = _Recorded(names, regex or None, topics_of(gid, names, regex))
-            stimuli.append(dict(member, kind="join", instance_id=e["instance_id"], client_id=e["client_id"],
-                                client_host=e["client_host"], rack_id=e["rack_id"],
-                                rebalance_timeout_ms=e["rebalance_timeout_ms"], names=r.names, regex=r.regex,
-                                topics=r.topics))
+            stimuli.append(
+                dict(
+                    member,
+                    kind="join",
+                    instance_id=e["instance_id"],
+                    client_id=e["client_id"],
+                    client_host=e["client_host"],
+                    rack_id=e["rack_id"],
+                    rebalance_timeout_ms=e["rebalance_timeout_ms"],
+                    names=r.names,
+                    regex=r.regex,
+                    topics=r.topics,
+                )
+            )
         else:
             changed = (names is not None and names != r.names) or (regex is not None and (regex or None) != r.regex)
             owned = frozenset() if epoch == 0 else owned_of(e)
@@ -139,7 +165,7 @@ def consumer_stimuli(events: list[dict], heartbeat_interval_ms: int, session_tim
                 # An acknowledgement: the replayed clients acknowledge their own assignments. Kept (as a heartbeat)
                 # only if it is the member's last sign of life, so that its session runs out when it did.
                 acks.append(dict(member, kind="heartbeat", last_sign_of_life=True))
-            else:            # a heartbeat; a rejoin after being fenced is one too (see the package's docstring)
+            else:  # a heartbeat; a rejoin after being fenced is one too (see the package's docstring)
                 stimuli.append(dict(member, kind="heartbeat"))
             if owned is not None:
                 r.owned = owned
@@ -161,7 +187,7 @@ def _own_heartbeats(feed: ConsumerFeedStimuli, interval_ms: int) -> list[dict]:
     """The clients' own heartbeat timer: a heartbeat once a member has sent nothing for an interval, while the
     recording shows it alive (:meth:`ConsumerFeedStimuli.alive`)."""
     stimuli = feed.stimuli
-    sends: dict[tuple[str, str], list[tuple[int, bool]]] = {}       # member -> (ts, whether it closed then)
+    sends: dict[tuple[str, str], list[tuple[int, bool]]] = {}  # member -> (ts, whether it closed then)
     for s in stimuli:
         if s["kind"] in ("join", "heartbeat", "subscribe") and not s.get("resolved"):
             sends.setdefault((s["group_id"], s["member_id"]), []).append((s["ts"], False))
