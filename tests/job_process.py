@@ -78,7 +78,8 @@ class JobDirs:
                 return {
                     (t, p): o
                     for t, p, o in db.execute(
-                        "SELECT topic, partition, \"offset\" FROM records WHERE group_id = ? AND type = 'offset_commit'",
+                        'SELECT topic, partition, "offset" FROM records '
+                        "WHERE group_id = ? AND type = 'offset_commit'",
                         (POSITION_GROUP,),
                     )
                 }

@@ -209,9 +209,9 @@ class GroupModel:
                     "GROUP_ID_NOT_FOUND",
                     (
                         f"Kafka would upgrade the {group.state.value} classic group to a consumer group online "
-                        f"(group.consumer.migration.policy={self.configs.consumer.group_consumer_migration_policy}); the "
-                        "tracker models no group with members of both protocols, so it answers as Kafka does when the "
-                        "policy forbids the upgrade"
+                        f"(group.consumer.migration.policy={self.configs.consumer.group_consumer_migration_policy}); "
+                        "the tracker models no group with members of both protocols, so it answers as Kafka does "
+                        "when the policy forbids the upgrade"
                     ),
                 )
             )
@@ -255,8 +255,8 @@ class GroupModel:
                     CONSUMER,
                     "INCONSISTENT_GROUP_PROTOCOL",
                     (
-                        "Kafka would take the member into the consumer group as a member of the classic protocol; the tracker "
-                        "models no group with members of both protocols"
+                        "Kafka would take the member into the consumer group as a member of the classic protocol; "
+                        "the tracker models no group with members of both protocols"
                     ),
                 )
             )

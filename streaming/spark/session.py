@@ -46,7 +46,9 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     # State for applyInPandasWithState is small per group; the default RocksDB-less provider is fine.
-    "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+    "spark.sql.streaming.stateStore.providerClass": (
+        "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+    ),
     # A long-running job's JVM: Spark keeps the last 1,000 jobs, stages and SQL executions for its UI and status
     # API even with the UI off, and a micro-batch a second adds ~1.5 of each: the live heap grew for the first
     # ~15 minutes (67 -> ~110 MB and on). 100 is the last minute or two.

@@ -112,7 +112,9 @@ def start_secured_kafka(directory: Path, version: str = "4") -> SecuredKafka:
         "inter.broker.listener.name": "PLAINTEXT",
         "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
         "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": f"{scram_module} required;",
-        "listener.name.sasl_ssl.plain.sasl.jaas.config": f'{plain_module} required user_{PLAIN_USER}="{passwords["plain"]}";',
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": (
+            f'{plain_module} required user_{PLAIN_USER}="{passwords["plain"]}";'
+        ),
         "listener.name.sasl_ssl.ssl.keystore.type": "PKCS12",
         "listener.name.sasl_ssl.ssl.keystore.location": str(store),
         "listener.name.sasl_ssl.ssl.keystore.password": passwords["store"],
