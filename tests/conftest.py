@@ -130,6 +130,16 @@ def kafka4_histories(apache_kafka4, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def kafka09_histories(apache_kafka, tmp_path_factory):
+    """Issue #11's history on ``apache_kafka`` (``tests/kafka09_history.py``): ``kafka09_histories(n)`` is the n-th
+    run (0-based, ~20 s each) on one group, run the first time it or a later one is asked for and kept for the
+    session, so the instrumentation's tests and the cluster feed's read the same runs."""
+    from tests.kafka09_history import Kafka09Histories
+
+    return Kafka09Histories(apache_kafka, tmp_path_factory.mktemp)
+
+
+@pytest.fixture(scope="session")
 def kafka_oracle_classpath(tmp_path_factory) -> str:
     """Class path of the oracle programs (``tests/kafka_oracle/java``) compiled against Kafka's own jars -- the same
     version and cache as ``apache_kafka4``'s; skipped, saying why, without a JDK or the jars."""
@@ -185,6 +195,7 @@ JVM_FIXTURES = {
     "apache_kafka",
     "apache_kafka4",
     "kafka4_histories",
+    "kafka09_histories",
     "kafka_oracle_classpath",
     "persistent_broker",
     "group_broker",

@@ -22,8 +22,7 @@ from types import SimpleNamespace
 import pytest
 
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
-from tests.broker_history import GroupHistory, Truth, read_feed, run_issue_history, story, timeline, wait_until
-from tests.kafka4_history import committed_on
+from tests.broker_history import GroupHistory, Truth, run_issue_history, story, timeline, wait_until
 
 pytestmark = [pytest.mark.kafka]
 
@@ -32,9 +31,11 @@ OBSERVE = {"tracker.adopt.unknown.members": "true"}
 
 
 @pytest.fixture(scope="module", params=["0.9 first", "0.9 second", "4 first", "4 second"])
-def history(request, tmp_path_factory):
-    """The history, run twice on each broker (each run its own topics and groups). ``groups``: per group id, what the
-    consumers were given (``truth``), the story the tracker must tell (``want``) and the offsets the broker holds."""
+def history(request):
+    """The history, run twice on each broker: the runs the cluster feed's tests read too (``kafka09_histories``:
+    both 0.9 runs on one group, the second a redeploy; ``kafka4_histories``: each run its own groups). ``groups``:
+    per group id, what the consumers were given (``truth``), the story the tracker must tell (``want``) and the
+    offsets the broker holds."""
     broker, name = request.param.split()
     if broker == "4":
         run = request.getfixturevalue("kafka4_histories")(name)
@@ -43,24 +44,9 @@ def history(request, tmp_path_factory):
             for g in (run.eager, run.cooperative)
         }
         return SimpleNamespace(broker=run.version, name=name, groups=groups, events=run.events, run=run)
-    apache_kafka = request.getfixturevalue("apache_kafka")
-    suffix = uuid.uuid4().hex[:8]
-    topic, feed_topic, group = f"data-{suffix}", f"feed-{suffix}", f"group-{suffix}"
-    apache_kafka.create_topics({topic: 6, feed_topic: 3})
-    run = GroupHistory(
-        apache_kafka.bootstrap,
-        topic,
-        group,
-        tmp_path_factory.mktemp(f"history-{name}"),
-        feed_topic=feed_topic,
-        client=CLIENT,
-    )
-    truth = run_issue_history(run)
-    committed = committed_on(apache_kafka.bootstrap, group, topic, 6, {"api_version": (0, 9)})
-    events = read_feed(apache_kafka.bootstrap, feed_topic, CLIENT)
-    (run.workdir / "feed.json").write_text(json.dumps(events))  # beside truth.jsonl, for a look after a failure
-    groups = {group: SimpleNamespace(truth=truth, want=broker_story(truth), committed=committed)}
-    return SimpleNamespace(broker="0.9", name=name, groups=groups, events=events, steps=run.steps)
+    run = request.getfixturevalue("kafka09_histories")(["first", "second"].index(name))
+    groups = {run.group: SimpleNamespace(truth=run.truth, want=broker_story(run.truth), committed=run.committed)}
+    return SimpleNamespace(broker="0.9", name=name, groups=groups, events=run.events, steps=run.steps)
 
 
 def track(events: list[dict], until_ms: int | None = None) -> tuple[list[dict], GroupCoordinator]:

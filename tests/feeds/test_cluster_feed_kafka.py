@@ -7,6 +7,7 @@ v3+), the very runs the instrumentation's tests read.
 
 The history runs twice on the same group, as a redeploy would: 0.9 drops a group its last member left (a tombstone,
 no Empty record; the offsets stay), so the second run numbers its generations from 1 again, and the log holds both.
+These are the runs the instrumentation's tests read (``kafka09_histories``, ``tests/kafka09_history.py``).
 """
 
 from __future__ import annotations
@@ -20,56 +21,24 @@ import pytest
 from offsets_store import decode_record, encode_record
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
 from streaming.cli import main as cli
-from streaming.feeds.cluster_feed import OBSERVER_SETTINGS, ClusterFeed, events_from, read_offsets_topic
-from tests.broker_history import GroupHistory, Truth, read_feed, run_issue_history, wait_until
+from streaming.feeds.cluster_feed import OBSERVER_SETTINGS, ClusterFeed, events_from
+from tests.broker_history import read_feed
 from tests.broker_history import story as told
 
 pytestmark = pytest.mark.kafka
 
 CLIENT = {"api_version": (0, 9)}
-GROUP = f"issue-11-{uuid.uuid4().hex[:8]}"
-TOPIC = f"data-{GROUP}"
-RUNS: list[Truth] = []  # every run of the history on GROUP so far, in order (module-scoped params run in order)
-
-
-def offsets_log(bootstrap: str) -> list[tuple[bytes, bytes | None]]:
-    return list(read_offsets_topic(bootstrap, client=CLIENT))
-
-
-def group_tombstones(pairs) -> int:
-    return sum(
-        1
-        for k, v in pairs
-        if v is None and decode_record(k, v) == {"type": "group_metadata", "group_id": GROUP, "tombstone": True}
-    )
-
-
-@pytest.fixture(scope="module")
-def data_topic(apache_kafka):
-    apache_kafka.create_topics({TOPIC: 6})
-    return TOPIC
 
 
 @pytest.fixture(scope="module", params=["first run", "run again"])
-def story(request, apache_kafka, data_topic, tmp_path_factory):
-    """Run the history; then read the broker's __consumer_offsets and play it through the tracker."""
+def story(request, kafka09_histories):
+    """The history (and the run before it, for the second); then the broker's __consumer_offsets as it was once
+    the run's tombstone was in it, played through the tracker."""
     started = time.monotonic()
-    history = GroupHistory(
-        apache_kafka.bootstrap,
-        data_topic,
-        GROUP,
-        tmp_path_factory.mktemp("history"),
-        feed_topic=None,
-        client={"api_version": [0, 9]},
-    )
-    RUNS.append(run_issue_history(history))
+    n = ["first run", "run again"].index(request.param)
+    runs = [kafka09_histories(i) for i in range(n + 1)]
     ran = time.monotonic()
-    # The last LeaveGroup's tombstone is appended as the group dies: wait until this run's is there.
-    pairs = wait_until(
-        lambda: (p := offsets_log(apache_kafka.bootstrap)) and group_tombstones(p) == len(RUNS) and p,
-        120,
-        "the group's tombstone",
-    )
+    pairs, group = runs[-1].pairs, runs[-1].group
     feed = ClusterFeed()
     events = list(events_from(pairs, feed))
     tracker = GroupCoordinator(CoordinatorConfig.from_properties(OBSERVER_SETTINGS))
@@ -80,37 +49,28 @@ def story(request, apache_kafka, data_topic, tmp_path_factory):
         outputs += tracker.handle(event)
     print(
         f"\n{request.param}: history {ran - started:.1f} s, reading and tracking {time.monotonic() - ran:.1f} s; "
-        f"generations given {sorted(RUNS[-1].generations())}, recorded by the broker (all runs) "
-        f"{[g[0] for g in broker_generations(pairs)]}"
+        f"generations given {sorted(runs[-1].truth.generations())}, recorded by the broker (all runs) "
+        f"{[g[0] for g in broker_generations(pairs, group)]}"
     )
     return {
+        "group": group,
+        "committed": runs[-1].committed,
         "pairs": pairs,
-        "events": [e for e in events if e["group_id"] == GROUP],
+        "events": [e for e in events if e["group_id"] == group],
         "outputs": outputs,
         "tracker": tracker,
         "feed": feed,
-        "runs": list(RUNS),
+        "runs": [r.truth for r in runs],
     }
 
 
-def committed_on_the_broker(bootstrap: str, partitions: int = 6) -> dict[tuple[str, int], int]:
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=GROUP, enable_auto_commit=False, **CLIENT)
-    try:
-        got = {(TOPIC, p): consumer.committed(TopicPartition(TOPIC, p)) for p in range(partitions)}
-        return {tp: o for tp, o in got.items() if o is not None}
-    finally:
-        consumer.close()
-
-
-def broker_generations(pairs) -> list[tuple]:
-    """Each GroupMetadata record of GROUP, in log order: (generation, leader, member -> partitions, commits that
+def broker_generations(pairs, group: str) -> list[tuple]:
+    """Each GroupMetadata record of ``group``, in log order: (generation, leader, member -> partitions, commits that
     followed it before the next record)."""
     out = []
     for key, value in pairs:
         r = decode_record(key, value)
-        if r.get("group_id") != GROUP:
+        if r.get("group_id") != group:
             continue
         if r["type"] == "group_metadata" and not r["tombstone"]:
             out.append(
@@ -122,13 +82,13 @@ def broker_generations(pairs) -> list[tuple]:
 
 
 def test_generations_are_what_the_consumers_were_given(story):
-    recorded = broker_generations(story["pairs"])
+    recorded = broker_generations(story["pairs"], story["group"])
     # The tracker follows every generation the broker recorded: members, leader, each member's partitions. (Its own
     # rounds that end Empty, after a tombstone, have no members and are left out: the broker wrote no record.)
     seen = [
         (r["generation"], r["leader"], r["assignment"])
         for r in story["outputs"]
-        if r["type"] == "rebalance" and r["group_id"] == GROUP and r["members"]
+        if r["type"] == "rebalance" and r["group_id"] == story["group"] and r["members"]
     ]
     assert seen == [g[:3] for g in recorded]
     # ... which are the generations the consumers were given. A generation reaches Stable only once its record is
@@ -147,11 +107,11 @@ def test_generations_are_what_the_consumers_were_given(story):
 def test_leaves_and_expiries_are_what_the_consumers_did(story):
     """c1 and c2 closed cleanly (c2 while c3 stayed, c3 last, dropping the group), c0 was killed: the log records no
     LeaveGroup, yet the members' commits show which were alive when they went."""
-    left = [o["member_id"] for o in story["outputs"] if o["type"] == "member_left" and o["group_id"] == GROUP]
+    left = [o["member_id"] for o in story["outputs"] if o["type"] == "member_left" and o["group_id"] == story["group"]]
     expired = [
         (o["member_id"], o["reason"])
         for o in story["outputs"]
-        if o["type"] == "member_expired" and o["group_id"] == GROUP
+        if o["type"] == "member_expired" and o["group_id"] == story["group"]
     ]
     want_left, want_expired = [], []
     for truth in story["runs"]:
@@ -162,14 +122,14 @@ def test_leaves_and_expiries_are_what_the_consumers_did(story):
     assert sorted(left) == sorted(want_left) and sorted(expired) == sorted(want_expired)
 
 
-def test_final_offsets_are_what_the_consumers_committed(story, apache_kafka):
+def test_final_offsets_are_what_the_consumers_committed(story):
     truth: dict = {}
     for run in story["runs"]:  # a later run's commits win; partitions it never committed keep the earlier ones
         truth.update(run.committed())
-    tracked = {tp: o["offset"] for tp, o in story["tracker"].fetch_offsets(GROUP).items()}
-    assert tracked == truth == committed_on_the_broker(apache_kafka.bootstrap)
+    tracked = {tp: o["offset"] for tp, o in story["tracker"].fetch_offsets(story["group"]).items()}
+    assert tracked == truth == story["committed"]  # what the broker answered an OffsetFetch once the run ended
     # The group is gone on the broker (tombstone) but its offsets stay; the tracker holds them in an Empty group.
-    assert story["tracker"].describe_group(GROUP)["state"] == "Empty"
+    assert story["tracker"].describe_group(story["group"])["state"] == "Empty"
 
 
 def test_old_records_take_their_time_from_commits_never_the_readers_clock(story):
@@ -189,7 +149,11 @@ def test_every_record_the_broker_wrote_round_trips_byte_exact(story):
     assert {("group_metadata", 0), ("offset_commit", 1), ("group_metadata", None)} <= versions
 
 
-def test_the_cluster_feed_command_reads_a_0_9_broker(story, apache_kafka, capsys):
+def test_the_cluster_feed_command_reads_a_0_9_broker(kafka09_histories, apache_kafka, capsys):
+    """The command publishes what the feed gives, read with the 0.9 client settings: once both runs are in the log
+    (nothing is written to their group after that)."""
+    last = kafka09_histories(1)
+    want = [e for e in events_from(last.pairs, ClusterFeed()) if e["group_id"] == last.group]
     events_topic = f"events-{uuid.uuid4().hex[:8]}"  # created on first use (auto.create.topics.enable)
     assert (
         cli.main(
@@ -208,9 +172,11 @@ def test_the_cluster_feed_command_reads_a_0_9_broker(story, apache_kafka, capsys
     err = capsys.readouterr().err
     assert "client settings: api.version=0.9" in err and "time inferred for" in err
     published = [
-        e for e in read_feed(apache_kafka.bootstrap, events_topic, {"api_version": [0, 9]}) if e["group_id"] == GROUP
+        e
+        for e in read_feed(apache_kafka.bootstrap, events_topic, {"api_version": [0, 9]})
+        if e["group_id"] == last.group
     ]
-    assert published == story["events"]
+    assert published == want
 
 
 # ---------------------------------------------------------------- Apache Kafka 4.x (issue #29)
@@ -220,7 +186,9 @@ def kafka4_story(request, kafka4_histories):
     __consumer_offsets (GroupMetadataValue v3, OffsetCommitValue v3+) through the cluster feed and the tracker."""
     run = kafka4_histories(request.param)
     feed = ClusterFeed()
-    events = list(events_from(run.pairs, feed))
+    # The run's groups only: the log also holds other tests' groups, such as test_kip848_kafka's consumer-protocol
+    # group, whose events are the consumer-group model's, not this classic tracker's (the job routes them there).
+    events = [e for e in events_from(run.pairs, feed) if e["group_id"] in (run.eager, run.cooperative)]
     tracker = GroupCoordinator(CoordinatorConfig.from_properties(OBSERVER_SETTINGS))
     outputs = []
     for raw in events:

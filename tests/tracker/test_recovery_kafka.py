@@ -33,36 +33,31 @@ pytestmark = [pytest.mark.kafka]
 OBSERVE = {"tracker.adopt.unknown.members": "true"}
 
 
-BROKERS = {"4": ("apache_kafka4", {}), "0.9": ("apache_kafka", {"api_version": [0, 9]})}
+BROKERS = ("4", "0.9")
 _recorded: dict[str, SimpleNamespace] = {}
 
 
-def record(kafka, client: dict, workdir) -> SimpleNamespace:
-    """The history, run on ``kafka``: the instrumentation feed, what each consumer was given, the broker's committed
-    offsets and its ``__consumer_offsets`` through the cluster feed."""
+def record(kafka, workdir) -> SimpleNamespace:
+    """The history, run on ``kafka`` (Apache Kafka 4): the instrumentation feed, what each consumer was given, the
+    broker's committed offsets and its ``__consumer_offsets`` through the cluster feed."""
     suffix = uuid.uuid4().hex[:8]
     topic, feed_topic, group = f"data-{suffix}", f"feed-{suffix}", f"group-{suffix}"
     kafka.create_topics({topic: 6, feed_topic: 3})
-    run = GroupHistory(kafka.bootstrap, topic, group, workdir, feed_topic=feed_topic, client=client)
+    run = GroupHistory(kafka.bootstrap, topic, group, workdir, feed_topic=feed_topic)
     truth = run_issue_history(run)
-    settings = {"api_version": tuple(client["api_version"])} if client else {}
-    consumer = KafkaConsumer(bootstrap_servers=kafka.bootstrap, group_id=group, enable_auto_commit=False, **settings)
+    consumer = KafkaConsumer(bootstrap_servers=kafka.bootstrap, group_id=group, enable_auto_commit=False)
     try:
         committed = {(topic, p): consumer.committed(TopicPartition(topic, p)) for p in range(6)}
     finally:
         consumer.close()
-    events = read_feed(kafka.bootstrap, feed_topic, client)
+    events = read_feed(kafka.bootstrap, feed_topic, {})
     last = max(truth.generations())
 
-    def emptied():  # the group's last record: Empty (Kafka 4) or its tombstone (0.9), after its last generation
-        pairs = list(read_offsets_topic(kafka.bootstrap, client=settings or None))
+    def emptied():  # the group's last record: Empty, after its last generation
+        pairs = list(read_offsets_topic(kafka.bootstrap))
         records = [decode_record(k, v) for k, v in pairs]
         mine = [r for r in records if r.get("group_id") == group and r["type"] == "group_metadata"]
-        done = (
-            any(r["tombstone"] for r in mine)
-            if client
-            else any(not r["tombstone"] and not r["members"] and r["generation"] > last for r in mine)
-        )
+        done = any(not r["tombstone"] and not r["members"] and r["generation"] > last for r in mine)
         return pairs if done else None
 
     pairs = wait_until(emptied, 120, "the group's last record")
@@ -78,19 +73,28 @@ def record(kafka, client: dict, workdir) -> SimpleNamespace:
 
 
 def recorded(request, broker: str) -> SimpleNamespace:
+    if broker == "0.9":  # the session's first 0.9 run, which the feeds' tests read too
+        run = request.getfixturevalue("kafka09_histories")(0)
+        return SimpleNamespace(
+            group=run.group,
+            topic=run.topic,
+            truth=run.truth,
+            events=run.events,
+            committed=run.committed,
+            cluster_events=[e for e in events_from(run.pairs, ClusterFeed()) if e["group_id"] == run.group],
+        )
     if broker not in _recorded:
-        fixture, client = BROKERS[broker]
         _recorded[broker] = record(
-            request.getfixturevalue(fixture),
-            client,
+            request.getfixturevalue("apache_kafka4"),
             request.getfixturevalue("tmp_path_factory").mktemp(f"history-{broker}"),
         )
     return _recorded[broker]
 
 
-@pytest.fixture(scope="module", params=list(BROKERS))
+@pytest.fixture(scope="module", params=BROKERS)
 def history(request):
-    """The history on Apache Kafka 4 and on 0.9.0.1 (joins answered at once, no Empty record), each run once."""
+    """The history on Apache Kafka 4 and on 0.9.0.1 (joins answered at once, no Empty record), each run once (on
+    0.9: ``kafka09_histories``' first run)."""
     return recorded(request, request.param)
 
 
