@@ -22,7 +22,7 @@ from offsets_store import decode_record, encode_record
 from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_event
 from streaming.cli import main as cli
 from streaming.feeds.cluster_feed import OBSERVER_SETTINGS, ClusterFeed, events_from
-from tests.broker_history import read_feed
+from tests.broker_history import read_feed, wait_until
 from tests.broker_history import story as told
 
 pytestmark = pytest.mark.kafka
