@@ -124,15 +124,28 @@ def committed_in(restart, group: str) -> dict[tuple, int]:
 def mid_round_cuts(events: list[dict]) -> dict[int, range]:
     """For each round after the group's first record: the cuts that lose it half-way -- after the round's first
     report (a rejoin or a newcomer's join, sent before the broker's answer, or a leave) and before the leader's
-    SyncGroup that ends it."""
-    out, first, recorded = {}, None, False
+    SyncGroup that ends it.
+
+    A join the broker answered with the generation it had already completed (its next SyncGroup is of that
+    generation) opened no round: Kafka's classic coordinator answers a follower rejoining a Stable group with its
+    protocols unchanged (kafka-python rejoins so, e.g. when its metadata changed during its first join) with the
+    current generation, and writes no record -- only the leader's rejoin or new protocols rebalance. A checkpoint
+    lost after such a join lost nothing the store lacks, so it opens no mid-round cuts; another report before the
+    round's end still does."""
+    out, openers, last, recorded = {}, {}, None, False  # openers: member id -> its report that may open a round
     for i, e in enumerate(events):
-        if first is None and (e["type"] == "leave" or e["type"] == "join" and e.get("generation") is None):
-            first = i
-        if e["type"] == "sync" and e.get("assignments") is not None:
-            if first is not None and recorded:
-                out[e["generation"]] = range(first + 1, i + 1)
-            first, recorded = None, True
+        if e["type"] == "leave" or e["type"] == "join" and e.get("generation") is None:
+            openers.setdefault(e["member_id"], i)
+        if e["type"] != "sync":
+            continue
+        if e.get("assignments") is not None:
+            if openers and recorded:
+                out[e["generation"]] = range(min(openers.values()) + 1, i + 1)
+            openers, last, recorded = {}, e["generation"], True
+        elif (
+            e["generation"] == last and e["member_id"] in openers and events[openers[e["member_id"]]]["type"] == "join"
+        ):
+            del openers[e["member_id"]]  # its join was answered from the completed generation
     return out
 
 
