@@ -155,7 +155,12 @@ def test_a_slowed_consumer_shows_lag_and_the_rebalance_that_relieves_it_shows_it
     _, _, released, first_commit, at_release, before_commit, seconds_at_release, seconds_before, _, idle, _ = row
     assert idle == 0  # the group always had a member
     assert abs(first_commit - first) < 1_000  # the new owner's first commit, as it made it
-    assert before_commit > at_release > 0 and seconds_before > seconds_at_release > 3.0
+    # Nobody commits the partition in between, so the oldest unconsumed record is the same at both ends: its wait
+    # grew by exactly the time from the release to the first commit. The records grew by the log end's growth then,
+    # which can be none: the two may be closer than one record's interval (the broker hands the partition over in
+    # milliseconds), or a loaded machine holds the producer back.
+    assert seconds_at_release > 3.0 and before_commit >= at_release > 0
+    assert seconds_before - seconds_at_release == pytest.approx((first_commit - released) / 1000, abs=0.002)
     assert cost["lag_records"] >= before_commit - at_release and cost["lag_seconds"] > 0
     caught_up = [f for f in figures if f["partition"] == moved and f["ts"] > first + 1_500]
     assert caught_up and min(f["lag_records"] for f in caught_up) < PER_SECOND  # the fast owner caught up
