@@ -195,15 +195,17 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
     running: list = []  # the query, once started: its last progress feeds the batch-duration metric
 
     def on_outputs(batch_id: int, outputs: list[dict]) -> None:
-        watcher.observe(outputs)
-        if sampler is not None:
-            sampler.observe(outputs)
-        try:  # the views must never stop the job: a view that cannot read an output says so and carries on
+        # Nothing here may stop the job: the watcher, the sampler and the views only read the outputs; one that
+        # cannot read one says so and the job carries on (the outputs are already written).
+        try:
+            watcher.observe(outputs)
+            if sampler is not None:
+                sampler.observe(outputs)
             view.update(batch_id, outputs)
             if metrics_server is not None:
                 metrics_server.metrics.update(batch_id, outputs, running[0].lastProgress if running else None)
         except Exception:
-            log.exception("the live table or metrics could not take batch %s; the job goes on", batch_id)
+            log.exception("the watchers, live table or metrics could not take batch %s; the job goes on", batch_id)
 
     sink = TrackerSink(
         store=store,
