@@ -265,6 +265,7 @@ class ConsumerGroupFeed:
             if size == len(pending) and not final:
                 break  # the batch may go on: wait for a record of another time (or the reader catching up)
             want = [normalise(r) for r in pending[:size]]
+            self._ask_for_new_subscriptions(shadow, pending[:size])
             best = self._explain(shadow, pending, want)
             if (
                 best is None
@@ -283,6 +284,23 @@ class ConsumerGroupFeed:
         if not pending:
             self.pending.pop(group_id, None)
         return out
+
+    def _ask_for_new_subscriptions(self, shadow: ConsumerGroupCoordinator, batch: list[dict]) -> None:
+        """A batch subscribing to a topic neither the shadow nor the cluster's last answer has: ask the cluster
+        again first (if its answer is older than the batch). A request that bumps the group epoch and writes no
+        target (Kafka 4.3+'s assignment interval) reads the same with the topic or without it: the feed must know
+        the topic before it explains the batch, not find out from failing to."""
+        refresh = getattr(self.topics, "refresh", None)
+        if refresh is None:
+            return
+        names = {
+            name
+            for r in batch
+            if r["type"] == "consumer_group_member_metadata" and not r.get("tombstone")
+            for name in r.get("subscribedTopicNames") or []
+        }
+        if any(shadow.image.get(name) is None and self.topics(name) is None for name in sorted(names)):
+            refresh(since_ms=batch[0]["ts"])
 
     def _explain(self, shadow: ConsumerGroupCoordinator, pending: list[dict], want: list[tuple]):
         """(records explained, the events, the shadow after them) of the request that writes the most of the
@@ -370,12 +388,15 @@ class ConsumerGroupFeed:
         kind, group_id = head["type"], head["group_id"]
         group = shadow.groups.get(group_id)
         members = group.members if group is not None else {}
-        topic_variants = [[]]
         topics = [{**e, "ts": ts} for e in self._topic_events(shadow, pending)]
-        # the topics it subscribed to, without the changes to those it knew: the cluster as the feed asks it may be
-        # ahead of the batch (a topic grown since)
+        # the topics it subscribed to that the shadow does not know, first: a request that bumps the group epoch and
+        # writes no target (Kafka 4.3+'s assignment interval) reads the same with or without them, and a topic the
+        # cluster has was there for the broker, likeliest; then without the changes to those it knew: the cluster
+        # as the feed asks it may be ahead of the batch (a topic grown since)
         new = [e for e in topics if shadow.image.get(e["topic"]) is None]
-        topic_variants += [variant for variant in (new, topics) if variant and variant not in topic_variants]
+        topic_variants = ([new] if new else []) + [[]]
+        if topics and topics not in topic_variants:
+            topic_variants.append(topics)
 
         def heartbeats(requests: list[dict]):
             for topics_first in topic_variants:

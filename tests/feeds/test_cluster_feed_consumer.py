@@ -739,3 +739,71 @@ def test_the_brokers_clock_for_a_request_is_read_before_it_stamps_the_batch():
     ]
     mine = [o for o in track_with(events, DEFERRED) if is_consumer_group_record(o)]
     assert [normalise(r) for r in mine] == [normalise(decode_record(k, v)) for k, v, _ in log_]
+
+
+class AskedLate:
+    """The cluster's topics as ``BrokerTopics`` keeps them: the answer of the last time it asked, which knew only
+    ``orders``; ``refresh`` asks again."""
+
+    def __init__(self, cluster):
+        self.cluster, self.known = cluster, {"orders": cluster["orders"]}
+
+    def __call__(self, name):
+        return self.known.get(name)
+
+    def refresh(self, since_ms=None):
+        changed, self.known = self.known != self.cluster, dict(self.cluster)
+        return changed
+
+
+def test_a_subscription_to_a_new_topic_within_the_interval_brings_the_topic_first():
+    """Kafka 4.1+ writes no subscription metadata: the feed takes topics from the cluster. A member subscribing to
+    a topic within the interval of the last target bumps the group epoch and writes no target, which reads the same
+    whether the topic was there or not; the broker knew it (the cluster has it), so the feed emits it first, and
+    the target the next heartbeat computes gives the member its partitions, as the broker's did. A topic the
+    feed's last answer from the cluster did not have yet (created since) is asked for before the batch is
+    explained."""
+    T = START
+    broker = ConsumerGroupCoordinator(
+        ConsumerGroupConfig(initial_group_epoch=1, group_consumer_assignment_interval_ms=1000)
+    )
+    written: list[dict] = []
+
+    def send(**event) -> None:
+        parsed, error = parse_event({"group_id": "grp", "client_id": "app", "client_host": "/10.0.0.8", **event})
+        assert error is None, error
+        written.extend(o for o in broker.handle(parsed) if is_consumer_group_record(o))
+
+    def topic(name, topic_id, ts):
+        broker.handle(
+            parse_event({"type": "topic_metadata", "topic": name, "partitions": 2, "topic_id": topic_id, "ts": ts})[0]
+        )
+
+    hb = {"type": "consumer_heartbeat", "member_id": "m1"}
+    topic("orders", ORDERS_ID, T)
+    send(
+        **hb, ts=T, member_epoch=0, rebalance_timeout_ms=45_000, subscribed_topic_names=["orders"], topic_partitions=[]
+    )
+    topic("audit", AUDIT_ID, T + 400)
+    owned = [{"topic_id": ORDERS_ID, "partitions": [0, 1]}]
+    send(**hb, ts=T + 500, member_epoch=2, subscribed_topic_names=["orders", "audit"], topic_partitions=owned)
+    send(**hb, ts=T + 1500, member_epoch=2, topic_partitions=owned)
+    log_ = [  # as Kafka 4.1+ writes them: no subscription metadata
+        encode_record({k: v for k, v in r.items() if k != "ts"}) + (r["ts"],)
+        for r in written
+        if r["type"] != "consumer_group_partition_metadata"
+    ]
+    cluster = {"orders": (ORDERS_ID, 2), "audit": (AUDIT_ID, 2)}
+    for topics in (cluster.get, AskedLate(cluster)):
+        feed = ClusterFeed(ConsumerGroupFeed(ConsumerGroupConfig.from_properties(DEFERRED), topics=topics))
+        events = list(events_from(log_, feed))
+        assert feed.consumer.counts["unexplained records"] == 0
+        assert [(e["type"], e.get("topic") or e.get("member_id"), e["ts"] - T) for e in events] == [
+            ("topic_metadata", "orders", 0),
+            ("consumer_heartbeat", "m1", 0),
+            ("topic_metadata", "audit", 500),
+            ("consumer_heartbeat", "m1", 500),
+            ("consumer_heartbeat", "m1", 1500),
+        ]
+    targets = [r for r in written if r["type"] == "consumer_group_target_assignment_member"]
+    assert {tp["topicId"] for tp in targets[-1]["topicPartitions"]} == {ORDERS_ID, AUDIT_ID}
