@@ -470,20 +470,28 @@ def tracker_settings(consumer: ConsumerGroupConfig) -> dict[str, str]:
     extra = {"initial.group.epoch": str(consumer.initial_group_epoch)} if consumer.initial_group_epoch else {}
     if consumer.empty_group_assignment_epoch:
         extra["empty.group.assignment.epoch"] = "true"
+    if consumer.group_consumer_assignment_interval_ms:
+        extra["group.consumer.assignment.interval.ms"] = str(consumer.group_consumer_assignment_interval_ms)
     return {**OBSERVER_SETTINGS, **extra}
 
 
 def consumer_group_feed(bootstrap: str, client: dict, conf: dict[str, str]) -> tuple[ConsumerGroupFeed, str]:
-    """The KIP-848 feed for this cluster, and a line saying what it found out: the epoch new groups start at and
-    where the topics come from (Kafka 4.1+: the cluster's metadata), from the brokers' ApiVersions; ``conf``
-    (``--coordinator-conf``) wins. A broker told ``api.version`` below 4 (0.9) is not asked: it has no such groups."""
+    """The KIP-848 feed for this cluster, and a line saying what it found out: the epoch new groups start at, how
+    often their targets are computed (the broker's default for its release) and where the topics come from (Kafka
+    4.1+: the cluster's metadata), from the brokers' ApiVersions; ``conf`` (``--coordinator-conf``) wins. A broker
+    told ``api.version`` below 4 (0.9) is not asked: it has no such groups."""
     from streaming.coordinator.routing import Configs
     from streaming.feeds.broker_topics import BrokerTopics
     from streaming.kafka_client import broker_features
 
     told = tuple(client.get("api_version") or ())
     if told and told < (4,):
-        traits = {"initial_group_epoch": 0, "empty_group_assignment_epoch": False, "partition_metadata_records": True}
+        traits = {
+            "initial_group_epoch": 0,
+            "assignment_interval_ms": 0,
+            "empty_group_assignment_epoch": False,
+            "partition_metadata_records": True,
+        }
         found = f"api.version={broker_features.version_text(told)}: no consumer-protocol groups to learn about"
     else:
         traits = broker_features.consumer_group_traits(broker_features.api_versions(bootstrap, client))
@@ -493,6 +501,12 @@ def consumer_group_feed(bootstrap: str, client: dict, conf: dict[str, str]) -> t
                 "Kafka 4.3+, new groups start at epoch 1"
                 if traits["initial_group_epoch"]
                 else "new groups start at epoch 0"
+            )
+            + (
+                f"; targets computed at most every {traits['assignment_interval_ms']} ms (the broker's default "
+                "group.consumer.assignment.interval.ms; give the broker's or group's own if set)"
+                if traits["assignment_interval_ms"]
+                else ""
             )
             + (
                 "; Kafka 4.4+, an emptied group's assignment epoch follows its group epoch"
@@ -509,10 +523,15 @@ def consumer_group_feed(bootstrap: str, client: dict, conf: dict[str, str]) -> t
         **CONSUMER_OBSERVER_SETTINGS,
         "initial.group.epoch": traits["initial_group_epoch"],
         "empty.group.assignment.epoch": str(traits["empty_group_assignment_epoch"]).lower(),
+        "group.consumer.assignment.interval.ms": traits["assignment_interval_ms"],
         **conf,
     }
     config = Configs.from_properties(props).consumer
-    given = [key for key in ("initial.group.epoch", "empty.group.assignment.epoch") if key in conf]
+    given = [
+        key
+        for key in ("initial.group.epoch", "empty.group.assignment.epoch", "group.consumer.assignment.interval.ms")
+        if key in conf
+    ]
     if given:
         found += " (as given: " + ", ".join(f"{key}={conf[key]}" for key in given) + ")"
     topics = None if traits["partition_metadata_records"] else BrokerTopics.of_cluster(bootstrap, client)
@@ -557,7 +576,8 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="KEY=VALUE",
         help="the watched brokers' consumer-group settings, as run takes them (e.g. "
-        "group.consumer.assignors=range; initial.group.epoch: 1 for Kafka 4.3+, found out by default)",
+        "group.consumer.assignors=range; initial.group.epoch: 1 for Kafka 4.3+, found out by default; "
+        "group.consumer.assignment.interval.ms: the broker's default for its release unless given)",
     )
     kafka_conf.add_arguments(p)
     kafka_conf.add_arguments(p, prefix="feed-")

@@ -22,7 +22,12 @@ the events reproduce the broker's records. Records no request explains are count
 the shadow as they are, so the feed goes on; the tracker misses that step.
 
 Time: an event's ``ts`` is its batch's record timestamp (the coordinator's clock when it wrote them; Kafka stamps
-all records of one write with the same time, so a record with another time starts another batch).
+all records of one write with the same time, so a record with another time starts another batch). With Kafka
+4.3+'s ``group.consumer.assignment.interval.ms`` (the feed's config must have the broker's) whether a request
+computed a target turns on the broker's clock when it handled it, read a little before it stamped the batch: a
+request that computed one runs at the target's ``assignmentTimestamp``, and one that did not, stamped just after
+the interval ran out, just before it (``_request_times``). A target deferred so is written by a later heartbeat of
+any member, often one that writes nothing else: a batch of target records alone is that member's heartbeat.
 
 Offset commits: an OffsetCommit record of a group the feed follows (``commit_events``) is a write of its own, so the
 group's records before it are whole batches and are explained first; then it becomes a ``commit`` event. The record
@@ -71,6 +76,9 @@ from streaming.coordinator.figures import Ledger
 
 # The tracker's consumer model for this feed: no session expiry of its own (the feed sees no plain heartbeats).
 CONSUMER_OBSERVER_SETTINGS = {"group.consumer.session.timeout.ms": str(2**31 - 1)}
+# How long before its batch's time a request that wrote no target can have read the broker's clock (see
+# ``ConsumerGroupFeed._request_times``): the time the request took, generously.
+REQUEST_CLOCK_SLACK_MS = 1_000
 
 _MEMBER_TYPES = (
     "consumer_group_member_metadata",
@@ -257,6 +265,7 @@ class ConsumerGroupFeed:
             if size == len(pending) and not final:
                 break  # the batch may go on: wait for a record of another time (or the reader catching up)
             want = [normalise(r) for r in pending[:size]]
+            self._ask_for_new_subscriptions(shadow, pending[:size])
             best = self._explain(shadow, pending, want)
             if (
                 best is None
@@ -275,6 +284,23 @@ class ConsumerGroupFeed:
         if not pending:
             self.pending.pop(group_id, None)
         return out
+
+    def _ask_for_new_subscriptions(self, shadow: ConsumerGroupCoordinator, batch: list[dict]) -> None:
+        """A batch subscribing to a topic neither the shadow nor the cluster's last answer has: ask the cluster
+        again first (if its answer is older than the batch). A request that bumps the group epoch and writes no
+        target (Kafka 4.3+'s assignment interval) reads the same with the topic or without it: the feed must know
+        the topic before it explains the batch, not find out from failing to."""
+        refresh = getattr(self.topics, "refresh", None)
+        if refresh is None:
+            return
+        names = {
+            name
+            for r in batch
+            if r["type"] == "consumer_group_member_metadata" and not r.get("tombstone")
+            for name in r.get("subscribedTopicNames") or []
+        }
+        if any(shadow.image.get(name) is None and self.topics(name) is None for name in sorted(names)):
+            refresh(since_ms=batch[0]["ts"])
 
     def _explain(self, shadow: ConsumerGroupCoordinator, pending: list[dict], want: list[tuple]):
         """(records explained, the events, the shadow after them) of the request that writes the most of the
@@ -323,17 +349,54 @@ class ConsumerGroupFeed:
 
     def _candidates(self, shadow: ConsumerGroupCoordinator, pending: list[dict]) -> Iterable[list[dict]]:
         """The requests that can have written the batch at the head of ``pending``, likeliest first, each as the
-        list of events to emit (topic changes it saw first)."""
+        list of events to emit (topic changes it saw first), at each time the request can have had."""
+        for ts in self._request_times(shadow, pending):
+            yield from self._candidates_at(shadow, pending, ts)
+
+    def _request_times(self, shadow: ConsumerGroupCoordinator, pending: list[dict]) -> list[int]:
+        """When the request that wrote the batch at the head of ``pending`` can have run, likeliest first. The
+        batch's time, but with ``group.consumer.assignment.interval.ms`` (Kafka 4.3+) the broker's decision to
+        compute a target turns on its clock when it handled the request, which it reads before it stamps the batch
+        (GroupMetadataManager, then CoordinatorRuntime's append): a target written in the batch was computed at its
+        ``assignmentTimestamp``, the request's time; a batch without one, stamped just after the interval ran out,
+        came from a request read just before."""
+        ts = pending[0]["ts"]
+        interval = self.config.group_consumer_assignment_interval_ms
+        if interval <= 0:
+            return [ts]
+        stamped = next(
+            (
+                r["assignmentTimestamp"]
+                for r in pending
+                if r["ts"] == ts
+                and r["type"] == "consumer_group_target_assignment_metadata"
+                and not r.get("tombstone")
+                and r.get("assignmentTimestamp")
+            ),
+            None,
+        )
+        if stamped is not None:
+            return [stamped, ts] if shadow.now <= stamped < ts else [ts]
+        group = shadow.groups.get(pending[0]["group_id"])
+        due = group.assignment_timestamp + interval if group is not None and group.assignment_timestamp else None
+        if due is not None and due <= ts < due + REQUEST_CLOCK_SLACK_MS and shadow.now < due:
+            return [ts, due - 1]
+        return [ts]
+
+    def _candidates_at(self, shadow: ConsumerGroupCoordinator, pending: list[dict], ts: int) -> Iterable[list[dict]]:
         head = pending[0]
-        kind, group_id, ts = head["type"], head["group_id"], head["ts"]
+        kind, group_id = head["type"], head["group_id"]
         group = shadow.groups.get(group_id)
         members = group.members if group is not None else {}
-        topic_variants = [[]]
-        topics = self._topic_events(shadow, pending)
-        # the topics it subscribed to, without the changes to those it knew: the cluster as the feed asks it may be
-        # ahead of the batch (a topic grown since)
+        topics = [{**e, "ts": ts} for e in self._topic_events(shadow, pending)]
+        # the topics it subscribed to that the shadow does not know, first: a request that bumps the group epoch and
+        # writes no target (Kafka 4.3+'s assignment interval) reads the same with or without them, and a topic the
+        # cluster has was there for the broker, likeliest; then without the changes to those it knew: the cluster
+        # as the feed asks it may be ahead of the batch (a topic grown since)
         new = [e for e in topics if shadow.image.get(e["topic"]) is None]
-        topic_variants += [variant for variant in (new, topics) if variant and variant not in topic_variants]
+        topic_variants = ([new] if new else []) + [[]]
+        if topics and topics not in topic_variants:
+            topic_variants.append(topics)
 
         def heartbeats(requests: list[dict]):
             for topics_first in topic_variants:

@@ -4,7 +4,9 @@ The request handling follows Kafka 4.0's ``GroupMetadataManager`` (``consumerGro
 ``consumerGroupLeave``, the session and rebalance timers, ``onNewMetadataImage``) step by step. Like Kafka, a
 request is first turned into records, and the records are then replayed onto the group -- the very path a group
 rebuilt from ``__consumer_offsets`` takes (``load_records``). The API mirrors the classic ``GroupCoordinator``:
-``handle(event)``, ``advance(now_ms)``, ``next_deadline()``, ``to_bytes()``/``from_bytes()``, ``is_blank()``.
+``handle(event)``, ``advance(now_ms)``, ``next_deadline()``, ``to_bytes()``/``from_bytes()``, ``is_blank()``. With
+``group.consumer.assignment.interval.ms`` (Kafka 4.3+, KIP-1263) a new target assignment waits for the first
+heartbeat once the interval since the last one has run out, as Kafka 4.3 and 4.4 do: no timer, no other thread.
 
 Committed offsets follow Kafka 4.0's ``OffsetMetadataManager`` and ``ConsumerGroup``: an OffsetCommit is checked
 against the member's epoch (``validateOffsetCommit``), writes the same ``offset_commit`` records as a classic group's
@@ -44,7 +46,7 @@ from streaming.coordinator.consumer.member import (
 from streaming.coordinator.consumer.member_state import MemberState
 from streaming.coordinator.consumer.reconcile import reconcile
 from streaming.coordinator.consumer.regex import regex_error, resolve
-from streaming.coordinator.consumer.target import build_target_assignment
+from streaming.coordinator.consumer.target import build_target_assignment, can_compute_next_target_assignment
 from streaming.coordinator.consumer.topics import TopicImage
 from streaming.coordinator.figures import Ledger, rebalance_fields
 from streaming.coordinator.offsets import CommittedOffset, Partition
@@ -816,9 +818,12 @@ class ConsumerGroupCoordinator:
                 group.subscribed_regexes(), group.subscribed_topic_names(), len(group.members)
             )
 
-        # 2. A newer group epoch than the target's: compute the new target assignment.
+        # 2. A newer group epoch than the target's: compute the new target assignment, unless the last one is
+        # younger than group.consumer.assignment.interval.ms (Kafka 4.3+): then the member reconciles to the last.
         assignor_name = None
-        if group_epoch > group.assignment_epoch:
+        if group_epoch > group.assignment_epoch and can_compute_next_target_assignment(
+            group.assignment_timestamp, self.config.group_consumer_assignment_interval_ms, self.now
+        ):
             assignor_name = group.preferred_server_assignor(old_ref, updated) or self.config.group_consumer_assignors[0]
             updates: dict[str, ConsumerGroupMember | None] = {updated.member_id: updated}
             previous_id = group.static_members.get(updated.instance_id) if updated.instance_id is not None else None
@@ -838,6 +843,7 @@ class ConsumerGroupCoordinator:
                     self.image,
                     updates,
                     group.member_slots,
+                    self.now,
                 )
             except (PartitionAssignorError, ValueError, KeyError) as exc:
                 raise HeartbeatError(

@@ -63,6 +63,8 @@ class ConsumerGroup:
         self.group_id = group_id
         self.group_epoch = epoch
         self.assignment_epoch = epoch
+        # When the target assignment was last computed (Kafka 4.3+'s assignmentTimestamp); 0: unknown, or none yet.
+        self.assignment_timestamp = 0
         self.members: dict[str, ConsumerGroupMember] = {}  # in the order they joined (Kafka's member table's)
         # The size of Kafka's member table (a TimelineHashMap: it grows as members join, never shrinks): with the
         # members' order it gives the order the assignor sees them in (target.py).
@@ -123,9 +125,10 @@ class ConsumerGroup:
             if value is None:
                 if self.target:
                     raise IllegalGroupState(f"target assignment of {self.group_id} deleted while members have one")
-                self.assignment_epoch = -1
+                self.assignment_epoch, self.assignment_timestamp = -1, 0
             else:
                 self.assignment_epoch = int(value["assignmentEpoch"])
+                self.assignment_timestamp = int(value.get("assignmentTimestamp") or 0)
         elif kind == R.TARGET_ASSIGNMENT_MEMBER:
             if value is None:
                 self.target.pop(record["member_id"], None)
@@ -308,7 +311,7 @@ class ConsumerGroup:
 
     # ================================================================ serialisation
     def to_dict(self) -> dict:
-        return {
+        d = {
             "group_id": self.group_id,
             "group_epoch": self.group_epoch,
             "assignment_epoch": self.assignment_epoch,
@@ -321,11 +324,15 @@ class ConsumerGroup:
             "deleted": self.deleted,
             "member_slots": self.member_slots,
         }
+        if self.assignment_timestamp:
+            d["assignment_timestamp"] = self.assignment_timestamp
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "ConsumerGroup":
         group = cls(d["group_id"])
         group.group_epoch, group.assignment_epoch = d["group_epoch"], d["assignment_epoch"]
+        group.assignment_timestamp = int(d.get("assignment_timestamp", 0))
         for md in d["members"]:
             group._update_member(ConsumerGroupMember.from_dict(md))
         group.target = {mid: assignment(a) for mid, a in d["target"].items()}
