@@ -843,7 +843,9 @@ class ConsumerGroupCoordinator:
                     self.image,
                     updates,
                     group.member_slots,
-                    self.now,
+                    # Its time, in the record as Kafka 4.3+ writes it, where an interval needs it; Kafka up to 4.2
+                    # (the default interval, 0) writes the record without it.
+                    self.now if self.config.group_consumer_assignment_interval_ms else 0,
                 )
             except (PartitionAssignorError, ValueError, KeyError) as exc:
                 raise HeartbeatError(
