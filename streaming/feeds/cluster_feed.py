@@ -262,6 +262,7 @@ class ClusterFeed:
                     "generation": sub.get("generation", -1),
                     "user_data": sub.get("user_data"),
                     "rack": sub.get("rack"),
+                    "version": sub.get("version"),
                 }
             ],
         }

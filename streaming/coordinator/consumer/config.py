@@ -33,6 +33,10 @@ class ConsumerGroupConfig:
     # Not a Kafka setting: when the last members of a group are removed, the target assignment epoch follows the
     # new group epoch (KAFKA-20442, from Kafka 4.4; 4.3.0 and before leave it behind until the next member joins).
     empty_group_assignment_epoch: bool = False
+    # Not a Kafka setting: whether classic-protocol members of a consumer group time out (their session, join and
+    # sync timeouts). A feed that shows no heartbeats nor SyncGroups (the cluster feed) turns it off: the records say
+    # when such a member is gone.
+    classic_member_timeouts: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.group_consumer_assignors, str):
@@ -75,7 +79,7 @@ class ConsumerGroupConfig:
                 values[f.name] = tuple(values[f.name]) if not isinstance(values[f.name], str) else values[f.name]
             elif f.name == "group_consumer_migration_policy":
                 values[f.name] = str(raw)
-            elif f.name == "empty_group_assignment_epoch":
+            elif f.name in ("empty_group_assignment_epoch", "classic_member_timeouts"):
                 text = str(raw).strip().lower()
                 if text not in ("true", "false"):
                     raise ValueError(f"{key} must be true or false, not {raw!r}")
