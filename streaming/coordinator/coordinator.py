@@ -1245,6 +1245,10 @@ class GroupCoordinator:
         group.topics[topic] = count
         if before == count or self.config.assignment_mode != "tracker":
             return []
+        if before is None and e.get("topic_id"):
+            # A KIP-848 feed's topic, sent ahead of the ConsumerGroupHeartbeat that upgrades this group: learnt,
+            # not a change the members' metadata refresh would act on.
+            return []
         subscribed = group.subscribed_topics() or set()
         if topic in subscribed and group.state in (S.STABLE, S.COMPLETING_REBALANCE):
             # The leader's metadata refresh would see this and rejoin; the tracker acts for it.

@@ -87,6 +87,8 @@ class Configs:
             # tracker.expire.members=false (a feed with no heartbeats, e.g. the cluster feed) holds for both
             # protocols: a consumer-protocol member is removed only when the feed says so.
             consumer["group.consumer.session.timeout.ms"] = INT_MAX
+        if not classic.expire_members and "classic.member.timeouts" not in consumer:
+            consumer["classic.member.timeouts"] = "false"  # nor a classic member's session, join or sync timeout
         return cls(classic, ConsumerGroupConfig.from_properties(consumer))
 
     @classmethod

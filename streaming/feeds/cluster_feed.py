@@ -51,6 +51,7 @@ from typing import Callable, Iterable, Iterator
 from streaming.kafka_client import kafka_conf
 from offsets_store.codec import CONSUMER_GROUP_TYPES, CodecError, decode_record
 from streaming.coordinator.consumer import ConsumerGroupConfig
+from streaming.coordinator.migration import snapshot_view
 from streaming.feeds.consumer_feed import CONSUMER_OBSERVER_SETTINGS, ConsumerGroupFeed
 from streaming.feeds.log_end_sampler import LOG_END_SAMPLE_S, LogEndSampler, sample_interval
 from streaming.views import terminal
@@ -68,6 +69,9 @@ class ClusterFeed:
         self.member_commit_ts: dict[tuple[str, str], int] = {}  # (group, member id) -> its latest commit
         self.snapshot_ts: dict[str, int | None] = {}  # group -> the time of its current snapshot
         self.held: dict[str, list[dict]] = {}  # a group's records waiting for a time (its first commit)
+        # A group's GroupMetadata tombstone after a snapshot with members, held until the group's next record says
+        # whether it is an online upgrade's (consumer-group records at its time follow) or the group's end.
+        self.upgrading: dict[str, tuple[dict, int | None, int | None]] = {}
         self.undecodable = 0
         self.counts: collections.Counter = collections.Counter()
 
@@ -88,8 +92,50 @@ class ClusterFeed:
         none, -1). ``arrival``: when a following reader that had caught up with the log read it (within a poll of
         its write), the time of a record that has neither."""
         kind, group_id = record["type"], record.get("group_id")
+        out: list[dict] = []
+        if group_id in self.upgrading:
+            tombstone, at, came = self.upgrading.pop(group_id)
+            if kind in CONSUMER_GROUP_TYPES and timestamp is not None and timestamp == at:
+                # The online upgrade (KIP-848): the classic group's record is deleted and the consumer group written
+                # in one batch, by the ConsumerGroupHeartbeat that joined: the consumer feed explains it as that
+                # request, the classic group's members becoming the consumer group's classic members.
+                self.consumer.classic_groups[group_id] = snapshot_view(self.snapshots.pop(group_id))
+                self.snapshot_ts.pop(group_id, None)
+                self.counts["online upgrades"] += 1
+            else:
+                out = self._classic_record(tombstone, at, came, hold=False)
+        elif (
+            kind == "group_metadata"
+            and not record.get("tombstone")
+            and self.consumer.pending.get(group_id)
+            and timestamp is not None
+            and self.consumer.pending[group_id][-1]["ts"] == timestamp
+        ):
+            # A GroupMetadata in the batch of a consumer group's records: the online downgrade, when the request
+            # that deleted the consumer group was its last consumer-protocol member's departure.
+            out = self.consumer.explain(group_id)
+            if self.consumer.take_downgrade(group_id):
+                self.snapshots[group_id], self.snapshot_ts[group_id] = record, _own_time(record) or timestamp
+                self.counts["online downgrades"] += 1
+                return out
+        return out + self._classic_record(record, timestamp, arrival)
+
+    def _classic_record(
+        self, record: dict, timestamp: int | None, arrival: int | None, hold: bool = True
+    ) -> list[dict]:
+        kind, group_id = record["type"], record.get("group_id")
         if kind in CONSUMER_GROUP_TYPES:
             return self.consumer.events_for(record, timestamp)
+        if (
+            kind == "group_metadata"
+            and record.get("tombstone")
+            and (self.snapshots.get(group_id) or {}).get("members")
+            and hold
+            and timestamp is not None
+            and timestamp > 0
+        ):
+            self.upgrading[group_id] = (record, timestamp, arrival)
+            return []
         if (
             kind == "offset_commit"
             and not record.get("tombstone")
@@ -121,9 +167,16 @@ class ClusterFeed:
     def flush(self) -> list[dict]:
         """Release every held record: their groups have no commit (yet), so their time is unknown; and explain the
         KIP-848 records read so far (a batch is whole once the reader has caught up)."""
-        return [
-            e for group_id in list(self.held) for e in self._release(group_id, None, "none")
-        ] + self.consumer.flush()
+        out = [
+            e
+            for group_id in list(self.upgrading)
+            for e in self._classic_record(*self.upgrading.pop(group_id), hold=False)
+        ]
+        return (
+            out
+            + [e for group_id in list(self.held) for e in self._release(group_id, None, "none")]
+            + self.consumer.flush()
+        )
 
     def _release(self, group_id: str, ts: int | None, source: str) -> list[dict]:
         """The held records of a group (none had a time of its own), timed by ``ts`` from ``source``."""

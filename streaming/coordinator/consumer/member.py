@@ -63,7 +63,9 @@ class ClassicMemberMetadata:
 
     @classmethod
     def from_record(cls, value: Mapping | None) -> "ClassicMemberMetadata | None":
-        if value is None:
+        """None for a member of the consumer protocol: a null, or the empty struct a record without the field reads
+        as (no JoinGroup has no protocols)."""
+        if value is None or not value.get("supportedProtocols"):
             return None
         return cls(
             int(value["sessionTimeoutMs"]),
