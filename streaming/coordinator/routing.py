@@ -179,8 +179,7 @@ class GroupModel:
         if self.protocol != CONSUMER or not self.model.downgraded:
             return out
         consumer: ConsumerGroupCoordinator = self.model
-        ((gid, view),) = consumer.downgraded.items()
-        consumer.downgraded.clear()
+        gid, view = consumer.downgraded.popitem()  # this model's one group
         classic = self._new(CLASSIC)
         converted = downgrade_into(classic, view)
         self.model = classic
