@@ -7,20 +7,26 @@ A group is run by the model its state belongs to (``ConsumerGroupCoordinator`` s
 them first), starts the consumer model, anything else the classic one. ``topic_metadata`` and ``delete_group``
 go to whichever model holds the group.
 
-A request of the other protocol gets Kafka's answer (``GroupMetadataManager``, Kafka 4.0):
+A request of the other protocol gets Kafka's answer (``GroupMetadataManager``, Kafka 4.x; docs/kip848.md):
 
 - ``consumer_heartbeat`` for a classic group: once the request is valid, an **Empty** classic group is replaced by
   a consumer group when the heartbeat joins (member epoch 0; ``maybeDeleteEmptyClassicGroup``: its group metadata
-  tombstone, then the new group). Otherwise ``GROUP_ID_NOT_FOUND`` "Group g is not a consumer group." Kafka would
-  upgrade a non-empty classic group online when ``group.consumer.migration.policy`` allows it (``upgrade`` or
-  ``bidirectional``, the default) and the group uses the consumer protocol; the tracker does not model groups with
-  members of both protocols, so it gives the refusal and says so in a ``protocol_conversion_unsupported`` output.
+  tombstone, then the new group). A non-empty one is **upgraded** online (``convertToConsumerGroup``) when
+  ``group.consumer.migration.policy`` allows it (``upgrade`` or ``bidirectional``, the default), the group uses the
+  ``consumer`` protocol type, fits ``group.consumer.max.size`` and no assignment carries user data: its members
+  waiting in a round are told REBALANCE_IN_PROGRESS, its GroupMetadata tombstone is written, then the consumer group
+  with them as members of the classic protocol (``consumer.classic_members.upgrade``, from
+  ``migration.classic_group_view``), then the heartbeat is the consumer model's. Otherwise ``GROUP_ID_NOT_FOUND``
+  with Kafka's message ("Group g is not a consumer group." for a heartbeat that does not join).
 - a classic ``join`` for a consumer group: an **Empty** consumer group is replaced by a classic group
-  (``maybeDeleteEmptyConsumerGroup``: all its tombstones, then the classic join). Kafka takes a member joining a
-  non-empty consumer group into it as a classic-protocol member (``classicGroupJoinToConsumerGroup``), which is not
-  modelled: the tracker answers ``INCONSISTENT_GROUP_PROTOCOL`` and says so (``protocol_conversion_unsupported``).
-- classic ``sync``, ``heartbeat`` and ``leave`` for a consumer group: ``UNKNOWN_MEMBER_ID`` (Kafka: no member of the
-  group uses the classic protocol).
+  (``maybeDeleteEmptyConsumerGroup``: all its tombstones, then the classic join). Otherwise the ``join``, ``sync``,
+  ``heartbeat`` and ``leave`` are the consumer model's: a member of the classic protocol in a consumer group
+  (``consumer.classic_members``).
+- the **downgrade**: when the last member of the consumer protocol leaves or is fenced and members of the classic
+  protocol remain, the consumer model writes the group's tombstones and hands the classic group they form over
+  (``ConsumerGroupCoordinator.downgraded``); this routing makes it the classic model's (``migration.downgrade_into``:
+  its GroupMetadata, written right after the tombstones, as Kafka's one batch; then its rebalance). A timer due
+  before an event may do it, so they fire first.
 
 A ``commit`` (OffsetCommit) goes to whichever model holds the group: for a consumer group its ``generation`` is the
 member epoch (Kafka's ``generationIdOrMemberEpoch``), checked by the consumer model (``UNKNOWN_MEMBER_ID``,
@@ -28,7 +34,9 @@ member epoch (Kafka's ``generationIdOrMemberEpoch``), checked by the consumer mo
 does not exist goes to the classic model, as before: with generation -1 it creates a simple classic group (Kafka
 does the same), otherwise it is refused.
 
-Each switch is a ``protocol_switch`` output (``from``, ``to``, ``reason``). Offsets the replaced group held stay in
+Each switch is a ``protocol_switch`` output (``from``, ``to``, ``reason``: "upgrade: ..." and "downgrade: ..." for the
+online ones). A ``protocol_conversion_unsupported`` output says where Kafka would convert and the model does not (a
+classic static member replacing the last member of the consumer protocol). Offsets the replaced group held stay in
 the store, as Kafka keeps them, and move to the new group's model, which expires them by its own rule from then on.
 Topic sizes one model knew seed the other.
 
@@ -214,10 +222,6 @@ class GroupModel:
     @staticmethod
     def _switch(e: dict, frm: str, to: str, reason: str) -> outputs.ProtocolSwitch:
         return outputs.protocol_switch(e["group_id"], e.get("ts") or 0, frm, to, reason)
-
-    @staticmethod
-    def _unsupported(e: dict, protocol: str, error: str, reason: str) -> outputs.ProtocolConversionUnsupported:
-        return outputs.protocol_conversion_unsupported(e, e.get("ts") or 0, protocol, error, reason)
 
     def _consumer_request_to_classic(self, e: dict) -> Outputs:
         """Kafka's consumerGroupHeartbeat -> getOrMaybeCreateConsumerGroup for a group the classic model holds."""

@@ -35,6 +35,14 @@ KIP-848 consumer-group records (types 3-8 and 16) go to ``consumer_feed.Consumer
 timestamps (``read_offsets_topic(..., timestamps=True)``). So do the OffsetCommit records of a consumer group it
 follows: a ``commit`` from the member owning the partition at its member epoch (or an admin commit to an Empty
 group), as the consumer model accepts it.
+
+Kafka 4.x's online migration between the protocols writes both kinds in one batch. An upgrade: the classic group's
+GroupMetadata tombstone, then the consumer group's records; so a tombstone after a snapshot with members is held until
+the group's next record: consumer-group records of the same time make it the upgrade, handed to the consumer feed
+(which explains the batch as the heartbeat that made it; nobody is told gone), anything else its usual meaning. A
+downgrade: the consumer group's tombstones, then a GroupMetadata in the same write: the consumer feed explains the
+tombstones (the last consumer-protocol member's departure) and, when that made the classic group, the GroupMetadata is
+taken as that group's first snapshot, without events of its own.
 """
 
 from __future__ import annotations

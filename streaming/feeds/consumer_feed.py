@@ -24,6 +24,15 @@ the shadow as they are, so the feed goes on; the tracker misses that step.
 Time: an event's ``ts`` is its batch's record timestamp (the coordinator's clock when it wrote them; Kafka stamps
 all records of one write with the same time, so a record with another time starts another batch).
 
+Groups with members of both protocols (Kafka 4.x's online migration, ``consumer/classic_members.py``): the cluster
+feed hands over a classic group (``classic_groups``, its last GroupMetadata as ``migration.snapshot_view``) when the
+batch that deletes its record goes on with consumer-group records; that batch is explained as the joining member's
+heartbeat after the model's own upgrade of that group (the records compared without the protocols the GroupMetadata
+did not keep). A classic member's records are its JoinGroups (a metadata record carrying ``classicMemberMetadata``, or
+its current assignment alone: a rejoin with the protocols it had) and its LeaveGroup. A group's tombstones while it
+has members are the downgrade: the leave of its last consumer-protocol member, after which ``take_downgrade`` says so
+(the GroupMetadata of that batch is the classic group the leave made).
+
 Offset commits: an OffsetCommit record of a group the feed follows (``commit_events``) is a write of its own, so the
 group's records before it are whole batches and are explained first; then it becomes a ``commit`` event. The record
 does not say who committed, so the event names the member that owns the partition in the shadow (assigned or still
@@ -51,6 +60,10 @@ What cannot be inferred:
     changed since cannot be told as it was (its batches are unexplained). The
     model writes Kafka 4.0's records, subscription metadata included; with ``topics`` those are not looked for in
     the log (the model's epoch bumps on changed subscription metadata are 4.1+'s on a changed metadata hash);
+  - a classic member's Heartbeats and SyncGroups write nothing, so its liveness is unknown too (the tracker's classic
+    members of consumer groups never time out: ``classic.member.timeouts=false``); the protocols of its JoinGroup
+    other than the group's are unknown until it writes metadata of its own (the GroupMetadata the upgrade converts
+    keeps only the group's);
   - a broker whose assignor differs from the model's (a custom one, or another ``group.consumer.assignors``) or a
     regular expression resolved differently (the record's image version) gives records the model does not write;
   - who committed an offset, and at which epoch (see above); the broker's offsets cleanup runs on its own clock

@@ -416,3 +416,27 @@ def test_a_group_with_classic_members_survives_its_state_round_trip():
     assert again.to_bytes() == state
     assert again.model.groups[G].members[k0].classic == d.member(k0).classic
     assert again.model.soft[G].joins == d.consumer.soft[G].joins and again.next_deadline() == d.model.next_deadline()
+
+
+def test_static_members_of_either_protocol_replace_each_other():
+    """testConsumerGroupHeartbeatFromExistingClassicStaticMember: a consumer-protocol member takes a classic static
+    member's place at once (no UNRELEASED_INSTANCE_ID), and is of the consumer protocol from then on. The reverse, a
+    classic member replacing the last consumer-protocol member, is where Kafka downgrades the group: not modelled,
+    and the tracker says so."""
+    d, k0, k1 = upgraded()
+    s0 = d.classic_member("s0", group_instance_id="i0")
+    d.ts += 100
+    out = d.hb("s1", instance_id="i0")
+    assert last(out, "consumer_heartbeat_response")["error"] == "NONE"
+    assert last(out, "member_replaced")["previous_member_id"] == s0
+    assert d.member("s1").classic is None and s0 not in d.consumer.groups[G].members
+    e = Driver()
+    e.hb("c1", instance_id="i1")
+    e.hb("c2")
+    e.classic_member("k")
+    e.hb("c2", -1)
+    e.ts += 100
+    e.hb("c1", -2, instance_id="i1")  # its static leave: the instance may come back
+    out = e.join(client_id="k9", group_instance_id="i1")
+    assert last(out, "protocol_conversion_unsupported")["group_protocol"] == "consumer"
+    assert last(out, "join_response")["error"] == "NONE" and e.model.protocol == "consumer"

@@ -233,6 +233,19 @@ def _join(c: "ConsumerGroupCoordinator", group: ConsumerGroup, e: dict) -> Outpu
     if bump or soft.refresh_metadata:
         soft.refresh_metadata = False
     out: Outputs = []
+    if replaced is not None and replaced.classic is None and downgrade_allowed(c, group, [replaced]):
+        # validateOnlineDowngradeWithReplacedMember: Kafka would downgrade the group here (its last member of the
+        # consumer protocol replaced by a classic one under the same instance id); not modelled.
+        out.append(
+            outputs.protocol_conversion_unsupported(
+                e,
+                c.now,
+                "consumer",
+                "NONE",
+                "Kafka downgrades the group to a classic group when a static member of the classic protocol replaces "
+                "its last member of the consumer protocol; the tracker keeps it a consumer group",
+            )
+        )
     if replaced is not None:
         c._cancel_timers(gid, replaced.member_id)
         out.append(outputs.consumer_member_replaced(gid, c.now, member_id, replaced.member_id, instance_id))

@@ -158,7 +158,8 @@ class ConsumerGroupCoordinator:
 
     # ================================================================ public API
     def handle(self, event: dict) -> Outputs:
-        """Apply one validated event (``consumer_heartbeat``, ``commit``, ``topic_metadata`` or ``delete_group``).
+        """Apply one validated event (``consumer_heartbeat``, ``commit``, ``topic_metadata`` or ``delete_group``; a
+        classic member's ``join``, ``sync``, ``heartbeat`` or ``leave``: ``classic_members``).
 
         Timers due strictly before the event's ``ts`` fire first; a heartbeat arriving on its deadline wins."""
         ts = event.get("ts")
@@ -798,7 +799,9 @@ class ConsumerGroupCoordinator:
                 if existing is None:
                     member = group.members.get(member_id) or ConsumerGroupMember(member_id)
                 else:
-                    if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                    # a member of the classic protocol under that instance id is replaced at once (it sends no
+                    # leave of its own kind first)
+                    if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and existing.classic is None:
                         raise HeartbeatError(
                             "UNRELEASED_INSTANCE_ID",
                             f"Static member {member_id} with instance id "
@@ -842,6 +845,7 @@ class ConsumerGroupCoordinator:
             subscribed_topic_regex=regex if regex is not None else member.subscribed_topic_regex,
             client_id=e["client_id"],
             client_host=e["client_host"],
+            classic=None,  # a ConsumerGroupHeartbeat is the consumer protocol's
         )
         bump = group.group_epoch == 0
         trigger = "join" if member_id not in group.members else "subscription"
