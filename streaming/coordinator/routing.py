@@ -257,14 +257,14 @@ class GroupModel:
             consumer.adopt_offsets(gid, group.offsets)
             self.model = consumer
             return out + answer
-        message = f"Group {gid} is not a consumer group."  # Kafka's words
+        error, message = "GROUP_ID_NOT_FOUND", f"Group {gid} is not a consumer group."  # Kafka's words
         if create:
             view = classic_group_view(group)
             refusal = classic_members.upgrade_error(consumer, view)
             if refusal is None:
                 return out + self._upgrade(consumer, group, view, e)
-            message = refusal
-        out.append(outputs.consumer_heartbeat_response(e, ts or 0, "GROUP_ID_NOT_FOUND", message))
+            error, message = refusal
+        out.append(outputs.consumer_heartbeat_response(e, ts or 0, error, message))
         return out
 
     def _upgrade(self, consumer: ConsumerGroupCoordinator, group, view: dict, e: dict) -> Outputs:

@@ -220,9 +220,12 @@ def test_an_assignment_with_user_data_is_not_upgraded():
         ],
     }
     d = Driver()
-    assert "custom assignor" in classic_members.upgrade_error(d.model._new("consumer"), snapshot_view(record))
+    assert "custom assignor" in classic_members.upgrade_error(d.model._new("consumer"), snapshot_view(record))[1]
     record["members"][0]["assignment"]["user_data"] = ""
     assert classic_members.upgrade_error(d.model._new("consumer"), snapshot_view(record)) is None
+    # a partition given twice (a broken leader's assignment): Kafka's group refuses it, the request fails
+    record["members"].append({**record["members"][0], "member_id": "n"})
+    assert classic_members.upgrade_error(d.model._new("consumer"), snapshot_view(record))[0] == "UNKNOWN_SERVER_ERROR"
 
 
 # ------------------------------------------------------------------------------------------------ classic members

@@ -393,27 +393,26 @@ def leave(c: "ConsumerGroupCoordinator", e: dict) -> Outputs:
 
 
 # ---------------------------------------------------------------------------------------------------- the upgrade
-def upgrade_error(c: "ConsumerGroupCoordinator", view: Mapping) -> str | None:
-    """Kafka's validateOnlineUpgrade and what fromClassicGroup refuses: the message of its GROUP_ID_NOT_FOUND, or
-    None when the classic group ``view`` (``migration.classic_group_view``) may become a consumer group."""
+def upgrade_error(c: "ConsumerGroupCoordinator", view: Mapping) -> tuple[str, str] | None:
+    """Kafka's validateOnlineUpgrade and what fromClassicGroup refuses: (error, message) of its refusal, or None when
+    the classic group ``view`` (``migration.classic_group_view``) may become a consumer group."""
     gid = view["group_id"]
+    cannot = f"Cannot upgrade classic group {gid} to consumer group"
     if not c.config.upgrade_enabled:
-        return f"Cannot upgrade classic group {gid} to consumer group because online upgrade is disabled."
+        return "GROUP_ID_NOT_FOUND", f"{cannot} because online upgrade is disabled."
     if view["protocol_type"] != "consumer":
-        return (
-            f"Cannot upgrade classic group {gid} to consumer group because the group does not use the consumer "
-            "embedded protocol."
-        )
+        return "GROUP_ID_NOT_FOUND", f"{cannot} because the group does not use the consumer embedded protocol."
     if len(view["members"]) > c.config.group_consumer_max_size:
-        return (
-            f"Cannot upgrade classic group {gid} to consumer group because the group size exceeds the consumer "
-            "group maximum size."
-        )
+        return "GROUP_ID_NOT_FOUND", f"{cannot} because the group size exceeds the consumer group maximum size."
     if any(m["assignment_user_data"] for m in view["members"]):
-        return (
-            f"Cannot upgrade classic group {gid} to consumer group because an unsupported custom assignor is in use. "
+        return "GROUP_ID_NOT_FOUND", (
+            f"{cannot} because an unsupported custom assignor is in use. "
             "Please refer to the documentation or switch to a default assignor before re-attempting the upgrade."
         )
+    owned = [(t, int(p)) for m in view["members"] for t, p in m["assignment"]]
+    if len(owned) != len(set(owned)):
+        # Kafka's ConsumerGroup refuses a partition owned twice at one epoch (an IllegalStateException)
+        return "UNKNOWN_SERVER_ERROR", f"{cannot}: a partition is assigned to more than one member."
     return None
 
 
