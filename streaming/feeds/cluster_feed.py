@@ -115,9 +115,7 @@ class ClusterFeed:
         elif (
             kind == "group_metadata"
             and not record.get("tombstone")
-            and self.consumer.pending.get(group_id)
-            and timestamp is not None
-            and self.consumer.pending[group_id][-1]["ts"] == timestamp
+            and (self.consumer.pending.get(group_id) or self.consumer.downgraded(group_id))
         ):
             # A GroupMetadata in the batch of a consumer group's records: the online downgrade, when the request
             # that deleted the consumer group was its last consumer-protocol member's departure.

@@ -220,6 +220,11 @@ class ConsumerGroupFeed:
         of that batch that is not ours)."""
         return self._drain(group_id, final=True)
 
+    def downgraded(self, group_id: str) -> bool:
+        """Whether a request explained downgraded the group (its GroupMetadata not read yet)."""
+        shadow = self.shadows.get(group_id)
+        return shadow is not None and group_id in shadow.downgraded
+
     def take_downgrade(self, group_id: str) -> bool:
         """Whether the last request explained downgraded the group to a classic group (its last consumer-protocol
         member went): the GroupMetadata in the same batch is the classic group's, written by that request."""

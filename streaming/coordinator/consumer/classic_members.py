@@ -24,8 +24,8 @@ import base64
 import uuid
 from typing import TYPE_CHECKING, Mapping
 
-from assignors.java import java_hash_order, java_string_hash
-from offsets_store.codec import CodecError, decode_assignment, encode_subscription
+from assignors.java import java_hash_order, java_string_hash, timeline_hash_order
+from offsets_store.codec import encode_subscription
 from streaming.coordinator import outputs
 from streaming.coordinator.consumer import records as R
 from streaming.coordinator.consumer.errors import HeartbeatError
@@ -451,9 +451,7 @@ def upgrade(c: "ConsumerGroupCoordinator", view: Mapping) -> Outputs:
         )
         # the table's order, before the records fill it
         group._update_member(ConsumerGroupMember(member_id, member_epoch=generation))
-    from assignors.java import timeline_hash_order
-
-    order = timeline_hash_order(list(group.members), capacity=group.member_slots)
+    order = timeline_order(group)
     records = [R.member_subscription(gid, members[mid]) for mid in order]
     records.append(R.epoch(gid, generation))
     records += [R.target_assignment(gid, mid, members[mid].assigned_partitions) for mid in order]
@@ -464,28 +462,6 @@ def upgrade(c: "ConsumerGroupCoordinator", view: Mapping) -> Outputs:
     for mid in order:
         c._schedule_session(gid, mid)
     return out
-
-
-def classic_subscription(protocols: list[tuple[str, str]], name: str | None) -> dict:
-    """The decoded subscription of the protocol ``name`` (else the first) among ``(name, metadata)`` pairs."""
-    from offsets_store.codec import decode_subscription
-
-    chosen = next((md for n, md in protocols if n == name), protocols[0][1] if protocols else "")
-    try:
-        return decode_subscription(base64.b64decode(chosen))
-    except (CodecError, ValueError):
-        return {"topics": []}
-
-
-def assignment_pairs(data: bytes) -> tuple[list[list], bool]:
-    """A classic member's assignment bytes: (topic-partition pairs, whether it carries user data)."""
-    if not data:
-        return [], False
-    try:
-        decoded = decode_assignment(data)
-    except CodecError:
-        return [], False
-    return decoded["partitions"], bool(decoded.get("user_data"))
 
 
 # ---------------------------------------------------------------------------------------------------- the downgrade
@@ -560,6 +536,5 @@ def downgrade(
 
 
 def timeline_order(group: ConsumerGroup) -> list[str]:
-    from assignors.java import timeline_hash_order
-
+    """The members as Kafka's member table (a TimelineHashMap) iterates them."""
     return timeline_hash_order(list(group.members), capacity=group.member_slots)
