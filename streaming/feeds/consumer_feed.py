@@ -79,6 +79,7 @@ from typing import Callable, Iterable
 
 from offsets_store.codec import CONSUMER_GROUP_TYPES, CodecError, decode_subscription
 from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator, classic_members
+from streaming.coordinator.consumer import records as R
 from streaming.coordinator.consumer.group import IllegalGroupState
 from streaming.coordinator.events import parse_event
 from streaming.coordinator.figures import Ledger
@@ -563,8 +564,6 @@ class ConsumerGroupFeed:
     @staticmethod
     def _metadata_of(group_id: str, m) -> dict:
         """A member's metadata record as the shadow has it."""
-        from streaming.coordinator.consumer import records as R
-
         return R.member_subscription(group_id, m)
 
     @staticmethod

@@ -58,6 +58,7 @@ def migration(apache_kafka4, tmp_path_factory):
         history.settled("k0 and k1 (classic) started")
         history.start("c0")
         history.settled("c0 (consumer protocol) joined: the group is upgraded")
+        produce(bootstrap, topic, PARTITIONS, 5)  # commits by members of both protocols in the consumer group
         history.close("k0")
         history.start("c1")
         history.settled("k0 closed, c1 joined")
@@ -67,6 +68,7 @@ def migration(apache_kafka4, tmp_path_factory):
         history.settled("c0 closed")
         history.close("c1")
         history.settled("c1 closed: the group is downgraded and rebalances")
+        produce(bootstrap, topic, PARTITIONS, 5)  # commits in the classic group again
         history.close("k1")
         history.settled("k1 closed")
         history.close("k2")
@@ -140,6 +142,7 @@ def test_the_feed_explains_every_record(migration):
     assert migration.rejected == 0
     assert counts["unexplained records"] == 0
     assert counts["consumer group records"] == sum(1 for r in migration.broker if is_consumer_group_record(r))
+    assert counts["commits the model refuses"] == 0 and counts["commits by the partition's owner"] > 0
     assert migration.feed.counts["online upgrades"] == 1 and migration.feed.counts["online downgrades"] == 1
     switches = [(o["from"], o["to"]) for o in migration.outputs if o["type"] == "protocol_switch"]
     assert switches == [("classic", "consumer"), ("consumer", "classic")]
