@@ -10,7 +10,7 @@ from typing import Mapping
 
 INT_MAX = 2**31 - 1
 MIGRATION_POLICIES = ("disabled", "downgrade", "upgrade", "bidirectional")
-_BOOLEANS = ("empty_group_assignment_epoch", "group_consumer_assignor_offload_enable")
+_BOOLEANS = ("empty_group_assignment_epoch", "group_consumer_assignor_offload_enable", "classic_member_timeouts")
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,10 @@ class ConsumerGroupConfig:
     # KAFKA-20930). Taken so that a broker's settings can be given as they are: Kafka 4.3.0 and 4.4.0 never act on
     # it for consumer groups (the offloaded assignor, KAFKA-20292, is not in them), nor does the model.
     group_consumer_assignor_offload_enable: bool = True
+    # Not a Kafka setting: whether classic-protocol members of a consumer group time out (their session, join and
+    # sync timeouts). A feed that shows no heartbeats nor SyncGroups (the cluster feed) turns it off: the records say
+    # when such a member is gone.
+    classic_member_timeouts: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.group_consumer_assignors, str):

@@ -15,6 +15,7 @@ from assignors.java import TIMELINE_MIN_CAPACITY, java_hash_order, java_string_h
 from streaming.coordinator.consumer import records as R
 from streaming.coordinator.consumer.member import (
     LEAVE_GROUP_MEMBER_EPOCH,
+    ClassicMemberMetadata,
     Assignment,
     ConsumerGroupMember,
     assignment,
@@ -119,6 +120,7 @@ class ConsumerGroup:
                         subscribed_topic_regex=value["subscribedTopicRegex"] or "",
                         rebalance_timeout_ms=int(value.get("rebalanceTimeoutMs", -1)),
                         server_assignor=value["serverAssignor"],
+                        classic=ClassicMemberMetadata.from_record(value.get("classicMemberMetadata")),
                     )
                 )
         elif kind == R.TARGET_ASSIGNMENT_METADATA:
@@ -238,6 +240,26 @@ class ConsumerGroup:
             if m.regex:
                 counts[m.regex] = counts.get(m.regex, 0) + 1
         return counts
+
+    def classic_members(self) -> list[ConsumerGroupMember]:
+        return [m for m in self.members.values() if m.uses_classic_protocol]
+
+    def supports_classic_protocols(self, protocol_type: str, names: Iterable[str]) -> bool:
+        """Kafka's ConsumerGroup.supportsClassicProtocols: a JoinGroup's protocols fit the group when its protocol
+        type is ``consumer`` and, the group not being empty, one of its protocols is supported by every member of
+        the classic protocol (any, when there is none)."""
+        names = set(names)
+        if protocol_type != "consumer":
+            return False
+        if not self.members:
+            return bool(names)
+        classic = self.classic_members()
+        return any(all(name in {n for n, _ in m.classic.protocols} for m in classic) for name in names)
+
+    def all_classic_except(self, leaving: Iterable[ConsumerGroupMember]) -> bool:
+        """Kafka's allMembersUseClassicProtocolExcept: every member but ``leaving`` speaks the classic protocol."""
+        gone = {m.member_id for m in leaving}
+        return all(m.uses_classic_protocol for mid, m in self.members.items() if mid not in gone)
 
     def num_subscribed_members(self, regex: str) -> int:
         return sum(1 for m in self.members.values() if m.subscribed_topic_regex == regex)

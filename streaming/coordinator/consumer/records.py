@@ -102,7 +102,7 @@ def member_subscription(group_id: str, member: ConsumerGroupMember) -> ConsumerG
             "subscribedTopicRegex": member.subscribed_topic_regex,
             "rebalanceTimeoutMs": member.rebalance_timeout_ms,
             "serverAssignor": member.server_assignor,
-            "classicMemberMetadata": None,
+            "classicMemberMetadata": member.classic.to_record() if member.classic is not None else None,
         },
         member_id=member.member_id,
     )
