@@ -86,7 +86,8 @@ def migration(apache_kafka4, tmp_path_factory):
     (history.workdir / "consumer_offsets.json").write_text(  # for a look after a failure
         json.dumps([[k.hex(), None if v is None else v.hex(), ts] for k, v, ts in pairs])
     )
-    consumer, _ = consumer_group_feed(bootstrap, {}, {})
+    # As a user of cluster-feed tells it a group set to compute targets in every heartbeat (its group config above).
+    consumer, _ = consumer_group_feed(bootstrap, {}, {"group.consumer.assignment.interval.ms": "0"})
     feed = ClusterFeed(consumer)
     own = [(k, v, ts) for k, v, ts in pairs if decode_record(k, v).get("group_id") == group]
     events = [e for e in events_from(own, feed) if e["group_id"] == group]
