@@ -8,30 +8,20 @@ subscribed topic changed size rebalances — as Kafka's leader would after its m
 
 from __future__ import annotations
 
-import json
-import logging
-import threading
 import time
 
-from streaming.kafka_client.kafka_conf import for_client
-
-log = logging.getLogger(__name__)
+from streaming.feeds.periodic import PeriodicPublisher
 
 
-class TopicMetadataWatcher:
+class TopicMetadataWatcher(PeriodicPublisher):
+    name = "topic-metadata-watcher"
+    client_id = "rebalance-tracker-metadata"
+    what = "topic metadata refresh"
+
     def __init__(self, bootstrap: str, events_topic: str, interval_s: float = 30.0, client: dict | None = None) -> None:
-        self.bootstrap = bootstrap
-        self.client = client or {}  # kafka-python settings (see streaming.kafka_client.kafka_conf)
-        self.events_topic = events_topic
-        self.interval_s = interval_s
+        super().__init__(bootstrap, events_topic, interval_s, client)
         self.watched: set[str] = set()
         self.published: dict[str, int] = {}
-        self._urgent = threading.Event()
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._consumer = None
-        self._producer = None
 
     # -- fed by the sink ----------------------------------------------------------------------------------------
     def observe(self, outputs: list[dict]) -> None:
@@ -40,80 +30,36 @@ class TopicMetadataWatcher:
                 if o.get("type") == "group_restored" and o.get("topics"):
                     # Sizes rebuilt from the store are the stored assignment's: look them up now.
                     self.watched.update(o["topics"])
-                    self._urgent.set()
+                    self.wake()
                 if o.get("type") != "rebalance":
                     continue
                 for parts in (o.get("assignment") or {}).values():
                     self.watched.update(tp[0] for tp in parts)
                 if o.get("unknown_topics"):
                     self.watched.update(o["unknown_topics"])
-                    self._urgent.set()
+                    self.wake()
 
-    # -- the loop -----------------------------------------------------------------------------------------------
-    def start(self) -> "TopicMetadataWatcher":
-        self._thread = threading.Thread(target=self._run, name="topic-metadata-watcher", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._urgent.set()
-        if self._thread is not None:
-            self._thread.join(5)
-        for client in (self._consumer, self._producer):
-            if client is not None:
-                try:
-                    client.close()
-                except Exception:  # closing on shutdown must not mask the real outcome
-                    pass
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._urgent.wait(self.interval_s)
-            self._urgent.clear()
-            if self._stop.is_set():
-                break
-            try:
-                self.poll_once()
-            except Exception as exc:  # a broker hiccup must not kill the tracker; try again next round
-                if not self._stop.is_set():
-                    log.warning("topic metadata refresh failed: %s", exc)
+    # -- a round ------------------------------------------------------------------------------------------------
+    def round(self) -> dict[str, int]:
+        return self.poll_once()
 
     def poll_once(self) -> dict[str, int]:
         """Look the watched topics up; publish the sizes that are new or changed. Returns what was published."""
-        from kafka import KafkaConsumer, KafkaProducer
-
         with self._lock:
             topics = sorted(self.watched)
         if not topics:
             return {}
-        if self._consumer is None:
-            self._consumer = KafkaConsumer(
-                **for_client(
-                    KafkaConsumer, self.client, bootstrap_servers=self.bootstrap, client_id="rebalance-tracker-metadata"
-                )
-            )
-        self._consumer.topics()  # forces a metadata refresh
+        consumer = self.consumer()
+        consumer.topics()  # forces a metadata refresh
         changed = {}
         for topic in topics:
-            partitions = self._consumer.partitions_for_topic(topic)
+            partitions = consumer.partitions_for_topic(topic)
             if partitions and self.published.get(topic) != len(partitions):
                 changed[topic] = len(partitions)
-        if changed:
-            if self._producer is None:
-                self._producer = KafkaProducer(
-                    **for_client(
-                        KafkaProducer,
-                        self.client,
-                        acks="all",
-                        bootstrap_servers=self.bootstrap,
-                        client_id="rebalance-tracker-metadata",
-                    )
-                )
-            now = int(time.time() * 1000)
-            for topic, count in changed.items():
-                event = {"type": "topic_metadata", "topic": topic, "partitions": count, "ts": now}
-                self._producer.send(self.events_topic, key=b"", value=json.dumps(event).encode("utf-8"))
-            self._producer.flush()
-            self.published.update(changed)
+        now = int(time.time() * 1000)
+        events = [
+            {"type": "topic_metadata", "topic": topic, "partitions": n, "ts": now} for topic, n in changed.items()
+        ]
+        self.publish(events, key_of=lambda event: b"")  # a global event: every group's
+        self.published.update(changed)
         return changed

@@ -58,7 +58,7 @@ def test_topics_of_groups_rebuilt_from_the_store_are_looked_up_at_once(kafka_boo
     watcher = TopicMetadataWatcher(kafka_bootstrap, events)
     try:
         watcher.observe([{"type": "group_restored", "group_id": "g", "generation": 4, "topics": {data: 2}}])
-        assert watcher._urgent.is_set()  # not at the next refresh: now
+        assert watcher._wake.is_set()  # not at the next refresh: now
         assert watcher.poll_once() == {data: 3}
     finally:
         watcher.stop()
