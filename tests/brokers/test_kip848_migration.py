@@ -23,8 +23,9 @@ from streaming.feeds.cluster_feed import ClusterFeed, events_from, read_offsets_
 from streaming.feeds.cluster_feed import consumer_group_feed
 from tests.broker_history import wait_until
 from tests.brokers.test_kip848_kafka import SYNCHRONOUS_TARGETS, History, produce, set_group_configs
+from tests.groups import OWN_PROCESSES
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.xdist_group(OWN_PROCESSES)]
 
 
 @pytest.fixture(scope="module")

@@ -38,8 +38,9 @@ from tests.brokers.test_kip848_kafka import (
     topic_ids,
 )
 from tests.job_process import job_env
+from tests.groups import OWN_PROCESSES
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.xdist_group(OWN_PROCESSES)]
 
 TRACKER = str(Path(sys.executable).parent / "rebalance-tracker")
 
