@@ -33,8 +33,9 @@ from streaming.feeds.cluster_feed import (
 from streaming.feeds.consumer_feed import is_consumer_group_record
 from tests.broker_history import wait_until
 from tests.brokers.test_kip848_kafka import SIZES, History, assignments_given, owned_now, produce, topic_ids
+from tests.groups import OWN_PROCESSES
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.xdist_group(OWN_PROCESSES)]
 
 
 def epochs(records: list[dict]) -> list[int]:

@@ -34,8 +34,9 @@ from tests.brokers.test_kip848_kafka import (
     set_group_configs,
 )
 from tests.kafka4_history import committed_on
+from tests.groups import OWN_PROCESSES
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.xdist_group(OWN_PROCESSES)]
 
 PARTITIONS = 4
 CLOSING_ORDER = ("k0", "c0", "c1", "k1", "k2")

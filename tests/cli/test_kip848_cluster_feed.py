@@ -32,8 +32,9 @@ from streaming.feeds.consumer_feed import is_consumer_group_record, normalise
 from tests.broker_history import wait_until
 from tests.brokers.test_kip848_kafka import History, assignments_given, produce, topic_ids
 from tests.job_process import job_env
+from tests.groups import OWN_PROCESSES
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.xdist_group(OWN_PROCESSES)]
 
 TRACKER = str(Path(sys.executable).parent / "rebalance-tracker")
 
