@@ -21,7 +21,7 @@ BROKER ?= bundled
 demo: $(STAMP)
 	$(VENV)/bin/rebalance-tracker demo --broker $(BROKER)
 
-# The pure tests run on every core; those using Spark or a broker in one worker (tests/conftest.py). TEST_WORKERS=0
+# The pure tests run on every core; each group of those using Spark or brokers in one worker (tests/conftest.py). TEST_WORKERS=0
 # runs everything in this process.
 TEST_WORKERS ?= auto
 
