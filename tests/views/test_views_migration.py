@@ -17,6 +17,7 @@ from streaming.views.history import build_history
 from streaming.views.live_view import LiveView
 from tests.core.test_consumer_migration import G, Driver, last
 from tests.feeds.test_cluster_feed_migration import pairs, run
+from tests.views.test_metrics import _get, scrape
 from tests.views.test_report import _tables
 
 
@@ -182,6 +183,34 @@ def test_live_table_through_a_recorded_rolling_upgrade_and_back(kafka44):
     assert view.groups[group].rebalances == sum(1 for o in outputs if o["type"] == "rebalance") == 8
     assert all(members > 0 for ts, *_, members, _, _ in seen[:-1])
     assert view.groups[group].state == "Empty" and len(view.groups[group].committed) == 4
+
+
+def test_metrics_through_a_recorded_rolling_upgrade_and_back(kafka44, endpoint):
+    """Prometheus' view, scraped after each moment: the members stay counted through both switches, the group's
+    series are its protocol's (group_epoch while a consumer group, group_generation otherwise), every rebalance
+    counted once."""
+    outputs, group, _, _ = kafka44
+    metrics, url = endpoint
+    upgrade = first(outputs, "protocol_switch", to="consumer")["ts"]
+    downgrade = first(outputs, "protocol_switch", to="classic")["ts"]
+    for i, batch in enumerate(batches(outputs)):
+        metrics.update(i, batch)
+        ts = batch[0]["ts"]
+        if ts in (upgrade, downgrade):
+            families = scrape(url)
+            members = _get(families, "group_members", group=group)
+            if ts == upgrade:  # k0, k1 and c0
+                assert members == 3 and _get(families, "group_epoch", group=group) == 3
+                with pytest.raises(KeyError):
+                    _get(families, "group_generation", group=group)
+            else:  # k1 and k2, a classic group at the last epoch, rebalancing
+                assert members == 2 and _get(families, "group_generation", group=group) == 7
+                assert _get(families, "group_state", group=group, state="PreparingRebalance") == 1
+                with pytest.raises(KeyError):
+                    _get(families, "group_epoch", group=group)
+    families = scrape(url)
+    assert _get(families, "group_rebalances_total", group=group) == 8
+    assert _get(families, "group_members", group=group) == 0
 
 
 # ------------------------------------------------------------------------ an upgrade and back built request by request
