@@ -19,6 +19,12 @@ The figures of each rebalance -- its time, partitions moved, every span in which
 coordinator's, read from its ``rebalance`` records (``streaming/coordinator/figures.py``; docs/figures.md defines
 them); the history only names the lanes involved and adds them up. Unknown figures stay ``None``.
 
+A group that changes protocol (``protocol_switch``: Kafka 4.x's online upgrade and downgrade, or an Empty group
+replaced by one of the other protocol) keeps one history: each switch is a :class:`ProtocolSwitch`, the members an
+online switch keeps stay in their lanes (the classic group's tombstone of an upgrade is no departure), each lane says
+which protocol its member speaks (``Lane.protocols``: a consumer group's classic members are ``classic``), and the
+generations of the classic phases and the epochs of the consumer ones follow each other in ``generations``.
+
 Lag comes from the same outputs through ``streaming.coordinator.lag.LagBook`` (docs/lag.md): the group's worst
 partition at each log-end sample (``GroupHistory.lag``), and each rebalance's lag cost (``Generation.lag_cost``, the
 ``rebalance_lag`` it was followed by).
@@ -38,6 +44,7 @@ from streaming.coordinator.outputs import (
     MEMBER_JOINED,
     MEMBER_LEFT,
     MEMBER_REPLACED,
+    PROTOCOL_SWITCH,
     REBALANCE,
     STATE_CHANGE,
     TARGET_ASSIGNMENT,
@@ -145,6 +152,7 @@ class Lane:
     static: bool
     member_ids: list[str] = field(default_factory=list)
     spans: list[list[int | None]] = field(default_factory=list)  # [start_ts, end_ts or None while present]
+    protocols: list[str] = field(default_factory=list)  # the protocols its member spoke, in order (classic, consumer)
 
     def present_at(self, ts: int) -> bool:
         return any(s <= ts and (e is None or ts < e) for s, e in self.spans)
@@ -170,6 +178,23 @@ class StateSpan:
     end_ts: int | None  # None: still in this state at the end of the history
     generation: int | None
     reason: str
+
+
+@dataclass(frozen=True)
+class ProtocolSwitch:
+    """The group changed protocol (a ``protocol_switch``): ``kind`` is ``upgrade`` or ``downgrade`` (Kafka 4.x's
+    online migration: the members stay) or ``replaced`` (an Empty group replaced by one of the other protocol)."""
+
+    ts: int
+    from_protocol: str
+    to_protocol: str
+    kind: str
+    reason: str
+    members: list[str]  # the lanes present through it
+
+    @property
+    def online(self) -> bool:
+        return self.kind in ("upgrade", "downgrade")
 
 
 @dataclass
@@ -242,8 +267,9 @@ class GroupHistory:
     replacements: list[tuple[int, str, str, str]] = field(default_factory=list)  # ts, lane, old id, new id
     first_ts: int | None = None
     last_ts: int | None = None
-    # Consumer-protocol groups only (``protocol == "consumer"``).
+    # Consumer-protocol groups only (``protocol == "consumer"``: the group is or was a consumer group).
     protocol: str = "classic"
+    switches: list[ProtocolSwitch] = field(default_factory=list)
     targets: list[TargetEpoch] = field(default_factory=list)
     member_epochs: dict[str, list[tuple[int, int, str]]] = field(default_factory=dict)  # lane -> (ts, epoch, state)
     # At each log-end sample, the group's worst partition: (ts, records, seconds) -- the most of each over the
@@ -258,6 +284,18 @@ class GroupHistory:
     @property
     def is_consumer(self) -> bool:
         return self.protocol == "consumer"
+
+    @property
+    def protocols(self) -> list[str]:
+        """The group's protocols in order: ``["classic", "consumer", "classic"]`` for an upgrade and a downgrade."""
+        if not self.switches:
+            return [self.protocol]
+        return [self.switches[0].from_protocol] + [s.to_protocol for s in self.switches]
+
+    @property
+    def mixed(self) -> bool:
+        """Members of both protocols, or generations of one and epochs of the other, in this history."""
+        return bool(self.switches) or len({p for lane in self.lanes.values() for p in lane.protocols}) > 1
 
     @property
     def unowned(self) -> list[UnownedSpan]:
@@ -287,7 +325,9 @@ class GroupHistory:
         for key, lane in self.lanes.items():
             spans = [[max(s, ts), e] for s, e in lane.spans if e is None or e >= ts]
             if spans:
-                lanes[key] = replace(lane, spans=spans, member_ids=list(lane.member_ids))
+                lanes[key] = replace(
+                    lane, spans=spans, member_ids=list(lane.member_ids), protocols=list(lane.protocols)
+                )
         states = [replace(s, start_ts=max(s.start_ts, ts)) for s in self.states if s.end_ts is None or s.end_ts > ts]
         return GroupHistory(
             self.group_id,
@@ -300,6 +340,7 @@ class GroupHistory:
             first_ts=None if self.first_ts is None else max(self.first_ts, ts),
             last_ts=self.last_ts if self.last_ts is None or self.last_ts >= ts else ts,
             protocol=self.protocol,
+            switches=[s for s in self.switches if s.ts >= ts],
             targets=[t for t in self.targets if t.ts >= ts],
             member_epochs={
                 k: [p for p in v if p[0] >= ts] for k, v in self.member_epochs.items() if any(p[0] >= ts for p in v)
@@ -381,11 +422,18 @@ class HistoryBuilder:
         if lane.spans and lane.spans[-1][1] is None:
             lane.spans[-1][1] = ts
 
+    @staticmethod
+    def _speaks(lane: Lane, protocol: str) -> Lane:
+        if not lane.protocols or lane.protocols[-1] != protocol:
+            lane.protocols.append(protocol)
+        return lane
+
     # ------------------------------------------------------------------ handlers
     def _member_joined(self, h: GroupHistory, o: dict, ts: int) -> None:
         if "instance_id" in o:
             return self._consumer_member_joined(h, o, ts)
-        self._open(self._lane(h, o["member_id"], o.get("group_instance_id"), o.get("client_id")), ts)
+        lane = self._lane(h, o["member_id"], o.get("group_instance_id"), o.get("client_id"))
+        self._open(self._speaks(lane, "classic"), ts)
 
     def _member_gone(self, h: GroupHistory, o: dict, ts: int) -> None:
         if "instance_id" in o:
@@ -435,7 +483,7 @@ class HistoryBuilder:
                 for m in o.get("members", [])
             ]
             for key in lanes:
-                self._open(h.lanes[key], o.get("started_ts") or ts)
+                self._open(self._speaks(h.lanes[key], "classic"), o.get("started_ts") or ts)
         owners: dict[str, list[Partition]] = {key: [] for key in lanes}
         for member_id, parts in (o.get("assignment") or {}).items():
             key = self._lane_of.get((h.group_id, member_id), member_id)
@@ -486,9 +534,33 @@ class HistoryBuilder:
         )
 
     def _group_metadata(self, h: GroupHistory, o: dict, ts: int) -> None:
-        if o.get("tombstone"):  # group deleted or expired: nobody is in it any more
+        upgraded = h.switches and h.switches[-1].ts == ts and h.switches[-1].kind == "upgrade"
+        if o.get("tombstone") and not upgraded:  # group deleted or expired: nobody is in it any more
             for lane in h.lanes.values():
                 self._close(lane, ts)
+
+    def _protocol_switch(self, h: GroupHistory, o: dict, ts: int) -> None:
+        """One group through a switch of protocol. Online (Kafka 4.x's migration) its members stay: the classic
+        group's tombstone that follows an upgrade removes nobody, and the consumer group starts at the classic
+        generation with the members' assignments as its target (no epoch bump of its own); a downgrade ends what
+        the consumer protocol follows of each member (its current assignment, reconciliation, revocations)."""
+        reason = o.get("reason") or ""
+        kind = reason.split(":", 1)[0] if reason.startswith(("upgrade:", "downgrade:")) else "replaced"
+        present = [key for key, lane in h.lanes.items() if lane.spans and lane.spans[-1][1] is None]
+        h.switches.append(ProtocolSwitch(ts, o["from"], o["to"], kind, reason, present if kind != "replaced" else []))
+        if o["to"] == "consumer":
+            fold = self._consumer.pop(h.group_id, None)
+            new = self._consumer_fold(h)
+            if kind == "upgrade":
+                new.converting = True
+                classic = [g for g in h.generations if g.rebalance_protocol != "consumer"]
+                new.target = dict(classic[-1].owners) if classic else {}
+            elif fold is not None:
+                new.group_epoch = fold.group_epoch
+        else:
+            self._consumer.pop(h.group_id, None)
+            h.current.clear()
+            h.pending_revocation.clear()
 
     # ------------------------------------------------------------------ consumer-protocol groups (KIP-848)
     def _consumer_fold(self, h: GroupHistory) -> "_ConsumerFold":
@@ -532,13 +604,20 @@ class HistoryBuilder:
         """A KIP-848 record the consumer model wrote (the store's record dicts): epoch bumps and their causes."""
         fold = self._consumer_fold(h)
         kind, live = o["type"], not o.get("tombstone")
-        if kind == "consumer_group_metadata" and live and int(o["epoch"]) > fold.group_epoch:
+        if kind == "consumer_group_metadata" and live and fold.converting:
+            fold.converting = False  # the upgraded group's epoch: the classic generation it continues
+            fold.group_epoch = int(o["epoch"])
+            h.group_epochs.append((ts, fold.group_epoch))
+        elif kind == "consumer_group_metadata" and live and int(o["epoch"]) > fold.group_epoch:
             fold.group_epoch = int(o["epoch"])
             h.group_epochs.append((ts, fold.group_epoch))
             fold.bumped(ts)
         elif kind == "consumer_group_partition_metadata" and live:
             fold.cause(ts, "metadata", weak=True)
         elif kind == "consumer_group_member_metadata" and live:
+            key = self._lane_of.get((h.group_id, o["member_id"]))  # its join or replacement came first
+            if key in h.lanes:
+                self._speaks(h.lanes[key], "classic" if o.get("classicMemberMetadata") else "consumer")
             fold.cause(ts, "subscription", weak=True)
         elif kind == "consumer_group_regular_expression":
             fold.cause(ts, "regex", weak=True)
@@ -563,7 +642,7 @@ class HistoryBuilder:
             key = self._lane_of.get((h.group_id, member_id), member_id)
             target.setdefault(key, []).extend((t, int(p)) for t, p in parts)
         target = {k: sorted(v) for k, v in target.items()}
-        previous = h.targets[-1].target if h.targets else {}
+        previous, fold.target = fold.target, target
         epoch = int(o["assignment_epoch"])
         if epoch > fold.group_epoch:  # outputs without the records: the bump shows first here
             fold.group_epoch = epoch
@@ -594,6 +673,8 @@ class HistoryBuilder:
             return  # the classic coordinator's per-member assignment
         fold = self._consumer_fold(h)
         lane = self._consumer_lane(h, o["member_id"], o.get("instance_id"))
+        if not lane.protocols:  # outputs without the member's metadata record
+            self._speaks(lane, "consumer")
         key = lane.key
         fold.member_of[key] = o["member_id"]
         epoch, state = int(o["member_epoch"]), o.get("state") or "STABLE"
@@ -626,6 +707,8 @@ class _ConsumerFold:
     """What the history fold keeps between outputs of one consumer-protocol group."""
 
     group_epoch: int = 0
+    converting: bool = False  # an online upgrade: its group epoch record is the classic generation, no bump
+    target: dict[str, list[Partition]] = field(default_factory=dict)  # the last target (lane -> partitions)
     bumped_ts: int | None = None  # first epoch bump since the last target
     trigger: str | None = None  # what caused that bump
     causes: list[tuple[int, str, bool]] = field(default_factory=list)  # (ts, trigger, strong) at the latest ts
@@ -662,6 +745,7 @@ _HANDLERS = {
     MEMBER_LEFT: HistoryBuilder._member_gone,
     MEMBER_EXPIRED: HistoryBuilder._member_gone,
     MEMBER_REPLACED: HistoryBuilder._member_replaced,
+    PROTOCOL_SWITCH: HistoryBuilder._protocol_switch,
     STATE_CHANGE: HistoryBuilder._state_change,
     REBALANCE: HistoryBuilder._rebalance,
     GROUP_METADATA: HistoryBuilder._group_metadata,

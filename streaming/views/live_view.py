@@ -7,6 +7,9 @@ redrawn in place (streaming/views/terminal.py); into a pipe or a log each batch 
 LAG is the group's worst partition at the last log-end sample (streaming/coordinator/lag.py, docs/lag.md): its lag
 in records and in seconds, and which partition it is; each rebalance's lag cost goes to the recent events when its
 new owners have committed.
+
+A group that changes protocol stays one row. Online (Kafka 4.x's upgrade and downgrade) it keeps its members and its
+count of rebalances, and a consumer group's members of the classic protocol are counted in MEMBERS ("3 (2 classic)").
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import TextIO
 from streaming.coordinator.lag import PARTITION_LAG, REBALANCE_LAG, LagBook
 from streaming.coordinator.outputs import (
     ASSIGNMENT,
+    CONSUMER_GROUP_MEMBER_METADATA,
     DEAD_LETTER,
     GROUP_METADATA,
     GROUP_RESTORED,
@@ -66,6 +70,7 @@ class GroupView:
     consumer: bool = False
     assignment_epoch: int = 0
     member_states: dict = field(default_factory=dict)  # member id -> (member epoch, state)
+    classic_members: set = field(default_factory=set)  # those of member_states that speak the classic protocol
     restored_committed: int = 0  # partitions committed when the group was rebuilt from the store
     worst_lag: dict | None = None  # the partition_lag of its partition furthest behind (seconds, then records)
 
@@ -167,10 +172,10 @@ class LiveView:
             self.restore_gaps += 1
             self._note(f"{gid}: the store did not hold all (restore gap): {o.get('reason')}")
             return
-        if kind == PROTOCOL_SWITCH:  # an Empty group replaced by one of the other protocol: start afresh
-            # ... but with its committed offsets, which Kafka keeps for the new group (and so does the tracker).
-            self.groups[gid] = GroupView(gid, consumer=o.get("to") == "consumer", committed=g.committed)
-            self._note(f"{gid}: now a {o.get('to')}-protocol group", o.get("ts"))
+        if kind == PROTOCOL_SWITCH:
+            self._switch(g, o)
+            return
+        if kind.endswith("_response"):  # answers say nothing the table shows (and a consumer one may follow a switch)
             return
         # Which protocol the group speaks, from the output itself (a group may switch when Empty).
         if "group_epoch" in o or "member_epoch" in o or "instance_id" in o or kind == TARGET_ASSIGNMENT:
@@ -208,6 +213,7 @@ class LiveView:
         elif kind == MEMBER_EXPIRED:
             g.expired += 1
             g.member_states.pop(o.get("member_id"), None)
+            g.classic_members.discard(o.get("member_id"))
             if g.consumer:
                 g.members = len(g.member_states)
             self._note(f"{gid}: member {o.get('member_id')} expired", o.get("ts"))
@@ -219,6 +225,32 @@ class LiveView:
                 g.committed[key] = o.get("offset")
         elif kind == GROUP_METADATA and o.get("tombstone"):
             g.state = "Dead"
+        elif kind == GROUP_METADATA and not g.consumer:  # a classic group's members, as a downgrade makes it too
+            g.members = len(o.get("members") or [])
+            g.protocol = o.get("protocol") or g.protocol
+        elif kind == CONSUMER_GROUP_MEMBER_METADATA and not o.get("tombstone"):
+            if o.get("classicMemberMetadata"):
+                g.classic_members.add(o["member_id"])
+            else:
+                g.classic_members.discard(o["member_id"])
+
+    def _switch(self, g: GroupView, o: dict) -> None:
+        """A group that changed protocol. Online (an upgrade or a downgrade: its reason says so) its members stay and
+        so does its count of rebalances; an Empty group replaced by one of the other protocol starts afresh. Both
+        keep their committed offsets, as Kafka does (and so does the tracker)."""
+        gid, to, reason = g.group_id, o.get("to"), o.get("reason") or ""
+        online = reason.startswith(("upgrade:", "downgrade:"))
+        if not online:
+            self.groups[gid] = GroupView(gid, consumer=to == "consumer", committed=g.committed)
+            self._note(f"{gid}: now a {to}-protocol group", o.get("ts"))
+            return
+        g.consumer, g.protocol = to == "consumer", ""
+        g.member_states, g.classic_members = {}, set()  # the upgrade's assignments name its members again
+        if g.consumer:
+            g.assignment_epoch = g.generation  # the consumer group starts at the classic generation
+        self._note(
+            f"{gid}: {reason.split(':')[0]}d online to the {to} protocol, {_members(g.members)} stay", o.get("ts")
+        )
 
     def _lag(self, d: dict) -> None:
         g = self._group(d["group_id"])
@@ -250,8 +282,10 @@ class LiveView:
                 g.member_states[o["member_id"]] = (-2, "STABLE")
             else:
                 g.member_states.pop(o["member_id"], None)
+                g.classic_members.discard(o["member_id"])
         elif kind == MEMBER_REPLACED:
             g.member_states.pop(o.get("previous_member_id"), None)
+            g.classic_members.discard(o.get("previous_member_id"))
             g.member_states.setdefault(o["member_id"], (0, "STABLE"))
         elif kind == REBALANCE:
             g.rebalances += 1
@@ -314,9 +348,9 @@ class LiveView:
                     if g.last_duration_ms is None
                     else f"{g.last_duration_ms / 1000:.1f}s"
                 )
-                members = (
-                    f"{g.members} ({g.reconciling} reconciling)" if g.consumer and g.reconciling else str(g.members)
-                )
+                notes = [f"{len(g.classic_members)} classic"] if g.consumer and g.classic_members else []
+                notes += [f"{g.reconciling} reconciling"] if g.consumer and g.reconciling else []
+                members = f"{g.members} ({', '.join(notes)})" if notes else str(g.members)
                 rows.append(
                     (
                         g.group_id,

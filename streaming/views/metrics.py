@@ -10,7 +10,9 @@ served alongside.
 Consumer-protocol (KIP-848) groups are counted in ``groups{state}`` under their own states (Empty, Assigning,
 Reconciling, Stable, Dead) and have, instead of a generation, ``group_epoch``, ``group_assignment_epoch`` and
 ``group_reconciling_members`` (members not yet Stable on the current target assignment, Kafka's
-``ConsumerGroupDescribe`` member states); a completed rebalance is a return to Stable (or to Empty).
+``ConsumerGroupDescribe`` member states); a completed rebalance is a return to Stable (or to Empty). A group that
+switches protocol (``protocol_switch``) takes the other protocol's series; through Kafka 4.x's online upgrade and
+downgrade its members stay counted (the upgrade's GroupMetadata tombstone removes nobody).
 
 The rebalance figures are the coordinator's, as its ``rebalance`` records carry them (docs/figures.md):
 ``group_rebalance_duration_seconds`` and ``group_partition_unavailability_seconds`` (each partition a rebalance
@@ -34,6 +36,7 @@ This module is the one place that knows ``prometheus_client``: the rest of the t
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -62,6 +65,7 @@ from streaming.coordinator.outputs import (
     MEMBER_JOINED,
     MEMBER_LEFT,
     MEMBER_REPLACED,
+    PROTOCOL_SWITCH,
     REBALANCE,
     RESTORE_GAP,
     STATE_CHANGE,
@@ -88,6 +92,7 @@ class _Group:
     consumer: bool = False  # a consumer-protocol (KIP-848) group
     assignment_epoch: int = 0
     member_states: dict[str, tuple[int, str]] = field(default_factory=dict)  # member -> (epoch, state)
+    upgrading: bool = False  # an online upgrade's classic tombstone is next: its members stay
 
     @property
     def reconciling(self) -> int:
@@ -297,9 +302,13 @@ class Metrics:
         if kind in (PARTITION_LAG, "log_end"):
             return
         g = self._group(group_id)
+        if kind.endswith("_response"):  # nothing counted here (and a consumer one may follow a downgrade)
+            return
         if "group_epoch" in o or "instance_id" in o or kind == TARGET_ASSIGNMENT:
             g.consumer = True
-        if kind == GROUP_RESTORED:
+        if kind == PROTOCOL_SWITCH:
+            self._switch(group_id, g, o)
+        elif kind == GROUP_RESTORED:
             self.restored.inc()
             g.state, g.generation = o["state"], o.get("generation", o.get("group_epoch", g.generation))
             g.assignment_epoch = o.get("assignment_epoch", g.assignment_epoch)
@@ -332,7 +341,9 @@ class Metrics:
             g.member_states.pop(o.get("previous_member_id"), None)
             g.members.add(o["member_id"])
         elif kind == GROUP_METADATA:
-            if o.get("tombstone"):
+            if o.get("tombstone") and g.upgrading:
+                g.upgrading = False
+            elif o.get("tombstone"):
                 g.members.clear()
             else:  # the stored record is the authority on who is in the group
                 g.members = {m["member_id"] for m in o.get("members", [])}
@@ -350,6 +361,19 @@ class Metrics:
             g.generation = o.get("generation", o.get("group_epoch", g.generation))
             if g.consumer:  # Stable again: the record names every member
                 g.members = {m["member_id"] for m in o.get("members", [])}
+
+    def _switch(self, group_id: str, g: _Group, o: dict) -> None:
+        """The group now speaks the other protocol: its gauges are that protocol's (the other's series go)."""
+        online = (o.get("reason") or "").startswith(("upgrade:", "downgrade:"))
+        g.consumer, g.member_states = o.get("to") == "consumer", {}
+        g.upgrading = online and g.consumer
+        for gauge in (
+            (self.group_generation,)
+            if g.consumer
+            else (self.group_epoch, self.group_assignment_epoch, self.group_reconciling)
+        ):
+            with contextlib.suppress(KeyError):
+                gauge.remove(group_id)
 
     def _set_gauges(self) -> None:
         for state in ALL_STATES:

@@ -13,6 +13,10 @@ how long each member took to give partitions up, and every span in which a parti
 Under the timeline, on the same time axis, the group's lag when the feed has log-end samples (docs/lag.md): its
 worst partition in seconds (a line) and in records (a second, lighter line, on its own scale), with every rebalance
 shaded and its lag cost written at its end; a table lists each rebalance's cost.
+
+A group that changed protocol (Kafka 4.x's online upgrade and downgrade, or an Empty group replaced) is one page:
+each switch a dashed line across the timeline, named under it, and a row of the protocol switches table; classic
+generations are labelled ``gen`` and consumer epochs ``epoch``; each member says which protocol it speaks.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ GAIN_GREEN = "#1a9a3a"
 BAND_FILLS = ("#eef3fb", "#f7f7f7")
 REBALANCE_FILL = {"eager": "#ffb84d", "cooperative": "#8fc7ff", "consumer": "#c3b2f2"}
 LANE_FILL = "#c9d3df"
+SWITCH_INK = "#1b2a4a"  # a protocol switch's line
 RECONCILING_FILL = "#8a63d2"  # a consumer-protocol member not yet Stable on its target
 LAG_SECONDS_BLUE = "#1f5fbf"
 LAG_RECORDS_TEAL = "#2aa198"
@@ -152,8 +157,8 @@ def render_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
 
     # Generation bands: from a generation's completion to the start of the next rebalance.
     gens = h.generations
-    word = "epoch" if h.is_consumer else "gen"
     for i, g in enumerate(gens):
+        word = "epoch" if g.rebalance_protocol == "consumer" else "gen"
         end = gens[i + 1].shown_start_ts if i + 1 < len(gens) else t1
         x_a, x_b = x(g.completed_ts), x(end)
         el.append(
@@ -172,11 +177,11 @@ def render_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
         el.append(
             f'<rect class="rebalance" data-generation="{g.generation}" x="{x_a}" y="{AXIS_H}" '
             f'width="{max(x_b - x_a, 2)}" height="{bottom - AXIS_H}" fill="{fill}" fill-opacity="0.55">'
-            f"<title>{'group epoch' if h.is_consumer else 'generation'} {g.generation}: "
+            f"<title>{'group epoch' if g.rebalance_protocol == 'consumer' else 'generation'} {g.generation}: "
             f"{escape(g.trigger)} — {shown(g.duration_ms, 'unknown')} ms, "
             f"{shown(g.partitions_moved, 'unknown')} partitions moved</title></rect>"
         )
-    open_since = h.rebalance_in_progress_since if not h.is_consumer else _consumer_open_since(h)
+    open_since = h.rebalance_in_progress_since if h.protocols[-1] == "classic" else _consumer_open_since(h)
     if open_since is not None:
         el.append(
             f'<rect class="rebalance open" x="{x(open_since)}" y="{AXIS_H}" '
@@ -200,6 +205,8 @@ def render_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
     for lane in lanes:
         y = lane_y[lane.key]
         label = lane.label if len(lane.label) <= 32 else "…" + lane.label[-31:]
+        if h.mixed and lane.protocols:
+            label = f"{label} ({' → '.join(lane.protocols)})"
         style = ' font-style="italic"' if lane.static else ""  # static members: one lane across restarts
         el.append(
             f'<text x="{LABEL_W - 8}" y="{y + LANE_H / 2 + 4}" text-anchor="end" fill="#223"{style}>'
@@ -230,7 +237,7 @@ def render_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
                 )
                 last_x = ex
         for i, g in enumerate(gens):
-            if h.is_consumer:
+            if g.rebalance_protocol == "consumer":
                 continue  # the epoch marks say it better than the partition counts
             if lane.key not in g.owners:
                 continue
@@ -295,6 +302,16 @@ def render_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
                 f'<rect class="leave" x="{dx - 2}" y="{y - 9}" width="4" height="18" fill="{LEAVE_GREY}">'
                 f"<title>left ({escape(d.reason)}) at {iso(d.ts)}</title></rect>"
             )
+    # Protocol switches: a dashed line across the lanes, named under them.
+    for s in h.switches:
+        sx = x(s.ts)
+        name = f"{s.kind} to {s.to_protocol}" if s.online else f"now {s.to_protocol}"
+        el.append(
+            f'<g class="protocol-switch" data-to="{escape(s.to_protocol)}"><line x1="{sx}" y1="{AXIS_H - 14}" '
+            f'x2="{sx}" y2="{bottom + 4}" stroke="{SWITCH_INK}" stroke-width="2" stroke-dasharray="6 3"/>'
+            f'<text x="{sx}" y="{bottom + 16}" text-anchor="middle" fill="{SWITCH_INK}" font-weight="bold">'
+            f"{escape(name)}</text><title>{escape(s.reason)} at {iso(s.ts)}</title></g>"
+        )
     if not lanes:
         el.append(
             f'<text x="{width / 2}" y="{AXIS_H + 20}" text-anchor="middle" fill="#667">no members in this period</text>'
@@ -340,8 +357,9 @@ def render_lag_svg(h: GroupHistory, width: int = PAGE_WIDTH - 40) -> str:
             el.append(
                 f'<text class="lag-cost" x="{x_b - 3 if near_end else x_b + 3}" y="{top - 8}" '
                 f'text-anchor="{"end" if near_end else "start"}" fill="#8a4b00">+{cost["lag_records"]} '
-                f"rec / {cost['lag_seconds']:.1f}s<title>lag cost of {'epoch' if h.is_consumer else 'gen'} "
-                f"{g.generation}: built from release to the first commit of its new owner</title></text>"
+                f"rec / {cost['lag_seconds']:.1f}s<title>lag cost of "
+                f"{'epoch' if g.rebalance_protocol == 'consumer' else 'gen'} {g.generation}: "
+                "built from release to the first commit of its new owner</title></text>"
             )
     el.append(f'<line x1="{LABEL_W}" y1="{bottom}" x2="{width - RIGHT_PAD}" y2="{bottom}" stroke="#889"/>')
     seconds = " ".join(f"{x(t)},{y(s or 0.0, max_s)}" for t, _, s in points)
@@ -534,17 +552,25 @@ def consumer_summary(h: GroupHistory) -> dict[str, object]:
         if t.changed:
             triggers[t.trigger] = triggers.get(t.trigger, 0) + 1
     figures = figures_summary(h)
+    if h.protocols[-1] == "classic":  # downgraded: a classic group's generation
+        at_end = ("generation at end", gens[-1].generation if gens else 0)
+    else:
+        at_end = (
+            "group epoch at end",
+            h.group_epochs[-1][1] if h.group_epochs else (gens[-1].generation if gens else 0),
+        )
+    rebalances = "rebalances (generations and epoch bumps to Stable or Empty)" if h.mixed else None
     return {
         "group": h.group_id,
-        "protocol": "consumer (KIP-848)",
+        "protocol": _protocol_path(h),
         "from": iso(h.first_ts),
         "to": iso(h.last_ts),
         "state at end": h.state or "unknown",
-        "group epoch at end": h.group_epochs[-1][1] if h.group_epochs else (gens[-1].generation if gens else 0),
+        at_end[0]: at_end[1],
         "target assignments": len(h.targets),
         "target assignments that changed it": sum(1 for t in h.targets if t.changed),
         "changed by trigger": ", ".join(f"{k} {v}" for k, v in sorted(triggers.items())) or "—",
-        "rebalances (epoch bumps to Stable or Empty)": figures.pop("rebalances"),
+        rebalances or "rebalances (epoch bumps to Stable or Empty)": figures.pop("rebalances"),
         **figures,
         "reconciliation per member, median / max (ms)": _ms_stats(
             [r.duration_ms for r in h.reconciliations if r.duration_ms is not None]
@@ -556,6 +582,22 @@ def consumer_summary(h: GroupHistory) -> dict[str, object]:
         "members left": sum(1 for d in h.departures if d.kind == "left"),
         "static member restarts": len(h.replacements),
     }
+
+
+def _protocol_path(h: GroupHistory) -> str:
+    """``consumer (KIP-848)``, or the protocols a group went through and when: ``classic → consumer (upgrade at
+    T) → classic (downgrade at T)``."""
+    if not h.switches:
+        return "consumer (KIP-848)"
+    steps = [h.switches[0].from_protocol] + [f"{s.to_protocol} ({s.kind} at {iso(s.ts)})" for s in h.switches]
+    return " → ".join(steps)
+
+
+def _switch_rows(h: GroupHistory) -> list[list[object]]:
+    return [
+        [iso(s.ts), s.from_protocol, s.to_protocol, s.kind, ", ".join(_label(h, k) for k in s.members), s.reason]
+        for s in h.switches
+    ]
 
 
 def _consumer_tables(h: GroupHistory) -> str:
@@ -648,7 +690,9 @@ def _consumer_tables(h: GroupHistory) -> str:
                 ["member", "target", "current", "pending revocation", "reconciled"],
                 versus_rows,
                 "versus",
-            ),
+            )
+            if h.protocols[-1] == "consumer"
+            else "",
             _table(
                 "Member epochs and reconciliation",
                 [
@@ -718,9 +762,11 @@ def render_html(h: GroupHistory, title: str | None = None) -> str:
         ]
         for d in h.departures
     ]
+    mixed = h.mixed
     member_rows = [
         [
             lane.label,
+            *([" → ".join(lane.protocols)] if mixed else []),
             "static" if lane.static else "dynamic",
             " ".join(lane.member_ids),
             iso(lane.spans[0][0]) if lane.spans else "",
@@ -734,6 +780,7 @@ def render_html(h: GroupHistory, title: str | None = None) -> str:
         gen_rows = [
             [
                 g.generation,
+                *([g.rebalance_protocol] if mixed else []),
                 g.trigger,
                 g.trigger_detail,
                 g.protocol or "",
@@ -748,9 +795,11 @@ def render_html(h: GroupHistory, title: str | None = None) -> str:
             for g in gens
         ]
         gen_table = _table(
-            "Rebalances (group epoch bumped until Stable or Empty)",
+            "Rebalances (classic generations; group epoch bumped until Stable or Empty)"
+            if mixed
+            else "Rebalances (group epoch bumped until Stable or Empty)",
             [
-                "epoch",
+                *(["generation / epoch", "protocol"] if mixed else ["epoch"]),
                 "trigger",
                 "detail",
                 "assignor",
@@ -805,6 +854,12 @@ def render_html(h: GroupHistory, title: str | None = None) -> str:
             f'<span style="color:{EXPIRY_RED}">&#10006;</span> session expiry '
             f'<span style="color:{LEAVE_GREY}">&#9646;</span> leave (epoch -1, or -2 for a static member)</p>'
         )
+    if h.switches:
+        legend = legend.replace(
+            "</p>",
+            f' <span style="background:{REBALANCE_FILL["eager"]}">&nbsp;&nbsp;&nbsp;</span> classic rebalance '
+            f'<span style="color:{SWITCH_INK}">&#9478;</span> protocol switch</p>',
+        )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>
 <style>
@@ -823,9 +878,19 @@ table.summary th {{ background: #f5f7fa; font-weight: normal; }} .legend {{ font
 {gen_table}
 {
         _table(
+            "Protocol switches",
+            ["at", "from", "to", "kind", "members it kept", "reason"],
+            _switch_rows(h),
+            "switches",
+        )
+        if h.switches
+        else ""
+    }
+{
+        _table(
             "Lag cost of each rebalance (from each partition's release to its new owner's first commit)",
             [
-                "epoch" if consumer else "generation",
+                ("generation / epoch" if mixed else "epoch") if consumer else "generation",
                 "completed",
                 "partitions",
                 "records",
@@ -859,7 +924,14 @@ table.summary th {{ background: #f5f7fa; font-weight: normal; }} .legend {{ font
 {
         _table(
             "Partition ownership changes",
-            ["epoch" if consumer else "generation", "at", "from", "to", "count", "partitions"],
+            [
+                ("generation / epoch" if mixed else "epoch") if consumer else "generation",
+                "at",
+                "from",
+                "to",
+                "count",
+                "partitions",
+            ],
             move_rows,
             "moves",
         )
@@ -875,13 +947,20 @@ table.summary th {{ background: #f5f7fa; font-weight: normal; }} .legend {{ font
                 "reason",
                 "last heartbeat",
                 "silent ms",
-                "group epoch" if consumer else "generation",
+                ("generation / epoch" if mixed else "group epoch") if consumer else "generation",
             ],
             departure_rows,
             "departures",
         )
     }
-{_table("Members", ["member", "kind", "member ids", "first seen", "until"], member_rows, "members")}
+{
+        _table(
+            "Members",
+            ["member", *(["protocol"] if mixed else []), "kind", "member ids", "first seen", "until"],
+            member_rows,
+            "members",
+        )
+    }
 </body></html>
 """
 

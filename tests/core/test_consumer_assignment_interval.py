@@ -249,3 +249,42 @@ def test_offloading_changes_nothing():
         return out
 
     assert run(True) == run(False)
+
+
+# ---------------------------------------------------------------- a classic member's JoinGroup in a consumer group
+def test_a_classic_members_join_waits_for_the_interval_too():
+    """Kafka 4.3+'s classicGroupJoinToConsumerGroup computes the target with the consumer heartbeat's
+    maybeUpdateTargetAssignment: a classic member joining a consumer group within the interval bumps the group epoch,
+    writes no target and is Stable at the last target's epoch with nothing (the JoinGroup's generation); the first
+    request after the interval computes the target, stamped with its time (testConsumerGroupAssignmentInterval's
+    expectations, the second member joining with the classic protocol). On Kafka 4.4 the model had the classic join
+    compute a target inside the interval, which the broker's records of a rolling upgrade did not show."""
+    from tests.core.test_consumer_migration import Driver, last, records
+
+    d = Driver(**{"group.consumer.assignment.interval.ms": 5000, "initial.group.epoch": 1})
+    d.classic_group("k0", "k1")
+    d.ts += 100
+    d.hb("c")  # the upgrade; c's join computes the first target after it, at its time
+    group = d.consumer.groups["g"]
+    computed, epoch = group.assignment_timestamp, group.assignment_epoch
+    assert computed == d.ts and epoch == group.group_epoch
+
+    d.ts += 4_999  # just before the interval runs out
+    first = last(d.join(client_id="k2"), "join_response")
+    out = d.join(first["member_id"], client_id="k2")
+    k2 = first["member_id"]
+    assert records(out) == [
+        (R.MEMBER_METADATA, k2, None),
+        (R.METADATA, None, None),
+        (R.CURRENT_MEMBER_ASSIGNMENT, k2, None),
+    ]
+    current = [o for o in out if o["type"] == R.CURRENT_MEMBER_ASSIGNMENT][-1]
+    assert (current["memberEpoch"], current["state"], current["assignedPartitions"]) == (epoch, 0, [])
+    assert last(out, "join_response")["generation"] == epoch
+    assert (group.group_epoch, group.assignment_epoch, group.assignment_timestamp) == (epoch + 1, epoch, computed)
+
+    d.ts += 1  # the interval has run out: c's next heartbeat computes the target of the new epoch, stamped
+    out = d.hb("c", d.member("c").member_epoch)
+    meta = [o for o in out if o["type"] == R.TARGET_ASSIGNMENT_METADATA]
+    assert [(m["assignmentEpoch"], m["assignmentTimestamp"]) for m in meta] == [(epoch + 1, d.ts)]
+    assert group.assignment_timestamp == d.ts and k2 in group.target

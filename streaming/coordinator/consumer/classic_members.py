@@ -33,7 +33,7 @@ from streaming.coordinator.consumer.group import ConsumerGroup
 from streaming.coordinator.consumer.member import ClassicMemberMetadata, ConsumerGroupMember, assignment
 from streaming.coordinator.consumer.member_state import MemberState
 from streaming.coordinator.consumer.reconcile import reconcile
-from streaming.coordinator.consumer.target import build_target_assignment
+from streaming.coordinator.consumer.target import build_target_assignment, can_compute_next_target_assignment
 from streaming.coordinator.outputs import Outputs
 
 if TYPE_CHECKING:
@@ -193,8 +193,13 @@ def _join(c: "ConsumerGroupCoordinator", group: ConsumerGroup, e: dict) -> Outpu
             group_epoch += 1
             records.append(R.epoch(gid, group_epoch))
 
+    # The consumer heartbeat's maybeUpdateTargetAssignment: with group.consumer.assignment.interval.ms (Kafka 4.3+)
+    # no new target before the interval since the last one has run out; the member reconciles to the last.
     assignor_name = None
-    if group_epoch > group.assignment_epoch:
+    interval = c.config.group_consumer_assignment_interval_ms
+    if group_epoch > group.assignment_epoch and can_compute_next_target_assignment(
+        group.assignment_timestamp, interval, c.now
+    ):
         assignor_name = group.preferred_server_assignor(old_ref, updated) or c.config.group_consumer_assignors[0]
         updates: dict[str, ConsumerGroupMember | None] = {updated.member_id: updated}
         if replaced is not None:
@@ -213,6 +218,7 @@ def _join(c: "ConsumerGroupCoordinator", group: ConsumerGroup, e: dict) -> Outpu
                 c.image,
                 updates,
                 group.member_slots,
+                c.now if interval else 0,  # the computation's time, where Kafka 4.3+ writes it
             )
         except Exception as exc:  # the assignor's refusal is the request's error, never the job's
             raise HeartbeatError("UNKNOWN_SERVER_ERROR", f"Failed to compute a new target assignment: {exc}") from None

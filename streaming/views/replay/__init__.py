@@ -98,6 +98,10 @@ record are unknown).
 
 Offset commits of consumer-protocol groups are not replayed (they only count as signs of life).
 
+A group with members of both protocols (Kafka 4.x's online migration: classic requests beside consumer heartbeats)
+is replayed as a consumer-protocol group from its consumer-protocol members' stimuli only; its classic members'
+requests are not replayed, and the command says so (``mixed_groups``).
+
 Everything runs on event time through the pure coordinators, so a replay is deterministic.
 """
 
@@ -111,7 +115,7 @@ Everything runs on event time through the pure coordinators, so a replay is dete
 #   scoring        Score, score, compare, format_table
 #   cli            the command line (main)
 from streaming.views.replay.cli import build_parser, default_assignors, main, read_feed
-from streaming.views.replay.dispatch import consumer_groups, replay_outputs, split_feed
+from streaming.views.replay.dispatch import consumer_groups, mixed_groups, replay_outputs, split_feed
 from streaming.views.replay.scoring import Score, compare, format_table, score
 from streaming.views.replay.server import KAFKA_HEARTBEAT_INTERVAL_MS
 from streaming.views.replay.settings import (
@@ -141,6 +145,7 @@ __all__ = [
     "format_table",
     "is_server_assignor",
     "main",
+    "mixed_groups",
     "read_feed",
     "replay_outputs",
     "score",

@@ -21,6 +21,18 @@ def consumer_groups(events: Iterable[dict]) -> set[str]:
     return {e.get("group_id") or "" for e in events if e["type"] == "consumer_heartbeat"}
 
 
+CLASSIC_REQUESTS = ("join", "sync", "heartbeat", "leave")
+
+
+def mixed_groups(events: Iterable[dict]) -> set[str]:
+    """The consumer-protocol groups of a feed that also have classic requests: members of both protocols (Kafka
+    4.x's online migration). Their replay is the consumer protocol's, of their consumer-protocol members' stimuli:
+    the classic members' requests are not replayed."""
+    events = list(events)
+    classic = {e.get("group_id") or "" for e in events if e["type"] in CLASSIC_REQUESTS}
+    return consumer_groups(events) & classic
+
+
 def split_feed(events: list[dict]) -> tuple[list[dict], list[dict]]:
     """(the classic groups' events, the consumer-protocol groups' events); topic metadata that names no group goes to
     both."""
