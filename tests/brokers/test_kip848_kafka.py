@@ -257,6 +257,7 @@ def run(apache_kafka4, tmp_path_factory):
         history.settled("c2 subscribed to a second topic")
         grown_at = int(time.time() * 1000)
         grow(bootstrap, topics["b"], GROWN["b"])
+        produce(bootstrap, topics["b"], GROWN["b"], 20)  # records in the new partitions too: commits there
         history.sizes[topics["b"]] = GROWN["b"]
         history.settled(f"the second topic grew to {GROWN['b']} partitions")
         time.sleep(1)  # a commit or two at the new assignment
@@ -331,7 +332,7 @@ def run(apache_kafka4, tmp_path_factory):
         tracker=tracker,
         broker=[r for r in broker if r.get("group_id") == group],
         committed=committed_on(bootstrap, group, topics["a"], SIZES["a"])
-        | committed_on(bootstrap, group, topics["b"], SIZES["b"]),
+        | committed_on(bootstrap, group, topics["b"], GROWN["b"]),
     )
 
 
@@ -458,3 +459,4 @@ def test_final_offsets_are_the_brokers(run):
     tracked = {tp: o["offset"] for tp, o in run.tracker.fetch_offsets(run.group).items()}
     assert tracked == committed_by_truth(run.facts) == run.committed
     assert {t for t, _ in tracked} == set(run.topics.values())
+    assert {(run.topics["b"], p) for p in range(SIZES["b"], GROWN["b"])} <= set(tracked)  # the grown partitions
