@@ -442,7 +442,8 @@ def test_leaves_expiries_and_static_restarts(run):
     )
     expired = [(o["member_id"], o["reason"], o["ts"]) for o in run.outputs if o["type"] == "member_expired"]
     assert expired == [(ids["s0"][1], "session timeout", removed(ids["s0"][1]))]
-    # the broker's timer: its session, less at most a heartbeat interval (1 s), after its temporary leave
+    # the broker's timer: a session after its last heartbeat (the -2 does not renew it), which came about a
+    # heartbeat interval (1 s) or less before the -2 (twice that allowed for a loaded machine)
     went = next(
         r["ts"]
         for r in run.broker
@@ -450,7 +451,8 @@ def test_leaves_expiries_and_static_restarts(run):
         and r.get("member_id") == ids["s0"][1]
         and r.get("memberEpoch") == -2
     )
-    assert int(SESSION["consumer.session.timeout.ms"]) - 1000 <= removed(ids["s0"][1]) - went
+    session = int(SESSION["consumer.session.timeout.ms"])
+    assert session - 2000 <= removed(ids["s0"][1]) - went <= session + 1000
     # ... after which s0 came back as a new member (epoch 0: no static member to replace)
     assert not any(o["type"] == "member_replaced" and o["member_id"] == ids["s0"][2] for o in run.outputs)
 
