@@ -183,7 +183,9 @@ def start_tracker(spark, config: TrackerConfig, view: LiveView | None = None) ->
             os.makedirs(os.path.dirname(os.path.abspath(config.store[len("sqlite:") :])), exist_ok=True)
         store = open_store(config.store, client)
     view = view or LiveView()
-    watcher = TopicMetadataWatcher(config.bootstrap, config.events_topic, config.metadata_refresh_s, client).start()
+    watcher = TopicMetadataWatcher(
+        config.bootstrap, config.events_topic, config.metadata_refresh_s, client, event_time=config.time_mode == "event"
+    ).start()
     sample_s = config.log_end_interval_s()
     sampler = LogEndSampler(config.bootstrap, config.events_topic, sample_s, client).start() if sample_s else None
 

@@ -7,6 +7,8 @@ import uuid
 
 import pytest
 
+from tests.groups import OWN_PROCESSES, SHARED_JVM
+
 log = logging.getLogger("rebalance_tracker.tests")
 
 
@@ -180,13 +182,16 @@ def group_broker(request):
     return SimpleNamespace(bootstrap=kafka.bootstrap, client={"api_version": (0, 9)}, create_topics=kafka.create_topics)
 
 
-# ------------------------------------------------------------------ one worker for the JVMs and the brokers
+# ------------------------------------------------------------------ two workers for the JVMs and the brokers
 # `make test` runs the suite in pytest-xdist workers (`-n auto --dist loadgroup`). Each worker is a pytest session of
-# its own, with its own session fixtures: a test using Spark or a broker in two workers would start two
-# SparkSessions, two brokers, two Apache Kafkas -- on 2 cores, slower and flakier than one. So every such test goes to
-# one group, which xdist runs in one worker, and the pure tests share the other workers (and this one, when its group
-# is done). A test belongs to the group by its markers or by the fixtures it uses.
-JVM_GROUP = "jvm-and-brokers"
+# its own, with its own session fixtures: a test using Spark or a broker in any worker would start a SparkSession,
+# brokers and Apache Kafkas in each -- on 2 cores, slower and flakier. So such tests go to two groups, each run by one
+# worker, and the pure tests share the workers as they come free:
+# - SHARED_JVM: the tests of the session's SparkSession and broker histories (and by default every test using Spark
+#   or a broker, by its markers or fixtures);
+# - OWN_PROCESSES: the modules that say so (``pytestmark = [..., pytest.mark.xdist_group(OWN_PROCESSES)]``): tests
+#   that run the tracker, consumers or brokers as processes of their own, mostly waiting on them. They may use the
+#   brokers (their worker starts its own) but not the SparkSession or the histories (checked below).
 JVM_MARKERS = {"spark", "kafka", "spark_cluster"}
 JVM_FIXTURES = {
     "spark",
@@ -200,6 +205,7 @@ JVM_FIXTURES = {
     "persistent_broker",
     "group_broker",
 }
+SHARED_ONLY = {"spark", "kafka4_histories", "kafka09_histories"}  # one per worker would cost minutes
 
 
 def uses_jvm_or_broker(item: pytest.Item) -> bool:
@@ -208,12 +214,23 @@ def uses_jvm_or_broker(item: pytest.Item) -> bool:
     )
 
 
+def xdist_group(item: pytest.Item) -> str | None:
+    mark = item.get_closest_marker("xdist_group")
+    return (mark.args[0] if mark.args else mark.kwargs.get("name")) if mark else None
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(items):
-    # xdist hands out the largest group first (--loadscope-reorder, its default): this one, the longest piece of work.
+    # xdist hands out the largest group first (--loadscope-reorder, its default): the longest pieces of work.
     for item in items:
-        if uses_jvm_or_broker(item):
-            item.add_marker(pytest.mark.xdist_group(JVM_GROUP))
+        group = xdist_group(item)
+        if group is None and uses_jvm_or_broker(item):
+            item.add_marker(pytest.mark.xdist_group(SHARED_JVM))
+        elif group == OWN_PROCESSES and SHARED_ONLY & set(getattr(item, "fixturenames", ())):
+            raise pytest.UsageError(
+                f"{item.nodeid} is in {OWN_PROCESSES} but uses {sorted(SHARED_ONLY & set(item.fixturenames))}: "
+                f"those belong to {SHARED_JVM} (a second SparkSession or history run would cost minutes)"
+            )
 
 
 class GroupingLost(Exception):
@@ -225,9 +242,7 @@ def pytest_collection_finish(session):
     if not getattr(session.config.option, "loadgroup", False):  # set in xdist's workers under --dist loadgroup
         return
     lost = [
-        item.nodeid
-        for item in session.items
-        if item.get_closest_marker("xdist_group") and not item.nodeid.endswith(f"@{JVM_GROUP}")
+        item.nodeid for item in session.items if xdist_group(item) and not item.nodeid.endswith(f"@{xdist_group(item)}")
     ]
     if lost:  # it fails silently otherwise
         raise GroupingLost(

@@ -172,13 +172,13 @@ def scripted_history(
     return h
 
 
-def random_history(seed: int, groups: int = 2, steps: int = 40) -> History:
+def random_history(seed: int, groups: int = 2, steps: int = 40, config: ConsumerGroupConfig | None = None) -> History:
     """Seeded churn on a few groups: members (some static, some slow to revoke, some slower than their rebalance
-    timeout) join, crash, leave, restart; topics grow."""
+    timeout) join, crash, leave, restart; topics grow. ``config``: the broker's settings."""
     import random
 
     rng = random.Random(seed)
-    h = History()
+    h = History(config)
     topics = {"orders": 4, "payments": 3}
     for name, n in topics.items():
         h.topic(name, n)

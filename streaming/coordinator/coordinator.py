@@ -54,6 +54,7 @@ class GroupCoordinator:
         self.groups: dict[str, Group] = {}
         self.default_topics: dict[str, int] = {}  # sizes from topic_metadata events that named no group
         self.pending_topics: dict[str, dict[str, int]] = {}  # sizes named for a group that does not exist yet
+        self.topic_ids: dict[str, str] = {}  # topic ids events gave (a consumer group's, should this group become one)
         # Observe mode (tracker.adopt.unknown.members): the broker is the coordinator, its reported answers win.
         self.observer = BrokerObserver(self, self.config) if self.config.adopt_unknown_members else None
         self._timers = Timers(self._timer_deadline)
@@ -175,6 +176,7 @@ class GroupCoordinator:
                 "v": FORMAT_VERSION,
                 "default_topics": self.default_topics,
                 "pending_topics": self.pending_topics,
+                **({"topic_ids": self.topic_ids} if self.topic_ids else {}),
                 "groups": [_group_to_dict(g) for g in self.groups.values()],
             }
         )
@@ -185,6 +187,7 @@ class GroupCoordinator:
         payload = _unpack(data)
         coordinator.default_topics = dict(payload.get("default_topics", {}))
         coordinator.pending_topics = {g: dict(t) for g, t in payload.get("pending_topics", {}).items()}
+        coordinator.topic_ids = dict(payload.get("topic_ids", {}))
         for d in payload["groups"]:
             coordinator._adopt(_group_from_dict(d))
         return coordinator
@@ -1235,6 +1238,8 @@ class GroupCoordinator:
 
     # ================================================================ topic metadata
     def _topic_metadata(self, group: Group | None, e: dict) -> Outputs:
+        if e.get("topic_id"):  # kept for a consumer group this group may become (routing.py)
+            self.topic_ids[e["topic"]] = e["topic_id"]
         if group is None:  # remembered until the group's first member arrives
             self.pending_topics.setdefault(e["group_id"], {})[e["topic"]] = e["partitions"]
             return []
@@ -1242,6 +1247,10 @@ class GroupCoordinator:
         before = group.topics.get(topic)
         group.topics[topic] = count
         if before == count or self.config.assignment_mode != "tracker":
+            return []
+        if before is None and e.get("topic_id"):
+            # A KIP-848 feed's topic, sent ahead of the ConsumerGroupHeartbeat that upgrades this group: learnt,
+            # not a change the members' metadata refresh would act on.
             return []
         subscribed = group.subscribed_topics() or set()
         if topic in subscribed and group.state in (S.STABLE, S.COMPLETING_REBALANCE):

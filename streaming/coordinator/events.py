@@ -44,6 +44,8 @@ class ProtocolIn(Struct):
     generation: Int32 | UnsetType = UNSET
     user_data: Union[str, None] | UnsetType = UNSET  # base64
     rack: Union[str, None] | UnsetType = UNSET
+    # the embedded ConsumerProtocolSubscription's version (the bytes a consumer group's classic member keeps)
+    version: Union[Annotated[int, Meta(ge=0, le=2**15 - 1)], None] | UnsetType = UNSET
 
 
 class OffsetIn(Struct):
@@ -496,6 +498,7 @@ def _protocol(where: str, p: ProtocolIn) -> dict:
         "generation": -1 if p.generation is UNSET else p.generation,
         "user_data": user_data,
         "rack": None if p.rack is UNSET else p.rack,
+        "version": None if p.version is UNSET else p.version,
     }
 
 

@@ -17,6 +17,7 @@ class Protocol:
     generation: int = -1
     user_data: str | None = None  # base64
     rack: str | None = None
+    version: int | None = None  # the embedded subscription's version, when known
 
     @classmethod
     def from_event(cls, p: dict) -> "Protocol":
@@ -28,6 +29,7 @@ class Protocol:
             int(p.get("generation", -1)),
             p.get("user_data"),
             p.get("rack"),
+            p.get("version"),
         )
 
 
@@ -100,7 +102,9 @@ class Member:
         """The fields in declaration order (the state's compact form: no field names per member)."""
         row = [getattr(self, name) for name in _MEMBER_FIELDS]
         row[_PROTOCOLS] = [
-            [p.name, p.topics, p.owned_partitions, p.generation, p.user_data, p.rack] for p in self.protocols
+            [p.name, p.topics, p.owned_partitions, p.generation, p.user_data, p.rack]
+            + ([p.version] if p.version is not None else [])
+            for p in self.protocols
         ]
         return row
 
@@ -115,8 +119,9 @@ class Member:
                 generation,
                 user_data,
                 rack,
+                *version,
             )
-            for name, topics, owned, generation, user_data, rack in row[_PROTOCOLS]
+            for name, topics, owned, generation, user_data, rack, *version in row[_PROTOCOLS]
         ]
         member.assignment = [(t, int(n)) for t, n in member.assignment]
         return member

@@ -824,29 +824,21 @@ def late_rebalance(
     assignment: dict[str, list[Pair]],
 ) -> Rebalance:
     """A generation reported after a later one (observe mode): it was real, so it gets its line, marked late; when
-    it started and what it cost are unknown."""
-    return {
-        "type": REBALANCE,
-        "group_id": group_id,
-        "ts": ts,
-        "generation": generation,
-        "protocol_type": protocol_type,
-        "protocol": protocol,
-        "rebalance_protocol": rebalance_protocol,
-        "leader": leader,
-        "members": members,
-        "assignment": assignment,
-        "trigger": "unknown",
-        "trigger_detail": "reported after a later generation",
+    it started and what it cost are unknown (None; the partition lists are empty: none is known)."""
+    unknown: RebalanceFigures = {
         "started_ts": None,
-        "join_completed_ts": ts,
         "completed_ts": ts,
         "duration_ms": None,
         "partitions_moved": None,
         "max_partition_unavailable_ms": None,
-        "unknown_topics": [],
-        "late": True,
+        "partitions_without_owner": [],
+        "awaiting_owner": [],
     }
+    trigger, detail = "unknown", "reported after a later generation"
+    out = rebalance(group_id, ts, generation, protocol_type, protocol, rebalance_protocol, leader, members, assignment,
+                    trigger, detail, ts, unknown, [])  # fmt: skip
+    out["late"] = True
+    return out
 
 
 class ConsumerRebalanceMember(TypedDict):

@@ -7,20 +7,26 @@ A group is run by the model its state belongs to (``ConsumerGroupCoordinator`` s
 them first), starts the consumer model, anything else the classic one. ``topic_metadata`` and ``delete_group``
 go to whichever model holds the group.
 
-A request of the other protocol gets Kafka's answer (``GroupMetadataManager``, Kafka 4.0):
+A request of the other protocol gets Kafka's answer (``GroupMetadataManager``, Kafka 4.x; docs/kip848.md):
 
 - ``consumer_heartbeat`` for a classic group: once the request is valid, an **Empty** classic group is replaced by
   a consumer group when the heartbeat joins (member epoch 0; ``maybeDeleteEmptyClassicGroup``: its group metadata
-  tombstone, then the new group). Otherwise ``GROUP_ID_NOT_FOUND`` "Group g is not a consumer group." Kafka would
-  upgrade a non-empty classic group online when ``group.consumer.migration.policy`` allows it (``upgrade`` or
-  ``bidirectional``, the default) and the group uses the consumer protocol; the tracker does not model groups with
-  members of both protocols, so it gives the refusal and says so in a ``protocol_conversion_unsupported`` output.
+  tombstone, then the new group). A non-empty one is **upgraded** online (``convertToConsumerGroup``) when
+  ``group.consumer.migration.policy`` allows it (``upgrade`` or ``bidirectional``, the default), the group uses the
+  ``consumer`` protocol type, fits ``group.consumer.max.size`` and no assignment carries user data: its members
+  waiting in a round are told REBALANCE_IN_PROGRESS, its GroupMetadata tombstone is written, then the consumer group
+  with them as members of the classic protocol (``consumer.classic_members.upgrade``, from
+  ``migration.classic_group_view``), then the heartbeat is the consumer model's. Otherwise ``GROUP_ID_NOT_FOUND``
+  with Kafka's message ("Group g is not a consumer group." for a heartbeat that does not join).
 - a classic ``join`` for a consumer group: an **Empty** consumer group is replaced by a classic group
-  (``maybeDeleteEmptyConsumerGroup``: all its tombstones, then the classic join). Kafka takes a member joining a
-  non-empty consumer group into it as a classic-protocol member (``classicGroupJoinToConsumerGroup``), which is not
-  modelled: the tracker answers ``INCONSISTENT_GROUP_PROTOCOL`` and says so (``protocol_conversion_unsupported``).
-- classic ``sync``, ``heartbeat`` and ``leave`` for a consumer group: ``UNKNOWN_MEMBER_ID`` (Kafka: no member of the
-  group uses the classic protocol).
+  (``maybeDeleteEmptyConsumerGroup``: all its tombstones, then the classic join). Otherwise the ``join``, ``sync``,
+  ``heartbeat`` and ``leave`` are the consumer model's: a member of the classic protocol in a consumer group
+  (``consumer.classic_members``).
+- the **downgrade**: when the last member of the consumer protocol leaves or is fenced and members of the classic
+  protocol remain, the consumer model writes the group's tombstones and hands the classic group they form over
+  (``ConsumerGroupCoordinator.downgraded``); this routing makes it the classic model's (``migration.downgrade_into``:
+  its GroupMetadata, written right after the tombstones, as Kafka's one batch; then its rebalance). A timer due
+  before an event may do it, so they fire first.
 
 A ``commit`` (OffsetCommit) goes to whichever model holds the group: for a consumer group its ``generation`` is the
 member epoch (Kafka's ``generationIdOrMemberEpoch``), checked by the consumer model (``UNKNOWN_MEMBER_ID``,
@@ -28,7 +34,9 @@ member epoch (Kafka's ``generationIdOrMemberEpoch``), checked by the consumer mo
 does not exist goes to the classic model, as before: with generation -1 it creates a simple classic group (Kafka
 does the same), otherwise it is refused.
 
-Each switch is a ``protocol_switch`` output (``from``, ``to``, ``reason``). Offsets the replaced group held stay in
+Each switch is a ``protocol_switch`` output (``from``, ``to``, ``reason``: "upgrade: ..." and "downgrade: ..." for the
+online ones). A ``protocol_conversion_unsupported`` output says where Kafka would convert and the model does not (a
+classic static member replacing the last member of the consumer protocol). Offsets the replaced group held stay in
 the store, as Kafka keeps them, and move to the new group's model, which expires them by its own rule from then on.
 Topic sizes one model knew seed the other.
 
@@ -45,9 +53,12 @@ from typing import Iterable, Mapping
 from streaming.coordinator import outputs
 from streaming.coordinator.config import CoordinatorConfig
 from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator, is_consumer_state
+from streaming.coordinator.consumer import classic_members
 from streaming.coordinator.consumer.config import INT_MAX
 from streaming.coordinator.coordinator import GroupCoordinator
 from streaming.coordinator.events import parse_event
+from streaming.coordinator.consumer import records as R
+from streaming.coordinator.migration import classic_group_view, downgrade_into
 from streaming.coordinator.outputs import Outputs
 from streaming.coordinator.state import GroupState
 
@@ -84,6 +95,8 @@ class Configs:
             # tracker.expire.members=false (a feed with no heartbeats, e.g. the cluster feed) holds for both
             # protocols: a consumer-protocol member is removed only when the feed says so.
             consumer["group.consumer.session.timeout.ms"] = INT_MAX
+        if not classic.expire_members and "classic.member.timeouts" not in consumer:
+            consumer["classic.member.timeouts"] = "false"  # nor a classic member's session, join or sync timeout
         return cls(classic, ConsumerGroupConfig.from_properties(consumer))
 
     @classmethod
@@ -117,7 +130,9 @@ class GroupModel:
         if data is None:
             return cls(configs)
         if is_consumer_state(data):
-            return cls(configs, ConsumerGroupCoordinator.from_bytes(data, configs.consumer))
+            consumer = ConsumerGroupCoordinator.from_bytes(data, configs.consumer)
+            consumer.classic_group_max_size = configs.classic.group_max_size
+            return cls(configs, consumer)
         return cls(configs, GroupCoordinator.from_bytes(data, configs.classic))
 
     @property
@@ -136,7 +151,7 @@ class GroupModel:
         return None if self.model is None else self.model.next_deadline()
 
     def advance(self, now_ms: int) -> Outputs:
-        return [] if self.model is None else self.model.advance(now_ms)
+        return [] if self.model is None else self._downgraded(self.model.advance(now_ms))
 
     def announcements(self) -> Outputs:
         """``group_restored`` for a group rebuilt from the store, in its first step (``restored.py``)."""
@@ -156,29 +171,57 @@ class GroupModel:
             consumer = kind == "consumer_heartbeat" or (kind == "topic_metadata" and event.get("topic_id"))
             self.model = self._new(CONSUMER if consumer else CLASSIC)
             return self.model.handle(event)
+        out: Outputs = []
+        if self.protocol == CONSUMER and event.get("ts") is not None:
+            out = self.advance(event["ts"] - 1)  # a timer due first may downgrade the group
         if self.protocol == CLASSIC and kind == "consumer_heartbeat":
-            return self._consumer_request_to_classic(event)
+            return out + self._consumer_request_to_classic(event)
         if self.protocol == CONSUMER and kind in ("join", "sync", "heartbeat", "leave", "commit"):
-            return self._classic_request_to_consumer(event)
-        return self.model.handle(event)
+            return out + self._downgraded(self._classic_request_to_consumer(event))
+        return out + self._downgraded(self.model.handle(event))
+
+    def _downgraded(self, out: Outputs) -> Outputs:
+        """After the consumer model ran: the classic group its last consumer-protocol member's departure made
+        (consumer/classic_members.py), now the classic model's -- its GroupMetadata record right after the
+        consumer group's tombstones, as Kafka writes them in one batch, then its rebalance."""
+        if self.protocol != CONSUMER or not self.model.downgraded:
+            return out
+        consumer: ConsumerGroupCoordinator = self.model
+        gid, view = consumer.downgraded.popitem()  # this model's one group
+        classic = self._new(CLASSIC)
+        converted = downgrade_into(classic, view)
+        self.model = classic
+        last_record = max(
+            (i for i, o in enumerate(out) if R.is_record(o) or o["type"] == "state_change"), default=len(out) - 1
+        )
+        switch = outputs.protocol_switch(
+            gid,
+            view["ts"],
+            CONSUMER,
+            CLASSIC,
+            f"downgrade: the last member of the consumer protocol left; its {len(view['members'])} members of the "
+            f"classic protocol form a classic group (group.consumer.migration.policy="
+            f"{self.configs.consumer.group_consumer_migration_policy}), which rebalances",
+        )
+        return out[: last_record + 1] + [switch] + converted + out[last_record + 1 :]
 
     # ------------------------------------------------------------------------------------------------------------
     def _new(self, protocol: str):
         if self.topics is not None:
-            return self.topics.blank(protocol)
-        return (
-            ConsumerGroupCoordinator(self.configs.consumer)
-            if protocol == CONSUMER
-            else GroupCoordinator(self.configs.classic)
-        )
+            model = self.topics.blank(protocol)
+        else:
+            model = (
+                ConsumerGroupCoordinator(self.configs.consumer)
+                if protocol == CONSUMER
+                else GroupCoordinator(self.configs.classic)
+            )
+        if protocol == CONSUMER:
+            model.classic_group_max_size = self.configs.classic.group_max_size
+        return model
 
     @staticmethod
     def _switch(e: dict, frm: str, to: str, reason: str) -> outputs.ProtocolSwitch:
         return outputs.protocol_switch(e["group_id"], e.get("ts") or 0, frm, to, reason)
-
-    @staticmethod
-    def _unsupported(e: dict, protocol: str, error: str, reason: str) -> outputs.ProtocolConversionUnsupported:
-        return outputs.protocol_conversion_unsupported(e, e.get("ts") or 0, protocol, error, reason)
 
     def _consumer_request_to_classic(self, e: dict) -> Outputs:
         """Kafka's consumerGroupHeartbeat -> getOrMaybeCreateConsumerGroup for a group the classic model holds."""
@@ -192,7 +235,7 @@ class GroupModel:
             **classic.pending_topics.get(gid, {}),
             **(group.topics if group is not None else {}),
         }
-        consumer.seed_topics(topics)
+        consumer.seed_topics(topics, classic.topic_ids)
         if consumer.heartbeat_error(e) is not None or group is None:
             answer = consumer.handle(e)  # the request's own error, or a group that did not exist
             if consumer.groups:
@@ -214,23 +257,43 @@ class GroupModel:
             consumer.adopt_offsets(gid, group.offsets)
             self.model = consumer
             return out + answer
-        message = f"Group {gid} is not a consumer group."  # Kafka 4.0's words
-        out.append(outputs.consumer_heartbeat_response(e, ts or 0, "GROUP_ID_NOT_FOUND", message))
-        if create and self.configs.consumer.upgrade_enabled and group.protocol_type == "consumer":
-            out.append(
-                self._unsupported(
-                    e,
-                    CLASSIC,
-                    "GROUP_ID_NOT_FOUND",
-                    (
-                        f"Kafka would upgrade the {group.state.value} classic group to a consumer group online "
-                        f"(group.consumer.migration.policy={self.configs.consumer.group_consumer_migration_policy}); "
-                        "the tracker models no group with members of both protocols, so it answers as Kafka does "
-                        "when the policy forbids the upgrade"
-                    ),
-                )
-            )
+        error, message = "GROUP_ID_NOT_FOUND", f"Group {gid} is not a consumer group."  # Kafka's words
+        if create:
+            view = classic_group_view(group)
+            refusal = classic_members.upgrade_error(consumer, view)
+            if refusal is None:
+                return out + self._upgrade(consumer, group, view, e)
+            error, message = refusal
+        out.append(outputs.consumer_heartbeat_response(e, ts or 0, error, message))
         return out
+
+    def _upgrade(self, consumer: ConsumerGroupCoordinator, group, view: dict, e: dict) -> Outputs:
+        """Kafka's convertToConsumerGroup: the members waiting in a round are told REBALANCE_IN_PROGRESS, the classic
+        group's record is deleted, the consumer group is written with them as classic members, then the heartbeat
+        is handled by the consumer group."""
+        gid, ts = e["group_id"], e.get("ts") or 0
+        consumer.advance(ts)
+        policy = self.configs.consumer.group_consumer_migration_policy
+        out: Outputs = [
+            self._switch(
+                e,
+                CLASSIC,
+                CONSUMER,
+                f"upgrade: member {e['member_id']} joined the {group.state.value} classic group with the consumer "
+                f"protocol (group.consumer.migration.policy={policy}); its {len(group.members)} members stay, as "
+                "members of the classic protocol",
+            )
+        ]
+        for m in group.members.values():
+            if m.awaiting_join:
+                out.append(outputs.join_refused(gid, ts, m.member_id, m.group_instance_id, "REBALANCE_IN_PROGRESS"))
+            elif m.awaiting_sync:
+                out.append(outputs.sync_refused(gid, ts, m.member_id, m.group_instance_id, "REBALANCE_IN_PROGRESS", -1))
+        out.append(outputs.group_metadata_tombstone(gid, ts))
+        out += classic_members.upgrade(consumer, view)
+        consumer.adopt_offsets(gid, group.offsets)
+        self.model = consumer
+        return out + consumer.handle(e)
 
     def _classic_request_to_consumer(self, e: dict) -> Outputs:
         """Kafka's classicGroupJoin / Sync / Heartbeat / Leave for a group the consumer model holds."""
@@ -263,23 +326,11 @@ class GroupModel:
                 classic.adopt_offsets(gid, offsets)
                 self.model = classic
                 return out + answer
-            out.append(outputs.request_refused(e, ts or 0, "INCONSISTENT_GROUP_PROTOCOL"))
-            out.append(
-                self._unsupported(
-                    e,
-                    CONSUMER,
-                    "INCONSISTENT_GROUP_PROTOCOL",
-                    (
-                        "Kafka would take the member into the consumer group as a member of the classic protocol; "
-                        "the tracker models no group with members of both protocols"
-                    ),
-                )
-            )
-            return out
-        if kind == "commit":
-            return out + consumer.handle(e)
-        # Kafka: the member is unknown or does not use the classic protocol (no member here does).
-        return out + [outputs.request_refused(e, ts or 0, "UNKNOWN_MEMBER_ID")]
+            c = self.configs.classic
+            if not c.group_min_session_timeout_ms <= e["session_timeout_ms"] <= c.group_max_session_timeout_ms:
+                return out + [outputs.request_refused(e, ts or 0, "INVALID_SESSION_TIMEOUT")]
+        # A member of the classic protocol in a consumer group (consumer/classic_members.py); a commit as any.
+        return out + consumer.handle(e)
 
     def _classic_seeded(self, consumer: ConsumerGroupCoordinator, group_id: str) -> GroupCoordinator:
         classic = self._new(CLASSIC)

@@ -35,6 +35,14 @@ KIP-848 consumer-group records (types 3-8 and 16) go to ``consumer_feed.Consumer
 timestamps (``read_offsets_topic(..., timestamps=True)``). So do the OffsetCommit records of a consumer group it
 follows: a ``commit`` from the member owning the partition at its member epoch (or an admin commit to an Empty
 group), as the consumer model accepts it.
+
+Kafka 4.x's online migration between the protocols writes both kinds in one batch. An upgrade: the classic group's
+GroupMetadata tombstone, then the consumer group's records; so a tombstone after a snapshot with members is held until
+the group's next record: consumer-group records of the same time make it the upgrade, handed to the consumer feed
+(which explains the batch as the heartbeat that made it; nobody is told gone), anything else its usual meaning. A
+downgrade: the consumer group's tombstones, then a GroupMetadata in the same write: the consumer feed explains the
+tombstones (the last consumer-protocol member's departure) and, when that made the classic group, the GroupMetadata is
+taken as that group's first snapshot, without events of its own.
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ from typing import Callable, Iterable, Iterator
 from streaming.kafka_client import kafka_conf
 from offsets_store.codec import CONSUMER_GROUP_TYPES, CodecError, decode_record
 from streaming.coordinator.consumer import ConsumerGroupConfig
+from streaming.coordinator.migration import snapshot_view
 from streaming.feeds.consumer_feed import CONSUMER_OBSERVER_SETTINGS, ConsumerGroupFeed
 from streaming.feeds.log_end_sampler import LOG_END_SAMPLE_S, LogEndSampler, sample_interval
 from streaming.views import terminal
@@ -68,6 +77,9 @@ class ClusterFeed:
         self.member_commit_ts: dict[tuple[str, str], int] = {}  # (group, member id) -> its latest commit
         self.snapshot_ts: dict[str, int | None] = {}  # group -> the time of its current snapshot
         self.held: dict[str, list[dict]] = {}  # a group's records waiting for a time (its first commit)
+        # A group's GroupMetadata tombstone after a snapshot with members, held until the group's next record says
+        # whether it is an online upgrade's (consumer-group records at its time follow) or the group's end.
+        self.upgrading: dict[str, tuple[dict, int | None, int | None]] = {}
         self.undecodable = 0
         self.counts: collections.Counter = collections.Counter()
 
@@ -88,8 +100,48 @@ class ClusterFeed:
         none, -1). ``arrival``: when a following reader that had caught up with the log read it (within a poll of
         its write), the time of a record that has neither."""
         kind, group_id = record["type"], record.get("group_id")
+        out: list[dict] = []
+        if group_id in self.upgrading:
+            tombstone, at, came = self.upgrading.pop(group_id)
+            if kind in CONSUMER_GROUP_TYPES and timestamp is not None and timestamp == at:
+                # The online upgrade (KIP-848): the classic group's record is deleted and the consumer group written
+                # in one batch, by the ConsumerGroupHeartbeat that joined: the consumer feed explains it as that
+                # request, the classic group's members becoming the consumer group's classic members.
+                self.consumer.classic_groups[group_id] = snapshot_view(self.snapshots.pop(group_id))
+                self.snapshot_ts.pop(group_id, None)
+                self.counts["online upgrades"] += 1
+            else:
+                out = self._classic_record(tombstone, at, came, hold=False)
+        elif (
+            kind == "group_metadata"
+            and not record.get("tombstone")
+            and (self.consumer.pending.get(group_id) or self.consumer.downgraded(group_id))
+        ):
+            # A GroupMetadata in the batch of a consumer group's records: the online downgrade, when the request
+            # that deleted the consumer group was its last consumer-protocol member's departure.
+            out = self.consumer.explain(group_id)
+            if self.consumer.take_downgrade(group_id):
+                self.snapshots[group_id], self.snapshot_ts[group_id] = record, _own_time(record) or timestamp
+                self.counts["online downgrades"] += 1
+                return out
+        return out + self._classic_record(record, timestamp, arrival)
+
+    def _classic_record(
+        self, record: dict, timestamp: int | None, arrival: int | None, hold: bool = True
+    ) -> list[dict]:
+        kind, group_id = record["type"], record.get("group_id")
         if kind in CONSUMER_GROUP_TYPES:
             return self.consumer.events_for(record, timestamp)
+        if (
+            kind == "group_metadata"
+            and record.get("tombstone")
+            and (self.snapshots.get(group_id) or {}).get("members")
+            and hold
+            and timestamp is not None
+            and timestamp > 0
+        ):
+            self.upgrading[group_id] = (record, timestamp, arrival)
+            return []
         if (
             kind == "offset_commit"
             and not record.get("tombstone")
@@ -121,9 +173,16 @@ class ClusterFeed:
     def flush(self) -> list[dict]:
         """Release every held record: their groups have no commit (yet), so their time is unknown; and explain the
         KIP-848 records read so far (a batch is whole once the reader has caught up)."""
-        return [
-            e for group_id in list(self.held) for e in self._release(group_id, None, "none")
-        ] + self.consumer.flush()
+        out = [
+            e
+            for group_id in list(self.upgrading)
+            for e in self._classic_record(*self.upgrading.pop(group_id), hold=False)
+        ]
+        return (
+            out
+            + [e for group_id in list(self.held) for e in self._release(group_id, None, "none")]
+            + self.consumer.flush()
+        )
 
     def _release(self, group_id: str, ts: int | None, source: str) -> list[dict]:
         """The held records of a group (none had a time of its own), timed by ``ts`` from ``source``."""
@@ -262,6 +321,7 @@ class ClusterFeed:
                     "generation": sub.get("generation", -1),
                     "user_data": sub.get("user_data"),
                     "rack": sub.get("rack"),
+                    "version": sub.get("version"),
                 }
             ],
         }
@@ -470,20 +530,28 @@ def tracker_settings(consumer: ConsumerGroupConfig) -> dict[str, str]:
     extra = {"initial.group.epoch": str(consumer.initial_group_epoch)} if consumer.initial_group_epoch else {}
     if consumer.empty_group_assignment_epoch:
         extra["empty.group.assignment.epoch"] = "true"
+    if consumer.group_consumer_assignment_interval_ms:
+        extra["group.consumer.assignment.interval.ms"] = str(consumer.group_consumer_assignment_interval_ms)
     return {**OBSERVER_SETTINGS, **extra}
 
 
 def consumer_group_feed(bootstrap: str, client: dict, conf: dict[str, str]) -> tuple[ConsumerGroupFeed, str]:
-    """The KIP-848 feed for this cluster, and a line saying what it found out: the epoch new groups start at and
-    where the topics come from (Kafka 4.1+: the cluster's metadata), from the brokers' ApiVersions; ``conf``
-    (``--coordinator-conf``) wins. A broker told ``api.version`` below 4 (0.9) is not asked: it has no such groups."""
+    """The KIP-848 feed for this cluster, and a line saying what it found out: the epoch new groups start at, how
+    often their targets are computed (the broker's default for its release) and where the topics come from (Kafka
+    4.1+: the cluster's metadata), from the brokers' ApiVersions; ``conf`` (``--coordinator-conf``) wins. A broker
+    told ``api.version`` below 4 (0.9) is not asked: it has no such groups."""
     from streaming.coordinator.routing import Configs
     from streaming.feeds.broker_topics import BrokerTopics
     from streaming.kafka_client import broker_features
 
     told = tuple(client.get("api_version") or ())
     if told and told < (4,):
-        traits = {"initial_group_epoch": 0, "empty_group_assignment_epoch": False, "partition_metadata_records": True}
+        traits = {
+            "initial_group_epoch": 0,
+            "assignment_interval_ms": 0,
+            "empty_group_assignment_epoch": False,
+            "partition_metadata_records": True,
+        }
         found = f"api.version={broker_features.version_text(told)}: no consumer-protocol groups to learn about"
     else:
         traits = broker_features.consumer_group_traits(broker_features.api_versions(bootstrap, client))
@@ -493,6 +561,12 @@ def consumer_group_feed(bootstrap: str, client: dict, conf: dict[str, str]) -> t
                 "Kafka 4.3+, new groups start at epoch 1"
                 if traits["initial_group_epoch"]
                 else "new groups start at epoch 0"
+            )
+            + (
+                f"; targets computed at most every {traits['assignment_interval_ms']} ms (the broker's default "
+                "group.consumer.assignment.interval.ms; give the broker's or group's own if set)"
+                if traits["assignment_interval_ms"]
+                else ""
             )
             + (
                 "; Kafka 4.4+, an emptied group's assignment epoch follows its group epoch"
@@ -509,10 +583,15 @@ def consumer_group_feed(bootstrap: str, client: dict, conf: dict[str, str]) -> t
         **CONSUMER_OBSERVER_SETTINGS,
         "initial.group.epoch": traits["initial_group_epoch"],
         "empty.group.assignment.epoch": str(traits["empty_group_assignment_epoch"]).lower(),
+        "group.consumer.assignment.interval.ms": traits["assignment_interval_ms"],
         **conf,
     }
     config = Configs.from_properties(props).consumer
-    given = [key for key in ("initial.group.epoch", "empty.group.assignment.epoch") if key in conf]
+    given = [
+        key
+        for key in ("initial.group.epoch", "empty.group.assignment.epoch", "group.consumer.assignment.interval.ms")
+        if key in conf
+    ]
     if given:
         found += " (as given: " + ", ".join(f"{key}={conf[key]}" for key in given) + ")"
     topics = None if traits["partition_metadata_records"] else BrokerTopics.of_cluster(bootstrap, client)
@@ -557,7 +636,8 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="KEY=VALUE",
         help="the watched brokers' consumer-group settings, as run takes them (e.g. "
-        "group.consumer.assignors=range; initial.group.epoch: 1 for Kafka 4.3+, found out by default)",
+        "group.consumer.assignors=range; initial.group.epoch: 1 for Kafka 4.3+, found out by default; "
+        "group.consumer.assignment.interval.ms: the broker's default for its release unless given)",
     )
     kafka_conf.add_arguments(p)
     kafka_conf.add_arguments(p, prefix="feed-")

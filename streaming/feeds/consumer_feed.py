@@ -22,7 +22,21 @@ the events reproduce the broker's records. Records no request explains are count
 the shadow as they are, so the feed goes on; the tracker misses that step.
 
 Time: an event's ``ts`` is its batch's record timestamp (the coordinator's clock when it wrote them; Kafka stamps
-all records of one write with the same time, so a record with another time starts another batch).
+all records of one write with the same time, so a record with another time starts another batch). With Kafka
+4.3+'s ``group.consumer.assignment.interval.ms`` (the feed's config must have the broker's) whether a request
+computed a target turns on the broker's clock when it handled it, read a little before it stamped the batch: a
+request that computed one runs at the target's ``assignmentTimestamp``, and one that did not, stamped just after
+the interval ran out, just before it (``_request_times``). A target deferred so is written by a later heartbeat of
+any member, often one that writes nothing else: a batch of target records alone is that member's heartbeat.
+
+Groups with members of both protocols (Kafka 4.x's online migration, ``consumer/classic_members.py``): the cluster
+feed hands over a classic group (``classic_groups``, its last GroupMetadata as ``migration.snapshot_view``) when the
+batch that deletes its record goes on with consumer-group records; that batch is explained as the joining member's
+heartbeat after the model's own upgrade of that group (the records compared without the protocols the GroupMetadata
+did not keep). A classic member's records are its JoinGroups (a metadata record carrying ``classicMemberMetadata``, or
+its current assignment alone: a rejoin with the protocols it had) and its LeaveGroup. A group's tombstones while it
+has members are the downgrade: the leave of its last consumer-protocol member, after which ``take_downgrade`` says so
+(the GroupMetadata of that batch is the classic group the leave made).
 
 Offset commits: an OffsetCommit record of a group the feed follows (``commit_events``) is a write of its own, so the
 group's records before it are whole batches and are explained first; then it becomes a ``commit`` event. The record
@@ -56,6 +70,10 @@ What cannot be inferred:
     changed since cannot be told as it was (its batches are unexplained). The
     model writes Kafka 4.0's records, subscription metadata included; with ``topics`` those are not looked for in
     the log (the model's epoch bumps on changed subscription metadata are 4.1+'s on a changed metadata hash);
+  - a classic member's Heartbeats and SyncGroups write nothing, so its liveness is unknown too (the tracker's classic
+    members of consumer groups never time out: ``classic.member.timeouts=false``); the protocols of its JoinGroup
+    other than the group's are unknown until it writes metadata of its own (the GroupMetadata the upgrade converts
+    keeps only the group's);
   - a broker whose assignor differs from the model's (a custom one, or another ``group.consumer.assignors``) or a
     regular expression resolved differently (the record's image version) gives records the model does not write;
   - who committed an offset, and at which epoch (see above); the broker's offsets cleanup runs on its own clock
@@ -65,17 +83,22 @@ What cannot be inferred:
 
 from __future__ import annotations
 
+import base64
 import collections
 from typing import Callable, Iterable
 
-from offsets_store.codec import CONSUMER_GROUP_TYPES
-from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
+from offsets_store.codec import CONSUMER_GROUP_TYPES, CodecError, decode_subscription
+from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator, classic_members
+from streaming.coordinator.consumer import records as R
 from streaming.coordinator.consumer.group import IllegalGroupState
 from streaming.coordinator.events import parse_event
 from streaming.coordinator.figures import Ledger
 
 # The tracker's consumer model for this feed: no session expiry of its own (the feed sees no plain heartbeats).
-CONSUMER_OBSERVER_SETTINGS = {"group.consumer.session.timeout.ms": str(2**31 - 1)}
+CONSUMER_OBSERVER_SETTINGS = {"group.consumer.session.timeout.ms": str(2**31 - 1), "classic.member.timeouts": "false"}
+# How long before its batch's time a request that wrote no target can have read the broker's clock (see
+# ``ConsumerGroupFeed._request_times``): the time the request took, generously.
+REQUEST_CLOCK_SLACK_MS = 1_000
 
 _MEMBER_TYPES = (
     "consumer_group_member_metadata",
@@ -117,6 +140,7 @@ def normalise(r: dict) -> tuple:
             r.get("subscribedTopicRegex") or "",
             r.get("rebalanceTimeoutMs", -1),
             r.get("serverAssignor"),
+            _classic(r.get("classicMemberMetadata")),
         )
     elif kind == "consumer_group_target_assignment_metadata":
         value = (r["assignmentEpoch"],)
@@ -133,6 +157,27 @@ def normalise(r: dict) -> tuple:
     else:
         value = tuple(sorted(r["topics"]))
     return key + (value,)
+
+
+def _classic(value: dict | None) -> tuple | None:
+    """A classic member's metadata: its session timeout and its protocols, (name, metadata) in order."""
+    if value is None or not value.get("supportedProtocols"):  # null, or the empty struct of a record without it
+        return None
+    return (value["sessionTimeoutMs"], tuple((p["name"], p.get("metadata") or "") for p in value["supportedProtocols"]))
+
+
+def _seen_protocols(want: list[tuple], view: dict) -> list[tuple]:
+    """The broker's records of an online upgrade with each classic member's protocols cut to those the classic
+    group's GroupMetadata record kept (the group's protocol): the JoinGroup's others reach no classic record, so
+    neither the feed nor the tracker can know them."""
+    kept = {m["member_id"]: {name for name, _ in m["protocols"]} for m in view["members"]}
+    out = []
+    for r in want:
+        if r[0] == "consumer_group_member_metadata" and r[2] in kept and r[-1] is not None and r[-1][-1] is not None:
+            session, protocols = r[-1][-1]
+            r = r[:-1] + (r[-1][:-1] + ((session, tuple(p for p in protocols if p[0] in kept[r[2]])),),)
+        out.append(r)
+    return out
 
 
 def _segments(records: list[tuple]) -> list[tuple[bool, list]]:
@@ -165,6 +210,9 @@ class ConsumerGroupFeed:
         self.pending: dict[str, list[dict]] = {}
         self.last_ts: dict[str, int] = {}
         self.counts: collections.Counter = collections.Counter()
+        # A classic group (migration.snapshot_view of its last GroupMetadata) the next batch upgrades: the cluster
+        # feed tells (it read the classic group's tombstone in that batch).
+        self.classic_groups: dict[str, dict] = {}
 
     def events_for(self, record: dict, ts: int | None) -> list[dict]:
         """Events for one decoded KIP-848 record at its log timestamp ``ts``; a group's records are held until a
@@ -180,6 +228,22 @@ class ConsumerGroupFeed:
 
     def flush(self) -> list[dict]:
         return [e for group_id in list(self.pending) for e in self._drain(group_id, final=True)]
+
+    def explain(self, group_id: str) -> list[dict]:
+        """The events for the group's records read so far (their batch is complete: the cluster feed read a record
+        of that batch that is not ours)."""
+        return self._drain(group_id, final=True)
+
+    def downgraded(self, group_id: str) -> bool:
+        """Whether a request explained downgraded the group (its GroupMetadata not read yet)."""
+        shadow = self.shadows.get(group_id)
+        return shadow is not None and group_id in shadow.downgraded
+
+    def take_downgrade(self, group_id: str) -> bool:
+        """Whether the last request explained downgraded the group to a classic group (its last consumer-protocol
+        member went): the GroupMetadata in the same batch is the classic group's, written by that request."""
+        shadow = self.shadows.get(group_id)
+        return shadow is not None and shadow.downgraded.pop(group_id, None) is not None
 
     def holds(self, group_id: str) -> bool:
         """Whether the group is a consumer-protocol group this feed follows (records pending, or in the shadow)."""
@@ -262,6 +326,7 @@ class ConsumerGroupFeed:
             if size == len(pending) and not final:
                 break  # the batch may go on: wait for a record of another time (or the reader catching up)
             want = [normalise(r) for r in pending[:size]]
+            self._ask_for_new_subscriptions(shadow, pending[:size])
             best = self._explain(shadow, pending, want)
             if (
                 best is None
@@ -273,6 +338,8 @@ class ConsumerGroupFeed:
                 self._apply_unexplained(shadow, pending.pop(0))
                 continue
             n, events, shadow = best
+            if group_id in shadow.groups:
+                self.classic_groups.pop(group_id, None)
             del pending[:n]
             out += events
             self.counts["events"] += len(events)
@@ -281,24 +348,55 @@ class ConsumerGroupFeed:
             self.pending.pop(group_id, None)
         return out
 
+    def _ask_for_new_subscriptions(self, shadow: ConsumerGroupCoordinator, batch: list[dict]) -> None:
+        """A batch subscribing to a topic neither the shadow nor the cluster's last answer has: ask the cluster
+        again first (if its answer is older than the batch). A request that bumps the group epoch and writes no
+        target (Kafka 4.3+'s assignment interval) reads the same with the topic or without it: the feed must know
+        the topic before it explains the batch, not find out from failing to."""
+        refresh = getattr(self.topics, "refresh", None)
+        if refresh is None:
+            return
+        names = {
+            name
+            for r in batch
+            if r["type"] == "consumer_group_member_metadata" and not r.get("tombstone")
+            for name in r.get("subscribedTopicNames") or []
+        }
+        if any(shadow.image.get(name) is None and self.topics(name) is None for name in sorted(names)):
+            refresh(since_ms=batch[0]["ts"])
+
     def _explain(self, shadow: ConsumerGroupCoordinator, pending: list[dict], want: list[tuple]):
         """(records explained, the events, the shadow after them) of the request that writes the most of the
         batch at the head of ``pending``; None if none writes any."""
         best = None
+        group_id = pending[0]["group_id"]
+        view = self.classic_groups.get(group_id) if group_id not in shadow.groups else None
+        if view is not None:
+            want = _seen_protocols(want, view)
         for events in self._candidates(shadow, pending):
             parsed = [parse_event(e) for e in events]
             if any(error is not None for _, error in parsed):
                 continue
             copy = ConsumerGroupCoordinator.from_dict(shadow.to_dict(), self.config)
             if events:
-                outputs = [o for e, _ in parsed for o in copy.handle(e)]
+                outputs = []
+                for e, _ in parsed:
+                    if view is not None and e["type"] == "consumer_heartbeat" and group_id not in copy.groups:
+                        # the heartbeat that upgrades the classic group (routing.py does the same for the tracker)
+                        copy.advance(e["ts"])
+                        if classic_members.upgrade_error(copy, view) is None:
+                            outputs += classic_members.upgrade(copy, view)
+                    outputs += copy.handle(e)
             else:  # no request: the model's own timers, up to the batch's time
                 outputs = copy.advance(pending[0]["ts"])
             got = [
                 normalise(o)
                 for o in outputs
                 if is_consumer_group_record(o)
-                and not (self.topics is not None and o["type"] == "consumer_group_partition_metadata")
+                # brokers 4.1+ write no subscription metadata, but its tombstone with a group's others
+                and not (
+                    self.topics is not None and o["type"] == "consumer_group_partition_metadata" and not o["tombstone"]
+                )
             ]
             n = len(got)
             if not n:
@@ -328,26 +426,90 @@ class ConsumerGroupFeed:
 
     def _candidates(self, shadow: ConsumerGroupCoordinator, pending: list[dict]) -> Iterable[list[dict]]:
         """The requests that can have written the batch at the head of ``pending``, likeliest first, each as the
-        list of events to emit (topic changes it saw first)."""
+        list of events to emit (topic changes it saw first), at each time the request can have had."""
+        for ts in self._request_times(shadow, pending):
+            yield from self._candidates_at(shadow, pending, ts)
+
+    def _request_times(self, shadow: ConsumerGroupCoordinator, pending: list[dict]) -> list[int]:
+        """When the request that wrote the batch at the head of ``pending`` can have run, likeliest first. The
+        batch's time, but with ``group.consumer.assignment.interval.ms`` (Kafka 4.3+) the broker's decision to
+        compute a target turns on its clock when it handled the request, which it reads before it stamps the batch
+        (GroupMetadataManager, then CoordinatorRuntime's append): a target written in the batch was computed at its
+        ``assignmentTimestamp``, the request's time; a batch without one, stamped just after the interval ran out,
+        came from a request read just before."""
+        ts = pending[0]["ts"]
+        interval = self.config.group_consumer_assignment_interval_ms
+        if interval <= 0:
+            return [ts]
+        stamped = next(
+            (
+                r["assignmentTimestamp"]
+                for r in pending
+                if r["ts"] == ts
+                and r["type"] == "consumer_group_target_assignment_metadata"
+                and not r.get("tombstone")
+                and r.get("assignmentTimestamp")
+            ),
+            None,
+        )
+        if stamped is not None:
+            return [stamped, ts] if shadow.now <= stamped < ts else [ts]
+        group = shadow.groups.get(pending[0]["group_id"])
+        due = group.assignment_timestamp + interval if group is not None and group.assignment_timestamp else None
+        if due is not None and due <= ts < due + REQUEST_CLOCK_SLACK_MS and shadow.now < due:
+            return [ts, due - 1]
+        return [ts]
+
+    def _candidates_at(self, shadow: ConsumerGroupCoordinator, pending: list[dict], ts: int) -> Iterable[list[dict]]:
         head = pending[0]
-        kind, group_id, ts = head["type"], head["group_id"], head["ts"]
+        kind, group_id = head["type"], head["group_id"]
         group = shadow.groups.get(group_id)
         members = group.members if group is not None else {}
-        topic_variants = [[]]
-        topics = self._topic_events(shadow, pending)
-        # the topics it subscribed to, without the changes to those it knew: the cluster as the feed asks it may be
-        # ahead of the batch (a topic grown since)
+        topics = [{**e, "ts": ts} for e in self._topic_events(shadow, pending)]
+        # the topics it subscribed to that the shadow does not know, first: a request that bumps the group epoch and
+        # writes no target (Kafka 4.3+'s assignment interval) reads the same with or without them, and a topic the
+        # cluster has was there for the broker, likeliest; then without the changes to those it knew: the cluster
+        # as the feed asks it may be ahead of the batch (a topic grown since)
         new = [e for e in topics if shadow.image.get(e["topic"]) is None]
-        topic_variants += [variant for variant in (new, topics) if variant and variant not in topic_variants]
+        topic_variants = ([new] if new else []) + [[]]
+        if topics and topics not in topic_variants:
+            topic_variants.append(topics)
 
         def heartbeats(requests: list[dict]):
             for topics_first in topic_variants:
                 for request in requests:
                     yield topics_first + [request]
 
+        if group is None and group_id in self.classic_groups:
+            # The online upgrade: the consumer group's records, then those of the heartbeat that made it.
+            joiner = next(
+                (
+                    r
+                    for r in pending
+                    if r["ts"] == ts
+                    and r["type"] == "consumer_group_member_metadata"
+                    and not r.get("tombstone")
+                    and _classic(r.get("classicMemberMetadata")) is None
+                ),
+                None,
+            )
+            if joiner is not None:
+                yield from heartbeats([self._join(joiner, ts)])
+                return
         if head.get("tombstone"):
+            batch = [r for r in pending if r["ts"] == ts]
+            if members and any(r["type"] == "consumer_group_metadata" and r.get("tombstone") for r in batch):
+                # The group's tombstones with members in it: the online downgrade, when its last consumer-protocol
+                # member left (or its session ran out); a classic LeaveGroup may name a member of either protocol.
+                for m in members.values():
+                    if m.classic is None:
+                        yield from heartbeats([self._heartbeat(group_id, m, -1, ts), self._leave(group_id, m, ts)])
+                return
             if kind == "consumer_group_current_member_assignment" and head["member_id"] in members:
                 m = members[head["member_id"]]
+                if m.classic is not None:
+                    yield [self._leave(group_id, m, ts)]  # left, or its session ran out
+                    return
                 new = pending[3] if len(pending) > 3 else None
                 if (
                     m.instance_id is not None
@@ -374,6 +536,9 @@ class ConsumerGroupFeed:
             return
         if kind == "consumer_group_member_metadata":
             m = members.get(head["member_id"])
+            if _classic(head.get("classicMemberMetadata")) is not None:  # a JoinGroup of the classic protocol
+                yield from heartbeats([self._classic_join(head, ts)])
+                return
             if m is None:
                 yield from heartbeats([self._join(head, ts)])
             else:
@@ -387,6 +552,9 @@ class ConsumerGroupFeed:
             return
         if kind == "consumer_group_current_member_assignment" and head["member_id"] in members:
             m = members[head["member_id"]]
+            if m.classic is not None:  # its JoinGroup, same protocols (no new metadata record)
+                yield from heartbeats([self._classic_join(self._metadata_of(group_id, m), ts)])
+                return
             if head["memberEpoch"] == -2 and m.instance_id is not None:
                 yield [self._heartbeat(group_id, m, -2, ts)]  # a static member's temporary leave
                 return
@@ -409,10 +577,12 @@ class ConsumerGroupFeed:
         order = ([members[sender]] if sender is not None else []) + [m for mid, m in members.items() if mid != sender]
         yield from heartbeats(
             [
-                self._heartbeat(group_id, m, m.member_epoch, ts, owned)
+                self._classic_join(self._metadata_of(group_id, m), ts)
+                if m.classic is not None
+                else self._heartbeat(group_id, m, m.member_epoch, ts, owned)
                 for m in order
                 if m.member_epoch >= 0
-                for owned in _owned_variants(m)
+                for owned in (_owned_variants(m) if m.classic is None else [None])
             ]
         )
 
@@ -462,6 +632,49 @@ class ConsumerGroupFeed:
                     }
                 )
         return events
+
+    @staticmethod
+    def _metadata_of(group_id: str, m) -> dict:
+        """A member's metadata record as the shadow has it."""
+        return R.member_subscription(group_id, m)
+
+    @staticmethod
+    def _classic_join(metadata: dict, ts: int) -> dict:
+        """A JoinGroup of the classic protocol with the member's id (after its MEMBER_ID_REQUIRED), carrying what its
+        metadata record holds: its protocols (the embedded subscription, decoded: topics, owned partitions), its
+        session and rebalance timeouts."""
+        classic = metadata["classicMemberMetadata"]
+        protocols = []
+        for p in classic["supportedProtocols"]:
+            try:
+                sub = decode_subscription(base64.b64decode(p.get("metadata") or ""))
+            except (CodecError, ValueError):
+                sub = {"topics": list(metadata.get("subscribedTopicNames") or [])}
+            protocols.append({"name": p["name"], **{k: v for k, v in sub.items() if v is not None}})
+        return {
+            "type": "join",
+            "group_id": metadata["group_id"],
+            "ts": ts,
+            "member_id": metadata["member_id"],
+            "group_instance_id": metadata.get("instanceId"),
+            "client_id": metadata.get("clientId", ""),
+            "client_host": metadata.get("clientHost", ""),
+            "session_timeout_ms": classic["sessionTimeoutMs"],
+            "rebalance_timeout_ms": metadata.get("rebalanceTimeoutMs", -1),
+            "protocol_type": "consumer",
+            "protocols": protocols,
+        }
+
+    @staticmethod
+    def _leave(group_id: str, m, ts: int) -> dict:
+        """A LeaveGroup (the classic protocol's) for ``m``."""
+        return {
+            "type": "leave",
+            "group_id": group_id,
+            "ts": ts,
+            "member_id": m.member_id,
+            "group_instance_id": m.instance_id,
+        }
 
     @staticmethod
     def _join(metadata: dict, ts: int) -> dict:

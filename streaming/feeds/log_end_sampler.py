@@ -13,16 +13,11 @@ rest wait for the next rounds, oldest-sampled first).
 
 from __future__ import annotations
 
-import json
-import logging
-import threading
 import time
 
 from streaming.coordinator.outputs import OFFSET_COMMIT, REBALANCE
-from streaming.kafka_client.kafka_conf import for_client
+from streaming.feeds.periodic import PeriodicPublisher
 from streaming.kafka_client.log_end import log_end_offsets
-
-log = logging.getLogger(__name__)
 
 Partition = tuple[str, int]
 
@@ -62,7 +57,11 @@ def log_end_events(group_topics: dict[str, set[str]], ends: dict[Partition, int]
     ]
 
 
-class LogEndSampler:
+class LogEndSampler(PeriodicPublisher):
+    name = "log-end-sampler"
+    client_id = "rebalance-tracker-log-end"
+    what = "log-end sampling"
+
     def __init__(
         self,
         bootstrap: str,
@@ -71,18 +70,10 @@ class LogEndSampler:
         client: dict | None = None,
         max_partitions: int = 1000,
     ) -> None:
-        self.bootstrap = bootstrap
-        self.client = client or {}  # kafka-python settings (see streaming.kafka_client.kafka_conf)
-        self.events_topic = events_topic
-        self.interval_s = interval_s
+        super().__init__(bootstrap, events_topic, interval_s, client)
         self.max_partitions = max_partitions
         self.group_topics: dict[str, set[str]] = {}
         self._sampled: dict[Partition, float] = {}  # when each partition was last sampled (round robin)
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._consumer = None
-        self._producer = None
 
     # -- fed by the sink ----------------------------------------------------------------------------------------
     def observe(self, outputs: list[dict]) -> None:
@@ -102,84 +93,35 @@ class LogEndSampler:
         with self._lock:
             self.group_topics.setdefault(group, set()).update(topics)
 
-    # -- the loop -----------------------------------------------------------------------------------------------
-    def start(self) -> "LogEndSampler":
-        self._thread = threading.Thread(target=self._run, name="log-end-sampler", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5)
-        for client in (self._consumer, self._producer):
-            if client is not None:
-                try:
-                    client.close()
-                except Exception:  # closing on shutdown must not mask the real outcome
-                    pass
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            try:
-                self.sample_once()
-            except Exception as exc:  # a broker hiccup must not stop the tracker; sample again next round
-                if not self._stop.is_set():
-                    log.warning("log-end sampling failed: %s", exc)
+    # -- a round ------------------------------------------------------------------------------------------------
+    def round(self) -> list[dict]:
+        return self.sample_once()
 
     def sample_once(self) -> list[dict]:
         """Read the end offsets of (up to ``max_partitions`` of) the groups' partitions; publish them. Returns the
         events published."""
-        from kafka import KafkaProducer
-
         events = self.samples()
-        if events:
-            if self._producer is None:
-                self._producer = KafkaProducer(
-                    **for_client(
-                        KafkaProducer,
-                        self.client,
-                        acks="all",
-                        bootstrap_servers=self.bootstrap,
-                        client_id="rebalance-tracker-log-end",
-                    )
-                )
-            for event in events:
-                self._producer.send(
-                    self.events_topic, key=event["group_id"].encode("utf-8"), value=json.dumps(event).encode("utf-8")
-                )
-            self._producer.flush()
+        self.publish(events, key_of=lambda event: event["group_id"].encode("utf-8"))
         return events
 
     def samples(self) -> list[dict]:
         """One round: the ``log_end`` events of (up to ``max_partitions`` of) the groups' partitions, the longest
         unsampled first, read now from ``bootstrap``; not published."""
-        from kafka import KafkaConsumer, TopicPartition
+        from kafka import TopicPartition
 
         with self._lock:
             group_topics = {g: set(ts) for g, ts in self.group_topics.items()}
         topics = set().union(*group_topics.values()) if group_topics else set()
         if not topics:
             return []
-        if self._consumer is None:
-            self._consumer = KafkaConsumer(
-                **for_client(
-                    KafkaConsumer,
-                    self.client,
-                    bootstrap_servers=self.bootstrap,
-                    enable_auto_commit=False,
-                    client_id="rebalance-tracker-log-end",
-                )
-            )
-        known = self._consumer.topics()
-        partitions = [
-            (t, p) for t in sorted(topics & known) for p in sorted(self._consumer.partitions_for_topic(t) or ())
-        ]
+        consumer = self.consumer()
+        known = consumer.topics()
+        partitions = [(t, p) for t in sorted(topics & known) for p in sorted(consumer.partitions_for_topic(t) or ())]
         partitions.sort(key=lambda tp: self._sampled.get(tp, 0.0))  # the longest unsampled first
         chosen = partitions[: self.max_partitions]
         if not chosen:
             return []
-        ends = log_end_offsets(self._consumer, [TopicPartition(t, p) for t, p in chosen])
+        ends = log_end_offsets(consumer, [TopicPartition(t, p) for t, p in chosen])
         now = time.time()
         for tp in chosen:
             self._sampled[tp] = now

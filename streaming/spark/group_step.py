@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from streaming.coordinator import CoordinatorConfig
+from streaming.coordinator import outputs as out
 from streaming.coordinator.consumer.records import RECORD_TYPES as CONSUMER_GROUP_RECORDS
 from streaming.coordinator.routing import Configs, GroupModel
 from streaming.gc_pause import gc_paused
@@ -20,28 +21,28 @@ from streaming.gc_pause import gc_paused
 DEFAULT_OUTPUT_TYPES = (
     frozenset(
         {
-            "state_change",
-            "assignment",
-            "rebalance",
-            "member_expired",
-            "member_joined",
-            "member_left",
-            "member_replaced",
-            "offset_commit",
-            "group_metadata",
+            out.STATE_CHANGE,
+            out.ASSIGNMENT,
+            out.REBALANCE,
+            out.MEMBER_EXPIRED,
+            out.MEMBER_JOINED,
+            out.MEMBER_LEFT,
+            out.MEMBER_REPLACED,
+            out.OFFSET_COMMIT,
+            out.GROUP_METADATA,
             # Consumer-protocol (KIP-848) groups: their target assignments, their __consumer_offsets records, the switch
             # between protocols, and what the tracker does not model.
-            "target_assignment",
-            "protocol_switch",
-            "protocol_conversion_unsupported",
-            "ignored_event",
+            out.TARGET_ASSIGNMENT,
+            out.PROTOCOL_SWITCH,
+            out.PROTOCOL_CONVERSION_UNSUPPORTED,
+            out.IGNORED_EVENT,
             # A lost checkpoint: each group rebuilt from the store, and the first sign of what the store did not hold.
-            "group_restored",
-            "restore_gap",
+            out.GROUP_RESTORED,
+            out.RESTORE_GAP,
             # Log-end samples, passed on: lag is measured from them and the commits (streaming/coordinator/lag.py).
-            "log_end",
+            out.LOG_END,
             # What instrumented clients told their applications (rebalance and commit callbacks, statistics), passed on.
-            "client_report",
+            out.CLIENT_REPORT,
         }
     )
     | CONSUMER_GROUP_RECORDS

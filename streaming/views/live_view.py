@@ -231,6 +231,10 @@ class LiveView:
                 if d["lag_records"] is None
                 else f"{d['lag_records']} records, {d['lag_seconds']:.1f} s ({d['lag_seconds_method']})"
             )
+            if d.get("no_members_lag_records"):  # apart, as in the report (docs/figures.md)
+                cost += (
+                    f", and {d['no_members_lag_records']} records, {d['no_members_lag_seconds']:.1f} s with no member"
+                )
             self._note(f"{g.group_id}: the rebalance of {clock(d['rebalance_ts'])} cost {cost} of lag", d["ts"])
 
     def _consumer(self, g: GroupView, kind: str, o: dict) -> None:

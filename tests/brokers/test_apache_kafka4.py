@@ -11,11 +11,16 @@ import sys
 import time
 import uuid
 
+import pytest
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 from kafka.coordinator.base import MemberState
 
 from offsets_store import decode_record, partition_for
 from streaming.local.broker import wait_until_ready
+from tests.groups import OWN_PROCESSES
+
+
+pytestmark = pytest.mark.xdist_group(OWN_PROCESSES)
 
 
 def _consumers_until_stable(bootstrap: str, group: str, topic: str, count: int, timeout_s: float = 60.0):

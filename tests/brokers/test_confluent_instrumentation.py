@@ -18,8 +18,9 @@ from streaming.coordinator.routing import run_feed
 from tests.broker_history import read_feed
 from tests.brokers.test_kip848_kafka import History, produce
 from tests.kafka4_history import committed_on
+from tests.groups import OWN_PROCESSES
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.xdist_group(OWN_PROCESSES)]
 
 
 def test_client_reports_are_what_the_consumers_callbacks_saw(apache_kafka4, tmp_path):

@@ -333,7 +333,7 @@ def test_run_gives_them_to_the_python_clients_and_to_the_spark_source(clients, m
     monkeypatch.setattr(
         run, "ensure_topics", lambda bootstrap, topics, client, can_create=None: seen.update(client=client)
     )
-    monkeypatch.setattr(run, "TopicMetadataWatcher", lambda *a: type("W", (), {"start": lambda self: self})())
+    monkeypatch.setattr(run, "TopicMetadataWatcher", lambda *a, **kw: type("W", (), {"start": lambda self: self})())
     monkeypatch.setattr(run, "LogEndSampler", lambda *a: type("S", (), {"start": lambda self: self})())
     monkeypatch.setattr(kafka_source, "read_kafka_stream", read_kafka_stream)
     props = kafka_conf.parse_pairs([s for s in SETTINGS if s != "--kafka-conf"])

@@ -39,8 +39,9 @@ from streaming.feeds.cluster_feed import ClusterFeed, events_from, read_offsets_
 from streaming.feeds.consumer_feed import CONSUMER_OBSERVER_SETTINGS, ConsumerGroupFeed, is_consumer_group_record
 from tests.broker_history import ROOT, wait_until
 from tests.kafka4_history import committed_on
+from tests.groups import OWN_PROCESSES
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.xdist_group(OWN_PROCESSES)]
 
 MODEL = {**CONSUMER_OBSERVER_SETTINGS, "initial.group.epoch": 1}
 SYNCHRONOUS_TARGETS = {"consumer.assignment.interval.ms": "0", "consumer.assignor.offload.enable": "false"}

@@ -1,11 +1,12 @@
-"""Issue #31's rolling upgrade on Apache Kafka 4.4 (fixture ``apache_kafka4``), as the tracker sees it TODAY: a group of
-confluent-kafka classic consumers (k0, k1) gets a consumer-protocol member (c0) -- Kafka upgrades the group online
-(``group.consumer.migration.policy=bidirectional``, its default), k1 and k0 staying in it as classic members -- then
-k0 closes, k1 closes, and c0 is alone. The broker's records go through the cluster feed into the tracker's models.
-
-The tracker models no group with members of both protocols (streaming/coordinator/routing.py): this test pins down
-what it tells instead, and what it gets wrong, so that the gap is measured (docs/kip848.md); the strict xfail is
-what the tracker should tell once it models the migration."""
+"""Issue #31's rolling upgrade and back on Apache Kafka 4.4 (fixture ``apache_kafka4``), with confluent-kafka
+consumers each in its own process: classic consumers k0 and k1 form a group; c0 joins with the consumer protocol --
+Kafka upgrades the group online (``group.consumer.migration.policy=bidirectional``, its default), k0 and k1 staying in
+it as classic members; k0 closes and c1 joins; k2 joins with the classic protocol (a classic member joining the
+consumer group); c0 closes; c1, the last member of the consumer protocol, closes -- Kafka downgrades the group to a
+classic group, which rebalances; k1 and k2 close. The broker's records go through the cluster feed into the tracker's
+models (streaming/coordinator/routing.py, consumer/classic_members.py), which must tell the same story: nobody leaves
+who did not, the broker's epochs and generations, each member's assignment as its consumer was given it, every
+record explained, the committed offsets the broker's."""
 
 from __future__ import annotations
 
@@ -18,132 +19,178 @@ from types import SimpleNamespace
 import pytest
 
 from offsets_store import decode_record, encode_record
-from streaming.coordinator.routing import Configs, run_feed
+from streaming.coordinator import parse_event
+from streaming.coordinator.routing import Configs, GroupModels
 from streaming.feeds.cluster_feed import ClusterFeed, events_from, read_offsets_topic, tracker_settings
 from streaming.feeds.cluster_feed import consumer_group_feed
+from streaming.feeds.consumer_feed import is_consumer_group_record
 from tests.broker_history import wait_until
-from tests.brokers.test_kip848_kafka import SYNCHRONOUS_TARGETS, History, produce, set_group_configs
+from tests.brokers.test_kip848_kafka import (
+    SYNCHRONOUS_TARGETS,
+    History,
+    assignments_given,
+    committed_by_truth,
+    produce,
+    set_group_configs,
+)
+from tests.kafka4_history import committed_on
+from tests.groups import OWN_PROCESSES
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.xdist_group(OWN_PROCESSES)]
+
+PARTITIONS = 4
+CLOSING_ORDER = ("k0", "c0", "c1", "k1", "k2")
 
 
 @pytest.fixture(scope="module")
-def upgrade(apache_kafka4, tmp_path_factory):
+def migration(apache_kafka4, tmp_path_factory):
     pytest.importorskip("confluent_kafka")
     started = time.monotonic()
     bootstrap, suffix = apache_kafka4.bootstrap, uuid.uuid4().hex[:8]
-    group, topic = f"upgrade-{suffix}", f"upgrade-a-{suffix}"
-    apache_kafka4.create_topics({topic: 4})
+    group, topic = f"migrate-{suffix}", f"migrate-a-{suffix}"
+    apache_kafka4.create_topics({topic: PARTITIONS})
     set_group_configs(bootstrap, group, SYNCHRONOUS_TARGETS)
-    produce(bootstrap, topic, 4, 20)
-    history = History(bootstrap, group, {"a": topic}, tmp_path_factory.mktemp("upgrade"))
-    history.sizes = {topic: 4}
+    produce(bootstrap, topic, PARTITIONS, 20)
+    history = History(bootstrap, group, {"a": topic}, tmp_path_factory.mktemp("migrate"))
+    history.sizes = {topic: PARTITIONS}
     try:
         history.start("k0", group_protocol="classic")
         history.start("k1", group_protocol="classic")
         history.settled("k0 and k1 (classic) started")
         history.start("c0")
         history.settled("c0 (consumer protocol) joined: the group is upgraded")
+        produce(bootstrap, topic, PARTITIONS, 5)  # commits by members of both protocols in the consumer group
         history.close("k0")
-        history.settled("k0 closed")
-        history.close("k1")
-        history.settled("k1 closed: c0 alone")
+        history.start("c1")
+        history.settled("k0 closed, c1 joined")
+        history.start("k2", group_protocol="classic")
+        history.settled("k2 (classic) joined the consumer group")
         history.close("c0")
+        history.settled("c0 closed")
+        history.close("c1")
+        history.settled("c1 closed: the group is downgraded and rebalances")
+        produce(bootstrap, topic, PARTITIONS, 5)  # commits in the classic group again
+        history.close("k1")
+        history.settled("k1 closed")
+        history.close("k2")
     finally:
         history.stop_all()
     facts = history.facts()
-    last = next(f["member_id"] for f in reversed(facts) if f["client"] == "c0" and f.get("member_id"))
 
-    def written():
+    def written():  # until the group is Empty in __consumer_offsets (k2's leave, its last write)
         pairs = list(read_offsets_topic(bootstrap, timestamps=True))
-        return (
-            pairs
-            if any(
-                r.get("group_id") == group
-                and r["type"] == "consumer_group_member_metadata"
-                and r.get("tombstone")
-                and r.get("member_id") == last
-                for r in (decode_record(k, v) for k, v, _ in pairs)
-            )
-            else None
-        )
+        records = [decode_record(k, v) for k, v, _ in pairs]
+        last = [r for r in records if r.get("group_id") == group and r["type"] == "group_metadata"]
+        return pairs if last and not last[-1].get("tombstone") and not last[-1]["members"] else None
 
-    pairs = wait_until(written, 30, "c0's leave in __consumer_offsets", every_s=0.5)
-    (history.workdir / "consumer_offsets.json").write_text(
-        json.dumps(  # for a look after a failure
-            [[k.hex(), None if v is None else v.hex(), ts] for k, v, ts in pairs]
-        )
+    pairs = wait_until(written, 30, "the group Empty in __consumer_offsets", every_s=0.5)
+    (history.workdir / "consumer_offsets.json").write_text(  # for a look after a failure
+        json.dumps([[k.hex(), None if v is None else v.hex(), ts] for k, v, ts in pairs])
     )
-    consumer, _ = consumer_group_feed(bootstrap, {}, {})
+    # As a user of cluster-feed tells it a group set to compute targets in every heartbeat (its group config above).
+    consumer, _ = consumer_group_feed(bootstrap, {}, {"group.consumer.assignment.interval.ms": "0"})
     feed = ClusterFeed(consumer)
-    events = [e for e in events_from(pairs, feed) if e["group_id"] == group]
+    own = [(k, v, ts) for k, v, ts in pairs if decode_record(k, v).get("group_id") == group]
+    events = [e for e in events_from(own, feed) if e["group_id"] == group]
     consumer.topics.close()
-    outputs, rejected = run_feed(events, Configs.from_properties(tracker_settings(consumer.config)))
-    broker = [decode_record(k, v) for k, v, _ in pairs]
+    models, outputs, rejected = GroupModels(Configs.from_properties(tracker_settings(consumer.config))), [], 0
+    for raw in events:  # routing.run_feed, keeping the models for their offsets
+        event, error = parse_event(raw)
+        if error is not None:
+            rejected += 1
+            continue
+        outputs += models.advance(event["ts"] - 1) + models.handle(event)
+    outputs += models.advance(max(e["ts"] for e in events))
+    elapsed = time.monotonic() - started
     print(
-        f"\nrolling upgrade on Apache Kafka {apache_kafka4.version}: {time.monotonic() - started:.1f} s, "
-        f"{len(events)} events, {dict(consumer.counts)}, {collections.Counter(o['type'] for o in outputs)}"
+        f"\nrolling upgrade and back on Apache Kafka {apache_kafka4.version}: {elapsed:.1f} s, {len(events)} events, "
+        f"{dict(consumer.counts)}, {dict(feed.counts)}"
     )
+    ids: dict[str, str] = {}
+    for f in facts:
+        if f.get("member_id"):
+            ids.setdefault(f["client"], f["member_id"])
     return SimpleNamespace(
         group=group,
+        topic=topic,
         facts=facts,
+        ids=ids,
         pairs=pairs,
         feed=feed,
         events=events,
         outputs=outputs,
         rejected=rejected,
-        broker=[r for r in broker if r.get("group_id") == group],
+        model=models.models[group],
+        broker=[{**decode_record(k, v), "ts": ts} for k, v, ts in own],
+        committed=committed_on(bootstrap, group, topic, PARTITIONS),
     )
 
 
-def test_the_brokers_records_of_an_upgrade_round_trip_byte_exact(upgrade):
+def test_the_brokers_records_round_trip_byte_exact(migration):
     """Classic members inside a consumer group: their ConsumerGroupMemberMetadata carries classicMemberMetadata (the
     JoinGroup's protocols); every record decodes and re-encodes byte for byte."""
-    for key, value, _ in upgrade.pairs:
+    for key, value, _ in migration.pairs:
         assert encode_record(decode_record(key, value)) == (key, value)
-    kinds = collections.Counter(r["type"] for r in upgrade.broker)
-    assert kinds["group_metadata"] >= 1 and kinds["consumer_group_member_metadata"] >= 1
-    classic_members = [
-        r
-        for r in upgrade.broker
-        if r["type"] == "consumer_group_member_metadata" and not r.get("tombstone") and r.get("classicMemberMetadata")
-    ]
-    assert classic_members, "the upgraded group's classic members"
+    kinds = collections.Counter(r["type"] for r in migration.broker)
+    assert kinds["group_metadata"] >= 3 and kinds["consumer_group_member_metadata"] >= 4
+    assert any(r.get("classicMemberMetadata") for r in migration.broker)
 
 
-def ids(upgrade) -> dict[str, str]:
-    return {f["client"]: f["member_id"] for f in upgrade.facts if f.get("member_id")}
+def test_the_feed_explains_every_record(migration):
+    """The upgrade's batch (GroupMetadata tombstone, then the consumer group with its classic members, then c0's
+    join) is c0's heartbeat; the classic members' writes are their JoinGroups and LeaveGroups; the downgrade's batch
+    (the consumer group's tombstones, then the classic GroupMetadata) is c1's leave."""
+    counts = migration.feed.consumer.counts
+    assert migration.rejected == 0
+    assert counts["unexplained records"] == 0
+    assert counts["consumer group records"] == sum(1 for r in migration.broker if is_consumer_group_record(r))
+    assert counts["commits the model refuses"] == 0 and counts["commits by the partition's owner"] > 0
+    assert migration.feed.counts["online upgrades"] == 1 and migration.feed.counts["online downgrades"] == 1
+    switches = [(o["from"], o["to"]) for o in migration.outputs if o["type"] == "protocol_switch"]
+    assert switches == [("classic", "consumer"), ("consumer", "classic")]
 
 
-def test_what_the_tracker_tells_of_an_upgrade_today(upgrade):
-    """The gap, as it is: the broker converts the classic group in one write (the GroupMetadata tombstone, then the
-    consumer group's records with k0 and k1 as classic members at epoch 2, then c0's join). The classic feed reads
-    the tombstone as everyone gone, so the tracker says k0 and k1 left; c0's join then finds an Empty classic group
-    and the tracker switches protocol and gives c0 every partition -- the broker gave c0 one, k0 and k1 kept theirs;
-    the classic members' later requests reach the tracker as heartbeats of members it does not know."""
-    member = ids(upgrade)
-    assert upgrade.rejected == 0
-    told_left = [o["member_id"] for o in upgrade.outputs if o["type"] == "member_left"]
-    assert set(told_left[:2]) == {member["k1"], member["k0"]} and told_left[2:] == [member["c0"]]
-    switch = [o for o in upgrade.outputs if o["type"] == "protocol_switch"]
-    assert len(switch) == 1 and "Empty classic group is replaced" in switch[0]["reason"]
-    first_target = next(o for o in upgrade.outputs if o["type"] == "target_assignment")
-    assert {m: len(p) for m, p in first_target["assignment"].items()} == {member["c0"]: 4}
-    first_given = next(f for f in upgrade.facts if f["client"] == "c0" and f["fact"] == "assign" and f["partitions"])
-    assert len(first_given["partitions"]) == 1  # what the broker gave c0
-    refused = [o for o in upgrade.outputs if o["type"] == "consumer_heartbeat_response" and o["error"] != "NONE"]
-    assert {member["k0"], member["k1"]} & {o["member_id"] for o in refused}
-    assert upgrade.feed.consumer.counts["unexplained records"] > 0
+def test_nobody_leaves_who_did_not(migration):
+    told = [o["member_id"] for o in migration.outputs if o["type"] in ("member_left", "member_expired")]
+    assert told == [migration.ids[c] for c in CLOSING_ORDER]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue #31: the tracker does not model groups with members of both "
-    "protocols (the online upgrade); the feed cannot explain their records",
-)
-def test_the_tracker_follows_the_upgrade(upgrade):
-    """What it should tell: no departure at the upgrade, the broker's epochs, every record explained."""
-    member = ids(upgrade)
-    told_left = [o["member_id"] for o in upgrade.outputs if o["type"] == "member_left"]
-    assert told_left == [member["k0"], member["k1"], member["c0"]]  # in the order they closed
-    assert upgrade.feed.consumer.counts["unexplained records"] == 0
+def test_epochs_and_generations_are_the_brokers(migration):
+    def epochs(records):
+        return [r["epoch"] for r in records if r["type"] == "consumer_group_metadata" and not r.get("tombstone")]
+
+    def generations(records):
+        return [
+            r["generation"]
+            for r in records
+            if r["type"] == "group_metadata" and not r.get("tombstone") and r["members"]
+        ]
+
+    ours = [o for o in migration.outputs if is_consumer_group_record(o) or o["type"] == "group_metadata"]
+    assert epochs(ours) == epochs(migration.broker)
+    assert generations(ours) == generations(migration.broker)
+    # the consumer group starts at the classic group's last generation; the classic group at its last epoch
+    broker = migration.broker
+    first = next(i for i, r in enumerate(broker) if r["type"] == "consumer_group_metadata")
+    last = max(i for i, r in enumerate(broker) if r["type"] == "consumer_group_metadata")
+    assert generations(broker[:first])[-1] == epochs(broker)[0]
+    assert generations(broker[last:])[0] == epochs(broker)[-1]
+
+
+def test_each_members_assignment_is_what_its_consumer_was_given(migration):
+    seq: dict[str, list[frozenset]] = collections.defaultdict(list)
+    for o in migration.outputs:
+        if o["type"] != "assignment":
+            continue
+        held = frozenset((t, p) for t, p in o["partitions"])
+        if held and (not seq[o["member_id"]] or seq[o["member_id"]][-1] != held):
+            seq[o["member_id"]].append(held)
+    given = assignments_given(migration.facts)
+    assert dict(seq) == given
+    assert set(given) == {migration.ids[c] for c in CLOSING_ORDER}
+
+
+def test_final_offsets_are_the_brokers(migration):
+    tracked = {tp: o["offset"] for tp, o in migration.model.model.fetch_offsets(migration.group).items()}
+    assert tracked == committed_by_truth(migration.facts) == migration.committed
+    assert len(tracked) == PARTITIONS

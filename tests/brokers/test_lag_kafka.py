@@ -21,8 +21,9 @@ from streaming.feeds.instrument import instrument
 from streaming.feeds.log_end_sampler import LogEndSampler
 from streaming.spark.group_step import step_group
 from tests.broker_history import read_feed, wait_until
+from tests.groups import OWN_PROCESSES
 
-pytestmark = [pytest.mark.kafka]
+pytestmark = [pytest.mark.kafka, pytest.mark.xdist_group(OWN_PROCESSES)]
 
 OBSERVE = {"tracker.adopt.unknown.members": "true"}
 PER_SECOND = 20  # records a second on each partition

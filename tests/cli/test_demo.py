@@ -11,8 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.groups import OWN_PROCESSES
 
-pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.xdist_group(OWN_PROCESSES)]
 
 
 def descendants(pid: int) -> set[int]:

@@ -4,8 +4,9 @@
 created after the command started joins c1's subscription; the first topic grows from 3 to 5 partitions; c1 closes,
 then c0. The members ask for the ``range`` server assignor (``group.remote.assignor``).
 
-The command finds out from the broker what Kafka 4.3+ does not write down: new groups start at epoch 1 (ApiVersions:
-4.3+), and the topics (names, ids, sizes) come from the cluster's metadata, asked again as topics appear and grow.
+The command finds out from the broker what Kafka 4.3+ does not write down: new groups start at epoch 1 and targets
+are computed at most once a second, the broker's default (ApiVersions: 4.3+; the group runs with the broker's own
+settings), and the topics (names, ids, sizes) come from the cluster's metadata, asked again as topics appear and grow.
 Its events go through the tracker's models (``routing.run_feed``, what ``run`` runs per group) with the settings
 the command printed, and the tracker's group epochs, targets and each member's assignments are the broker's and
 what the consumers were given.
@@ -29,18 +30,11 @@ from streaming.coordinator.routing import Configs, run_feed
 from streaming.feeds.cluster_feed import read_offsets_topic
 from streaming.feeds.consumer_feed import is_consumer_group_record, normalise
 from tests.broker_history import wait_until
-from tests.brokers.test_kip848_kafka import (
-    SYNCHRONOUS_TARGETS,
-    History,
-    assignments_given,
-    grow,
-    produce,
-    set_group_configs,
-    topic_ids,
-)
+from tests.brokers.test_kip848_kafka import History, assignments_given, grow, produce, topic_ids
 from tests.job_process import job_env
+from tests.groups import OWN_PROCESSES
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.xdist_group(OWN_PROCESSES)]
 
 TRACKER = str(Path(sys.executable).parent / "rebalance-tracker")
 # The group's other server assignor (test_kip848_kafka's history runs with Kafka's default, uniform): the members ask
@@ -55,12 +49,7 @@ def test_cluster_feed_follows_a_consumer_protocol_group_on_kafka_4_4(apache_kafk
     group, topics = f"feed848-{suffix}", {"a": f"feed848-a-{suffix}", "b": f"feed848-b-{suffix}"}
     apache_kafka4.create_topics({topics["a"]: 3})
     release = tuple(int(n) for n in apache_kafka4.version.split(".")[:2])  # APACHE_KAFKA_VERSION may pick another
-    # Kafka 4.3 deferred target assignments (interval), 4.4 offloaded them; brokers before compute them at once
-    synchronous = {
-        k: v for k, v in SYNCHRONOUS_TARGETS.items() if release >= (4, 4) or (release >= (4, 3) and "interval" in k)
-    }
-    if synchronous:
-        set_group_configs(bootstrap, group, synchronous)
+    # the broker's own settings: on 4.3+ targets at most once a second (group.consumer.assignment.interval.ms)
     produce(bootstrap, topics["a"], 3, 20)
     log = tmp_path / "cluster-feed.log"
     with open(log, "wb") as out:  # docs/real-cluster.md, step 1 (into a file: the tracker's input here)
@@ -134,6 +123,12 @@ def test_cluster_feed_follows_a_consumer_protocol_group_on_kafka_4_4(apache_kafk
     found = (
         "consumer-protocol groups: "
         + ("Kafka 4.3+, new groups start at epoch 1" if initial else "new groups start at epoch 0")
+        + (
+            "; targets computed at most every 1000 ms (the broker's default group.consumer.assignment.interval.ms; "
+            "give the broker's or group's own if set)"
+            if initial
+            else ""
+        )
         + ("; Kafka 4.4+, an emptied group's assignment epoch follows its group epoch" if release >= (4, 4) else "")
         + (
             "; topics from the cluster's metadata (Kafka 4.1+)"
@@ -147,6 +142,7 @@ def test_cluster_feed_follows_a_consumer_protocol_group_on_kafka_4_4(apache_kafk
         "--coordinator-conf tracker.expire.members=false"
         + (" --coordinator-conf initial.group.epoch=1" if initial else "")
         + (" --coordinator-conf empty.group.assignment.epoch=true" if release >= (4, 4) else "")
+        + (" --coordinator-conf group.consumer.assignment.interval.ms=1000" if initial else "")
     )
     # (its summary counts every group on the session's broker: other tests' groups may be unexplained there)
     assert "KIP-848 consumer-group records became" in text, text[-3000:]

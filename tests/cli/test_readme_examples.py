@@ -20,6 +20,10 @@ import pytest
 
 from streaming.coordinator import parse_event
 from streaming.local.broker import _die_with_parent
+from tests.groups import OWN_PROCESSES
+
+pytestmark = pytest.mark.xdist_group(OWN_PROCESSES)
+
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"

@@ -31,8 +31,9 @@ from streaming.spark.restore import POSITION_GROUP
 from tests.broker_history import GroupHistory, Truth, run_issue_history, wait_until
 from tests.kafka4_history import KAFKA4_CONSUMER
 from tests.job_process import job_env
+from tests.groups import OWN_PROCESSES
 
-pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.xdist_group(OWN_PROCESSES)]
 
 TRACKER = str(Path(sys.executable).parent / "rebalance-tracker")  # the console script, as installed
 OBSERVER = [

@@ -105,23 +105,27 @@ def test_a_classic_member_expiring_just_before_the_heartbeat_empties_the_group_f
     assert is_consumer_state(d.state())
 
 
-@pytest.mark.parametrize(
-    "policy,unsupported", [("bidirectional", True), ("upgrade", True), ("downgrade", False), ("disabled", False)]
-)
-def test_a_non_empty_classic_group_is_not_converted(policy, unsupported):
+@pytest.mark.parametrize("policy", ["downgrade", "disabled"])
+def test_a_non_empty_classic_group_is_not_upgraded_when_the_policy_forbids_it(policy):
+    """Kafka's validateOnlineUpgrade; the upgrade itself: tests/core/test_consumer_migration.py."""
     d = Driver(**{"group.consumer.migration.policy": policy})
     d.topic()
     d.classic_member()
     out = d.hb()
     answer = one(out, "consumer_heartbeat_response")
-    assert (answer["error"], answer["error_message"]) == ("GROUP_ID_NOT_FOUND", f"Group {G} is not a consumer group.")
-    assert ("protocol_conversion_unsupported" in kinds(out)) is unsupported
-    assert d.model.protocol == "classic"
-    # A heartbeat that does not join (epoch != 0) or leaves gets the same answer, and Kafka would not convert.
+    assert (answer["error"], answer["error_message"]) == (
+        "GROUP_ID_NOT_FOUND",
+        f"Cannot upgrade classic group {G} to consumer group because online upgrade is disabled.",
+    )
+    assert "protocol_switch" not in kinds(out) and d.model.protocol == "classic"
+    # A heartbeat that does not join (epoch != 0) or leaves is no upgrade: Kafka's plain refusal.
     for epoch in (3, -1):
         out = d.hb("x", epoch)
-        assert one(out, "consumer_heartbeat_response")["error"] == "GROUP_ID_NOT_FOUND"
-        assert "protocol_conversion_unsupported" not in kinds(out)
+        answer = one(out, "consumer_heartbeat_response")
+        assert (answer["error"], answer["error_message"]) == (
+            "GROUP_ID_NOT_FOUND",
+            f"Group {G} is not a consumer group.",
+        )
 
 
 def test_an_invalid_heartbeat_to_a_classic_group_gets_its_own_error_first():
@@ -159,21 +163,25 @@ def test_a_refused_join_leaves_the_empty_consumer_group_in_place():
 
 
 def test_classic_requests_to_a_non_empty_consumer_group():
+    """Kafka's classicGroup* for a consumer group's members of the consumer protocol; a JoinGroup makes a classic
+    member of the consumer group (tests/core/test_consumer_migration.py)."""
     d = Driver()
     d.topic()
     d.hb()
-    out = d.send(type="join", member_id="", session_timeout_ms=10_000, protocols=[{"name": "range", "topics": ["t"]}])
-    assert one(out, "join_response")["error"] == "INCONSISTENT_GROUP_PROTOCOL"
-    assert one(out, "protocol_conversion_unsupported")["group_protocol"] == "consumer"
     assert one(d.send(type="sync", member_id="m", generation=1), "sync_response")["error"] == "UNKNOWN_MEMBER_ID"
     assert (
         one(d.send(type="heartbeat", member_id="m", generation=1), "heartbeat_response")["error"] == "UNKNOWN_MEMBER_ID"
     )
-    assert one(d.send(type="leave", member_id="m"), "leave_response")["error"] == "UNKNOWN_MEMBER_ID"
     # An OffsetCommit is no classic-only request: the member commits at its epoch (tests/core/test_consumer_offsets.py).
     commit = d.send(type="commit", member_id="m", generation=1, offsets=[{"topic": "t", "partition": 0, "offset": 1}])
     assert one(commit, "commit_response")["error"] == "NONE" and one(commit, "offset_commit")["offset"] == 1
     assert is_consumer_state(d.state()) and d.model.model.groups[G].members["m"].member_epoch == 1
+    out = d.send(type="join", member_id="", session_timeout_ms=10_000, protocols=[{"name": "range", "topics": ["t"]}])
+    assert one(out, "join_response")["error"] == "MEMBER_ID_REQUIRED" and "protocol_switch" not in kinds(out)
+    # A LeaveGroup removes a member of either protocol (classicGroupLeaveToConsumerGroup).
+    out = d.send(type="leave", member_id="m")
+    assert one(out, "leave_response")["error"] == "NONE" and one(out, "member_left")["member_id"] == "m"
+    assert d.model.model.groups[G].state() == "Empty"
 
 
 def test_settings_are_split_by_name():
@@ -224,11 +232,13 @@ def test_a_topic_with_an_id_starts_the_consumer_model_and_its_id_is_kept():
 
 def test_observer_settings_hold_for_both_protocols():
     """The cluster feed's settings (docs/real-cluster.md): with ``tracker.expire.members=false`` no consumer-protocol
-    member is expired by the tracker's clock either, unless a session timeout is given; ``initial.group.epoch`` (Kafka
-    4.3+) is the consumer model's, by its dotted name too."""
+    member is expired by the tracker's clock either, unless a session timeout is given, nor a classic-protocol member
+    of a consumer group; ``initial.group.epoch`` (Kafka 4.3+) is the consumer model's, by its dotted name too."""
     observer = {"tracker.adopt.unknown.members": "true", "tracker.expire.members": "false"}
     configs = Configs.from_properties({**observer, "initial.group.epoch": "1"})
-    assert configs.consumer == ConsumerGroupConfig(group_consumer_session_timeout_ms=2**31 - 1, initial_group_epoch=1)
+    assert configs.consumer == ConsumerGroupConfig(
+        group_consumer_session_timeout_ms=2**31 - 1, initial_group_epoch=1, classic_member_timeouts=False
+    )
     assert not configs.classic.expire_members and configs.classic.adopt_unknown_members
     given = Configs.from_properties({**observer, "group.consumer.session.timeout.ms": "60000"})
     assert given.consumer.group_consumer_session_timeout_ms == 60_000

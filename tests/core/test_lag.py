@@ -201,6 +201,24 @@ def member(kind, ts, member_id, group="g"):
     return {"type": kind, "group_id": group, "ts": ts, "member_id": member_id}
 
 
+def emptied_group(members: bool) -> list[dict]:
+    """The outputs of the scenario below: a leaves at 10 s, the group is empty until b joins at 14 s."""
+    outputs = [member("member_joined", 0, "a")] if members else []
+    for s in range(0, 18):
+        now = s * 1_000
+        if members and now == 14_000:
+            outputs.append(member("member_joined", 14_000, "b"))
+        outputs += [commit(now, s * 10)] if s <= 10 else []
+        if members and now == 10_000:
+            outputs.append(member("member_left", 10_000, "a"))
+        outputs.append(sample(now, s * 10))
+        if now == 14_000:
+            outputs.append(rebalance(14_500, [["t", 0, 10_000, 14_500, 4_000]]))
+        if now == 16_000:
+            outputs.append(commit(16_000, 160))
+    return outputs
+
+
 def test_the_lag_built_while_the_group_had_no_member_is_not_the_rebalances_cost():
     """As partition unavailability (docs/figures.md): the time the group had no member is left out of the cost and
     shown apart. 10 records a second on t-0; the only member a keeps up and leaves at 10.0 s (released; the group
@@ -209,29 +227,13 @@ def test_the_lag_built_while_the_group_had_no_member_is_not_the_rebalances_cost(
     records came and 3.9 s passed (10.1 -> 14.0) while the group had no member: the cost is 20 records and 2.0 s --
     the 0.5 s of unavailability and b's 1.5 s until its first commit."""
 
-    def timeline(members: bool) -> list[dict]:
-        outputs = [member("member_joined", 0, "a")] if members else []
-        for s in range(0, 18):
-            now = s * 1_000
-            if members and now == 14_000:
-                outputs.append(member("member_joined", 14_000, "b"))
-            outputs += [commit(now, s * 10)] if s <= 10 else []
-            if members and now == 10_000:
-                outputs.append(member("member_left", 10_000, "a"))
-            outputs.append(sample(now, s * 10))
-            if now == 14_000:
-                outputs.append(rebalance(14_500, [["t", 0, 10_000, 14_500, 4_000]]))
-            if now == 16_000:
-                outputs.append(commit(16_000, 160))
-        return outputs
-
-    (cost,) = [d for d in LagBook().add_all(timeline(members=True)) if d["type"] == "rebalance_lag"]
+    (cost,) = [d for d in LagBook().add_all(emptied_group(members=True)) if d["type"] == "rebalance_lag"]
     assert (cost["lag_records"], cost["lag_seconds"]) == (20, 2.0)
     assert (cost["no_members_lag_records"], cost["no_members_lag_seconds"]) == (40, 3.9)
     assert cost["partitions"] == [["t", 0, 10_000, 16_000, 0, 60, 0.0, 5.9, INTERPOLATED, 40, 3.9]]
     # Outputs that do not account for the coordinator's no_members_ms (here: no member outputs at all) leave the
     # split, and so the cost, unknown -- never counted as the rebalance's.
-    (cost,) = [d for d in LagBook().add_all(timeline(members=False)) if d["type"] == "rebalance_lag"]
+    (cost,) = [d for d in LagBook().add_all(emptied_group(members=False)) if d["type"] == "rebalance_lag"]
     assert cost["lag_records"] is cost["lag_seconds"] is cost["no_members_lag_records"] is None
 
 

@@ -20,6 +20,7 @@ from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoo
 from streaming.feeds.cluster_feed import OBSERVER_SETTINGS, ClusterFeed, events_from, read_offsets_topic, summary
 from streaming.feeds.consumer_feed import (
     CONSUMER_OBSERVER_SETTINGS,
+    ConsumerGroupFeed,
     consumer_group_timeline,
     is_consumer_group_record,
     normalise,
@@ -668,3 +669,194 @@ def test_commits_of_a_classic_group_are_still_the_classic_feeds():
     }
     (event,) = feed.events_for(record)
     assert (event["member_id"], event["generation"]) == ("", -1) and not feed.consumer.shadows
+
+
+# ---------------------------------------------------------------- Kafka 4.3+: targets at most once per interval
+DEFERRED = {**CONSUMER_OBSERVER_SETTINGS, "initial.group.epoch": 1, "group.consumer.assignment.interval.ms": 1000}
+
+
+def deferred_feed(props=DEFERRED) -> ClusterFeed:
+    return ClusterFeed(ConsumerGroupFeed(ConsumerGroupConfig.from_properties(props)))
+
+
+def track_with(events: list[dict], props: dict, until: int | None = None) -> list[dict]:
+    """``track``, with the tracker's models set up as ``props`` say."""
+    models: dict[str, ConsumerGroupCoordinator] = {}
+    outputs = []
+    for raw in events:
+        event, error = parse_event(raw)
+        assert error is None, error
+        model = models.setdefault(
+            event["group_id"], ConsumerGroupCoordinator(ConsumerGroupConfig.from_properties(props))
+        )
+        outputs += model.handle(event)
+    for model in models.values() if until is not None else ():
+        outputs += model.advance(until)
+    return outputs
+
+
+@pytest.mark.parametrize("seed", [4, 7])
+@pytest.mark.parametrize("interval_ms", [2000, 3000])
+def test_targets_deferred_by_the_assignment_interval_are_explained(seed, interval_ms):
+    """A broker with group.consumer.assignment.interval.ms (Kafka 4.3+; 1000 by default, here longer than the
+    members' heartbeat of a second, so that requests fall within it): a join, a leave or a new subscription within
+    the interval of the last target writes no target, a later heartbeat of any member does. The feed told the
+    broker's interval explains every record, and the tracker's models fed its events write the broker's records;
+    told there is none (Kafka up to 4.2), it cannot."""
+    props = {**DEFERRED, "group.consumer.assignment.interval.ms": interval_ms}
+    broker_config = ConsumerGroupConfig(initial_group_epoch=1, group_consumer_assignment_interval_ms=interval_ms)
+    history = random_history(seed, config=broker_config)
+    broker = broker_records(history)
+
+    feed = deferred_feed(props)
+    events = list(events_from(log(broker), feed))
+    assert feed.consumer.counts["unexplained records"] == 0
+    outputs = track_with(events, props, until=history.now)
+    for group_id in sorted({e["group_id"] for e in events}):
+        mine = [o for o in outputs if o.get("group_id") == group_id and is_consumer_group_record(o)]
+        theirs = [r for r in broker if r["group_id"] == group_id]
+        assert same_records(mine, theirs)
+
+    synchronous = deferred_feed({**props, "group.consumer.assignment.interval.ms": 0})
+    list(events_from(log(broker), synchronous))
+    assert synchronous.consumer.counts["unexplained records"] > 0
+
+
+def test_the_brokers_clock_for_a_request_is_read_before_it_stamps_the_batch():
+    """The broker decides on a target with its clock when it handles the request, writes that time in the target's
+    assignmentTimestamp, and stamps the batch a little later. Here m2 joins 1 ms before the interval runs out (no
+    target) in a batch stamped 2 ms after it; m2's next heartbeat computes the target at T+1003, stamped T+1006; m3
+    joins (no target), and m1's heartbeat exactly one interval after T+1003 computes the next. The feed gives each
+    request the time the broker decided at, so the model decides as it did."""
+    T = START
+    broker = ConsumerGroupCoordinator(
+        ConsumerGroupConfig(initial_group_epoch=1, group_consumer_assignment_interval_ms=1000)
+    )
+    written: list[dict] = []
+    stamp: dict[int, int] = {}  # the time the broker handled each request -> the time it stamped its batch
+
+    def send(at: int, stamped: int, **event) -> None:
+        parsed, error = parse_event({"ts": at, "group_id": "grp", **event})
+        assert error is None, error
+        stamp[at] = stamped
+        written.extend(o for o in broker.handle(parsed) if is_consumer_group_record(o))
+
+    def join(at, stamped, member_id):
+        send(
+            at,
+            stamped,
+            type="consumer_heartbeat",
+            member_id=member_id,
+            member_epoch=0,
+            rebalance_timeout_ms=45_000,
+            subscribed_topic_names=["orders"],
+            topic_partitions=[],
+            client_id="app",
+            client_host="/10.0.0.8",
+        )
+
+    def heartbeat(at, stamped, member_id, epoch, owned):
+        send(
+            at,
+            stamped,
+            type="consumer_heartbeat",
+            member_id=member_id,
+            member_epoch=epoch,
+            topic_partitions=[{"topic_id": ORDERS_ID, "partitions": owned}],
+            client_id="app",
+            client_host="/10.0.0.8",
+        )
+
+    topic, _ = parse_event(
+        {"type": "topic_metadata", "topic": "orders", "partitions": 4, "topic_id": ORDERS_ID, "ts": T}
+    )
+    broker.handle(topic)
+    join(T, T + 3, "m1")
+    join(T + 999, T + 1002, "m2")
+    heartbeat(T + 1003, T + 1006, "m2", 2, [])
+    join(T + 1500, T + 1501, "m3")
+    heartbeat(T + 2003, T + 2005, "m1", 2, [0, 1, 2, 3])
+    stamps = [r["assignmentTimestamp"] for r in written if r["type"] == "consumer_group_target_assignment_metadata"]
+    assert stamps == [T, T + 1003, T + 2003]
+    log_ = [encode_record({k: v for k, v in r.items() if k != "ts"}) + (stamp[r["ts"]],) for r in written]
+
+    feed = deferred_feed()
+    events = list(events_from(log_, feed))
+    assert feed.consumer.counts["unexplained records"] == 0
+    assert [(e["member_id"], e["ts"] - T) for e in events if e["type"] == "consumer_heartbeat"] == [
+        ("m1", 0),  # its target's time (the first ever: computed at once), not its batch's 3
+        ("m2", 999),  # not its batch's 1002: the broker wrote no target, so its clock read before 1000
+        ("m2", 1003),  # its target's time, not its batch's 1006
+        ("m3", 1501),
+        ("m1", 2003),
+    ]
+    mine = [o for o in track_with(events, DEFERRED) if is_consumer_group_record(o)]
+    assert [normalise(r) for r in mine] == [normalise(decode_record(k, v)) for k, v, _ in log_]
+
+
+class AskedLate:
+    """The cluster's topics as ``BrokerTopics`` keeps them: the answer of the last time it asked, which knew only
+    ``orders``; ``refresh`` asks again."""
+
+    def __init__(self, cluster):
+        self.cluster, self.known = cluster, {"orders": cluster["orders"]}
+
+    def __call__(self, name):
+        return self.known.get(name)
+
+    def refresh(self, since_ms=None):
+        changed, self.known = self.known != self.cluster, dict(self.cluster)
+        return changed
+
+
+def test_a_subscription_to_a_new_topic_within_the_interval_brings_the_topic_first():
+    """Kafka 4.1+ writes no subscription metadata: the feed takes topics from the cluster. A member subscribing to
+    a topic within the interval of the last target bumps the group epoch and writes no target, which reads the same
+    whether the topic was there or not; the broker knew it (the cluster has it), so the feed emits it first, and
+    the target the next heartbeat computes gives the member its partitions, as the broker's did. A topic the
+    feed's last answer from the cluster did not have yet (created since) is asked for before the batch is
+    explained."""
+    T = START
+    broker = ConsumerGroupCoordinator(
+        ConsumerGroupConfig(initial_group_epoch=1, group_consumer_assignment_interval_ms=1000)
+    )
+    written: list[dict] = []
+
+    def send(**event) -> None:
+        parsed, error = parse_event({"group_id": "grp", "client_id": "app", "client_host": "/10.0.0.8", **event})
+        assert error is None, error
+        written.extend(o for o in broker.handle(parsed) if is_consumer_group_record(o))
+
+    def topic(name, topic_id, ts):
+        broker.handle(
+            parse_event({"type": "topic_metadata", "topic": name, "partitions": 2, "topic_id": topic_id, "ts": ts})[0]
+        )
+
+    hb = {"type": "consumer_heartbeat", "member_id": "m1"}
+    topic("orders", ORDERS_ID, T)
+    send(
+        **hb, ts=T, member_epoch=0, rebalance_timeout_ms=45_000, subscribed_topic_names=["orders"], topic_partitions=[]
+    )
+    topic("audit", AUDIT_ID, T + 400)
+    owned = [{"topic_id": ORDERS_ID, "partitions": [0, 1]}]
+    send(**hb, ts=T + 500, member_epoch=2, subscribed_topic_names=["orders", "audit"], topic_partitions=owned)
+    send(**hb, ts=T + 1500, member_epoch=2, topic_partitions=owned)
+    log_ = [  # as Kafka 4.1+ writes them: no subscription metadata
+        encode_record({k: v for k, v in r.items() if k != "ts"}) + (r["ts"],)
+        for r in written
+        if r["type"] != "consumer_group_partition_metadata"
+    ]
+    cluster = {"orders": (ORDERS_ID, 2), "audit": (AUDIT_ID, 2)}
+    for topics in (cluster.get, AskedLate(cluster)):
+        feed = ClusterFeed(ConsumerGroupFeed(ConsumerGroupConfig.from_properties(DEFERRED), topics=topics))
+        events = list(events_from(log_, feed))
+        assert feed.consumer.counts["unexplained records"] == 0
+        assert [(e["type"], e.get("topic") or e.get("member_id"), e["ts"] - T) for e in events] == [
+            ("topic_metadata", "orders", 0),
+            ("consumer_heartbeat", "m1", 0),
+            ("topic_metadata", "audit", 500),
+            ("consumer_heartbeat", "m1", 500),
+            ("consumer_heartbeat", "m1", 1500),
+        ]
+    targets = [r for r in written if r["type"] == "consumer_group_target_assignment_member"]
+    assert {tp["topicId"] for tp in targets[-1]["topicPartitions"]} == {ORDERS_ID, AUDIT_ID}

@@ -180,11 +180,11 @@ def test_the_cluster_feed_command_reads_a_0_9_broker(kafka09_histories, apache_k
 
 
 # ---------------------------------------------------------------- Apache Kafka 4.x (issue #29)
-@pytest.fixture(scope="module", params=["first", "second"])
-def kafka4_story(request, kafka4_histories):
+@pytest.fixture(scope="module")
+def kafka4_story(kafka4_histories):
     """Issue #29's histories on Apache Kafka 4 (the same runs the instrumentation's tests read), then the broker's
     __consumer_offsets (GroupMetadataValue v3, OffsetCommitValue v3+) through the cluster feed and the tracker."""
-    run = kafka4_histories(request.param)
+    run = kafka4_histories("first")
     feed = ClusterFeed()
     # The run's groups only: the log also holds other tests' groups, such as test_kip848_kafka's consumer-protocol
     # group, whose events are the consumer-group model's, not this classic tracker's (the job routes them there).

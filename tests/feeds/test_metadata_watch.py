@@ -50,6 +50,22 @@ def test_watcher_publishes_new_and_changed_sizes_once(kafka_bootstrap, topic_nam
     assert "group_id" not in event  # global: the job hands it to every group
 
 
+def test_in_event_time_sizes_are_stamped_with_the_feeds_time(kafka_bootstrap, topic_name):
+    """A feed replayed from the past: a wall-clock stamp would move each group's clock to now and expire its
+    members, so the watcher stamps what it publishes with the latest time the outputs showed."""
+    data, events = f"{topic_name}-data", f"{topic_name}-events"
+    ensure_topics(kafka_bootstrap, {data: 2, events: 1})
+    watcher = TopicMetadataWatcher(kafka_bootstrap, events, event_time=True)
+    try:
+        rebalance = {"type": "rebalance", "group_id": "g", "assignment": {"m": [[data, 0]]}, "unknown_topics": []}
+        watcher.observe([{**rebalance, "ts": 1_000_000}, {"type": "state_change", "group_id": "g", "ts": 999_000}])
+        assert watcher.poll_once() == {data: 2}
+    finally:
+        watcher.stop()
+    ((_, event),) = read(kafka_bootstrap, events)
+    assert event["ts"] == 1_000_000  # the latest output's time, not the clock's
+
+
 def test_topics_of_groups_rebuilt_from_the_store_are_looked_up_at_once(kafka_bootstrap, topic_name):
     """A restored classic group's topic sizes are the partitions its stored assignment names; the topic may have
     grown while the checkpoint was being lost."""
@@ -58,7 +74,7 @@ def test_topics_of_groups_rebuilt_from_the_store_are_looked_up_at_once(kafka_boo
     watcher = TopicMetadataWatcher(kafka_bootstrap, events)
     try:
         watcher.observe([{"type": "group_restored", "group_id": "g", "generation": 4, "topics": {data: 2}}])
-        assert watcher._urgent.is_set()  # not at the next refresh: now
+        assert watcher._wake.is_set()  # not at the next refresh: now
         assert watcher.poll_once() == {data: 3}
     finally:
         watcher.stop()

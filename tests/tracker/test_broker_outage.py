@@ -19,8 +19,9 @@ from streaming.feeds.publish import encode_event
 from tests.job_process import JobDirs, JobProcess, deduplicate, model_run, stored_bytes, wait_for
 from tests.tracker.test_kill_restart import WATERMARK_DELAY_MS, job_args, long_feed
 from tests.tracker.test_tracker_kafka import events_log_end, produce, read_all
+from tests.groups import OWN_PROCESSES
 
-pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.xdist_group(OWN_PROCESSES)]
 
 OUTAGE_S = float(os.environ.get("OUTAGE_S", "30"))
 WAITING = "WAITING: the broker at"

@@ -43,8 +43,9 @@ from streaming.spark.kafka_source import SOURCE_RUNNER as RUNNER
 from streaming.spark.sinks import CRASH_AFTER_OUTPUTS_ENV
 from tests.job_process import JobDirs, JobProcess, deduplicate, model_run, stored_bytes, wait_for
 from tests.tracker.test_tracker_kafka import events_log_end, produce, read_all
+from tests.groups import OWN_PROCESSES
 
-pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.xdist_group(OWN_PROCESSES)]
 
 START = 1_700_000_000_000
 WATERMARK_DELAY_MS = 10_000

@@ -21,6 +21,7 @@ from streaming.local.broker import _die_with_parent
 from streaming.spark.restore import POSITION_GROUP
 from streaming.spark.session import code_archive
 from streaming.local.spark_cluster import spark_home
+from tests.groups import OWN_PROCESSES
 from tests.tracker.test_tracker_kafka import (
     check_tracker_run,
     events_log_end,
@@ -30,7 +31,7 @@ from tests.tracker.test_tracker_kafka import (
     tracker_config,
 )
 
-pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.spark_cluster]
+pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.spark_cluster, pytest.mark.xdist_group(OWN_PROCESSES)]
 
 REPO = Path(streaming.__file__).resolve().parent.parent  # this checkout
 

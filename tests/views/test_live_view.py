@@ -256,3 +256,17 @@ def test_the_lag_column_shows_the_worst_partition_and_a_rebalance_cost_is_noted(
     assert "g: the rebalance of 00:00:12 cost 65 records, 6.4 s (interpolated) of lag" in text.replace(
         clock(12_500), "00:00:12"
     )
+
+
+def test_a_rebalance_costs_lag_with_the_no_member_time_apart():
+    """As the report shows it (docs/figures.md): the lag built while the group had no member is not the rebalance's
+    cost; the note says it apart (the scenario of tests/core/test_lag.py: 20 records, 2.0 s; 40, 3.9 s apart)."""
+    from tests.core.test_lag import emptied_group
+
+    view = LiveView(out=io.StringIO(), redraw=False)
+    view.update(0, emptied_group(members=True))
+    text = view.render().replace(clock(14_500), "00:00:14")
+    assert (
+        "g: the rebalance of 00:00:14 cost 20 records, 2.0 s (interpolated), and 40 records, 3.9 s with no member"
+        in text
+    )

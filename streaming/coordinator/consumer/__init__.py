@@ -3,7 +3,8 @@
 Modules, one job each: ``member_state`` (MemberState), ``member`` (ConsumerGroupMember), ``reconcile``
 (CurrentAssignmentBuilder), ``target`` (TargetAssignmentBuilder over ``assignors.server``), ``records`` (the
 ``__consumer_offsets`` records), ``group`` (ConsumerGroup, changed only by replaying records), ``topics`` (the
-metadata image), ``regex`` (regex subscriptions), ``config``, ``coordinator`` (the request handling and timers,
+metadata image), ``regex`` (regex subscriptions), ``config``, ``classic_members`` (members of the classic
+protocol in a consumer group, and the online upgrade and downgrade), ``coordinator`` (the request handling and timers,
 offset commits and their cleanup; the offsets arithmetic is ``streaming.coordinator.offsets``, shared with the classic
 model).
 """

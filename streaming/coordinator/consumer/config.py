@@ -10,6 +10,7 @@ from typing import Mapping
 
 INT_MAX = 2**31 - 1
 MIGRATION_POLICIES = ("disabled", "downgrade", "upgrade", "bidirectional")
+_BOOLEANS = ("empty_group_assignment_epoch", "group_consumer_assignor_offload_enable", "classic_member_timeouts")
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,19 @@ class ConsumerGroupConfig:
     # Not a Kafka setting: when the last members of a group are removed, the target assignment epoch follows the
     # new group epoch (KAFKA-20442, from Kafka 4.4; 4.3.0 and before leave it behind until the next member joins).
     empty_group_assignment_epoch: bool = False
+    # Kafka 4.3+'s group.consumer.assignment.interval.ms (KIP-1263, KAFKA-20291; 1000 by default there): a new target
+    # assignment is computed at most once per interval, by the first heartbeat at or after the last computation's
+    # time + interval (GroupMetadataManager.canComputeNextTargetAssignment); until then members reconcile to the last
+    # target. 0 (the default here, as Kafka up to 4.2 always did): in the heartbeat that bumped the group epoch.
+    group_consumer_assignment_interval_ms: int = 0
+    # Kafka 4.3+'s group.consumer.assignor.offload.enable (KIP-1263; true by default there, internal in 4.4,
+    # KAFKA-20930). Taken so that a broker's settings can be given as they are: Kafka 4.3.0 and 4.4.0 never act on
+    # it for consumer groups (the offloaded assignor, KAFKA-20292, is not in them), nor does the model.
+    group_consumer_assignor_offload_enable: bool = True
+    # Not a Kafka setting: whether classic-protocol members of a consumer group time out (their session, join and
+    # sync timeouts). A feed that shows no heartbeats nor SyncGroups (the cluster feed) turns it off: the records say
+    # when such a member is gone.
+    classic_member_timeouts: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.group_consumer_assignors, str):
@@ -56,6 +70,8 @@ class ConsumerGroupConfig:
             raise ValueError(
                 "group.consumer.heartbeat.interval.ms must be lower than group.consumer.session.timeout.ms"
             )
+        if not 0 <= self.group_consumer_assignment_interval_ms <= INT_MAX:
+            raise ValueError("group.consumer.assignment.interval.ms must be between 0 and 2147483647")
         if self.initial_group_epoch not in (0, 1):
             raise ValueError("initial.group.epoch is 0 (Kafka up to 4.2) or 1 (Kafka 4.3+)")
         if self.offsets_retention_minutes <= 0 or self.offsets_retention_check_interval_ms <= 0:
@@ -75,7 +91,7 @@ class ConsumerGroupConfig:
                 values[f.name] = tuple(values[f.name]) if not isinstance(values[f.name], str) else values[f.name]
             elif f.name == "group_consumer_migration_policy":
                 values[f.name] = str(raw)
-            elif f.name == "empty_group_assignment_epoch":
+            elif f.name in _BOOLEANS:
                 text = str(raw).strip().lower()
                 if text not in ("true", "false"):
                     raise ValueError(f"{key} must be true or false, not {raw!r}")

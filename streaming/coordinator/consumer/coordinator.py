@@ -4,7 +4,9 @@ The request handling follows Kafka 4.0's ``GroupMetadataManager`` (``consumerGro
 ``consumerGroupLeave``, the session and rebalance timers, ``onNewMetadataImage``) step by step. Like Kafka, a
 request is first turned into records, and the records are then replayed onto the group -- the very path a group
 rebuilt from ``__consumer_offsets`` takes (``load_records``). The API mirrors the classic ``GroupCoordinator``:
-``handle(event)``, ``advance(now_ms)``, ``next_deadline()``, ``to_bytes()``/``from_bytes()``, ``is_blank()``.
+``handle(event)``, ``advance(now_ms)``, ``next_deadline()``, ``to_bytes()``/``from_bytes()``, ``is_blank()``. With
+``group.consumer.assignment.interval.ms`` (Kafka 4.3+, KIP-1263) a new target assignment waits for the first
+heartbeat once the interval since the last one has run out, as Kafka 4.3 and 4.4 do: no timer, no other thread.
 
 Committed offsets follow Kafka 4.0's ``OffsetMetadataManager`` and ``ConsumerGroup``: an OffsetCommit is checked
 against the member's epoch (``validateOffsetCommit``), writes the same ``offset_commit`` records as a classic group's
@@ -27,10 +29,12 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
+from assignors.java import timeline_hash_order
 from assignors.server import PartitionAssignorError, get_server_assignor
 from streaming.coordinator import offsets as O
 from streaming.coordinator import outputs
 from streaming.coordinator.consumer import records as R
+from streaming.coordinator.consumer import classic_members
 from streaming.coordinator.consumer.config import ConsumerGroupConfig
 from streaming.coordinator.consumer.errors import HeartbeatError
 from streaming.coordinator.consumer.group import STABLE, ConsumerGroup
@@ -44,7 +48,7 @@ from streaming.coordinator.consumer.member import (
 from streaming.coordinator.consumer.member_state import MemberState
 from streaming.coordinator.consumer.reconcile import reconcile
 from streaming.coordinator.consumer.regex import regex_error, resolve
-from streaming.coordinator.consumer.target import build_target_assignment
+from streaming.coordinator.consumer.target import build_target_assignment, can_compute_next_target_assignment
 from streaming.coordinator.consumer.topics import TopicImage
 from streaming.coordinator.figures import Ledger, rebalance_fields
 from streaming.coordinator.offsets import CommittedOffset, Partition
@@ -57,7 +61,7 @@ FORMAT_VERSION = 1
 # caller holding a group's bytes can tell which model they belong to (``is_consumer_state``).
 STATE_MAGIC = 0x43
 REGEX_BATCH_REFRESH_INTERVAL_MS = 10_000
-_SESSION, _REBALANCE, _RETENTION = 0, 1, 2
+_SESSION, _REBALANCE, _RETENTION, _JOIN, _SYNC = 0, 1, 2, 3, 4  # join, sync: classic members' (classic_members.py)
 # A consumer-protocol member must commit with OffsetCommit v9 or later (KIP-848).
 OFFSET_COMMIT_MIN_VERSION = 9
 _JAVA_WHITESPACE = "".join(chr(c) for c in range(0x21))  # what String.trim() strips
@@ -83,6 +87,9 @@ class _Soft:
     retention: int | None = None  # the offsets cleanup's next work: an offset expiring, an Empty group going
     empty_since: int | None = None  # when the group last became Empty (or was loaded Empty)
     restored: Restored | None = None  # rebuilt from the store after a lost checkpoint (restored.py)
+    # Classic members' join and sync timeouts (member -> deadline): Kafka's consumerGroupJoinKey/SyncKey timers
+    joins: dict[str, int] = field(default_factory=dict)
+    syncs: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         d = {
@@ -100,6 +107,10 @@ class _Soft:
             d["empty_since"] = self.empty_since
         if self.restored is not None:
             d["restored"] = self.restored.to_row()
+        if self.joins:
+            d["joins"] = self.joins
+        if self.syncs:
+            d["syncs"] = self.syncs
         return d
 
     @classmethod
@@ -123,6 +134,8 @@ class _Soft:
             d.get("retention"),
             d.get("empty_since"),
             Restored.from_row(d.get("restored")),
+            dict(d.get("joins", {})),
+            dict(d.get("syncs", {})),
         )
 
 
@@ -140,10 +153,15 @@ class ConsumerGroupCoordinator:
         self.now = 0
         self._timers = Timers(self._timer_deadline)
         self._unannounced: set[str] = set()  # groups rebuilt from the store whose first step is still to come
+        # The online downgrade (classic_members.downgrade_view): group id -> the classic group it becomes, for
+        # routing.py to take at once (never serialised); and the classic model's group.max.size, which bounds it.
+        self.downgraded: dict[str, dict] = {}
+        self.classic_group_max_size = 2**31 - 1
 
     # ================================================================ public API
     def handle(self, event: dict) -> Outputs:
-        """Apply one validated event (``consumer_heartbeat``, ``commit``, ``topic_metadata`` or ``delete_group``).
+        """Apply one validated event (``consumer_heartbeat``, ``commit``, ``topic_metadata`` or ``delete_group``; a
+        classic member's ``join``, ``sync``, ``heartbeat`` or ``leave``: ``classic_members``).
 
         Timers due strictly before the event's ``ts`` fire first; a heartbeat arriving on its deadline wins."""
         ts = event.get("ts")
@@ -186,6 +204,7 @@ class ConsumerGroupCoordinator:
             [d for s in softs for d in s.sessions.values()]
             + [r[0] for s in softs for r in s.rebalance.values()]
             + [s.retention for s in softs if s.retention is not None]
+            + [d for s in softs for d in (*s.joins.values(), *s.syncs.values())]
         )
         return min(deadlines, default=None)
 
@@ -407,6 +426,8 @@ class ConsumerGroupCoordinator:
             return soft.sessions.get(member_id)
         if kind == _RETENTION:
             return soft.retention
+        if kind in (_JOIN, _SYNC):
+            return (soft.joins if kind == _JOIN else soft.syncs).get(member_id)
         entry = soft.rebalance.get(member_id)
         return entry[0] if entry is not None else None
 
@@ -424,12 +445,41 @@ class ConsumerGroupCoordinator:
             self._arm(_REBALANCE, group_id, member_id, deadline)
         if soft.retention is not None:
             self._arm(_RETENTION, group_id, "", soft.retention)
+        for kind, timers in ((_JOIN, soft.joins), (_SYNC, soft.syncs)):
+            for member_id, deadline in timers.items():
+                self._arm(kind, group_id, member_id, deadline)
 
     def _schedule_session(self, group_id: str, member_id: str) -> None:
+        """The member's session: the consumer protocol's timeout, or a classic member's own (its JoinGroup's)."""
         soft = self.soft[group_id]
-        soft.sessions[member_id] = self.now + self.config.group_consumer_session_timeout_ms
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
         soft.last_heartbeat[member_id] = self.now
+        if member is not None and member.classic is not None:
+            if not self.config.classic_member_timeouts:
+                soft.sessions.pop(member_id, None)
+                return
+            soft.sessions[member_id] = self.now + member.classic.session_timeout_ms
+        else:
+            soft.sessions[member_id] = self.now + self.config.group_consumer_session_timeout_ms
         self._arm(_SESSION, group_id, member_id, soft.sessions[member_id])
+
+    def schedule_classic_timer(
+        self, kind: int, group_id: str, member_id: str, timeout_ms: int, if_absent: bool
+    ) -> None:
+        """A classic member's join (``if_absent``: Kafka's scheduleIfAbsent) or sync timeout."""
+        if not self.config.classic_member_timeouts:
+            return
+        timers = self.soft[group_id].joins if kind == _JOIN else self.soft[group_id].syncs
+        if if_absent and member_id in timers:
+            return
+        timers[member_id] = self.now + timeout_ms
+        self._arm(kind, group_id, member_id, timers[member_id])
+
+    def cancel_classic_timer(self, kind: int, group_id: str, member_id: str) -> None:
+        soft = self.soft.get(group_id)
+        if soft is not None:
+            (soft.joins if kind == _JOIN else soft.syncs).pop(member_id, None)
 
     def _schedule_rebalance(self, group_id: str, member: ConsumerGroupMember) -> None:
         deadline = self.now + member.rebalance_timeout_ms
@@ -442,6 +492,8 @@ class ConsumerGroupCoordinator:
             soft.sessions.pop(member_id, None)
             soft.rebalance.pop(member_id, None)
             soft.last_heartbeat.pop(member_id, None)
+            soft.joins.pop(member_id, None)
+            soft.syncs.pop(member_id, None)
 
     def _fire(self, kind: int, group_id: str, member_id: str) -> Outputs:
         group = self.groups.get(group_id)
@@ -453,6 +505,16 @@ class ConsumerGroupCoordinator:
             if member is not None:
                 return self._fence(group, [member], "session timeout", "the member session expired")
             return []
+        if kind in (_JOIN, _SYNC):
+            timers = self.soft[group_id].joins if kind == _JOIN else self.soft[group_id].syncs
+            timers.pop(member_id, None)
+            if member is None:
+                return []
+            if kind == _JOIN:
+                return self._fence(
+                    group, [member], "join timeout", "the classic member failed to join within the rebalance timeout"
+                )
+            return self._fence(group, [member], "sync timeout", "the member failed to sync within timeout")
         deadline, epoch = self.soft[group_id].rebalance.pop(member_id)
         if member is not None and member.member_epoch == epoch:
             return self._fence(
@@ -739,7 +801,9 @@ class ConsumerGroupCoordinator:
                 if existing is None:
                     member = group.members.get(member_id) or ConsumerGroupMember(member_id)
                 else:
-                    if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                    # a member of the classic protocol under that instance id is replaced at once (it sends no
+                    # leave of its own kind first)
+                    if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and existing.classic is None:
                         raise HeartbeatError(
                             "UNRELEASED_INSTANCE_ID",
                             f"Static member {member_id} with instance id "
@@ -783,6 +847,7 @@ class ConsumerGroupCoordinator:
             subscribed_topic_regex=regex if regex is not None else member.subscribed_topic_regex,
             client_id=e["client_id"],
             client_host=e["client_host"],
+            classic=None,  # a ConsumerGroupHeartbeat is the consumer protocol's
         )
         bump = group.group_epoch == 0
         trigger = "join" if member_id not in group.members else "subscription"
@@ -816,9 +881,12 @@ class ConsumerGroupCoordinator:
                 group.subscribed_regexes(), group.subscribed_topic_names(), len(group.members)
             )
 
-        # 2. A newer group epoch than the target's: compute the new target assignment.
+        # 2. A newer group epoch than the target's: compute the new target assignment, unless the last one is
+        # younger than group.consumer.assignment.interval.ms (Kafka 4.3+): then the member reconciles to the last.
         assignor_name = None
-        if group_epoch > group.assignment_epoch:
+        if group_epoch > group.assignment_epoch and can_compute_next_target_assignment(
+            group.assignment_timestamp, self.config.group_consumer_assignment_interval_ms, self.now
+        ):
             assignor_name = group.preferred_server_assignor(old_ref, updated) or self.config.group_consumer_assignors[0]
             updates: dict[str, ConsumerGroupMember | None] = {updated.member_id: updated}
             previous_id = group.static_members.get(updated.instance_id) if updated.instance_id is not None else None
@@ -838,6 +906,9 @@ class ConsumerGroupCoordinator:
                     self.image,
                     updates,
                     group.member_slots,
+                    # Its time, in the record as Kafka 4.3+ writes it, where an interval needs it; Kafka up to 4.2
+                    # (the default interval, 0) writes the record without it.
+                    self.now if self.config.group_consumer_assignment_interval_ms else 0,
                 )
             except (PartitionAssignorError, ValueError, KeyError) as exc:
                 raise HeartbeatError(
@@ -1023,9 +1094,12 @@ class ConsumerGroupCoordinator:
         answer: dict | None = None,
     ) -> Outputs:
         """Kafka's consumerGroupFenceMembers: remove the members' records, drop regexes nobody else uses, refresh
-        the subscription metadata and bump the group epoch."""
+        the subscription metadata and bump the group epoch -- or, when only members of the classic protocol remain,
+        downgrade the group to a classic group (classic_members.py)."""
         gid = group.group_id
         soft = self.soft[gid]
+        if classic_members.downgrade_allowed(self, group, members):
+            return classic_members.downgrade(self, group, members, reason, why, answer)
         records = []
         for m in members:
             records += [
@@ -1106,11 +1180,13 @@ class ConsumerGroupCoordinator:
         return out
 
     def _tombstones(self, group: ConsumerGroup) -> list[dict]:
+        """ConsumerGroup.createGroupTombstoneRecords: the members in its member table's order."""
         gid = group.group_id
-        records = [R.current_assignment_tombstone(gid, m) for m in group.members]
-        records += [R.target_assignment(gid, m, None) for m in group.members]
+        members = timeline_hash_order(list(group.members), capacity=group.member_slots)
+        records = [R.current_assignment_tombstone(gid, m) for m in members]
+        records += [R.target_assignment(gid, m, None) for m in members]
         records.append(R.target_assignment_epoch(gid, None))
-        records += [R.member_subscription_tombstone(gid, m) for m in group.members]
+        records += [R.member_subscription_tombstone(gid, m) for m in members]
         records += [R.regular_expression(gid, r, None) for r in group.resolved_regexes]
         records += [R.partition_metadata(gid, None), R.epoch(gid, None)]
         return records
@@ -1153,9 +1229,9 @@ class ConsumerGroupCoordinator:
     def _commit_error(group: ConsumerGroup, e: dict) -> str | None:
         """ConsumerGroup.validateOffsetCommit (Kafka 4.0), for OffsetCommit (not TxnOffsetCommit): an epoch < 0 is
         the admin client's (or a consumer's without group management), fine while the group has no member; else
-        the member must exist and commit at its current epoch. The instance id is not checked. Every member of this
-        model uses the consumer protocol, so a mismatch is STALE_MEMBER_EPOCH (a classic-protocol member of a
-        consumer group would get ILLEGAL_GENERATION; such members are not modelled)."""
+        the member must exist and commit at its current epoch. The instance id is not checked. A mismatch is
+        STALE_MEMBER_EPOCH, ILLEGAL_GENERATION for a member of the classic protocol (which may commit with any
+        OffsetCommit version)."""
         epoch, member_id = e["generation"], e["member_id"]
         if epoch < 0 and not group.members:
             return None
@@ -1163,10 +1239,10 @@ class ConsumerGroupCoordinator:
         if member is None:
             return "UNKNOWN_MEMBER_ID"
         version = e.get("api_version")
-        if version is not None and version < OFFSET_COMMIT_MIN_VERSION:
+        if version is not None and version < OFFSET_COMMIT_MIN_VERSION and member.classic is None:
             return "UNSUPPORTED_VERSION"
         if epoch != member.member_epoch:
-            return "STALE_MEMBER_EPOCH"
+            return "ILLEGAL_GENERATION" if member.classic is not None else "STALE_MEMBER_EPOCH"
         return None
 
     def _commit_answer(self, e: dict, error: str, refused: list[bool] | None = None) -> Output:
@@ -1261,11 +1337,12 @@ class ConsumerGroupCoordinator:
             mine.setdefault(tp, o)
         self._refresh_retention(group_id)
 
-    def seed_topics(self, sizes: Mapping[str, int]) -> None:
-        """Topic sizes known before this model held the group (the classic coordinator keeps names and counts)."""
+    def seed_topics(self, sizes: Mapping[str, int], ids: Mapping[str, str] | None = None) -> None:
+        """Topic sizes known before this model held the group (the classic coordinator keeps names and counts, and
+        the ids events gave it)."""
         for name, partitions in sorted(sizes.items()):
             if partitions > 0 and self.image.get(name) is None:
-                self.image.apply(name, partitions)
+                self.image.apply(name, partitions, (ids or {}).get(name))
 
     # Event type -> its handler (Kafka's rules for the request; topic metadata and an observed session expiry are the
     # tracker's own). Every request ``handle`` answers goes through this table; any other type is ignored, and says so.
@@ -1275,6 +1352,11 @@ class ConsumerGroupCoordinator:
         "topic_metadata": _topic_metadata,
         "delete_group": _delete_group,
         "session_expired": _session_expired,
+        # a classic-protocol member's requests (classic_members.py); routing.py sends them only for a group held here
+        "join": classic_members.join,
+        "sync": classic_members.sync,
+        "heartbeat": classic_members.heartbeat,
+        "leave": classic_members.leave,
     }
 
 

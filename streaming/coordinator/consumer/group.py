@@ -15,6 +15,7 @@ from assignors.java import TIMELINE_MIN_CAPACITY, java_hash_order, java_string_h
 from streaming.coordinator.consumer import records as R
 from streaming.coordinator.consumer.member import (
     LEAVE_GROUP_MEMBER_EPOCH,
+    ClassicMemberMetadata,
     Assignment,
     ConsumerGroupMember,
     assignment,
@@ -63,6 +64,8 @@ class ConsumerGroup:
         self.group_id = group_id
         self.group_epoch = epoch
         self.assignment_epoch = epoch
+        # When the target assignment was last computed (Kafka 4.3+'s assignmentTimestamp); 0: unknown, or none yet.
+        self.assignment_timestamp = 0
         self.members: dict[str, ConsumerGroupMember] = {}  # in the order they joined (Kafka's member table's)
         # The size of Kafka's member table (a TimelineHashMap: it grows as members join, never shrinks): with the
         # members' order it gives the order the assignor sees them in (target.py).
@@ -117,15 +120,17 @@ class ConsumerGroup:
                         subscribed_topic_regex=value["subscribedTopicRegex"] or "",
                         rebalance_timeout_ms=int(value.get("rebalanceTimeoutMs", -1)),
                         server_assignor=value["serverAssignor"],
+                        classic=ClassicMemberMetadata.from_record(value.get("classicMemberMetadata")),
                     )
                 )
         elif kind == R.TARGET_ASSIGNMENT_METADATA:
             if value is None:
                 if self.target:
                     raise IllegalGroupState(f"target assignment of {self.group_id} deleted while members have one")
-                self.assignment_epoch = -1
+                self.assignment_epoch, self.assignment_timestamp = -1, 0
             else:
                 self.assignment_epoch = int(value["assignmentEpoch"])
+                self.assignment_timestamp = int(value.get("assignmentTimestamp") or 0)
         elif kind == R.TARGET_ASSIGNMENT_MEMBER:
             if value is None:
                 self.target.pop(record["member_id"], None)
@@ -236,6 +241,26 @@ class ConsumerGroup:
                 counts[m.regex] = counts.get(m.regex, 0) + 1
         return counts
 
+    def classic_members(self) -> list[ConsumerGroupMember]:
+        return [m for m in self.members.values() if m.uses_classic_protocol]
+
+    def supports_classic_protocols(self, protocol_type: str, names: Iterable[str]) -> bool:
+        """Kafka's ConsumerGroup.supportsClassicProtocols: a JoinGroup's protocols fit the group when its protocol
+        type is ``consumer`` and, the group not being empty, one of its protocols is supported by every member of
+        the classic protocol (any, when there is none)."""
+        names = set(names)
+        if protocol_type != "consumer":
+            return False
+        if not self.members:
+            return bool(names)
+        classic = self.classic_members()
+        return any(all(name in {n for n, _ in m.classic.protocols} for m in classic) for name in names)
+
+    def all_classic_except(self, leaving: Iterable[ConsumerGroupMember]) -> bool:
+        """Kafka's allMembersUseClassicProtocolExcept: every member but ``leaving`` speaks the classic protocol."""
+        gone = {m.member_id for m in leaving}
+        return all(m.uses_classic_protocol for mid, m in self.members.items() if mid not in gone)
+
     def num_subscribed_members(self, regex: str) -> int:
         return sum(1 for m in self.members.values() if m.subscribed_topic_regex == regex)
 
@@ -308,7 +333,7 @@ class ConsumerGroup:
 
     # ================================================================ serialisation
     def to_dict(self) -> dict:
-        return {
+        d = {
             "group_id": self.group_id,
             "group_epoch": self.group_epoch,
             "assignment_epoch": self.assignment_epoch,
@@ -321,11 +346,15 @@ class ConsumerGroup:
             "deleted": self.deleted,
             "member_slots": self.member_slots,
         }
+        if self.assignment_timestamp:
+            d["assignment_timestamp"] = self.assignment_timestamp
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "ConsumerGroup":
         group = cls(d["group_id"])
         group.group_epoch, group.assignment_epoch = d["group_epoch"], d["assignment_epoch"]
+        group.assignment_timestamp = int(d.get("assignment_timestamp", 0))
         for md in d["members"]:
             group._update_member(ConsumerGroupMember.from_dict(md))
         group.target = {mid: assignment(a) for mid, a in d["target"].items()}

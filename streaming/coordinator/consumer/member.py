@@ -47,6 +47,33 @@ def is_subset(owned: Mapping[str, Iterable[int]] | None, target: Assignment) -> 
 
 
 @dataclass(frozen=True)
+class ClassicMemberMetadata:
+    """A member that speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup) inside a consumer group:
+    its session timeout and its JoinGroup's protocols, ``(name, metadata)`` with the metadata the embedded
+    ConsumerProtocolSubscription bytes in base64 (Kafka's ConsumerGroupMemberMetadataValue.ClassicMemberMetadata)."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, str], ...]
+
+    def to_record(self) -> dict:
+        return {
+            "sessionTimeoutMs": self.session_timeout_ms,
+            "supportedProtocols": [{"name": n, "metadata": m} for n, m in self.protocols],
+        }
+
+    @classmethod
+    def from_record(cls, value: Mapping | None) -> "ClassicMemberMetadata | None":
+        """None for a member of the consumer protocol: a null, or the empty struct a record without the field reads
+        as (no JoinGroup has no protocols)."""
+        if value is None or not value.get("supportedProtocols"):
+            return None
+        return cls(
+            int(value["sessionTimeoutMs"]),
+            tuple((p["name"], p.get("metadata") or "") for p in value.get("supportedProtocols") or []),
+        )
+
+
+@dataclass(frozen=True)
 class ConsumerGroupMember:
     member_id: str
     member_epoch: int = 0
@@ -62,6 +89,7 @@ class ConsumerGroupMember:
     server_assignor: str | None = None
     assigned_partitions: Mapping[str, frozenset] = field(default_factory=dict)
     partitions_pending_revocation: Mapping[str, frozenset] = field(default_factory=dict)
+    classic: ClassicMemberMetadata | None = None  # set for a member of the classic protocol
 
     def with_(self, **changes) -> "ConsumerGroupMember":
         return replace(self, **changes)
@@ -72,6 +100,10 @@ class ConsumerGroupMember:
 
     def is_reconciled_to(self, target_epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == target_epoch
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     @property
     def regex(self) -> str | None:
@@ -95,6 +127,7 @@ class ConsumerGroupMember:
             "server_assignor": self.server_assignor,
             "assigned_partitions": assignment_to_json(self.assigned_partitions),
             "partitions_pending_revocation": assignment_to_json(self.partitions_pending_revocation),
+            **({"classic": self.classic.to_record()} if self.classic is not None else {}),
         }
 
     @classmethod
@@ -114,4 +147,5 @@ class ConsumerGroupMember:
             d["server_assignor"],
             assignment(d["assigned_partitions"]),
             assignment(d["partitions_pending_revocation"]),
+            ClassicMemberMetadata.from_record(d.get("classic")),
         )

@@ -102,7 +102,7 @@ def member_subscription(group_id: str, member: ConsumerGroupMember) -> ConsumerG
             "subscribedTopicRegex": member.subscribed_topic_regex,
             "rebalanceTimeoutMs": member.rebalance_timeout_ms,
             "serverAssignor": member.server_assignor,
-            "classicMemberMetadata": None,
+            "classicMemberMetadata": member.classic.to_record() if member.classic is not None else None,
         },
         member_id=member.member_id,
     )
@@ -112,12 +112,13 @@ def member_subscription_tombstone(group_id: str, member_id: str) -> ConsumerGrou
     return _record(MEMBER_METADATA, group_id, None, member_id=member_id)
 
 
-def target_assignment_epoch(group_id: str, assignment_epoch: int | None) -> ConsumerGroupRecord:
-    return _record(
-        TARGET_ASSIGNMENT_METADATA,
-        group_id,
-        None if assignment_epoch is None else {"assignmentEpoch": assignment_epoch},
-    )
+def target_assignment_epoch(group_id: str, assignment_epoch: int | None, timestamp: int = 0) -> ConsumerGroupRecord:
+    """``timestamp``: when the target was computed (Kafka 4.3+ writes it; 0, its default, is left out as Kafka's
+    tagged field is)."""
+    value = None if assignment_epoch is None else {"assignmentEpoch": assignment_epoch}
+    if value is not None and timestamp:
+        value["assignmentTimestamp"] = timestamp
+    return _record(TARGET_ASSIGNMENT_METADATA, group_id, value)
 
 
 def target_assignment(group_id: str, member_id: str, partitions: Assignment | None) -> ConsumerGroupRecord:

@@ -43,6 +43,13 @@ def member_topics(member: ConsumerGroupMember, resolved: Mapping[str, ResolvedRe
     return topics
 
 
+def can_compute_next_target_assignment(last_ms: int, interval_ms: int, now_ms: int) -> bool:
+    """Kafka 4.3+'s GroupMetadataManager.canComputeNextTargetAssignment: at once when no computation is known
+    (``last_ms`` 0) or there is no interval (which also gets past a clock set back), else once the interval since
+    the last computation has run out."""
+    return last_ms == 0 or interval_ms == 0 or now_ms >= last_ms + interval_ms
+
+
 def build_target_assignment(
     group_id: str,
     group_epoch: int,
@@ -56,10 +63,12 @@ def build_target_assignment(
     image: TopicImage,
     updates: Mapping[str, ConsumerGroupMember | None] = {},
     member_slots: int | None = None,
+    timestamp: int = 0,
 ) -> TargetAssignmentResult:
     """``updates``: member id -> the member as it will be (None: removed), in the order the request made them;
     ``members`` in the order they joined the group, ``member_slots`` its member table's size (None: as small as
-    the members allow). Raises the assignor's errors."""
+    the members allow); ``timestamp``: the time of the computation, for the metadata record. Raises the assignor's
+    errors."""
     specs: dict[str, ConsumerGroupMember] = {mid: m for mid, m in members.items()}
     current: dict[str, Mapping[str, frozenset]] = {mid: target.get(mid, {}) for mid in members}
     for member_id, member in updates.items():
@@ -113,5 +122,5 @@ def build_target_assignment(
         for mid in order
         if target.get(mid) is None or new_assignment[mid] != target.get(mid)
     ]
-    records.append(R.target_assignment_epoch(group_id, group_epoch))
+    records.append(R.target_assignment_epoch(group_id, group_epoch, timestamp))
     return TargetAssignmentResult(records, new_assignment)
