@@ -30,9 +30,10 @@ from streaming.feeds.cluster_feed import OBSERVER_SETTINGS, ClusterFeed, events_
 from tests.broker_history import story as told
 from tests.broker_history import wait_until
 from tests.brokers.test_kip848_kafka import History, assignments_given, committed_by_truth, grow, produce
+from tests.groups import OWN_PROCESSES
 from tests.kafka4_history import committed_on
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.xdist_group(OWN_PROCESSES)]
 
 PARTITIONS, GROWN_TO = 4, 6
 # Short sessions and frequent heartbeats (a rebalance reaches the others at their next heartbeat); the leader looks
