@@ -9,8 +9,10 @@ of what it was given minus what it gave up.
 
 SIGTERM closes it cleanly (a leave: epoch -1, or -2 for a static member); SIGKILL is a crash; SIGUSR1 changes its
 subscription to ``resubscribe`` (a list of topics). Settings: ``bootstrap``, ``group``, ``topics``, ``name``,
-``truth``, optional ``group_instance_id``, ``resubscribe``, ``group_protocol`` (``classic``; default ``consumer``) and
-``feed_topic`` (instrumented: streaming/feeds/instrument_confluent.py publishes its callbacks and statistics there).
+``truth``, optional ``group_instance_id``, ``resubscribe``, ``group_protocol`` (``classic``; default ``consumer``),
+``feed_topic`` (instrumented: streaming/feeds/instrument_confluent.py publishes its callbacks and statistics there)
+and ``librdkafka`` (more client settings, e.g. ``group.remote.assignor`` or a classic member's
+``session.timeout.ms``).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ def main(config: dict) -> int:
         settings["group.instance.id"] = config["group_instance_id"]
     if config.get("group_protocol"):
         settings["group.protocol"] = config["group_protocol"]
+    settings.update(config.get("librdkafka") or {})
     reporter = None
     if config.get("feed_topic"):  # instrumented: its callbacks and statistics as client_report events
         from confluent_kafka import Producer

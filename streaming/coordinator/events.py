@@ -148,6 +148,14 @@ class DeleteGroup(_Event, tag="delete_group"):
     pass
 
 
+class SessionExpired(_Event, tag="session_expired"):
+    """Not a request: an observer's word that the coordinator's session timer of a KIP-848 member fired at ``ts``
+    (the cluster feed sends it for a static member removed while away at epoch -2: it sends nothing more, so its
+    removal is the broker's timer). The consumer model fences the member as Kafka's timer does."""
+
+    member_id: Union[str, None] | UnsetType = UNSET
+
+
 class LogEnd(_Event, tag="log_end"):
     """A sample of where a partition the group consumes ends (ListOffsets latest, read at ``ts``): what lag is
     measured against (streaming/coordinator/lag.py). Published per group by the log-end sampler
@@ -182,7 +190,19 @@ class ClientReport(_Event, tag="client_report"):
 
 
 CLIENT_REPORTS = ("assigned", "revoked", "lost", "committed", "commit_failed", "stats")
-_TYPES = (Join, Sync, Heartbeat, Leave, Commit, TopicMetadata, DeleteGroup, ConsumerHeartbeat, LogEnd, ClientReport)
+_TYPES = (
+    Join,
+    Sync,
+    Heartbeat,
+    Leave,
+    Commit,
+    TopicMetadata,
+    DeleteGroup,
+    SessionExpired,
+    ConsumerHeartbeat,
+    LogEnd,
+    ClientReport,
+)
 EVENT_TYPES = tuple(t.__struct_config__.tag for t in _TYPES)
 _Any = Union[_TYPES]
 _DECODER = msgspec.json.Decoder(_Any)
@@ -251,6 +271,7 @@ _FIELDS: dict[str, list[tuple[str, bool, bool, Any]]] = {
         ("partition_racks", False, True, None),
     ],
     "delete_group": list(_COMMON),
+    "session_expired": _COMMON + [("member_id", True, False, None)],
     "log_end": _COMMON
     + [("topic", True, False, None), ("partition", True, False, None), ("offset", True, False, None)],
     "client_report": _COMMON

@@ -49,7 +49,12 @@ events: the model expires and deletes offsets itself, and a DeleteGroups shows a
 What cannot be inferred:
   - heartbeats that changed nothing write no record, so a member's liveness between records is unknown: the shadow
     (and the tracker) must not expire sessions on their own (``CONSUMER_OBSERVER_SETTINGS``); a member's removal
-    is reported as a leave (epoch -1) whether it left or its session expired -- the records are the same. A member
+    is reported as a leave (epoch -1) whether it left or its session expired -- the records are the same, and a
+    member that heartbeats without changing anything writes nothing for as long as it likes, so no gap between its
+    last record and its removal tells an expiry (a gap shorter than a session rules one out; the feed does not know
+    the session). The exception: a static member away at epoch -2 (its static leave) sends nothing more, so its
+    removal without a successor is the broker's session timer (a ``session_expired`` event: the model fences it
+    as the timer does) -- or an administrator's removal by instance id, which writes the same records. A member
     removed while still revoking, exactly when its rebalance timeout ran out, is the model's own rebalance-timeout
     fence (the timeout is in the member's record, the times are the broker's): no event, the tracker's timer does
     it when its clock passes that time;
@@ -514,6 +519,10 @@ class ConsumerGroupFeed:
                     and new.get("instanceId") == m.instance_id
                 ):
                     yield from heartbeats([self._join(new, ts)])  # a static member restarted under a new id
+                if m.member_epoch == -2:
+                    # away since its static leave, it sends nothing more: the broker's session timer removed it
+                    expired = {"type": "session_expired", "group_id": group_id, "ts": ts, "member_id": m.member_id}
+                    yield from heartbeats([expired])
                 if m.partitions_pending_revocation:
                     yield []  # still revoking: its rebalance timeout may have run out (the model's own timer)
                 yield from heartbeats([self._heartbeat(group_id, m, -1, ts)])  # left, or its session expired

@@ -4,8 +4,10 @@ cluster feed reading the broker's own ``__consumer_offsets``.
 
 The history: c0 and c1 start; c2 is added; c1 closes (a leave); s0, a static member, is added; c0 is killed (its
 session runs out); s0 restarts within its session (a static leave, epoch -2, then its new member id takes its place
-and partitions); c2 adds a second topic to its subscription; c2 closes, then s0 (a static leave). Each step waits
-until the running consumers' rebalance callbacks cover every subscribed partition exactly once.
+and partitions); c2 adds a second topic to its subscription; that topic grows from 3 to 5 partitions; s0 closes and
+stays away past its session (the broker fences it, and c2 takes its partitions), then comes back as a new member;
+c2 closes, then s0 (a static leave). Each step waits until the running consumers' rebalance callbacks cover every
+subscribed partition exactly once. The group's sessions are 5 s (group config ``consumer.session.timeout.ms``).
 
 The group is set to compute target assignments in the heartbeat that needs them (group configs
 ``consumer.assignment.interval.ms=0``, ``consumer.assignor.offload.enable=false``), as Kafka up to 4.2 always did:
@@ -44,6 +46,9 @@ pytestmark = [pytest.mark.kafka, pytest.mark.xdist_group(OWN_PROCESSES)]
 MODEL = {**CONSUMER_OBSERVER_SETTINGS, "initial.group.epoch": 1}
 SYNCHRONOUS_TARGETS = {"consumer.assignment.interval.ms": "0", "consumer.assignor.offload.enable": "false"}
 SIZES = {"a": 7, "b": 3}  # 7: members with an extra partition (where Kafka 4.0 and 4.1+ assign differently)
+GROWN = {"b": 5}  # the second topic, grown during the history
+# Sessions of 5 s (the broker's 10 s, for this group only): c0's crash and s0's stay away end sooner
+SESSION = {"consumer.session.timeout.ms": "5000"}
 
 
 class History:
@@ -117,6 +122,29 @@ class History:
         wait_until(done, timeout_s, f"the group to settle after: {step}", every_s=0.2)
 
 
+class TopicsAsOf:
+    """The cluster's topics (name -> topic id, partitions) as a feed following the log while it was written would
+    have found them (``broker_topics.BrokerTopics``: asked again when a batch it cannot explain is newer than its
+    last answer): the sizes before ``grown_at_ms`` (wall clock, when the topic was grown: the broker's record times
+    are the same machine's clock) until a batch at or after it needs asking again."""
+
+    def __init__(self, ids: dict[str, str], before: dict[str, int], grown_at_ms: int, after: dict[str, int]) -> None:
+        self.ids, self.before, self.grown_at_ms, self.after = ids, before, grown_at_ms, after
+        self.asked_ms = 0
+
+    def sizes(self) -> dict[str, int]:
+        return {**self.before, **self.after} if self.asked_ms >= self.grown_at_ms else dict(self.before)
+
+    def __call__(self, name: str) -> tuple[str, int] | None:
+        return (self.ids[name], self.sizes()[name]) if name in self.ids else None
+
+    def refresh(self, since_ms: int | None = None) -> bool:
+        if since_ms is None or since_ms <= self.asked_ms:
+            return False
+        was, self.asked_ms = self.sizes(), since_ms
+        return self.sizes() != was
+
+
 def owned_now(facts: list[dict]) -> dict[str, tuple[str, set]]:
     """client -> (its latest member id, the partitions its callbacks have given it and not taken back)."""
     out: dict[str, tuple[str, set]] = {}
@@ -182,6 +210,14 @@ def set_group_configs(bootstrap: str, group: str, configs: dict[str, str]) -> No
         future.result(20)
 
 
+def grow(bootstrap: str, topic: str, partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept until answered: its futures die with it
+    for future in admin.create_partitions([NewPartitions(topic, partitions)]).values():
+        future.result(20)
+
+
 def produce(bootstrap: str, topic: str, partitions: int, per_partition: int) -> None:
     from confluent_kafka import Producer
 
@@ -199,7 +235,7 @@ def run(apache_kafka4, tmp_path_factory):
     bootstrap, suffix = apache_kafka4.bootstrap, uuid.uuid4().hex[:8]
     group, topics = f"k848-{suffix}", {"a": f"k848-a-{suffix}", "b": f"k848-b-{suffix}"}
     apache_kafka4.create_topics({topics["a"]: SIZES["a"], topics["b"]: SIZES["b"]})
-    set_group_configs(bootstrap, group, SYNCHRONOUS_TARGETS)
+    set_group_configs(bootstrap, group, {**SYNCHRONOUS_TARGETS, **SESSION})
     for key, name in topics.items():
         produce(bootstrap, name, SIZES[key], 50)
     history = History(bootstrap, group, topics, tmp_path_factory.mktemp("k848"))
@@ -220,7 +256,16 @@ def run(apache_kafka4, tmp_path_factory):
         history.settled("s0 restarted within its session")
         history.resubscribe("c2")
         history.settled("c2 subscribed to a second topic")
+        grown_at = int(time.time() * 1000)
+        grow(bootstrap, topics["b"], GROWN["b"])
+        produce(bootstrap, topics["b"], GROWN["b"], 20)  # records in the new partitions too: commits there
+        history.sizes[topics["b"]] = GROWN["b"]
+        history.settled(f"the second topic grew to {GROWN['b']} partitions")
         time.sleep(1)  # a commit or two at the new assignment
+        history.close("s0")  # its partitions stay its own until its session runs out ...
+        history.settled("s0's session ran out: c2 holds everything")
+        history.start("s0", group_instance_id="s0")  # ... then it is a new member
+        history.settled("s0 restarted after its session")
         history.close("c2")
         history.settled("c2 closed")
         history.close("s0")
@@ -252,13 +297,16 @@ def run(apache_kafka4, tmp_path_factory):
                 "group": group,
                 "topics": ids,
                 "sizes": {topics[k]: n for k, n in SIZES.items()},
+                "grown": [grown_at, {topics[k]: n for k, n in GROWN.items()}],
                 "pairs": [[k.hex(), None if v is None else v.hex(), ts] for k, v, ts in pairs],
             }
         )
     )
-    sizes = {topics[k]: n for k, n in SIZES.items()}
     config = ConsumerGroupConfig.from_properties(MODEL)
-    feed = ClusterFeed(ConsumerGroupFeed(config, topics=lambda name: (ids[name], sizes[name]) if name in ids else None))
+    cluster = TopicsAsOf(
+        ids, {topics[k]: n for k, n in SIZES.items()}, grown_at, {topics[k]: n for k, n in GROWN.items()}
+    )
+    feed = ClusterFeed(ConsumerGroupFeed(config, topics=cluster))
     # this group's records only: other tests' groups on the session's broker are not this feed's to explain
     own = [(k, v, ts) for k, v, ts in pairs if decode_record(k, v).get("group_id") == group]
     events = [e for e in events_from(own, feed) if e["group_id"] == group]
@@ -285,7 +333,7 @@ def run(apache_kafka4, tmp_path_factory):
         tracker=tracker,
         broker=[r for r in broker if r.get("group_id") == group],
         committed=committed_on(bootstrap, group, topics["a"], SIZES["a"])
-        | committed_on(bootstrap, group, topics["b"], SIZES["b"]),
+        | committed_on(bootstrap, group, topics["b"], GROWN["b"]),
     )
 
 
@@ -357,17 +405,20 @@ def test_each_members_assignment_is_what_its_consumer_was_given(run):
             seq[r["member_id"]].append(held)
     given = assignments_given(run.facts)
     assert dict(seq) == given
-    assert len(given) == 5  # c0, c1, c2, and s0's two member ids
+    assert len(given) == 6  # c0, c1, c2, and s0's three member ids
 
 
-def test_leaves_the_expiry_and_the_static_restart(run):
+def test_leaves_expiries_and_static_restarts(run):
     """c1 and c2 left; c0's removal (killed: its session ran out) writes the records a leave writes, so the feed
     reports it as a leave at the broker's time; s0's first member id left temporarily and was replaced by its
-    second, which left temporarily at the end."""
+    second, which left temporarily too and stayed away past its session: the broker fenced it (Kafka's session
+    timer), which the feed tells as a session expiry -- a member at epoch -2 has gone and sends nothing more, so its
+    removal is the broker's doing -- and s0's third id joined as a new member, which left temporarily at the end."""
     ids = {c: [] for c in ("c0", "c1", "c2", "s0")}
     for f in run.facts:
         if f["fact"] in ("assign", "revoke") and f["member_id"] not in ids[f["client"]]:
             ids[f["client"]].append(f["member_id"])
+    assert len(ids["s0"]) == 3
     left = {(o["member_id"], o["temporary"]) for o in run.outputs if o["type"] == "member_left"}
     assert left == {
         (ids["c0"][0], False),
@@ -375,18 +426,40 @@ def test_leaves_the_expiry_and_the_static_restart(run):
         (ids["c2"][0], False),
         (ids["s0"][0], True),
         (ids["s0"][1], True),
+        (ids["s0"][2], True),
     }
     replaced = [(o["previous_member_id"], o["member_id"]) for o in run.outputs if o["type"] == "member_replaced"]
     assert replaced == [(ids["s0"][0], ids["s0"][1])]
-    killed = next(
+
+    def removed(member_id: str) -> int:
+        return next(
+            r["ts"]
+            for r in run.broker
+            if r["type"] == "consumer_group_member_metadata" and r.get("tombstone") and r["member_id"] == member_id
+        )
+
+    assert next(o["ts"] for o in run.outputs if o["type"] == "member_left" and o["member_id"] == ids["c0"][0]) == (
+        removed(ids["c0"][0])
+    )
+    expired = [(o["member_id"], o["reason"], o["ts"]) for o in run.outputs if o["type"] == "member_expired"]
+    assert expired == [(ids["s0"][1], "session timeout", removed(ids["s0"][1]))]
+    # the broker's timer: a session after its last heartbeat (the -2 does not renew it), which came about a
+    # heartbeat interval (1 s) or less before the -2 (twice that allowed for a loaded machine)
+    went = next(
         r["ts"]
         for r in run.broker
-        if r["type"] == "consumer_group_member_metadata" and r.get("tombstone") and r["member_id"] == ids["c0"][0]
+        if r["type"] == "consumer_group_current_member_assignment"
+        and r.get("member_id") == ids["s0"][1]
+        and r.get("memberEpoch") == -2
     )
-    assert next(o["ts"] for o in run.outputs if o["type"] == "member_left" and o["member_id"] == ids["c0"][0]) == killed
+    session = int(SESSION["consumer.session.timeout.ms"])
+    assert session - 2000 <= removed(ids["s0"][1]) - went <= session + 1000
+    # ... after which s0 came back as a new member (epoch 0: no static member to replace)
+    assert not any(o["type"] == "member_replaced" and o["member_id"] == ids["s0"][2] for o in run.outputs)
 
 
 def test_final_offsets_are_the_brokers(run):
     tracked = {tp: o["offset"] for tp, o in run.tracker.fetch_offsets(run.group).items()}
     assert tracked == committed_by_truth(run.facts) == run.committed
     assert {t for t, _ in tracked} == set(run.topics.values())
+    assert {(run.topics["b"], p) for p in range(SIZES["b"], GROWN["b"])} <= set(tracked)  # the grown partitions

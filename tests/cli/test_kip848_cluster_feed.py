@@ -2,7 +2,7 @@
 ``cluster-feed --follow`` command, as a person types it, while confluent-kafka consumers with
 ``group.protocol=consumer`` (``tests/confluent_consumer.py``) go through a short history -- c0 and c1 start; a topic
 created after the command started joins c1's subscription; the first topic grows from 3 to 5 partitions; c1 closes,
-then c0.
+then c0. The members ask for the ``range`` server assignor (``group.remote.assignor``).
 
 The command finds out from the broker what Kafka 4.3+ does not write down: new groups start at epoch 1 and targets
 are computed at most once a second, the broker's default (ApiVersions: 4.3+; the group runs with the broker's own
@@ -30,21 +30,16 @@ from streaming.coordinator.routing import Configs, run_feed
 from streaming.feeds.cluster_feed import read_offsets_topic
 from streaming.feeds.consumer_feed import is_consumer_group_record, normalise
 from tests.broker_history import wait_until
-from tests.brokers.test_kip848_kafka import History, assignments_given, produce, topic_ids
+from tests.brokers.test_kip848_kafka import History, assignments_given, grow, produce, topic_ids
 from tests.job_process import job_env
 from tests.groups import OWN_PROCESSES
 
 pytestmark = [pytest.mark.kafka, pytest.mark.xdist_group(OWN_PROCESSES)]
 
 TRACKER = str(Path(sys.executable).parent / "rebalance-tracker")
-
-
-def grow(bootstrap: str, topic: str, partitions: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewPartitions
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept until answered: its futures die with it
-    for future in admin.create_partitions([NewPartitions(topic, partitions)]).values():
-        future.result(20)
+# The group's other server assignor (test_kip848_kafka's history runs with Kafka's default, uniform): the members ask
+# for it, and the broker uses the assignor most of them ask for
+RANGE = {"group.remote.assignor": "range"}
 
 
 def test_cluster_feed_follows_a_consumer_protocol_group_on_kafka_4_4(apache_kafka4, tmp_path):
@@ -77,8 +72,8 @@ def test_cluster_feed_follows_a_consumer_protocol_group_on_kafka_4_4(apache_kafk
             "cluster-feed to say how to run the tracker",
             every_s=0.2,
         )
-        history.start("c0")
-        history.start("c1")
+        history.start("c0", librdkafka=RANGE)
+        history.start("c1", librdkafka=RANGE)
         history.settled("c0 and c1 started")
         apache_kafka4.create_topics({topics["b"]: 2})  # a topic the command has not seen yet
         produce(bootstrap, topics["b"], 2, 20)
@@ -182,6 +177,10 @@ def test_cluster_feed_follows_a_consumer_protocol_group_on_kafka_4_4(apache_kafk
         )
 
     assert same(ours) == same(broker)
+    # every member asked for range (so the broker's targets above are its range assignor's, and the model's ours)
+    assert {
+        r["serverAssignor"] for r in broker if r["type"] == "consumer_group_member_metadata" and not r.get("tombstone")
+    } == {"range"}
     assert epochs(ours) == epochs(broker) and epochs(broker)[0] == initial + 1  # 4.3+: the first member makes 2
     assert targets(ours) == targets(broker)
     # the growth: a target with the first topic's 5 partitions

@@ -583,6 +583,49 @@ def test_session_timeout_expiration_static_member():
     assert not h.group().members and not h.group().static_members
 
 
+def test_an_observed_session_expiry_fences_as_the_timer_does():
+    """``session_expired`` (the cluster feed: the broker's timer fired, its records in the log) where the tracker runs
+    no sessions of its own: the records of Kafka's timer above (testSessionTimeoutExpirationStaticMember), at the
+    event's time, told as a session expiry; for a member the group does not have, nothing."""
+    h = Harness({"foo": 6}, group_consumer_session_timeout_ms=2**31 - 1)
+    h.assignor.prepare({"m": h.A(foo=range(6))})
+    h.join("m", ["foo"], instance_id="instance")
+    h.ts = 10_000
+    h.hb("m", -2, instance_id="instance")
+    assert h.advance(44_000) == []  # no session of its own
+    h.ts = 44_500
+    out = h.event(type="session_expired", member_id="m", group_id=G)
+    assert records(out) == strip(
+        [
+            R.current_assignment_tombstone(G, "m"),
+            R.target_assignment(G, "m", None),
+            R.member_subscription_tombstone(G, "m"),
+            R.partition_metadata(G, {}),
+            R.epoch(G, 2),
+        ]
+    )
+    assert [(o["ts"], o["member_id"], o["reason"]) for o in out if o["type"] == "member_expired"] == [
+        (44_500, "m", "session timeout")
+    ]
+    assert not h.group().members and not h.group().static_members and h.c.soft[G].sessions == {}
+    again = h.event(type="session_expired", member_id="m", group_id=G)
+    assert [o["type"] for o in again] == ["ignored_event"]
+
+
+def test_an_observed_session_expiry_of_no_consumer_group_is_ignored():
+    """The routing's models: a ``session_expired`` for a group nobody holds, or a classic one, is ignored and says
+    why (never an error that would stop the job)."""
+    from streaming.coordinator.routing import Configs, run_feed
+
+    join = {"type": "join", "group_id": "g", "ts": 1, "member_id": "k", "protocols": [{"name": "range", "topics": []}]}
+    for events in ([], [join]):
+        outputs, rejected = run_feed(
+            events + [{"type": "session_expired", "group_id": "g", "ts": 2, "member_id": "k"}],
+            Configs.from_properties({}),
+        )
+        assert rejected == 0 and outputs[-1]["type"] == "ignored_event", outputs
+
+
 def test_rebalance_timeout_expiration():
     h = Harness({"foo": 3})
     h.assignor.prepare({"m1": h.A(foo=(0, 1, 2))})

@@ -8,6 +8,7 @@ history's own. Then records written by hand, byte by byte, as a broker lays them
 from __future__ import annotations
 
 import collections
+from types import SimpleNamespace
 
 import pytest
 from kafka import KafkaProducer
@@ -482,6 +483,58 @@ def test_a_static_member_restart_written_by_the_model_is_told_from_a_leave(histo
     events, _ = feed_events_of(history)
     at = [e for e in events if e["ts"] - START == 106_000]
     assert [(e["member_id"], e["member_epoch"], e["instance_id"]) for e in at] == [("member-s2", 0, "static-1")]
+
+
+def test_a_static_member_away_past_its_session_is_told_as_expired():
+    """A static member's temporary leave (epoch -2), then Kafka's session timer: the removal writes what a leave
+    writes, but the member sends nothing after its -2, so the feed tells the broker's timer (``session_expired``)
+    and the tracker reports a session expiry at the record's time. Then the instance joins again: a new member."""
+    broker = ConsumerGroupCoordinator(ConsumerGroupConfig())  # Kafka's timers: a 45 s session
+
+    def hb(ts: int, member_id: str, epoch: int, **fields) -> list[dict]:
+        event = {"type": "consumer_heartbeat", "group_id": GROUP, "ts": ts, "member_id": member_id}
+        parsed, error = parse_event({**event, "member_epoch": epoch, **fields})
+        assert error is None, error
+        return broker.handle(parsed)
+
+    first = {"rebalance_timeout_ms": 30_000, "subscribed_topic_names": ["orders"], "topic_partitions": []}
+    outputs = broker.handle(
+        parse_event(
+            {
+                "type": "topic_metadata",
+                "group_id": GROUP,
+                "ts": START,
+                "topic": "orders",
+                "partitions": 4,
+                "topic_id": ORDERS_ID,
+            }
+        )[0]
+    )
+    outputs += hb(START, "member-a", 0, **first)
+    outputs += hb(START + 1000, "member-s1", 0, instance_id="static-1", **first)
+
+    def epoch(member_id: str) -> int:
+        return broker.groups[GROUP].members[member_id].member_epoch
+
+    outputs += hb(START + 2000, "member-s1", epoch("member-s1"), instance_id="static-1")  # no record
+    outputs += hb(START + 3000, "member-s1", -2, instance_id="static-1")
+    outputs += hb(START + 40_000, "member-a", epoch("member-a"))  # member-a stays
+    outputs += broker.advance(START + 2000 + 45_000)  # s1's session, from its last heartbeat
+    outputs += hb(START + 50_000, "member-s2", 0, instance_id="static-1", **first)
+    assert [o["ts"] - START for o in outputs if o["type"] == "member_expired"] == [47_000]
+    feed = ClusterFeed()
+    events = list(events_from(log(broker_records(SimpleNamespace(outputs=outputs))), feed))
+    assert feed.consumer.counts["unexplained records"] == 0
+    told = [(e["type"], e.get("member_epoch"), e["ts"] - START) for e in events if e.get("member_id") == "member-s1"]
+    assert told[-2:] == [("consumer_heartbeat", -2, 3000), ("session_expired", None, 47_000)]
+    tracked = track(events)
+    assert same_records(
+        [o for o in tracked if is_consumer_group_record(o)], broker_records(SimpleNamespace(outputs=outputs))
+    )
+    assert [(o["member_id"], o["reason"], o["ts"] - START) for o in tracked if o["type"] == "member_expired"] == [
+        ("member-s1", "session timeout", 47_000)
+    ]
+    assert not any(o["type"] == "member_replaced" for o in tracked)
 
 
 # ---------------------------------------------------------------- seeded churn

@@ -1155,6 +1155,16 @@ class ConsumerGroupCoordinator:
                 self.soft[gid].refresh_metadata = True
         return []
 
+    def _session_expired(self, e: dict) -> Outputs:
+        """Not a request: an observer saw the broker's session timer fire for the member (``events.SessionExpired``);
+        Kafka's timer fences it (consumerGroupFenceMemberOperation, "the member session expired")."""
+        gid, member_id = e["group_id"], e["member_id"]
+        group = self.groups.get(gid)
+        member = group.members.get(member_id) if group is not None else None
+        if member is None:
+            return [outputs.ignored_event(gid, self.now, "session_expired", f"no member {member_id} in the group")]
+        return self._fence(group, [member], "session timeout", "the member session expired")
+
     def _delete_group(self, e: dict) -> Outputs:
         """DeleteGroups: only an Empty group goes; Kafka's tombstones for all its records, in Kafka's order."""
         gid = e["group_id"]
@@ -1334,13 +1344,14 @@ class ConsumerGroupCoordinator:
             if partitions > 0 and self.image.get(name) is None:
                 self.image.apply(name, partitions, (ids or {}).get(name))
 
-    # Event type -> its handler (Kafka's rules for the request; topic metadata is the tracker's own). Every request
-    # ``handle`` answers goes through this table; any other type is ignored, and says so.
+    # Event type -> its handler (Kafka's rules for the request; topic metadata and an observed session expiry are the
+    # tracker's own). Every request ``handle`` answers goes through this table; any other type is ignored, and says so.
     HANDLERS: dict[str, Callable[["ConsumerGroupCoordinator", dict], Outputs]] = {
         "consumer_heartbeat": _heartbeat,
         "commit": _commit,
         "topic_metadata": _topic_metadata,
         "delete_group": _delete_group,
+        "session_expired": _session_expired,
         # a classic-protocol member's requests (classic_members.py); routing.py sends them only for a group held here
         "join": classic_members.join,
         "sync": classic_members.sync,
