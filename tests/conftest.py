@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 import uuid
 
 import pytest
@@ -10,6 +11,16 @@ import pytest
 from tests.groups import OWN_PROCESSES, SHARED_JVM
 
 log = logging.getLogger("rebalance_tracker.tests")
+
+
+def pytest_configure(config):
+    # Tests press Ctrl-C on the commands they start, as a person at a terminal does. A suite started in the background
+    # of a non-interactive shell (a CI script, nohup) has SIGINT ignored, and every command it starts inherits that
+    # (Python keeps ignoring it, as Unix tools should) -- unless something in the same process happened to replace the
+    # handler first, as a SparkSession does. Restoring Python's default here makes each command start as from a
+    # terminal, whichever tests ran before it in this process.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
