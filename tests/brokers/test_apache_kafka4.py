@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
@@ -24,6 +25,10 @@ pytestmark = pytest.mark.xdist_group(OWN_PROCESSES)
 
 
 def _consumers_until_stable(bootstrap: str, group: str, topic: str, count: int, timeout_s: float = 60.0):
+    """``count`` consumers of ``group``, each polled in a thread of its own (as each application would) until all are
+    Stable in one generation with partitions. A poll waits up to 3 s: kafka-python 3.0.12 sometimes loses a JoinGroup
+    answer that arrives after a poll gave up waiting for it (see tests/kafka4_history.py), which one thread polling
+    every consumer for 100 ms in turn made likely."""
     consumers = [
         KafkaConsumer(
             topic,
@@ -36,19 +41,32 @@ def _consumers_until_stable(bootstrap: str, group: str, topic: str, count: int, 
         )
         for i in range(count)
     ]
-    deadline = time.monotonic() + timeout_s
-    while True:
-        for consumer in consumers:
-            consumer.poll(timeout_ms=100)
-        states = [c.group_metadata() for c in consumers]
-        if (
+    stop = threading.Event()
+
+    def polled(consumer: KafkaConsumer) -> None:
+        while not stop.is_set():
+            consumer.poll(timeout_ms=3_000)
+
+    def stable(states) -> bool:
+        return (
             all(s.state is MemberState.STABLE for s in states)
             and len({s.generation_id for s in states}) == 1
-            and sum(len(c.assignment()) for c in consumers) > 0
             and all(c.assignment() for c in consumers)
-        ):
-            return consumers, states
-        assert time.monotonic() < deadline, f"no common generation within {timeout_s:.0f}s: {states}"
+        )
+
+    threads = [threading.Thread(target=polled, args=(c,), daemon=True) for c in consumers]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while not stable([c.group_metadata() for c in consumers]):
+            assert time.monotonic() < deadline, f"no common generation within {timeout_s:.0f}s"
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(10)
+    return consumers, [c.group_metadata() for c in consumers]
 
 
 def _group_records(bootstrap: str, group: str, timeout_s: float = 30.0) -> list[dict]:
