@@ -93,6 +93,9 @@ def _classic_member(group: ConsumerGroup, e: dict) -> ConsumerGroupMember:
 
 def _new_member_id(c: "ConsumerGroupCoordinator", group: ConsumerGroup, e: dict) -> str:
     """Kafka draws a random UUID; here one derived from the request, so replays give the same ids."""
+    hint, c.member_id_hint = c.member_id_hint, None
+    if hint and hint not in group.members:
+        return hint
     for n in range(1 << 16):
         candidate = str(uuid.uuid5(_MEMBER_ID_NAMESPACE, f"{group.group_id}/{e['client_id']}/{c.now}/{n}"))
         if candidate not in group.members:
