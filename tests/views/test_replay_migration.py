@@ -6,6 +6,7 @@ kinds of members are replayed, through the tracker's routing. No broker."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from functools import lru_cache
 
 import pytest
@@ -16,7 +17,7 @@ from streaming.feeds.cluster_feed import ClusterFeed, events_from
 from streaming.feeds.consumer_feed import ConsumerGroupFeed
 from streaming.views import replay
 from streaming.views.history import build_history
-from tests.feeds.test_cluster_feed_migration import KAFKA_4_4, LOG, pairs, run
+from tests.feeds.test_cluster_feed_migration import DEFERRED, KAFKA_4_4, KAFKA_4_4_DEFAULTS, LOG, pairs, run
 
 GROUP = LOG["group"]
 # The recorded broker's settings (streaming/local/apache_kafka_kraft.py, the group's assignment interval 0) and
@@ -33,21 +34,30 @@ RECORDED_CONSUMER = ConsumerGroupConfig.from_properties(
 CLIENTS = ["c0", "c1", "k0", "k1", "k2"]
 
 
-@lru_cache(maxsize=None)
-def feed() -> tuple[dict, ...]:
-    topics = {name: tuple(v) for name, v in LOG["topics"].items()}
-    consumer = ConsumerGroupFeed(ConsumerGroupConfig.from_properties(KAFKA_4_4), topics=topics.get)
-    return tuple(parse_event(e)[0] for e in events_from(pairs(), ClusterFeed(consumer)))
+# The two recordings (tests/feeds/test_cluster_feed_migration.py): the group's assignment interval 0, and the
+# broker's default of 1000 ms, in which k2's JoinGroup came within the interval of the last target.
+RECORDINGS = {"interval 0": (LOG, KAFKA_4_4, 0), "default interval": (DEFERRED, KAFKA_4_4_DEFAULTS, 1_000)}
 
 
 @lru_cache(maxsize=None)
-def replayed(assignor: str = "server:uniform") -> tuple[dict, ...]:
-    return tuple(replay.replay_outputs(list(feed()), assignor, RECORDED_CLASSIC, consumer_config=RECORDED_CONSUMER))
+def feed(recording: str = "interval 0") -> tuple[dict, ...]:
+    log, settings, _ = RECORDINGS[recording]
+    topics = {name: tuple(v) for name, v in log["topics"].items()}
+    consumer = ConsumerGroupFeed(ConsumerGroupConfig.from_properties(settings), topics=topics.get)
+    return tuple(parse_event(e)[0] for e in events_from(pairs(log), ClusterFeed(consumer)))
 
 
 @lru_cache(maxsize=None)
-def recorded() -> tuple[dict, ...]:
-    return tuple(run(pairs())[1])
+def replayed(assignor: str = "server:uniform", recording: str = "interval 0") -> tuple[dict, ...]:
+    interval = RECORDINGS[recording][2]
+    consumer = replace(RECORDED_CONSUMER, group_consumer_assignment_interval_ms=interval)
+    return tuple(replay.replay_outputs(list(feed(recording)), assignor, RECORDED_CLASSIC, consumer_config=consumer))
+
+
+@lru_cache(maxsize=None)
+def recorded(recording: str = "interval 0") -> tuple[dict, ...]:
+    log, settings, _ = RECORDINGS[recording]
+    return tuple(run(pairs(log), log, settings)[1])
 
 
 def clients(outputs) -> dict[str, str]:
@@ -117,23 +127,27 @@ def test_every_member_of_both_protocols_is_replayed():
     assert [c for c, e in errors if e == "ILLEGAL_GENERATION"] == ["k2"]
 
 
-def test_under_the_recorded_assignors_and_settings_the_replay_tells_the_recorded_story():
+@pytest.mark.parametrize("recording", list(RECORDINGS))
+def test_under_the_recorded_assignors_and_settings_the_replay_tells_the_recorded_story(recording):
     """Equal: the members (the ids too: each asks the replayed coordinator for the one the recorded broker drew), the
     switches at the same moments (c0's first heartbeat, c1's leave), the departures in order, the group epochs, every
     target, the classic generations with their assignments, and the partitions each member held in turn. Not equal:
     the moments of the members' reactions (rejoins, syncs, acknowledgements: the recorded clients' own times, the
-    replayed ones' REACTION_MS or their next heartbeat), hence when each rebalance completed."""
-    was, now = story(recorded()), story(replayed())
+    replayed ones' REACTION_MS or their next heartbeat), hence when each rebalance completed. With the broker's
+    default interval too: k2 joins within it in the replay as in the recording (its target comes a heartbeat
+    later)."""
+    was, now = story(recorded(recording)), story(replayed("server:uniform", recording))
     assert now == was
-    assert was["members"] and len(was["targets"]) == 4 and len(was["classic generations"]) == 5
-    assert [g for g, _ in was["classic generations"]] == [1, 2, 8, 9, 10]
-    assert was["group epochs"] == [2, 3, 4, 5, 6, 7]
-    assert sorted(now["partitions each member held, in turn"]) == CLIENTS
+    assert sorted(now["partitions each member held, in turn"]) == CLIENTS and len(now["switches"]) == 2
+    if recording == "interval 0":  # what that story is
+        assert len(was["targets"]) == 4 and [g for g, _ in was["classic generations"]] == [1, 2, 8, 9, 10]
+        assert was["group epochs"] == [2, 3, 4, 5, 6, 7]
     # The rebalances count alike, at other moments.
-    ended = [(o.get("generation"), o.get("group_epoch")) for o in recorded() if o["type"] == "rebalance"]
-    assert [(o.get("generation"), o.get("group_epoch")) for o in replayed() if o["type"] == "rebalance"] == ended
-    moments = [o["ts"] for o in recorded() if o["type"] == "rebalance"]
-    assert [o["ts"] for o in replayed() if o["type"] == "rebalance"] != moments
+    ended = [(o.get("generation"), o.get("group_epoch")) for o in recorded(recording) if o["type"] == "rebalance"]
+    again = replayed("server:uniform", recording)
+    assert [(o.get("generation"), o.get("group_epoch")) for o in again if o["type"] == "rebalance"] == ended
+    moments = [o["ts"] for o in recorded(recording) if o["type"] == "rebalance"]
+    assert [o["ts"] for o in again if o["type"] == "rebalance"] != moments
 
 
 @pytest.mark.parametrize("assignor", replay.DEFAULT_ASSIGNORS + replay.SERVER_ASSIGNORS)

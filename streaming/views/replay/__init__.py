@@ -122,7 +122,8 @@ consumer-protocol member goes), each member in the protocol it spoke:
   consumer group its ``group.consumer.assignors``.
 
 Replayed under the recorded assignors and settings, the rolling upgrade and back Kafka 4.4 recorded
-(``tests/feeds/kafka44_migration.json``) tells the recording's story -- the same members with the same ids, the
+(``tests/feeds/kafka44_migration.json``; ``kafka44_migration_deferred.json`` with the broker's default assignment
+interval too) tells the recording's story -- the same members with the same ids, the
 same switches at the same moments, the same classic generations and group epochs with the same assignments and
 targets, the same departures in the same order; what differs is when the members' reactions came (the recorded
 clients took their own time to rejoin, sync and acknowledge, the replayed ones ``REACTION_MS`` or their next
