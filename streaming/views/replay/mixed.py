@@ -271,7 +271,6 @@ class _MixedReplayer(_ConsumerFeedServerReplayer):
         if not client.in_group and not client.awaiting_join:
             # Gone from the replayed group (expired, or refused) while the recording shows it alive: a classic
             # client told UNKNOWN_MEMBER_ID joins again, as a new member.
-            client.member_id = "" if client.join["group_instance_id"] is None else client.member_id
             return self._send_join(client)
         if not client.awaiting_join and not client.awaiting_sync:
             self._send_classic(client, "heartbeat", generation=client.generation)
@@ -388,7 +387,7 @@ class _MixedReplayer(_ConsumerFeedServerReplayer):
         """No longer in the replayed group: its next heartbeat joins again."""
         client.in_group = client.awaiting_join = client.awaiting_sync = False
         client.generation, client.assignment = -1, []
-        if client.member_id and client.join["group_instance_id"] is None:
+        if client.member_id:  # a client told UNKNOWN_MEMBER_ID forgets its id, a static one too
             self.by_id.pop((client.key[0], client.member_id), None)
             client.member_id = ""
 
