@@ -207,3 +207,49 @@ def test_cli_replays_the_migrating_group_without_a_warning(tmp_path, capsys):
 def test_replay_of_a_migrating_group_is_deterministic():
     events = list(feed())
     assert replay.replay_outputs(events, "server:uniform") == replay.replay_outputs(events, "server:uniform")
+
+
+def test_a_migration_recorded_request_by_request_replays_to_its_story():
+    """A feed with the clients' own requests (KIP-394's two JoinGroups, SyncGroups, classic heartbeats, as an
+    instrumented client records them) rather than a broker's records: k0, k1 (classic) -> c joins, the upgrade -> k0
+    and k1 rejoin -> k0 leaves -> c leaves, the downgrade -> k1 rejoins alone, which ends the recording. Replayed
+    with the recorded settings it tells the same story; the replay runs on past the recording's last moment for
+    the reactions k1's last JoinGroup started (a rejoin, a SyncGroup)."""
+    from streaming.coordinator.routing import Configs
+    from tests.core.test_consumer_migration import SETTINGS
+    from tests.views.test_views_migration import Recorded, rejoin
+
+    class Feed(Recorded):
+        def __init__(self):
+            self.events = []
+            super().__init__()
+
+        def send(self, **fields):
+            fields.setdefault("group_id", "g")
+            fields.setdefault("ts", self.ts)
+            self.events.append(parse_event(fields)[0])
+            return super().send(**fields)
+
+    d = Feed()
+    k0, k1 = d.classic_group("k0", "k1")
+    d.later(1_000)
+    d.hb("c")
+    d.later(100)
+    for k in (k0, k1):
+        rejoin(d, k)
+    epoch = d.consumer.groups["g"].group_epoch
+    d.later(100)
+    given = [o for o in d.outputs if o["type"] == "assignment" and o["member_id"] == "c"][-1]["partitions"]
+    d.hb("c", epoch, topic_partitions=given)
+    d.later(1_000)
+    d.send(type="leave", member_id=k0)
+    d.later(1_000)
+    d.hb("c", -1)
+    d.later(100)
+    rejoin(d, k1)
+    configs = Configs.from_properties(SETTINGS)
+    again = replay.replay_outputs(d.events, "server:uniform", configs.classic, consumer_config=configs.consumer)
+    assert replay.mixed_groups(d.events) == {"g"}
+    assert story(again) == story(d.outputs)
+    assert [g for g, _ in story(again)["classic generations"]] == [1, 4]
+    assert max(o["ts"] for o in again) - max(e["ts"] for e in d.events) <= 4 * replay.REACTION_MS

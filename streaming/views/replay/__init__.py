@@ -115,8 +115,10 @@ consumer-protocol member goes), each member in the protocol it spoke:
   ILLEGAL_GENERATION), a KIP-394 second JoinGroup after MEMBER_ID_REQUIRED; removed from the group while the
   recording shows it alive, it joins again as a new member. A LeaveGroup the feed dates at the member's JoinGroup
   of the same moment (a cluster feed dates an Empty generation's departures at their last sign of life) comes after
-  that join's round. Each member asks for the id the recorded broker gave it (``member_id_hint``: Kafka draws ids
-  at random), so that assignors ordering members by id break ties as the recorded broker did.
+  that join's round; a member alive at the recording's end finishes the round its last requests started (the replay
+  runs on that long, a few ``REACTION_MS``). Each member asks for the id the recorded broker gave it
+  (``member_id_hint``: Kafka draws ids at random), so that assignors ordering members by id break ties as the
+  recorded broker did.
 * the assignor under test: a server-side one is the consumer group's; a client-side one is what the classic members'
   JoinGroups name (alone). The other side keeps what it used: the classic members their recorded protocols, the
   consumer group its ``group.consumer.assignors``.

@@ -48,7 +48,8 @@ class ClassicMembers:
     * ``event``: a topic's size as the leaders' assignments show it (a feed from a broker's records has none for a
       classic group).
 
-    ``until``: each member's last moment alive (its leave, or its last sign of life when it crashed)."""
+    ``until``: each member's last moment alive (its leave, or its last sign of life when it crashed; for a member
+    alive at the recording's end, the reactions its last requests started: the replay runs on that long)."""
 
     stimuli: list[dict]
     until: dict[tuple[str, str], int]
@@ -146,7 +147,9 @@ def classic_stimuli(events: list[dict]) -> ClassicMembers:
             stimulus("classic_heartbeat", key, ts + delay, n)
             last_sign[key] = max(ts, last_sign[key])
     end = events[-1]["ts"] if events else 0
-    until = {key: ended.get(key, end) for key in members}
+    # A member alive at the recording's end finishes what its last requests started (a reaction heartbeat, its
+    # JoinGroup, its SyncGroup).
+    until = {key: ended.get(key, end + 4 * REACTION_MS) for key in members}
     out += _own_heartbeats(out, members, until)
     out.sort(key=lambda s: (s["ts"], s["n"]))
     return ClassicMembers(out, until)
