@@ -55,6 +55,9 @@ class GroupCoordinator:
         self.default_topics: dict[str, int] = {}  # sizes from topic_metadata events that named no group
         self.pending_topics: dict[str, dict[str, int]] = {}  # sizes named for a group that does not exist yet
         self.topic_ids: dict[str, str] = {}  # topic ids events gave (a consumer group's, should this group become one)
+        # The id the next new member gets, if free, once (a replay gives its members the ids the recorded broker
+        # drew at random, so that assignors ordering members by id break ties alike); never serialised.
+        self.member_id_hint: str | None = None
         # Observe mode (tracker.adopt.unknown.members): the broker is the coordinator, its reported answers win.
         self.observer = BrokerObserver(self, self.config) if self.config.adopt_unknown_members else None
         self._timers = Timers(self._timer_deadline)
@@ -517,6 +520,9 @@ class GroupCoordinator:
         request and the members, so a group rebuilt from the store after a lost checkpoint hands out the ids the lost
         state would have."""
         group.member_seq += 1
+        hint, self.member_id_hint = self.member_id_hint, None
+        if hint and hint not in group.members and hint not in group.pending_members:
+            return hint
         prefix = client_id if instance_id is None else instance_id
         for n in itertools.count():
             name = f"{group.group_id}/{client_id}/{group.clock}/{n}"

@@ -92,7 +92,8 @@ def downgrade_into(classic: GroupCoordinator, view: dict) -> Outputs:
     (``consumer.classic_members.downgrade``; Kafka's ClassicGroup.fromConsumerGroup, createClassicGroupRecords and
     convertToClassicGroup): Stable at the consumer group's epoch, the members in its member table's order (the first
     leads), each with its JoinGroup's protocols and its target assignment; its GroupMetadata record; every member's
-    session starts; then the rebalance Kafka prepares, which the members join on their next heartbeat."""
+    session starts; then the rebalance Kafka prepares (``reason``; None: none), which the members join on their next
+    heartbeat."""
     gid, now = view["group_id"], view["ts"]
     group = classic.create_group({"group_id": gid, "ts": now})
     for name, partitions in view["topics"].items():
@@ -121,6 +122,8 @@ def downgrade_into(classic: GroupCoordinator, view: dict) -> Outputs:
     for member in group.members.values():
         classic.schedule_session(group, member)
     classic.adopt_offsets(gid, view["offsets"])
+    if view["reason"] is None:  # a classic static member took the last consumer-protocol member's place, in time
+        return out
     return out + classic.prepare_rebalance(group, "downgrade", view["reason"])
 
 

@@ -26,7 +26,11 @@ A request of the other protocol gets Kafka's answer (``GroupMetadataManager``, K
   protocol remain, the consumer model writes the group's tombstones and hands the classic group they form over
   (``ConsumerGroupCoordinator.downgraded``); this routing makes it the classic model's (``migration.downgrade_into``:
   its GroupMetadata, written right after the tombstones, as Kafka's one batch; then its rebalance). A timer due
-  before an event may do it, so they fire first.
+  before an event may do it, so they fire first. So does a classic JoinGroup of a static member taking the place of
+  the last member of the consumer protocol (``validateOnlineDowngradeWithReplacedMember``,
+  ``classic_members.downgrade_replacing``): the JoinGroup's records, the tombstones with the new member in the old
+  one's place, the classic group Stable at the group epoch, the new member with the old one's target -- rebalancing
+  only if the target was stale -- then the JoinGroup's answer.
 
 A ``commit`` (OffsetCommit) goes to whichever model holds the group: for a consumer group its ``generation`` is the
 member epoch (Kafka's ``generationIdOrMemberEpoch``), checked by the consumer model (``UNKNOWN_MEMBER_ID``,
@@ -35,10 +39,8 @@ does not exist goes to the classic model, as before: with generation -1 it creat
 does the same), otherwise it is refused.
 
 Each switch is a ``protocol_switch`` output (``from``, ``to``, ``reason``: "upgrade: ..." and "downgrade: ..." for the
-online ones). A ``protocol_conversion_unsupported`` output says where Kafka would convert and the model does not (a
-classic static member replacing the last member of the consumer protocol). Offsets the replaced group held stay in
-the store, as Kafka keeps them, and move to the new group's model, which expires them by its own rule from then on.
-Topic sizes one model knew seed the other.
+online ones). Offsets the replaced group held stay in the store, as Kafka keeps them, and move to the new group's
+model, which expires them by its own rule from then on. Topic sizes one model knew seed the other.
 
 This is the only routing: the streaming job runs one ``GroupModel`` per group id (``streaming/spark/group_step.py``),
 and the views run a whole recorded feed through ``GroupModels`` (``run_feed``), so both show the same outputs.
@@ -194,15 +196,14 @@ class GroupModel:
         last_record = max(
             (i for i, o in enumerate(out) if R.is_record(o) or o["type"] == "state_change"), default=len(out) - 1
         )
-        switch = outputs.protocol_switch(
-            gid,
-            view["ts"],
-            CONSUMER,
-            CLASSIC,
-            f"downgrade: the last member of the consumer protocol left; its {len(view['members'])} members of the "
-            f"classic protocol form a classic group (group.consumer.migration.policy="
-            f"{self.configs.consumer.group_consumer_migration_policy}), which rebalances",
+        policy = f"group.consumer.migration.policy={self.configs.consumer.group_consumer_migration_policy}"
+        reason = (
+            f"{view['switch']} ({policy})"
+            if view.get("switch")
+            else f"downgrade: the last member of the consumer protocol left; its {len(view['members'])} members of "
+            f"the classic protocol form a classic group ({policy}), which rebalances"
         )
+        switch = outputs.protocol_switch(gid, view["ts"], CONSUMER, CLASSIC, reason)
         return out[: last_record + 1] + [switch] + converted + out[last_record + 1 :]
 
     # ------------------------------------------------------------------------------------------------------------

@@ -423,9 +423,8 @@ def test_a_group_with_classic_members_survives_its_state_round_trip():
 
 def test_static_members_of_either_protocol_replace_each_other():
     """testConsumerGroupHeartbeatFromExistingClassicStaticMember: a consumer-protocol member takes a classic static
-    member's place at once (no UNRELEASED_INSTANCE_ID), and is of the consumer protocol from then on. The reverse, a
-    classic member replacing the last consumer-protocol member, is where Kafka downgrades the group: not modelled,
-    and the tracker says so."""
+    member's place at once (no UNRELEASED_INSTANCE_ID), and is of the consumer protocol from then on. (The reverse,
+    when the member replaced is the last of the consumer protocol, downgrades the group: below.)"""
     d, k0, k1 = upgraded()
     s0 = d.classic_member("s0", group_instance_id="i0")
     d.ts += 100
@@ -433,13 +432,159 @@ def test_static_members_of_either_protocol_replace_each_other():
     assert last(out, "consumer_heartbeat_response")["error"] == "NONE"
     assert last(out, "member_replaced")["previous_member_id"] == s0
     assert d.member("s1").classic is None and s0 not in d.consumer.groups[G].members
-    e = Driver()
-    e.hb("c1", instance_id="i1")
-    e.hb("c2")
-    e.classic_member("k")
-    e.hb("c2", -1)
-    e.ts += 100
-    e.hb("c1", -2, instance_id="i1")  # its static leave: the instance may come back
-    out = e.join(client_id="k9", group_instance_id="i1")
-    assert last(out, "protocol_conversion_unsupported")["group_protocol"] == "consumer"
-    assert last(out, "join_response")["error"] == "NONE" and e.model.protocol == "consumer"
+
+
+# ------------------------------------------------------------------ a classic static member replaces the last one
+T_U = {**RANGE, "topics": ["t", "u"]}
+
+
+def static_consumer_and_classic(**settings) -> tuple[Driver, str]:
+    """A consumer group of c1 (consumer protocol, static: instance i1, subscribed to t) and k (classic, subscribed to
+    t and u), both Stable on the group's target."""
+    d = Driver(**settings)
+    d.send(type="topic_metadata", topic="u", partitions=2, topic_id="AAAAAAAAAAAAAAAAAAAAAg")
+    d.hb("c1", instance_id="i1")
+    k = d.classic_member("k", protocols=[T_U])
+    for _ in range(6):  # c1 acknowledges what it gives up and gets; k rejoins for what was released, and syncs
+        d.ts += 500
+        owned = [{"topic_id": t, "partitions": sorted(p)} for t, p in d.member("c1").assigned_partitions.items()]
+        d.hb("c1", d.member("c1").member_epoch, topic_partitions=owned)
+        beat = d.send(type="heartbeat", member_id=k, generation=d.member(k).member_epoch)
+        if last(beat, "heartbeat_response")["error"] == "REBALANCE_IN_PROGRESS":
+            generation = last(d.join(k, protocols=[T_U]), "join_response")["generation"]
+            d.send(type="sync", member_id=k, generation=generation)
+    group = d.consumer.groups[G]
+    assert group.state() == "Stable" and group.group_epoch == group.assignment_epoch == 2
+    assert {m.member_epoch for m in group.members.values()} == {2}
+    return d, k
+
+
+@pytest.mark.parametrize("changed", [False, True], ids=["same subscription", "subscription changed"])
+def test_a_classic_static_member_replacing_the_last_consumer_protocol_member_downgrades_the_group(changed):
+    """testLastStaticConsumerProtocolMemberReplacedByClassicProtocolMember: in one write, the replacement (the old
+    member's records deleted, the new member's written with its assignment, at epoch 0), the new member's metadata
+    and -- same subscription -- its assignment reconciled to the target or -- changed -- a new group epoch; then the
+    consumer group's tombstones with the new member in the old one's place, and the classic group's GroupMetadata:
+    at the group epoch before the JoinGroup, the other members first (the first leads), the new one last with the
+    old one's target. Stable, or rebalancing when the subscription changed (no target was computed for it)."""
+    d, k = static_consumer_and_classic()
+    group = d.consumer.groups[G]
+    k_target, c1_target = (d.consumer._pairs(group.target[m]) for m in (k, "c1"))
+    c1_held = sorted(p for ps in d.member("c1").assigned_partitions.values() for p in ps)
+    before = classic_members.timeline_order(group)  # the member table the JoinGroup found
+    d.ts += 100
+    out = d.join(client_id="k9", group_instance_id="i1", protocols=[T_U if changed else RANGE])
+    new = last(out, "join_response")["member_id"]
+    assert d.model.protocol == "classic" and last(out, "member_replaced")["previous_member_id"] == "c1"
+    replacing = [
+        (R.CURRENT_MEMBER_ASSIGNMENT, "c1", "tombstone"),
+        (R.TARGET_ASSIGNMENT_MEMBER, "c1", "tombstone"),
+        (R.MEMBER_METADATA, "c1", "tombstone"),
+        (R.MEMBER_METADATA, new, None),
+        (R.TARGET_ASSIGNMENT_MEMBER, new, None),
+        (R.CURRENT_MEMBER_ASSIGNMENT, new, None),
+    ]
+    update = [(R.MEMBER_METADATA, new, None)]
+    update += [(R.METADATA, None, None)] if changed else [(R.CURRENT_MEMBER_ASSIGNMENT, new, None)]
+    table = [new if m == "c1" else m for m in before]
+    downgrade = [(R.CURRENT_MEMBER_ASSIGNMENT, m, "tombstone") for m in table]
+    downgrade += [(R.TARGET_ASSIGNMENT_MEMBER, m, "tombstone") for m in table]
+    downgrade += [(R.TARGET_ASSIGNMENT_METADATA, None, "tombstone")]
+    downgrade += [(R.MEMBER_METADATA, m, "tombstone") for m in table]
+    downgrade += [(R.PARTITION_METADATA, None, "tombstone"), (R.METADATA, None, "tombstone")]
+    downgrade += [("group_metadata", None, None)]
+    assert records(out) == replacing + update + downgrade
+    written = [o for o in out if R.is_record(o)]
+    assert written[5]["memberEpoch"] == 0 and parts(written[5]) == c1_held  # it takes c1's place as it was
+    if changed:
+        assert written[7]["epoch"] == 3
+    else:
+        assert written[7]["memberEpoch"] == 2 and written[7]["state"] == 0
+    metadata = last(out, "group_metadata")
+    assert metadata["generation"] == 2 and metadata["protocol"] == "range" and metadata["leader"] == k
+    # (the record lists the members in the classic group's HashMap order, as the classic model writes it)
+    assert {m["member_id"]: (m["group_instance_id"], m["client_id"]) for m in metadata["members"]} == {
+        k: (None, "k"),
+        new: ("i1", "k9"),
+    }
+    assert {m["member_id"]: m["assignment"]["partitions"] for m in metadata["members"]} == {k: k_target, new: c1_target}
+    switch = last(out, "protocol_switch")
+    assert (switch["from"], switch["to"]) == ("consumer", "classic") and switch["reason"].startswith("downgrade: ")
+    classic = d.classic.groups[G]
+    # The answer: the new member's epoch as its generation, its first protocol, no leader.
+    answer = last(out, "join_response")
+    assert (answer["error"], answer["protocol"], answer["leader"]) == ("NONE", "range", "")
+    d.ts += 100
+    beat = last(d.send(type="heartbeat", member_id=k, generation=2), "heartbeat_response")
+    if changed:
+        assert classic.state.value == "PreparingRebalance" and answer["generation"] == 0
+        assert beat["error"] == "REBALANCE_IN_PROGRESS"
+        assert (
+            last(out, "state_change")["reason"]
+            == f"Downgrade group {G} from consumer to classic with stale assignment."
+        )
+    else:
+        assert classic.state.value == "Stable" and answer["generation"] == 2
+        assert beat["error"] == "NONE"  # k's session runs in the classic group
+        synced = last(d.send(type="sync", member_id=new, generation=2, group_instance_id="i1"), "sync_response")
+        assert synced["error"] == "NONE" and sorted(map(list, synced["assignment"])) == c1_target
+
+
+INTERVAL = {"group.consumer.assignment.interval.ms": 1_000}
+
+
+def test_the_downgrade_rebalances_when_the_target_assignment_is_stale():
+    """...WhenTargetAssignmentIsStale: c1 changed its subscription within group.consumer.assignment.interval.ms of
+    the last target (a new group epoch, no target yet): the classic group starts at that epoch and rebalances at
+    once; each member's assignment is its last target."""
+    d, k = static_consumer_and_classic(**INTERVAL)
+    group = d.consumer.groups[G]
+    owned = [{"topic_id": t, "partitions": sorted(p)} for t, p in d.member("c1").assigned_partitions.items()]
+    d.ts += 100
+    d.hb("c1", 2, subscribed_topic_names=["t", "u"], topic_partitions=owned)  # a new target at once: epoch 3
+    targets = {m: d.consumer._pairs(group.target[m]) for m in (k, "c1")}
+    d.ts += 100
+    d.hb("c1", d.member("c1").member_epoch, subscribed_topic_names=["t"])  # within the interval: epoch 4, no target
+    epoch = group.group_epoch
+    assert epoch == group.assignment_epoch + 1
+    d.ts += 100
+    out = d.join(client_id="k9", group_instance_id="i1", protocols=[T_U])
+    metadata = last(out, "group_metadata")
+    assert metadata["generation"] == epoch and d.classic.groups[G].state.value == "PreparingRebalance"
+    assignments = {m["client_id"]: m["assignment"]["partitions"] for m in metadata["members"]}
+    assert assignments == {"k": targets[k], "k9": targets["c1"]}
+
+
+def test_the_downgrade_rebalances_when_a_member_has_no_target_yet():
+    """...WhenTargetAssignmentIsMissing: k joined within the interval of c1's target (no target for it): the classic
+    group rebalances, k with nothing, the new member with all c1 had."""
+    d = Driver(**INTERVAL)
+    d.send(type="topic_metadata", topic="u", partitions=2, topic_id="AAAAAAAAAAAAAAAAAAAAAg")
+    d.hb("c1", instance_id="i1", subscribed_topic_names=["t", "u"])  # the first target: c1 takes all
+    d.ts += 100
+    d.classic_member("k", protocols=[T_U])
+    group = d.consumer.groups[G]
+    epoch = group.group_epoch
+    assert epoch == group.assignment_epoch + 1
+    d.ts += 100
+    out = d.join(client_id="k9", group_instance_id="i1", protocols=[T_U])
+    metadata = last(out, "group_metadata")
+    assert metadata["generation"] == epoch and d.classic.groups[G].state.value == "PreparingRebalance"
+    assignments = {m["client_id"]: m["assignment"]["partitions"] for m in metadata["members"]}
+    assert assignments == {"k": [], "k9": [["t", p] for p in range(4)] + [["u", 0], ["u", 1]]}
+
+
+def test_no_downgrade_when_the_static_member_replaced_is_not_the_last_of_the_consumer_protocol():
+    """allMembersUseClassicProtocolExcept(replacedMember): with another consumer-protocol member, or when the policy
+    forbids it, the classic member takes the static member's place in the consumer group."""
+    for settings, others in (({}, ["c2"]), ({"group.consumer.migration.policy": "upgrade"}, [])):
+        d = Driver(**settings)
+        d.hb("c1", instance_id="i1")
+        for c in others:
+            d.hb(c)
+        d.classic_member("k")
+        d.ts += 100
+        out = d.join(client_id="k9", group_instance_id="i1")
+        assert d.model.protocol == "consumer" and "protocol_switch" not in kinds(out)
+        assert last(out, "member_replaced")["previous_member_id"] == "c1"
+        assert last(out, "join_response")["error"] == "NONE"

@@ -213,30 +213,6 @@ def test_metrics_through_a_recorded_rolling_upgrade_and_back(kafka44, endpoint):
     assert _get(families, "group_members", group=group) == 0
 
 
-def test_replay_says_it_replays_only_the_consumer_protocol_members(tmp_path, capsys):
-    """``replay`` of the recorded feed: no crash, and a word that the classic members' requests are not replayed
-    (it replays the group under the consumer protocol from its consumer-protocol members' heartbeats)."""
-    import json
-
-    from streaming.feeds.cluster_feed import ClusterFeed, events_from
-    from streaming.feeds.consumer_feed import ConsumerGroupFeed
-    from streaming.coordinator.consumer import ConsumerGroupConfig
-    from streaming.views.replay import main as replay_main, mixed_groups
-    from tests.feeds.test_cluster_feed_migration import KAFKA_4_4, LOG
-
-    topics = {name: tuple(v) for name, v in LOG["topics"].items()}
-    consumer = ConsumerGroupFeed(ConsumerGroupConfig.from_properties(KAFKA_4_4), topics=topics.get)
-    events = list(events_from(pairs(), ClusterFeed(consumer)))
-    assert mixed_groups(events) == {LOG["group"]}
-    feed = tmp_path / "feed.jsonl"
-    feed.write_text("".join(json.dumps(e) + "\n" for e in events))
-    assert replay_main(["--feed", str(feed), "--assignor", "range,server:uniform", "--json"]) == 0
-    captured = capsys.readouterr()
-    assert f"replay: {LOG['group']}: members of both protocols" in captured.err
-    assert "not the classic members'" in captured.err
-    assert {s["assignor"] for s in json.loads(captured.out)} == {"range", "server:uniform"}
-
-
 # ------------------------------------------------------------------------ an upgrade and back built request by request
 class Recorded(Driver):
     """The migration tests' driver, keeping every output the tracker's routing gave."""

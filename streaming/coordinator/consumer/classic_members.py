@@ -93,6 +93,9 @@ def _classic_member(group: ConsumerGroup, e: dict) -> ConsumerGroupMember:
 
 def _new_member_id(c: "ConsumerGroupCoordinator", group: ConsumerGroup, e: dict) -> str:
     """Kafka draws a random UUID; here one derived from the request, so replays give the same ids."""
+    hint, c.member_id_hint = c.member_id_hint, None
+    if hint and hint not in group.members:
+        return hint
     for n in range(1 << 16):
         candidate = str(uuid.uuid5(_MEMBER_ID_NAMESPACE, f"{group.group_id}/{e['client_id']}/{c.now}/{n}"))
         if candidate not in group.members:
@@ -193,6 +196,22 @@ def _join(c: "ConsumerGroupCoordinator", group: ConsumerGroup, e: dict) -> Outpu
             group_epoch += 1
             records.append(R.epoch(gid, group_epoch))
 
+    static = group.static_member(instance_id) if instance_id is not None else None
+    if static is not None and downgrade_allowed_replacing(c, group, static):
+        # validateOnlineDowngradeWithReplacedMember: this classic member takes the place of the last member of the
+        # consumer protocol, and the group becomes a classic one -- at once if its target is current (the member
+        # reconciled to it first), with a rebalance if a new target was due (Kafka computes none here).
+        stale = group.assignment_epoch < group_epoch
+        if not stale and not updated.is_reconciled_to(group.assignment_epoch):
+            target = group.target_for(updated.member_id, updated.instance_id)
+            reconciled = reconcile(
+                updated, group.assignment_epoch, target, group.current_partition_epoch, _owned(c, first)
+            )
+            if reconciled != updated:
+                records.append(R.current_assignment(gid, reconciled))
+            updated = reconciled
+        return downgrade_replacing(c, group, static, updated, records, stale)
+
     # The consumer heartbeat's maybeUpdateTargetAssignment: with group.consumer.assignment.interval.ms (Kafka 4.3+)
     # no new target before the interval since the last one has run out; the member reconciles to the last.
     assignor_name = None
@@ -239,19 +258,6 @@ def _join(c: "ConsumerGroupCoordinator", group: ConsumerGroup, e: dict) -> Outpu
     if bump or soft.refresh_metadata:
         soft.refresh_metadata = False
     out: Outputs = []
-    if replaced is not None and replaced.classic is None and downgrade_allowed(c, group, [replaced]):
-        # validateOnlineDowngradeWithReplacedMember: Kafka would downgrade the group here (its last member of the
-        # consumer protocol replaced by a classic one under the same instance id); not modelled.
-        out.append(
-            outputs.protocol_conversion_unsupported(
-                e,
-                c.now,
-                "consumer",
-                "NONE",
-                "Kafka downgrades the group to a classic group when a static member of the classic protocol replaces "
-                "its last member of the consumer protocol; the tracker keeps it a consumer group",
-            )
-        )
     if replaced is not None:
         c._cancel_timers(gid, replaced.member_id)
         out.append(outputs.consumer_member_replaced(gid, c.now, member_id, replaced.member_id, instance_id))
@@ -483,6 +489,106 @@ def downgrade_allowed(c: "ConsumerGroupCoordinator", group: ConsumerGroup, leavi
     )
 
 
+def downgrade_allowed_replacing(
+    c: "ConsumerGroupCoordinator", group: ConsumerGroup, replaced: ConsumerGroupMember
+) -> bool:
+    """validateOnlineDowngradeWithReplacedMember: ``replaced`` (the static member a classic JoinGroup of its instance
+    id takes the place of) is the group's only member of the consumer protocol; the policy allows the downgrade; the
+    members fit the classic group.max.size."""
+    return (
+        replaced.classic is None
+        and group.all_classic_except([replaced])
+        and c.config.downgrade_enabled
+        and len(group.members) <= c.classic_group_max_size
+    )
+
+
+def _view_member(c: "ConsumerGroupCoordinator", m: ConsumerGroupMember, target: Mapping) -> dict:
+    """A member of the classic group a downgrade makes (``migration.downgrade_into``), given its target."""
+    return {
+        "member_id": m.member_id,
+        "instance_id": m.instance_id,
+        "client_id": m.client_id,
+        "client_host": m.client_host,
+        "rebalance_timeout_ms": m.rebalance_timeout_ms,
+        "session_timeout_ms": m.classic.session_timeout_ms,
+        "protocols": [list(p) for p in m.classic.protocols],
+        "assignment": c._pairs(target),
+    }
+
+
+def _downgrade_view(c: "ConsumerGroupCoordinator", group: ConsumerGroup, members: list[dict], **fields) -> dict:
+    return {
+        "group_id": group.group_id,
+        "generation": group.group_epoch,
+        "members": members,
+        "offsets": dict(c.offsets.get(group.group_id, {})),
+        "topics": {name: topic.partitions for name, topic in c.image.by_name.items()},
+        "topic_ids": {name: topic.topic_id for name, topic in c.image.by_name.items()},
+        "ts": c.now,
+        **fields,
+    }
+
+
+def downgrade_replacing(
+    c: "ConsumerGroupCoordinator",
+    group: ConsumerGroup,
+    replaced: ConsumerGroupMember,
+    joining: ConsumerGroupMember,
+    records: list[dict],
+    stale: bool,
+) -> Outputs:
+    """convertToClassicGroup for a classic static member (``joining``) replacing the last member of the consumer
+    protocol: the JoinGroup's ``records`` (the replacement, the member's metadata), then the consumer group's
+    tombstones with the joining member's id in the replaced one's place (createGroupTombstoneRecordsWithReplacedMember:
+    the member table before the JoinGroup, whose records Kafka does not replay); in ``c.downgraded`` the classic group
+    (ClassicGroup.fromConsumerGroup): Stable at the group epoch before the JoinGroup, the other members in the member
+    table's order, the joining one last with the replaced one's target; a rebalance only if the target was ``stale``
+    ("Downgrade group g from consumer to classic with stale assignment."). Then the JoinGroup's answer, at the member's
+    epoch."""
+    gid, now = group.group_id, c.now
+    out: Outputs = []
+    if joining.member_id != replaced.member_id:
+        out.append(
+            outputs.consumer_member_replaced(gid, now, joining.member_id, replaced.member_id, joining.instance_id)
+        )
+    order = timeline_order(group)
+    members = [
+        _view_member(c, group.members[mid], group.target.get(mid, {})) for mid in order if mid != replaced.member_id
+    ]
+    members.append(_view_member(c, joining, group.target.get(replaced.member_id, {})))
+    view = _downgrade_view(
+        c,
+        group,
+        members,
+        reason=f"Downgrade group {gid} from consumer to classic with stale assignment." if stale else None,
+        switch=f"downgrade: static member {joining.member_id} of the classic protocol took the place of "
+        f"{replaced.member_id} (instance {joining.instance_id}), the last member of the consumer protocol; its "
+        f"{len(members)} members of the classic protocol form a classic group"
+        + (", which rebalances (its target assignment was stale)" if stale else ""),
+    )
+    ids = [joining.member_id if mid == replaced.member_id else mid for mid in order]
+    tombstones = [R.current_assignment_tombstone(gid, m) for m in ids]
+    tombstones += [R.target_assignment(gid, m, None) for m in ids]
+    tombstones.append(R.target_assignment_epoch(gid, None))
+    tombstones += [R.member_subscription_tombstone(gid, m) for m in ids]
+    tombstones += [R.regular_expression(gid, r, None) for r in group.resolved_regexes]
+    tombstones += [R.partition_metadata(gid, None), R.epoch(gid, None)]
+    for mid in list(group.members):
+        c._cancel_timers(gid, mid)
+    why = f"static member {joining.member_id} of the classic protocol replaced the last of the consumer protocol"
+    out += c._apply(group, records)  # one write with the tombstones; replayed apart, so each record has its member
+    out += c._apply(group, tombstones, reason=f"downgraded to a classic group: {why}")
+    c.downgraded[gid] = view
+    protocol = joining.classic.protocols[0][0] if joining.classic.protocols else ""
+    out.append(
+        outputs.join_answer(
+            gid, now, joining.member_id, joining.instance_id, "NONE", joining.member_epoch, "consumer", protocol, "", []
+        )
+    )
+    return out
+
+
 def downgrade(
     c: "ConsumerGroupCoordinator",
     group: ConsumerGroup,
@@ -507,31 +613,10 @@ def downgrade(
                 )
             )
     order = [mid for mid in timeline_order(group) if mid not in gone]
-    members = []
-    for mid in order:
-        m = group.members[mid]
-        members.append(
-            {
-                "member_id": mid,
-                "instance_id": m.instance_id,
-                "client_id": m.client_id,
-                "client_host": m.client_host,
-                "rebalance_timeout_ms": m.rebalance_timeout_ms,
-                "session_timeout_ms": m.classic.session_timeout_ms,
-                "protocols": [list(p) for p in m.classic.protocols],
-                "assignment": c._pairs(group.target.get(mid, {})),
-            }
-        )
-    view = {
-        "group_id": gid,
-        "generation": group.group_epoch,
-        "members": members,
-        "offsets": dict(c.offsets.get(gid, {})),
-        "topics": {name: topic.partitions for name, topic in c.image.by_name.items()},
-        "topic_ids": {name: topic.topic_id for name, topic in c.image.by_name.items()},
-        "reason": f"Downgrade group {gid} from consumer to classic for member leaving.",
-        "ts": c.now,
-    }
+    members = [_view_member(c, group.members[mid], group.target.get(mid, {})) for mid in order]
+    view = _downgrade_view(
+        c, group, members, reason=f"Downgrade group {gid} from consumer to classic for member leaving."
+    )
     for mid in list(group.members):
         c._cancel_timers(gid, mid)
     out += c._apply(group, c._tombstones(group), reason=f"downgraded to a classic group: {why}")

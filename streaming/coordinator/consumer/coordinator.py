@@ -157,6 +157,7 @@ class ConsumerGroupCoordinator:
         # routing.py to take at once (never serialised); and the classic model's group.max.size, which bounds it.
         self.downgraded: dict[str, dict] = {}
         self.classic_group_max_size = 2**31 - 1
+        self.member_id_hint: str | None = None  # a classic member's next new id, as GroupCoordinator's
 
     # ================================================================ public API
     def handle(self, event: dict) -> Outputs:

@@ -98,9 +98,39 @@ record are unknown).
 
 Offset commits of consumer-protocol groups are not replayed (they only count as signs of life).
 
-A group with members of both protocols (Kafka 4.x's online migration: classic requests beside consumer heartbeats)
-is replayed as a consumer-protocol group from its consumer-protocol members' stimuli only; its classic members'
-requests are not replayed, and the command says so (``mixed_groups``).
+A group with members of both protocols (Kafka 4.x's online migration: classic requests beside consumer heartbeats,
+``mixed_groups``) is replayed through the tracker's routing (``routing.GroupModel``: the classic group, its upgrade
+when a consumer-protocol member joins, classic members inside the consumer group, the downgrade when the last
+consumer-protocol member goes), each member in the protocol it spoke:
+
+* the consumer-protocol members: their stimuli and reactions as above (a consumer-protocol feed's);
+* the classic members (:func:`classic_stimuli`): a member's first JoinGroup (or its first after it left) is its
+  start, a rejoin naming other topics a subscription change, a LeaveGroup its leave -- as a leader's assignment
+  that leaves it out less than a session after it was last heard from (a feed from a broker's records has no
+  LeaveGroup; a crash would take a session); its other JoinGroups and SyncGroups are reactions to the recorded
+  broker, kept as a heartbeat ``2 * REACTION_MS`` later (a newcomer's KIP-394 second JoinGroup has reached the
+  replayed coordinator by then), its recorded heartbeats as heartbeats, and it heartbeats on its own every interval
+  (a third of its session, at most 3 s) while the recording shows it alive. The reactions: a SyncGroup
+  ``REACTION_MS`` after its JoinGroup's answer, a rejoin ``REACTION_MS`` after REBALANCE_IN_PROGRESS (or
+  ILLEGAL_GENERATION), a KIP-394 second JoinGroup after MEMBER_ID_REQUIRED; removed from the group while the
+  recording shows it alive, it joins again as a new member. A LeaveGroup the feed dates at the member's JoinGroup
+  of the same moment (a cluster feed dates an Empty generation's departures at their last sign of life) comes after
+  that join's round; a member alive at the recording's end finishes the round its last requests started (the replay
+  runs on that long, a few ``REACTION_MS``). Each member asks for the id the recorded broker gave it
+  (``member_id_hint``: Kafka draws ids at random), so that assignors ordering members by id break ties as the
+  recorded broker did.
+* the assignor under test: a server-side one is the consumer group's; a client-side one is what the classic members'
+  JoinGroups name (alone). The other side keeps what it used: the classic members their recorded protocols, the
+  consumer group its ``group.consumer.assignors``.
+
+Replayed under the recorded assignors and settings, the rolling upgrade and back Kafka 4.4 recorded
+(``tests/feeds/kafka44_migration.json``; ``kafka44_migration_deferred.json`` with the broker's default assignment
+interval too) tells the recording's story -- the same members with the same ids, the
+same switches at the same moments, the same classic generations and group epochs with the same assignments and
+targets, the same departures in the same order; what differs is when the members' reactions came (the recorded
+clients took their own time to rejoin, sync and acknowledge, the replayed ones ``REACTION_MS`` or their next
+heartbeat), hence the moments rebalances complete and partitions change hands
+(``tests/views/test_replay_migration.py``).
 
 Everything runs on event time through the pure coordinators, so a replay is deterministic.
 """
@@ -111,11 +141,13 @@ Everything runs on event time through the pure coordinators, so a replay is dete
 #   server         the consumer-protocol replay of a classic feed (server-side assignors)
 #   stimuli        a consumer-protocol feed's stimuli per member
 #   consumer_feed  the two replays of those stimuli, under either kind of assignor
+#   mixed          groups with members of both protocols: their classic members' stimuli, the replay through routing
 #   dispatch       replay_outputs: one feed, one assignor, each group under its own protocol
 #   scoring        Score, score, compare, format_table
 #   cli            the command line (main)
 from streaming.views.replay.cli import build_parser, default_assignors, main, read_feed
 from streaming.views.replay.dispatch import consumer_groups, mixed_groups, replay_outputs, split_feed
+from streaming.views.replay.mixed import classic_stimuli
 from streaming.views.replay.scoring import Score, compare, format_table, score
 from streaming.views.replay.server import KAFKA_HEARTBEAT_INTERVAL_MS
 from streaming.views.replay.settings import (
@@ -138,6 +170,7 @@ __all__ = [
     "Score",
     "build_parser",
     "check_assignor",
+    "classic_stimuli",
     "compare",
     "consumer_groups",
     "consumer_stimuli",

@@ -11,7 +11,7 @@ from typing import Iterable
 
 from streaming.coordinator import parse_event
 from streaming.views import terminal
-from streaming.views.replay.dispatch import consumer_groups, mixed_groups
+from streaming.views.replay.dispatch import consumer_groups
 from streaming.views.replay.scoring import _table, compare, format_table
 from streaming.views.replay.settings import DEFAULT_ASSIGNORS, SERVER_ASSIGNORS, check_assignor
 
@@ -79,13 +79,6 @@ def main(argv: list[str] | None = None) -> int:
     if dropped:
         print(f"replay: skipped {dropped} invalid or untimed feed records", file=sys.stderr)
     names = names or default_assignors(events)
-    mixed = sorted(g for g in mixed_groups(events) if args.group is None or g == args.group)
-    if mixed:
-        print(
-            f"replay: {', '.join(mixed)}: members of both protocols (an online migration between them); only the "
-            "consumer-protocol members' requests are replayed, not the classic members'",
-            file=sys.stderr,
-        )
     scores = compare(events, names, config, args.group, show_progress=True, consumer_config=group_config)
     if args.json:
         print(json.dumps([asdict(s) for s in scores], indent=2))

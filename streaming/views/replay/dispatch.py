@@ -9,6 +9,8 @@ from typing import Callable, Iterable
 from streaming.coordinator import CoordinatorConfig
 from streaming.coordinator.consumer import ConsumerGroupConfig
 from streaming.views.replay.classic import _Replayer
+from streaming.coordinator.routing import Configs
+from streaming.views.replay.mixed import _MixedReplayer, classic_stimuli
 from streaming.views.replay.observed import client_stimuli, observed_groups
 from streaming.views.replay.consumer_feed import _ConsumerFeedClassicReplayer, _ConsumerFeedServerReplayer
 from streaming.views.replay.server import _ConsumerReplayer
@@ -26,8 +28,7 @@ CLASSIC_REQUESTS = ("join", "sync", "heartbeat", "leave")
 
 def mixed_groups(events: Iterable[dict]) -> set[str]:
     """The consumer-protocol groups of a feed that also have classic requests: members of both protocols (Kafka
-    4.x's online migration). Their replay is the consumer protocol's, of their consumer-protocol members' stimuli:
-    the classic members' requests are not replayed."""
+    4.x's online migration). Both kinds of members are replayed, through the tracker's routing (``mixed.py``)."""
     events = list(events)
     classic = {e.get("group_id") or "" for e in events if e["type"] in CLASSIC_REQUESTS}
     return consumer_groups(events) & classic
@@ -97,6 +98,14 @@ def _replay_consumer_feed(
     on_progress: Callable[[int], None] | None,
 ) -> list[dict]:
     name, cooperative = _chosen(assignor)
+    mixed = mixed_groups(feed)
+    if mixed:  # groups with members of both protocols: through the tracker's routing, apart from the others
+        both = [e for e in feed if (e.get("group_id") or "") in mixed or _for_every_group(e)]
+        rest = [e for e in feed if (e.get("group_id") or "") not in mixed]
+        runs = [_replay_mixed_groups(both, assignor, config, group_config, on_progress)]
+        if any(not _for_every_group(e) for e in rest):
+            runs.append(_replay_consumer_feed(rest, assignor, config, group_config, None))
+        return runs[0] if len(runs) == 1 else list(heapq.merge(*runs, key=lambda o: o["ts"]))
     stimuli = consumer_stimuli(
         feed, group_config.group_consumer_heartbeat_interval_ms, group_config.group_consumer_session_timeout_ms
     )
@@ -105,3 +114,22 @@ def _replay_consumer_feed(
     return _ConsumerFeedClassicReplayer(
         name, cooperative, config, stimuli, group_config.group_consumer_session_timeout_ms
     ).run(on_progress)
+
+
+def _for_every_group(e: dict) -> bool:
+    return e["type"] == "topic_metadata" and not e.get("group_id")
+
+
+def _replay_mixed_groups(
+    feed: list[dict],
+    assignor: str,
+    config: CoordinatorConfig | None,
+    group_config: ConsumerGroupConfig,
+    on_progress: Callable[[int], None] | None,
+) -> list[dict]:
+    name, _ = _chosen(assignor)
+    stimuli = consumer_stimuli(
+        feed, group_config.group_consumer_heartbeat_interval_ms, group_config.group_consumer_session_timeout_ms
+    )
+    configs = Configs(config or CoordinatorConfig(), group_config)
+    return _MixedReplayer(name, is_server_assignor(assignor), configs, stimuli, classic_stimuli(feed)).run(on_progress)
