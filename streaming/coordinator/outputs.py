@@ -54,7 +54,6 @@ GROUP_RESTORED = "group_restored"
 RESTORE_GAP = "restore_gap"
 # The switch between the two protocols' models (routing.py), and what the tracker does not model.
 PROTOCOL_SWITCH = "protocol_switch"
-PROTOCOL_CONVERSION_UNSUPPORTED = "protocol_conversion_unsupported"
 IGNORED_EVENT = "ignored_event"
 # A partition's log end as sampled for the group (a ``log_end`` event, passed on): what lag is measured against.
 LOG_END = "log_end"
@@ -1035,32 +1034,6 @@ def protocol_switch(group_id: str, ts: int, previous: str, protocol: str, reason
     return {"type": PROTOCOL_SWITCH, "group_id": group_id, "ts": ts, "from": previous, "to": protocol, "reason": reason}
 
 
-class ProtocolConversionUnsupported(TypedDict):
-    type: str
-    group_id: str
-    ts: int
-    group_protocol: str
-    request: str
-    member_id: str
-    error: str
-    reason: str
-
-
-def protocol_conversion_unsupported(
-    request: Mapping, ts: int, group_protocol: str, error: str, reason: str
-) -> ProtocolConversionUnsupported:
-    return {
-        "type": PROTOCOL_CONVERSION_UNSUPPORTED,
-        "group_id": request["group_id"],
-        "ts": ts,
-        "group_protocol": group_protocol,
-        "request": request["type"],
-        "member_id": request.get("member_id", ""),
-        "error": error,
-        "reason": reason,
-    }
-
-
 class IgnoredEvent(TypedDict):
     type: str
     group_id: str
@@ -1360,7 +1333,6 @@ Output = Union[
     ConsumerGroupRestored,
     RestoreGap,
     ProtocolSwitch,
-    ProtocolConversionUnsupported,
     IgnoredEvent,
     DeadLetter,
     OffsetCommitRecord,

@@ -31,10 +31,9 @@ DEFAULT_OUTPUT_TYPES = (
             out.OFFSET_COMMIT,
             out.GROUP_METADATA,
             # Consumer-protocol (KIP-848) groups: their target assignments, their __consumer_offsets records, the switch
-            # between protocols, and what the tracker does not model.
+            # between protocols, and events a model does not act on.
             out.TARGET_ASSIGNMENT,
             out.PROTOCOL_SWITCH,
-            out.PROTOCOL_CONVERSION_UNSUPPORTED,
             out.IGNORED_EVENT,
             # A lost checkpoint: each group rebuilt from the store, and the first sign of what the store did not hold.
             out.GROUP_RESTORED,
