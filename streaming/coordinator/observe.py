@@ -15,7 +15,9 @@ another's. The rules:
   "rejoin" when the model learns it.
 * While the model waits for the leader's SyncGroup of a generation it entered on another member's answer, leaves
   and later joins wait too: they happened after the broker completed that join, so they belong to the next round.
-  A newcomer the leader's assignment leaves out was on its way to the next round as well.
+  A newcomer the leader's assignment leaves out was on its way to the next round as well. A leave sent before the
+  generation's earliest answer waits as well (the previous generation's leader's included): the member left before
+  the round completed, and its leave is why the leader's assignment leaves it out.
 * Accepted commits are facts: stored whatever the model thinks of the member, unless a newer commit of the same
   partition is already there.
 * An answer in a lower generation that comes after the group emptied means the broker dropped the group and numbers
@@ -159,8 +161,11 @@ class BrokerObserver:
         if not group.is_(S.COMPLETING_REBALANCE) or e["type"] not in ("join", "leave"):
             return False
         if e["type"] == "leave":
-            # The leader's own leave cannot wait for its SyncGroup: that would have reached the feed first.
-            return e["member_id"] != group.leader_id
+            # The leader's own leave cannot wait for its SyncGroup: that would have reached the feed first. Only
+            # a leader of this generation, though: one that left before its earliest answer is the previous
+            # generation's (entered on a follower's answer, the model does not know the new leader yet), and it
+            # left before the round completed -- the leader's assignment will leave it out.
+            return e["member_id"] != group.leader_id or _ts(e, group) < group.generation_ts
         return bool(e["member_id"]) and e.get("generation") is None and _ts(e, group) >= group.generation_ts
 
     def release_deferred(self, group: Group) -> Outputs:
@@ -302,6 +307,19 @@ class BrokerObserver:
             if m.is_new:  # joined too late for this generation: it is in the next one
                 on_the_way.append(m)
                 group.members.pop(m.member_id)  # out of this generation's books only: it is back below
+                continue
+            leave = next((d for d in group.deferred if d["type"] == "leave" and d["member_id"] == m.member_id), None)
+            if leave is not None:  # its LeaveGroup, reported late: why it is not in this generation
+                group.deferred.remove(leave)
+                out.append(outputs.leave_response(leave, group.clock, "NONE"))
+                out += self.rules.remove_member(
+                    group,
+                    m,
+                    "leave",
+                    f"removing member {m.member_id} on LeaveGroup, before generation {group.generation}",
+                    update_group=False,
+                    reason="leave",
+                )
                 continue
             out += self._left_out(group, m, unheard, dated_by_neighbours)
         for member_id in assignments:

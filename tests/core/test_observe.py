@@ -269,3 +269,28 @@ def test_a_newcomers_join_that_missed_the_round_it_was_sent_in_waits_for_the_nex
     out = rejoin(h, A, T0 + 1_100) + synced(h, B, 2, T0 + 1_190)
     out += synced(h, A, 2, T0 + 1_188, {A: [["t", 0]], B: [["t", 1]]})
     assert [(r["generation"], sorted(r["assignment"])) for r in rebalances(out)] == [(2, sorted([A, B]))]
+
+
+def test_the_previous_leaders_leave_reported_after_a_followers_answer_waits_for_the_new_leader():
+    """Found on Apache Kafka 4.4 (a Kafka 4 history with the clients' reports shuffled): leader a leaves, the broker
+    forms generation 2 with b and c, and a's LeaveGroup reaches the feed after b's answer of generation 2. The model,
+    in generation 2 on b's word, does not know its leader yet; a is the previous generation's leader, and its leave
+    was sent before the round completed, so it waits: c's assignment leaves a out, and a's leave says why -- no new
+    round for it."""
+    h = observer()
+    answered_join(h, A, 1, A, T0)
+    answered_join(h, B, 1, A, T0 + 1)
+    answered_join(h, C, 1, A, T0 + 2)
+    synced(h, A, 1, T0 + 5, {A: [["t", 0]], B: [["t", 1]], C: [["t", 2]]})
+    synced(h, B, 1, T0 + 6)
+    synced(h, C, 1, T0 + 7)
+    out = synced(h, B, 2, T0 + 1_020)  # its rejoin and answer: the broker opened and completed generation 2
+    out += h.send(type="leave", member_id=A, ts=T0 + 1_000)  # sent before, reported late
+    assert h.state() == "CompletingRebalance" and h.generation() == 2
+    out += synced(h, C, 2, T0 + 1_021, {B: [["t", 0], ["t", 1]], C: [["t", 2]]})
+    assert h.state() == "Stable" and h.generation() == 2
+    (gone,) = of_type(out, "member_left")
+    assert gone["member_id"] == A and gone["reason"] == "leave"
+    assert one(out, "leave_response", A)["error"] == "NONE"
+    (line,) = rebalances(out)
+    assert line["generation"] == 2 and set(line["assignment"]) == {B, C}
