@@ -27,6 +27,7 @@ from offsets_store import decode_record
 from streaming.feeds.cluster_feed import OBSERVER_SETTINGS, ClusterFeed, events_from, read_offsets_topic
 from tests.broker_history import GroupHistory, read_feed, run_issue_history, wait_until
 from tests.lost_checkpoint import lose_checkpoint
+from tests.kafka4_history import KAFKA4_CONSUMER
 
 pytestmark = [pytest.mark.kafka]
 
@@ -43,7 +44,16 @@ def record(kafka, workdir) -> SimpleNamespace:
     suffix = uuid.uuid4().hex[:8]
     topic, feed_topic, group = f"data-{suffix}", f"feed-{suffix}", f"group-{suffix}"
     kafka.create_topics({topic: 6, feed_topic: 3})
-    run = GroupHistory(kafka.bootstrap, topic, group, workdir, feed_topic=feed_topic)
+    # Polls that outlast a round's join: with 200 ms ones kafka-python 3.0.12 sometimes loses the answer and the
+    # consumer stops in ensure_coordinator_ready (tests/kafka4_history.py); seen here under the suite's load.
+    run = GroupHistory(
+        kafka.bootstrap,
+        topic,
+        group,
+        workdir,
+        feed_topic=feed_topic,
+        consumer={"poll_timeout_ms": KAFKA4_CONSUMER["poll_timeout_ms"]},
+    )
     truth = run_issue_history(run)
     consumer = KafkaConsumer(bootstrap_servers=kafka.bootstrap, group_id=group, enable_auto_commit=False)
     try:
