@@ -50,6 +50,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -66,7 +67,14 @@ from streaming.views import terminal
 
 OBSERVER_SETTINGS = {"tracker.adopt.unknown.members": "true", "tracker.expire.members": "false"}
 CAUGHT_UP = object()  # yielded by a following reader when it has read everything there is (for now)
-POLLED = object()  # yielded by a following reader after each poll once it has caught up: a moment for other work
+
+
+@dataclasses.dataclass(frozen=True)
+class Polled:
+    """Yielded by a following reader after each poll once it has caught up (a moment for other work), with how far
+    it has read: partition -> the offset of the next record."""
+
+    positions: dict[int, int]
 
 
 class ClusterFeed:
@@ -403,7 +411,7 @@ def read_offsets_topic(
 ) -> Iterator:
     """Key/value pairs (``timestamps``: key, value, log timestamp) of every partition, in each partition's order,
     from the beginning (to the end, or for ever with ``follow``, yielding ``CAUGHT_UP`` whenever it has read all
-    there is, and ``POLLED`` after every poll from the first time on; once it has, ``timestamps`` adds the reader's
+    there is, and ``Polled`` after every poll from the first time on; once it has, ``timestamps`` adds the reader's
     clock when it read the record: its arrival, within a poll of its write, the only time a Kafka 0.9 tombstone has).
     ``client``: kafka-python settings (see ``streaming.kafka_client.kafka_conf``), e.g. ``{"api_version": (0, 9)}``
     for a 0.9 broker."""
@@ -447,7 +455,7 @@ def read_offsets_topic(
                     yield CAUGHT_UP
                 caught_up = not batches
             if live:  # every poll, records or not: a busy log never shows the end and a quiet one yields nothing
-                yield POLLED
+                yield Polled({tp.partition: consumer.position(tp) for tp in tps})
     finally:
         consumer.close()
 
@@ -463,7 +471,7 @@ def events_from(
             yield from feed.flush()
             if caught_up is not None:
                 caught_up()
-        elif pair is POLLED:
+        elif isinstance(pair, Polled):
             continue
         else:
             yield from feed.events_for_bytes(*pair)
@@ -741,7 +749,7 @@ def main(argv: list[str] | None = None) -> int:
         else 0.0
     )
     rounds = (
-        LogEndRounds(LogEndSampler(args.bootstrap, args.events_topic, interval, client), publisher)
+        LogEndRounds(LogEndSampler(args.bootstrap, args.events_topic, interval, client), publisher, args.offsets_topic)
         if interval
         else None
     )
@@ -758,12 +766,17 @@ def main(argv: list[str] | None = None) -> int:
 
             def counted(pairs: Iterable) -> Iterator:
                 for pair in pairs:
-                    if pair is POLLED:
-                        if rounds is not None:
-                            rounds.due()
+                    if isinstance(pair, Polled):
+                        if rounds is not None and rounds.polled(pair.positions):
+                            yield CAUGHT_UP  # read past the held samples: the feed's events first, then them
                     elif pair is not CAUGHT_UP:
                         task.advance()
                     yield pair
+
+            def caught_up() -> None:  # the events of every record read so far are out: the held samples follow
+                if rounds is not None:
+                    rounds.release()
+                publisher.settle()
 
             # Closed here, whatever stops the loop: Ctrl-C may land between two records (in a log-end round), and a
             # reader left to the garbage collector at exit hung closing its consumer.
@@ -771,7 +784,7 @@ def main(argv: list[str] | None = None) -> int:
                 read_offsets_topic(args.bootstrap, args.offsets_topic, args.follow, client=client, timestamps=True)
             ) as pairs:
                 # following: every event so far acknowledged (written out, with --out) before waiting for more
-                for event in events_from(counted(pairs), feed, caught_up=publisher.settle):
+                for event in events_from(counted(pairs), feed, caught_up=caught_up):
                     publisher.send(event)
                     if rounds is not None:
                         rounds.learn(event)
@@ -821,10 +834,19 @@ def main(argv: list[str] | None = None) -> int:
 
 class LogEndRounds:
     """The feed's log-end samples: the sampler's rounds on the observed cluster, at most one per its interval, sent
-    in line with the feed's own events (one thread, one publisher). It learns each group's topics from the events."""
+    in line with the feed's own events (one thread, one publisher). It learns each group's topics from the events.
 
-    def __init__(self, sampler: LogEndSampler, publisher: "Publisher") -> None:
-        self.sampler, self.publisher = sampler, publisher
+    Following, a round's samples are held until the reader has read past where ``__consumer_offsets`` ended right
+    after them, and the feed's events of what it read are out (``release``): a sample carries the wall clock, and
+    the tracker's models take it as time gone by, so it must come after the events of every record written before
+    it -- records the reader had not read yet, or had read and the consumer feed still held (a batch may go on).
+    Sent at once, a sample ahead of them moved a group's clock past their requests: with Kafka 4.3+'s assignment
+    interval, the model then deferred a target the broker had computed."""
+
+    def __init__(self, sampler: LogEndSampler, publisher: "Publisher", offsets_topic: str) -> None:
+        self.sampler, self.publisher, self.offsets_topic = sampler, publisher, offsets_topic
+        self.held: list[dict] = []
+        self.marks: dict[int, int] = {}  # where __consumer_offsets ended once the held samples were taken
         self.next_round = 0.0
         self.rounds = self.sent = self.failed = 0
         self.error: str | None = None
@@ -835,19 +857,52 @@ class LogEndRounds:
         elif event["type"] == "sync" and event.get("assignments"):
             self.sampler.learn(event["group_id"], {tp[0] for parts in event["assignments"].values() for tp in parts})
 
-    def due(self) -> None:
-        if time.monotonic() >= self.next_round:
-            self.run()
+    def polled(self, positions: dict[int, int]) -> bool:
+        """Following, after a poll (``positions``: how far the reader has read): a round if one is due and none is
+        held; whether the held samples may go (once the feed's events of what was read are out)."""
+        if not self.held and time.monotonic() >= self.next_round:
+            held = self._round()
+            try:
+                self.marks = self._offsets_ends()
+            except Exception as exc:  # as a failed round: the next one tries again
+                self.failed += 1
+                self.error = repr(exc)
+                held = []
+            self.held = held
+        return bool(self.held) and all(positions.get(p, 0) >= end for p, end in self.marks.items())
+
+    def release(self) -> None:
+        """The feed's events of every record read are out, and the reader has read past the held samples (or all
+        there is): they follow."""
+        held, self.held = self.held, []
+        self._send(held)
+
+    def _offsets_ends(self) -> dict[int, int]:
+        from kafka import TopicPartition
+
+        from streaming.kafka_client.log_end import log_end_offsets
+
+        consumer = self.sampler.consumer()
+        partitions = sorted(consumer.partitions_for_topic(self.offsets_topic) or ())
+        ends = log_end_offsets(consumer, [TopicPartition(self.offsets_topic, p) for p in partitions])
+        return {tp.partition: offset for tp, offset in ends.items()}
 
     def run(self) -> None:
+        """A round sent at once (the log read to its end)."""
+        self._send(self._round())
+
+    def _round(self) -> list[dict]:
         self.next_round = time.monotonic() + self.sampler.interval_s
         try:
             events = self.sampler.samples()
         except Exception as exc:  # a failed look-up must not stop the feed: the next round tries again
             self.failed += 1
             self.error = repr(exc)
-            return
+            return []
         self.rounds += bool(events)
+        return events
+
+    def _send(self, events: list[dict]) -> None:
         for event in events:
             self.publisher.send(event)
         self.sent += len(events)

@@ -30,19 +30,9 @@ from streaming.coordinator.routing import Configs, run_feed
 from streaming.feeds.cluster_feed import read_offsets_topic
 from streaming.feeds.consumer_feed import is_consumer_group_record, normalise
 from tests.broker_history import wait_until
-from tests.brokers.test_kip848_kafka import (
-    SYNCHRONOUS_TARGETS,
-    History,
-    assignments_given,
-    grow,
-    produce,
-    set_group_configs,
-    topic_ids,
-)
+from tests.brokers.test_kip848_kafka import History, assignments_given, grow, produce, topic_ids
 from tests.job_process import job_env
 from tests.groups import OWN_PROCESSES
-
-INTERVAL_0 = "group.consumer.assignment.interval.ms=0"
 
 pytestmark = [pytest.mark.kafka, pytest.mark.xdist_group(OWN_PROCESSES)]
 
@@ -59,15 +49,12 @@ def test_cluster_feed_follows_a_consumer_protocol_group_on_kafka_4_4(apache_kafk
     group, topics = f"feed848-{suffix}", {"a": f"feed848-a-{suffix}", "b": f"feed848-b-{suffix}"}
     apache_kafka4.create_topics({topics["a"]: 3})
     release = tuple(int(n) for n in apache_kafka4.version.split(".")[:2])  # APACHE_KAFKA_VERSION may pick another
-    # The group computes its targets in every heartbeat, and the command is told so, as a user would. (With the
-    # broker's default interval this history once left batches unexplained on a loaded machine: deferred targets
-    # are checked in tests/brokers/test_kip848_deferred_targets.py.)
-    set_group_configs(bootstrap, group, SYNCHRONOUS_TARGETS)
+    # the broker's own settings: on 4.3+ targets at most once a second (group.consumer.assignment.interval.ms)
     produce(bootstrap, topics["a"], 3, 20)
     log = tmp_path / "cluster-feed.log"
     with open(log, "wb") as out:  # docs/real-cluster.md, step 1 (into a file: the tracker's input here)
         feed = subprocess.Popen(
-            [TRACKER, "cluster-feed", "--follow", "--out", "feed.jsonl", "--coordinator-conf", INTERVAL_0],
+            [TRACKER, "cluster-feed", "--follow", "--out", "feed.jsonl"],
             cwd=tmp_path,
             env=job_env({"KAFKA_BOOTSTRAP": bootstrap}),
             stdout=out,
@@ -155,9 +142,17 @@ def test_cluster_feed_follows_a_consumer_protocol_group_on_kafka_4_4(apache_kafk
         "--coordinator-conf tracker.expire.members=false"
         + (" --coordinator-conf initial.group.epoch=1" if initial else "")
         + (" --coordinator-conf empty.group.assignment.epoch=true" if release >= (4, 4) else "")
+        + (" --coordinator-conf group.consumer.assignment.interval.ms=1000" if initial else "")
     )
     # (its summary counts every group on the session's broker: other tests' groups may be unexplained there)
     assert "KIP-848 consumer-group records became" in text, text[-3000:]
+
+    # No log-end sample ahead of the events of records written before it: a sample is time gone by for the models
+    mine = [e for e in events if e["group_id"] == group]
+    assert any(e["type"] == "log_end" for e in mine)
+    for i, sample in enumerate(mine):
+        if sample["type"] == "log_end":
+            assert all(e["ts"] >= sample["ts"] for e in mine[i + 1 :] if e["type"] != "log_end"), (sample, mine)
 
     # The tracker, with the settings the command printed
     settings = dict(pair.split("=", 1) for pair in settings_line.split(" --coordinator-conf ")[1:])

@@ -12,6 +12,7 @@ These are the runs the instrumentation's tests read (``kafka09_histories``, ``te
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from types import SimpleNamespace
@@ -418,3 +419,45 @@ def test_the_cluster_feed_samples_the_groups_log_ends_while_the_log_is_quiet(apa
     assert done.returncode == 0 and "no log-end samples" in done.stderr, done.stderr
     published = [json.loads(r.value) for r in read_all(bootstrap, events_topic)]
     assert any(e["group_id"] == group for e in published) and all(e["type"] != "log_end" for e in published)
+
+
+def test_a_log_end_round_waits_for_the_records_written_before_it(apache_kafka4):
+    """Following, a round's samples are held until the reader has read past where ``__consumer_offsets`` ended once
+    they were taken: a sample is time gone by for the tracker's models, so the events of the records written before
+    it must come first (sent at once, a sample once moved a KIP-848 group's clock past its requests' and the model
+    deferred a target the broker had computed)."""
+    import io
+
+    from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+
+    from streaming.feeds.cluster_feed import FileProducer, LogEndRounds, Publisher
+    from streaming.feeds.log_end_sampler import LogEndSampler
+    from streaming.kafka_client.log_end import log_end_offsets
+
+    bootstrap, suffix = apache_kafka4.bootstrap, uuid.uuid4().hex[:8]
+    topic, group = f"held-{suffix}", f"held-group-{suffix}"
+    apache_kafka4.create_topics({topic: 1})
+    committer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    reader = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    sampler = LogEndSampler(bootstrap, "unused", 0.001)
+    out = io.StringIO()
+    rounds = LogEndRounds(sampler, Publisher(FileProducer(out), "unused"), "__consumer_offsets")
+    try:
+        committer.commit({TopicPartition(topic, 0): OffsetAndMetadata(0, "", -1)})
+        sampler.learn(group, {topic})
+        tps = [TopicPartition("__consumer_offsets", p) for p in reader.partitions_for_topic("__consumer_offsets")]
+        before = {tp.partition: end for tp, end in log_end_offsets(reader, tps).items()}
+        behind = {**before, **{p: end - 1 for p, end in before.items() if end}}  # the commit's partition not read
+
+        assert not rounds.polled(behind)  # a round taken, held: the reader has not read the commit yet
+        held = list(rounds.held)
+        assert [(e["group_id"], e["topic"], e["offset"]) for e in held] == [(group, topic, 0)] and not out.getvalue()
+        assert not rounds.polled(behind) and rounds.held == held  # no second round while one is held
+        committer.commit({TopicPartition(topic, 0): OffsetAndMetadata(0, "", -1)})  # written after the round
+        assert rounds.polled(before)  # read to where the log ended after the round: the samples may go
+        rounds.release()
+        assert [json.loads(line) for line in out.getvalue().splitlines()] == held and not rounds.held
+    finally:
+        committer.close()
+        reader.close()
+        sampler.stop()
