@@ -33,7 +33,6 @@ from streaming.coordinator.consumer.group import ConsumerGroup
 from streaming.coordinator.consumer.member import ClassicMemberMetadata, ConsumerGroupMember, assignment
 from streaming.coordinator.consumer.member_state import MemberState
 from streaming.coordinator.consumer.reconcile import reconcile
-from streaming.coordinator.consumer.target import build_target_assignment, can_compute_next_target_assignment
 from streaming.coordinator.outputs import Outputs
 
 if TYPE_CHECKING:
@@ -212,46 +211,10 @@ def _join(c: "ConsumerGroupCoordinator", group: ConsumerGroup, e: dict) -> Outpu
             updated = reconciled
         return downgrade_replacing(c, group, static, updated, records, stale)
 
-    # The consumer heartbeat's maybeUpdateTargetAssignment: with group.consumer.assignment.interval.ms (Kafka 4.3+)
-    # no new target before the interval since the last one has run out; the member reconciles to the last.
-    assignor_name = None
-    interval = c.config.group_consumer_assignment_interval_ms
-    if group_epoch > group.assignment_epoch and can_compute_next_target_assignment(
-        group.assignment_timestamp, interval, c.now
-    ):
-        assignor_name = group.preferred_server_assignor(old_ref, updated) or c.config.group_consumer_assignors[0]
-        updates: dict[str, ConsumerGroupMember | None] = {updated.member_id: updated}
-        if replaced is not None:
-            updates[replaced.member_id] = None
-        try:
-            result = build_target_assignment(
-                gid,
-                group_epoch,
-                c._assignor(assignor_name),
-                group.members,
-                group.static_members,
-                metadata,
-                subscription_type,
-                group.target,
-                group.resolved_regexes,
-                c.image,
-                updates,
-                group.member_slots,
-                c.now if interval else 0,  # the computation's time, where Kafka 4.3+ writes it
-            )
-        except Exception as exc:  # the assignor's refusal is the request's error, never the job's
-            raise HeartbeatError("UNKNOWN_SERVER_ERROR", f"Failed to compute a new target assignment: {exc}") from None
-        records += result.records
-        target_epoch, target = group_epoch, result.assignment.get(updated.member_id, {})
-    else:
-        target_epoch, target = group.assignment_epoch, group.target_for(updated.member_id, updated.instance_id)
-
-    if not updated.is_reconciled_to(target_epoch):
-        owned = _owned(c, first)
-        reconciled = reconcile(updated, target_epoch, target, group.current_partition_epoch, owned)
-        if reconciled != updated:
-            records.append(R.current_assignment(gid, reconciled))
-        updated = reconciled
+    # The consumer heartbeat's steps 2 and 3: a new target if due, the member reconciled towards it
+    updated, assignor_name = c._target_and_reconcile(
+        group, updated, old_ref, group_epoch, metadata, subscription_type, _owned(c, first), records
+    )
 
     if assignor_name is not None:
         soft.assignor = assignor_name

@@ -882,52 +882,12 @@ class ConsumerGroupCoordinator:
                 group.subscribed_regexes(), group.subscribed_topic_names(), len(group.members)
             )
 
-        # 2. A newer group epoch than the target's: compute the new target assignment, unless the last one is
-        # younger than group.consumer.assignment.interval.ms (Kafka 4.3+): then the member reconciles to the last.
-        assignor_name = None
-        if group_epoch > group.assignment_epoch and can_compute_next_target_assignment(
-            group.assignment_timestamp, self.config.group_consumer_assignment_interval_ms, self.now
-        ):
-            assignor_name = group.preferred_server_assignor(old_ref, updated) or self.config.group_consumer_assignors[0]
-            updates: dict[str, ConsumerGroupMember | None] = {updated.member_id: updated}
-            previous_id = group.static_members.get(updated.instance_id) if updated.instance_id is not None else None
-            if previous_id is not None and previous_id != updated.member_id:
-                updates[previous_id] = None
-            try:
-                result = build_target_assignment(
-                    gid,
-                    group_epoch,
-                    self._assignor(assignor_name),
-                    group.members,
-                    group.static_members,
-                    metadata,
-                    subscription_type,
-                    group.target,
-                    group.resolved_regexes,
-                    self.image,
-                    updates,
-                    group.member_slots,
-                    # Its time, in the record as Kafka 4.3+ writes it, where an interval needs it; Kafka up to 4.2
-                    # (the default interval, 0) writes the record without it.
-                    self.now if self.config.group_consumer_assignment_interval_ms else 0,
-                )
-            except (PartitionAssignorError, ValueError, KeyError) as exc:
-                raise HeartbeatError(
-                    "UNKNOWN_SERVER_ERROR", f"Failed to compute a new target assignment for epoch {group_epoch}: {exc}"
-                ) from None
-            records += result.records
-            target_epoch, target = group_epoch, result.assignment.get(updated.member_id, {})
-        else:
-            target_epoch, target = group.assignment_epoch, group.target_for(updated.member_id, updated.instance_id)
-
-        # 3. Reconcile the member towards its target.
-        rebalance_timer = None
-        if not updated.is_reconciled_to(target_epoch):
-            reconciled = reconcile(updated, target_epoch, target, group.current_partition_epoch, owned)
-            if reconciled != updated:
-                records.append(R.current_assignment(gid, reconciled))
-                rebalance_timer = reconciled.state is MemberState.UNREVOKED_PARTITIONS
-            updated = reconciled
+        # 2 and 3. The target (a new one if due) and the member reconciled towards it.
+        reconciled, assignor_name = self._target_and_reconcile(
+            group, updated, old_ref, group_epoch, metadata, subscription_type, owned, records
+        )
+        rebalance_timer = None if reconciled == updated else reconciled.state is MemberState.UNREVOKED_PARTITIONS
+        updated = reconciled
 
         # All checks passed: the records are written and applied.
         self.soft.setdefault(gid, soft)
@@ -978,6 +938,66 @@ class ConsumerGroupCoordinator:
         if refresh:
             out += self._resolve_regexes(group, refresh)
         return out
+
+    def _target_and_reconcile(
+        self,
+        group: ConsumerGroup,
+        updated: ConsumerGroupMember,
+        old_ref: ConsumerGroupMember,
+        group_epoch: int,
+        metadata: dict,
+        subscription_type,
+        owned: dict | None,
+        records: list[dict],
+    ) -> tuple[ConsumerGroupMember, str | None]:
+        """Steps 2 and 3 of a member's request, a ConsumerGroupHeartbeat's or a classic member's JoinGroup
+        (``classic_members``), as Kafka shares them: a group epoch newer than the target's computes the new target
+        -- unless the last one is younger than group.consumer.assignment.interval.ms (Kafka 4.3+), then the member
+        reconciles to the last -- and the member is reconciled towards it (``owned``: what it says it owns). The
+        records go to ``records``; returns the member reconciled and the assignor that computed a target, if one
+        did. ``old_ref``: the member ``updated`` stands in for (a static member it replaced)."""
+        gid, interval = group.group_id, self.config.group_consumer_assignment_interval_ms
+        assignor_name = None
+        if group_epoch > group.assignment_epoch and can_compute_next_target_assignment(
+            group.assignment_timestamp, interval, self.now
+        ):
+            assignor_name = group.preferred_server_assignor(old_ref, updated) or self.config.group_consumer_assignors[0]
+            updates: dict[str, ConsumerGroupMember | None] = {updated.member_id: updated}
+            previous_id = group.static_members.get(updated.instance_id) if updated.instance_id is not None else None
+            if previous_id is not None and previous_id != updated.member_id:
+                updates[previous_id] = None
+            try:
+                result = build_target_assignment(
+                    gid,
+                    group_epoch,
+                    self._assignor(assignor_name),
+                    group.members,
+                    group.static_members,
+                    metadata,
+                    subscription_type,
+                    group.target,
+                    group.resolved_regexes,
+                    self.image,
+                    updates,
+                    group.member_slots,
+                    # Its time, in the record as Kafka 4.3+ writes it, where an interval needs it; Kafka up to 4.2
+                    # (the default interval, 0) writes the record without it.
+                    self.now if interval else 0,
+                )
+            except (PartitionAssignorError, ValueError, KeyError) as exc:  # the assignor's refusal: the request's error
+                raise HeartbeatError(
+                    "UNKNOWN_SERVER_ERROR", f"Failed to compute a new target assignment for epoch {group_epoch}: {exc}"
+                ) from None
+            records += result.records
+            target_epoch, target = group_epoch, result.assignment.get(updated.member_id, {})
+        else:
+            target_epoch, target = group.assignment_epoch, group.target_for(updated.member_id, updated.instance_id)
+        if updated.is_reconciled_to(target_epoch):
+            return updated, assignor_name
+        reconciled = reconcile(updated, target_epoch, target, group.current_partition_epoch, owned)
+        if reconciled != updated:
+            records.append(R.current_assignment(gid, reconciled))
+        return reconciled, assignor_name
 
     def _assignor(self, name: str):
         if self._assignors is not None and name in self._assignors:
