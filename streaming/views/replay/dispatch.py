@@ -106,9 +106,7 @@ def _replay_consumer_feed(
         if any(not _for_every_group(e) for e in rest):
             runs.append(_replay_consumer_feed(rest, assignor, config, group_config, None))
         return runs[0] if len(runs) == 1 else list(heapq.merge(*runs, key=lambda o: o["ts"]))
-    stimuli = consumer_stimuli(
-        feed, group_config.group_consumer_heartbeat_interval_ms, group_config.group_consumer_session_timeout_ms
-    )
+    stimuli = consumer_stimuli(feed, group_config)
     if is_server_assignor(assignor):
         return _ConsumerFeedServerReplayer(name, stimuli, group_config).run(on_progress)
     return _ConsumerFeedClassicReplayer(
@@ -128,8 +126,6 @@ def _replay_mixed_groups(
     on_progress: Callable[[int], None] | None,
 ) -> list[dict]:
     name, _ = _chosen(assignor)
-    stimuli = consumer_stimuli(
-        feed, group_config.group_consumer_heartbeat_interval_ms, group_config.group_consumer_session_timeout_ms
-    )
+    stimuli = consumer_stimuli(feed, group_config)
     configs = Configs(config or CoordinatorConfig(), group_config)
     return _MixedReplayer(name, is_server_assignor(assignor), configs, stimuli, classic_stimuli(feed)).run(on_progress)

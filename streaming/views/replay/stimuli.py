@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from streaming.coordinator.consumer import ConsumerGroupConfig
 
 
 @dataclass
@@ -58,11 +62,13 @@ class _Recorded:
     left: bool = False
 
 
-def consumer_stimuli(events: list[dict], heartbeat_interval_ms: int, session_timeout_ms: int) -> ConsumerFeedStimuli:
+def consumer_stimuli(events: list[dict], group_config: ConsumerGroupConfig) -> ConsumerFeedStimuli:
     """The stimuli of a consumer-protocol feed (``events`` in time order; see the package's docstring for what is a
-    stimulus and what a reaction). The group's heartbeat interval and session timeout drive the clients' own
-    heartbeat timer: a member that has sent nothing for an interval heartbeats if the recording shows it alive then
-    (:meth:`ConsumerFeedStimuli.alive`)."""
+    stimulus and what a reaction). The group's heartbeat interval and session timeout (``group_config``) drive the
+    clients' own heartbeat timer: a member that has sent nothing for an interval heartbeats if the recording shows
+    it alive then (:meth:`ConsumerFeedStimuli.alive`)."""
+    heartbeat_interval_ms = group_config.group_consumer_heartbeat_interval_ms
+    session_timeout_ms = group_config.group_consumer_session_timeout_ms
     from streaming.coordinator.consumer.regex import resolve
 
     stimuli: list[dict] = []
