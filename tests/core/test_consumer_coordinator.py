@@ -867,3 +867,35 @@ def test_replaying_tombstones_removes_members_and_groups():
     partial = Harness({"foo": 1})
     partial.c.load_records([o for o in outs if R.is_record(o)][:-3], 0)
     assert partial.group().state() == "Empty" and partial.group().group_epoch == 2
+
+
+def test_a_member_clearing_its_regex_deletes_it_and_bumps_the_epoch():
+    """testConsumerGroupMemberClearsRegex: a member that sends an empty regex loses the regex's topics at once --
+    its metadata, the regex's tombstone (it was the regex's last subscriber), a new group epoch, its (empty) target
+    and its current assignment at the new epoch (it says it owns nothing: no revocation to wait for)."""
+    h = Harness({"foo": 6})
+    m1 = member(
+        "m1",
+        member_epoch=10,
+        previous_member_epoch=10,
+        subscribed_topic_regex="foo*",
+        server_assignor="range",
+        assigned_partitions=h.A(foo=range(6)),
+    )
+    h.seed(G, 10, [m1], {"m1": h.A(foo=range(6))})
+    h.assignor.prepare({})
+    answer, recs, _ = h.hb(
+        "m1", 10, rebalance_timeout_ms=5000, subscribed_topic_regex="", server_assignor="range", topic_partitions=[]
+    )
+    assert (answer["error"], answer["member_epoch"], answer["assignment"]) == ("NONE", 11, [])
+    assert names(recs) == [
+        ("ConsumerGroupMemberMetadata", "m1", False),
+        ("ConsumerGroupRegularExpression", None, True),
+        ("ConsumerGroupMetadata", None, False),
+        ("ConsumerGroupTargetAssignmentMember", "m1", False),
+        ("ConsumerGroupTargetAssignmentMetadata", None, False),
+        ("ConsumerGroupCurrentMemberAssignment", "m1", False),
+    ]
+    assert recs[0]["subscribedTopicRegex"] == "" and recs[2]["epoch"] == 11
+    current = recs[-1]
+    assert (current["memberEpoch"], current["previousMemberEpoch"], current["assignedPartitions"]) == (11, 10, [])

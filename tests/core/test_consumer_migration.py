@@ -588,3 +588,42 @@ def test_no_downgrade_when_the_static_member_replaced_is_not_the_last_of_the_con
         assert d.model.protocol == "consumer" and "protocol_switch" not in kinds(out)
         assert last(out, "member_replaced")["previous_member_id"] == "c1"
         assert last(out, "join_response")["error"] == "NONE"
+
+
+@pytest.mark.parametrize(
+    "names, regex, joins_with",
+    [(["t"], "u.*", ["t"]), ([], "t.*", [])],
+    ids=["same subscription", "subscription changed"],
+)
+def test_a_classic_member_replacing_a_static_member_with_a_regex_deletes_the_regex(names, regex, joins_with):
+    """testConsumerMemberWithRegexReplacedByClassicMemberWith{Same,Changed}Subscription: a classic JoinGroup under
+    the instance id of a consumer-protocol member with a regex (another member of that protocol stays: no
+    downgrade) -- the replacement, the new member's metadata without the regex, the regex's tombstone (the member
+    replaced was its one subscriber), a new group epoch, the new target."""
+    d = Driver()
+    d.send(type="topic_metadata", topic="u", partitions=2, topic_id="AAAAAAAAAAAAAAAAAAAAAg")
+    d.hb("c1", instance_id="i1", subscribed_topic_names=names, subscribed_topic_regex=regex)
+    d.hb("c2")
+    group = d.consumer.groups[G]
+    assert regex in group.resolved_regexes
+    epoch = group.group_epoch
+    d.ts += 100
+    out = d.join(client_id="k9", group_instance_id="i1", protocols=[{**RANGE, "topics": joins_with}])
+    new = last(out, "member_replaced")["member_id"]
+    kept = [r for r in records(out) if r[0] != "consumer_group_partition_metadata"]  # Kafka 4.1+ writes none
+    assert kept[:9] == [
+        ("consumer_group_current_member_assignment", "c1", "tombstone"),
+        ("consumer_group_target_assignment_member", "c1", "tombstone"),
+        ("consumer_group_member_metadata", "c1", "tombstone"),
+        ("consumer_group_member_metadata", new, None),
+        ("consumer_group_target_assignment_member", new, None),
+        ("consumer_group_current_member_assignment", new, None),
+        ("consumer_group_member_metadata", new, None),
+        ("consumer_group_regular_expression", None, "tombstone"),
+        ("consumer_group_metadata", None, None),
+    ]
+    regex_tombstone = next(o for o in out if o["type"] == "consumer_group_regular_expression")
+    assert regex_tombstone["regular_expression"] == regex
+    assert last(out, "consumer_group_metadata")["epoch"] == epoch + 1
+    assert regex not in group.resolved_regexes and d.member(new).subscribed_topic_regex == ""
+    assert d.model.protocol == "consumer" and last(out, "join_response")["error"] == "NONE"

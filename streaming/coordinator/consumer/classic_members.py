@@ -176,9 +176,11 @@ def _join(c: "ConsumerGroupCoordinator", group: ConsumerGroup, e: dict) -> Outpu
     bump = False
     if updated != member:
         records.append(R.member_subscription(gid, updated))
-        bump = updated.subscribed_topic_names != member.subscribed_topic_names or bool(member.regex)
-    if member.regex and group.num_subscribed_members(member.regex) == 1 and replaced is None:
-        records.append(R.regular_expression(gid, member.regex, None))
+        bump = updated.subscribed_topic_names != member.subscribed_topic_names
+    # A classic member has no regex: a static member's it replaces goes (its tombstone, if no one else has it), and
+    # any change of regex bumps the epoch (Kafka's regexUpdated(), where a heartbeat waits for a new one's topics).
+    refresh, _ = c._regex_update(group, member, updated, records)
+    bump |= bool(member.regex)
 
     group_epoch = group.group_epoch
     names = group.subscribed_topic_names(old_ref, updated)
@@ -261,6 +263,8 @@ def _join(c: "ConsumerGroupCoordinator", group: ConsumerGroup, e: dict) -> Outpu
             [],
         )
     )
+    if refresh:  # the other members' regexes were due a refresh (Kafka's, asynchronous, after the request)
+        out += c._resolve_regexes(group, refresh)
     return out
 
 

@@ -1025,6 +1025,8 @@ class ConsumerGroupCoordinator:
                     require_refresh = True
                 else:
                     bump = new in group.resolved_regexes
+            else:  # the member cleared its regex: the regex's topics leave its subscription at once
+                bump = True
         current = group.subscribed_regexes()
         if not require_refresh and not current:
             return None, bump
