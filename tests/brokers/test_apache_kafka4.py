@@ -128,7 +128,7 @@ def test_the_broker_command_runs_kafka_4_until_interrupted(apache_kafka4):
         bootstrap = re.search(r"bootstrap=(127\.0\.0\.1:\d+)", out).group(1)
         scratch = re.search(r"scratch dir (\S+?)\)", out).group(1)
         assert f"Apache Kafka {apache_kafka4.version}" in out and os.path.isdir(scratch)
-        wait_until_ready(bootstrap, timeout_s=10)
+        wait_until_ready(bootstrap, timeout_s=30)  # a loaded machine starts the JVM slowly
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=60) == 0
         assert not os.path.exists(scratch)
