@@ -113,6 +113,7 @@ def migration(apache_kafka4, tmp_path_factory):
         if f.get("member_id"):
             ids.setdefault(f["client"], f["member_id"])
     return SimpleNamespace(
+        workdir=history.workdir,
         group=group,
         topic=topic,
         facts=facts,
@@ -188,7 +189,12 @@ def test_each_members_assignment_is_what_its_consumer_was_given(migration):
         if held and (not seq[o["member_id"]] or seq[o["member_id"]][-1] != held):
             seq[o["member_id"]].append(held)
     given = assignments_given(migration.facts)
-    assert dict(seq) == given
+    clients = {member_id: client for client, member_id in migration.ids.items()}
+
+    def told(sequences):  # for a failure's message: by client, each assignment as sorted partitions
+        return {clients.get(m, m): [sorted(p for _, p in held) for held in s] for m, s in sorted(sequences.items())}
+
+    assert dict(seq) == given, f"tracker {told(seq)} != consumers {told(given)}; workdir {migration.workdir}"
     assert set(given) == {migration.ids[c] for c in CLOSING_ORDER}
 
 
