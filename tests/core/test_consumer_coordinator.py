@@ -899,3 +899,24 @@ def test_a_member_clearing_its_regex_deletes_it_and_bumps_the_epoch():
     assert recs[0]["subscribedTopicRegex"] == "" and recs[2]["epoch"] == 11
     current = recs[-1]
     assert (current["memberEpoch"], current["previousMemberEpoch"], current["assignedPartitions"]) == (11, 10, [])
+
+
+def test_the_uniform_assignor_sees_the_members_in_kafkas_order_after_their_updates():
+    """Apache Kafka 4.4.0, asked with these member ids (ConsumerGroupHeartbeat requests, one topic of 7 partitions,
+    targets at once): X joins, Y joins (X 0-3, Y 4-6), Z joins -- X keeps 0-2, Y gives up 6, Z gets 3 and 6, and
+    the target records come X, Y, Z. Y's join updated X's and Y's records in a member table of two slots, which
+    grew it to four (Kafka grows before it looks for the key) and put X first; the model once kept two slots,
+    iterated Y first and gave Y the extra partition (X 0-1, Y 4-6, Z 2-3)."""
+    x, y, z = "jeeokxs9SjWq1aalxUqAxQ", "IMtFSVn7SiaXeSqtLv1SAQ", "zT/X1QsSTZO6lKOW5akERw"
+    h = Harness({"t": 7}, scripted=False, group_consumer_assignors=("uniform",))
+    h.join(x, ["t"])
+    _, recs, _ = h.join(y, ["t"])
+    targets = [
+        (r["member_id"], r["topicPartitions"][0]["partitions"]) for r in recs if r["type"] == R.TARGET_ASSIGNMENT_MEMBER
+    ]
+    assert targets == [(x, [0, 1, 2, 3]), (y, [4, 5, 6])]
+    _, recs, _ = h.join(z, ["t"])
+    targets = [
+        (r["member_id"], r["topicPartitions"][0]["partitions"]) for r in recs if r["type"] == R.TARGET_ASSIGNMENT_MEMBER
+    ]
+    assert targets == [(x, [0, 1, 2]), (y, [4, 5]), (z, [3, 6])]

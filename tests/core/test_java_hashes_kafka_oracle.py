@@ -123,6 +123,8 @@ def kafka(kafka_oracle_classpath):
         f"timeline\t{','.join(m.encode().hex() for m in ids)}\t{','.join(m.encode().hex() for m in gone)}"
         for ids, gone in zip(member_sets, removals)
     ]
+    histories = [_member_table_history(rng) for _ in range(200)]
+    lines += [f"table\t{','.join(op + m.encode().hex() for op, m in ops)}" for ops in histories]
     out = subprocess.run(
         [*JAVA, "-cp", kafka_oracle_classpath, "HashOracle"],
         input="\n".join(lines) + "\n",
@@ -143,7 +145,27 @@ def kafka(kafka_oracle_classpath):
             (ids, gone, [bytes.fromhex(m).decode() for m in next(answers).split(",") if m])
             for ids, gone in zip(member_sets, removals)
         ],
+        "table": [(ops, [bytes.fromhex(m).decode() for m in next(answers).split(",") if m]) for ops in histories],
     }
+
+
+def _member_table_history(rng: random.Random) -> list[tuple[str, str]]:
+    """What a group's records do to its member table: members join (+), are updated (+ again: each of their
+    records is a put) and leave (-), some coming back."""
+    ids = [_member_id(rng) for _ in range(rng.choice([2, 3, 4, 7, 13]))]
+    present: list[str] = []
+    ops = []
+    for _ in range(rng.randrange(1, 30)):
+        if present and rng.random() < 0.15:
+            gone = rng.choice(present)
+            present.remove(gone)
+            ops.append(("-", gone))
+        else:
+            m = rng.choice(ids)
+            if m not in present:
+                present.append(m)
+            ops.append(("+", m))
+    return ops
 
 
 def test_string_hash_and_the_offsets_partition_of_a_group_are_kafkas(kafka):
@@ -201,6 +223,24 @@ def _member_id(rng: random.Random) -> str:
     if rng.random() < 0.8:
         return base64.urlsafe_b64encode(rng.randbytes(16)).decode().rstrip("=")
     return f"consumer-{rng.randrange(100)}-{rng.randbytes(4).hex()}"
+
+
+def test_a_consumer_groups_member_order_is_kafkas_through_joins_updates_and_leaves(kafka):
+    """The model's member table (``ConsumerGroup``: its members in the order they came, and the size its table
+    grew to) gives Kafka's order after the puts and removals a group's records make. Kafka's table grows before it
+    looks for the key: an update of two members in a table of two slots grows it to four and reorders them (a
+    broker's uniform assignor then gave the extra partition to another member than the model did)."""
+    from streaming.coordinator.consumer import ConsumerGroupMember
+    from streaming.coordinator.consumer.group import ConsumerGroup
+
+    for ops, kafka_order in kafka["table"]:
+        group = ConsumerGroup("g")
+        for op, m in ops:
+            if op == "+":
+                group._update_member(group.members.get(m) or ConsumerGroupMember(m))
+            elif m in group.members:
+                group._remove_member(m)
+        assert timeline_hash_order(list(group.members), group.member_slots) == kafka_order, ops
 
 
 def test_a_timeline_hash_maps_order_is_kafkas(kafka):

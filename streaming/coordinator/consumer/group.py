@@ -175,8 +175,9 @@ class ConsumerGroup:
         old = self.members.get(new.member_id)
         if old is not None:
             self._remove_partition_epochs(old)
-        else:
-            self.member_slots = timeline_capacity_after_adding(self.member_slots, len(self.members))
+        # Kafka's members table (BaseHashTable.baseAddOrReplace) checks for room before it looks for the key: an
+        # update of a member grows it as an addition would, and its growth reorders the members.
+        self.member_slots = timeline_capacity_after_adding(self.member_slots, len(self.members))
         self.members[new.member_id] = new
         self._add_partition_epochs(new.assigned_partitions, new.member_epoch)
         self._add_partition_epochs(new.partitions_pending_revocation, new.member_epoch)

@@ -76,6 +76,14 @@ public class HashOracle {
                 if (f.length > 2 && !f[2].isEmpty()) for (String k : f[2].split(",")) map.remove(str(k));
                 return order(map.keySet(), HashOracle::hex);
             }
+            case "table": {   // puts (+hex) and removals (-hex), comma: a TimelineHashMap's order after them
+                TimelineHashMap<String, Boolean> map = new TimelineHashMap<>(snapshotRegistry(), 0);
+                for (String op : f[1].split(",")) {
+                    if (op.startsWith("+")) map.put(str(op.substring(1)), true);
+                    else map.remove(str(op.substring(1)));
+                }
+                return order(map.keySet(), HashOracle::hex);
+            }
             default:
                 return "error unknown command " + f[0];
         }
