@@ -76,6 +76,12 @@ What cannot be inferred:
     keeps only the group's);
   - a broker whose assignor differs from the model's (a custom one, or another ``group.consumer.assignors``) or a
     regular expression resolved differently (the record's image version) gives records the model does not write;
+  - Kafka resolves a member's new regex, and refreshes the group's (at most every 10 s, on a heartbeat, when topics
+    were created), after the request, asynchronously, and writes the result as a write of its own (the regex's
+    ConsumerGroupRegularExpression record and a new group epoch); the model resolves in the request, so that request
+    explains its batch and the resolution's together (a followed log waits for the resolution: ``flush(more)``), and
+    a batch of regex records alone is the heartbeat of a member that changed nothing. Another request written
+    between the two (the broker handled it before the regex was resolved, the model after) is not explained;
   - who committed an offset, and at which epoch (see above); the broker's offsets cleanup runs on its own clock
     (``offsets.retention.check.interval.ms`` from its load), the model's at exact expiry times, so an Empty group's
     deletion can come a little earlier in the tracker than in the log (a later ``delete_group`` finds it gone).
@@ -197,6 +203,9 @@ def _same(got: list[tuple], want: list[tuple]) -> bool:
 
 
 # ---------------------------------------------------------------- the feed
+_WAIT = object()  # _explain: a request may explain the batch with records not read yet
+
+
 class ConsumerGroupFeed:
     """Per group: the records not yet explained, and the shadow model fed every event emitted so far."""
 
@@ -226,8 +235,10 @@ class ConsumerGroupFeed:
         self.counts["consumer group records"] += 1
         return self._drain(group_id, final=False)
 
-    def flush(self) -> list[dict]:
-        return [e for group_id in list(self.pending) for e in self._drain(group_id, final=True)]
+    def flush(self, more: bool = False) -> list[dict]:
+        """The events of every group's records read so far, their batches complete; ``more``: the reader follows
+        the log (a request's regex resolution, written after it, may still come: its batch waits for it)."""
+        return [e for group_id in list(self.pending) for e in self._drain(group_id, final=True, more=more)]
 
     def explain(self, group_id: str) -> list[dict]:
         """The events for the group's records read so far (their batch is complete: the cluster feed read a record
@@ -316,7 +327,7 @@ class ConsumerGroupFeed:
         )
 
     # ------------------------------------------------------------ matching requests to records
-    def _drain(self, group_id: str, final: bool) -> list[dict]:
+    def _drain(self, group_id: str, final: bool, more: bool = False) -> list[dict]:
         pending = self.pending.get(group_id) or []
         shadow = self.shadows.get(group_id) or ConsumerGroupCoordinator(self.config)
         out: list[dict] = []
@@ -326,14 +337,17 @@ class ConsumerGroupFeed:
             if size == len(pending) and not final:
                 break  # the batch may go on: wait for a record of another time (or the reader catching up)
             want = [normalise(r) for r in pending[:size]]
-            self._ask_for_new_subscriptions(shadow, pending[:size])
-            best = self._explain(shadow, pending, want)
+            self._ask_for_new_subscriptions(shadow, pending)
+            may_wait = more or not final
+            best = self._explain(shadow, pending, want, may_wait)
             if (
                 best is None
                 and getattr(self.topics, "refresh", None) is not None
                 and self.topics.refresh(since_ms=pending[0]["ts"])
             ):
-                best = self._explain(shadow, pending, want)  # the cluster's topics changed since last asked
+                best = self._explain(shadow, pending, want, may_wait)  # the cluster's topics changed since last asked
+            if best is _WAIT:
+                break  # a regex's resolution the request asked for may be in the records still to come
             if best is None:
                 self._apply_unexplained(shadow, pending.pop(0))
                 continue
@@ -348,27 +362,34 @@ class ConsumerGroupFeed:
             self.pending.pop(group_id, None)
         return out
 
-    def _ask_for_new_subscriptions(self, shadow: ConsumerGroupCoordinator, batch: list[dict]) -> None:
-        """A batch subscribing to a topic neither the shadow nor the cluster's last answer has: ask the cluster
-        again first (if its answer is older than the batch). A request that bumps the group epoch and writes no
-        target (Kafka 4.3+'s assignment interval) reads the same with the topic or without it: the feed must know
-        the topic before it explains the batch, not find out from failing to."""
+    def _ask_for_new_subscriptions(self, shadow: ConsumerGroupCoordinator, pending: list[dict]) -> None:
+        """A batch subscribing to a topic neither the shadow nor the cluster's last answer has (by name, or by a
+        regex resolved to it in the records pending): ask the cluster again first (if its answer is older than the
+        batch). A request that bumps the group epoch and writes no target (Kafka 4.3+'s assignment interval) reads
+        the same with the topic or without it: the feed must know the topic before it explains the batch, not find
+        out from failing to."""
         refresh = getattr(self.topics, "refresh", None)
         if refresh is None:
             return
+        ts = pending[0]["ts"]
         names = {
             name
-            for r in batch
-            if r["type"] == "consumer_group_member_metadata" and not r.get("tombstone")
+            for r in pending
+            if r["ts"] == ts and r["type"] == "consumer_group_member_metadata" and not r.get("tombstone")
             for name in r.get("subscribedTopicNames") or []
-        }
+        } | _regex_topics(pending)
         if any(shadow.image.get(name) is None and self.topics(name) is None for name in sorted(names)):
-            refresh(since_ms=batch[0]["ts"])
+            refresh(since_ms=ts)
 
-    def _explain(self, shadow: ConsumerGroupCoordinator, pending: list[dict], want: list[tuple]):
+    def _explain(self, shadow: ConsumerGroupCoordinator, pending: list[dict], want: list[tuple], may_wait: bool):
         """(records explained, the events, the shadow after them) of the request that writes the most of the
-        batch at the head of ``pending``; None if none writes any."""
-        best = None
+        batch at the head of ``pending``; None if none writes any; ``_WAIT`` if one may, with records not read yet.
+
+        A request that asks for a regex's resolution (a new regex, or a refresh due) has its result written by
+        Kafka as a write of its own, once resolved (asynchronously, milliseconds later): the model resolves it in
+        the request, so its records go on past the batch -- explained when the records that follow are that
+        resolution."""
+        best, waiting = None, False
         group_id = pending[0]["group_id"]
         view = self.classic_groups.get(group_id) if group_id not in shadow.groups else None
         if view is not None:
@@ -398,12 +419,21 @@ class ConsumerGroupFeed:
                     self.topics is not None and o["type"] == "consumer_group_partition_metadata" and not o["tombstone"]
                 )
             ]
-            n = len(got)
+            n, k = len(got), len(want)
             if not n:
                 continue
-            if n <= len(want) and _same(got, want[:n]) and (best is None or n > best[0]):
-                best = (n, events, copy)  # the request writing the most of this time's records
-        return best
+            if n <= k:
+                if _same(got, want[:n]) and (best is None or n > best[0]):
+                    best = (n, events, copy)  # the request writing the most of this time's records
+                continue
+            if got[k][0] != "consumer_group_regular_expression" or not _same(got[:k], want):
+                continue
+            if len(pending) < n:  # its resolution's records not all read yet
+                waiting = waiting or may_wait
+                continue
+            if _same(got[k:], [normalise(r) for r in pending[k:n]]) and (best is None or n > best[0]):
+                best = (n, events, copy)
+        return _WAIT if waiting and (best is None or best[0] < len(want)) else best
 
     def _apply_unexplained(self, shadow: ConsumerGroupCoordinator, record: dict) -> None:
         """No request writes this record: apply it to the shadow as it is, as Kafka's loader would."""
@@ -614,6 +644,7 @@ class ConsumerGroupFeed:
                     for name in m.subscribed_topic_names
                 }
             )
+            names = sorted(set(names) | _regex_topics(pending))  # and those a regex resolves to, pending
             described = [(name, *found) for name in names if (found := self.topics(name)) is not None]
         else:
             return []
@@ -726,6 +757,25 @@ class ConsumerGroupFeed:
                 instance_id=metadata.get("instanceId"),
             )
         return event
+
+
+def _regex_topics(pending: list[dict]) -> set[str]:
+    """The topics of the regex resolution the batch at the head of ``pending`` is, or asked for: its own regex
+    records, or -- a member's new regex in it -- those of the batch after it (Kafka writes a request's resolution as
+    a write of its own after it)."""
+    ts = pending[0]["ts"]
+    head = [r for r in pending if r["ts"] == ts]
+    if not any(r["type"] == "consumer_group_regular_expression" for r in head):
+        if not any(r["type"] == "consumer_group_member_metadata" and r.get("subscribedTopicRegex") for r in head):
+            return set()
+        later = [r for r in pending if r["ts"] > ts]
+        head = [r for r in later if r["ts"] == later[0]["ts"]] if later else []
+    return {
+        name
+        for r in head
+        if r["type"] == "consumer_group_regular_expression" and not r.get("tombstone")
+        for name in r.get("topics") or []
+    }
 
 
 def _owned_variants(m) -> list[list[dict]]:

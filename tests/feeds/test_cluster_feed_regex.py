@@ -1,0 +1,71 @@
+"""The cluster feed on a regex subscription that Apache Kafka 4.4.0 wrote (``kafka44_regex.json``: one group's
+``__consumer_offsets`` records from a run like tests/brokers/test_kip848_regex.py's, as key/value hex and log
+timestamp; the group computed targets at once): c0 subscribed to ``^rx<suffix>-.*`` and c1 to topic a by name; topic
+b was created and the broker's refresh gave it to c0; both closed. Kafka wrote each regex resolution as a write of
+its own after the request that asked for it (the regex's record and a new group epoch), the model resolves in the
+request. No broker needed: read whole, or followed batch by batch, the feed explains every record and the tracker
+writes the broker's."""
+
+from __future__ import annotations
+
+import collections
+import json
+from pathlib import Path
+
+import pytest
+
+from offsets_store import decode_record
+from streaming.coordinator import parse_event
+from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
+from streaming.coordinator.routing import Configs
+from streaming.feeds.cluster_feed import CAUGHT_UP, ClusterFeed, events_from, tracker_settings
+from streaming.feeds.consumer_feed import CONSUMER_OBSERVER_SETTINGS, ConsumerGroupFeed, is_consumer_group_record
+from streaming.feeds.consumer_feed import normalise
+
+LOG = json.loads((Path(__file__).parent / "kafka44_regex.json").read_text())
+KAFKA_4_4_AT_ONCE = {
+    **CONSUMER_OBSERVER_SETTINGS,
+    "initial.group.epoch": 1,
+    "empty.group.assignment.epoch": "true",
+    "group.consumer.assignment.interval.ms": 0,
+}
+PAIRS = [(bytes.fromhex(k), None if v is None else bytes.fromhex(v), ts) for k, v, ts in LOG["records"]]
+
+
+def followed(log: list[tuple]) -> list:
+    """As a following reader hands them over: caught up after each write (a batch: one timestamp)."""
+    out = []
+    for i, pair in enumerate(log):
+        out.append(pair)
+        if i + 1 == len(log) or log[i + 1][2] != pair[2]:
+            out.append(CAUGHT_UP)
+    return out
+
+
+@pytest.mark.parametrize("follow", [False, True], ids=["read whole", "followed"])
+def test_the_feed_explains_a_regex_subscription_and_the_tracker_writes_the_brokers_records(follow):
+    topics = {name: tuple(v) for name, v in LOG["topics"].items()}
+    consumer = ConsumerGroupFeed(ConsumerGroupConfig.from_properties(KAFKA_4_4_AT_ONCE), topics=topics.get)
+    events = list(events_from(followed(PAIRS) if follow else PAIRS, ClusterFeed(consumer)))
+    broker = [decode_record(k, v) for k, v, _ in PAIRS]
+    assert consumer.counts["unexplained records"] == 0
+    assert consumer.counts["consumer group records"] == sum(1 for r in broker if is_consumer_group_record(r))
+    # the regex resolved in c0's join, refreshed with topic b, deleted at c0's leave
+    regexes = [r for r in broker if r["type"] == "consumer_group_regular_expression"]
+    assert [sorted(r["topics"]) if not r.get("tombstone") else None for r in regexes] == [
+        sorted(topics)[:1],
+        sorted(topics),
+        None,
+    ]
+    tracker = ConsumerGroupCoordinator(Configs.from_properties(tracker_settings(consumer.config)).consumer)
+    outputs = []
+    for raw in events:
+        event, error = parse_event(raw)
+        assert error is None, error
+        outputs += tracker.handle(event)
+    ours = collections.Counter(
+        normalise(o)
+        for o in outputs
+        if is_consumer_group_record(o) and (o["type"] != "consumer_group_partition_metadata" or o["tombstone"])
+    )
+    assert ours == collections.Counter(normalise(r) for r in broker if is_consumer_group_record(r))
