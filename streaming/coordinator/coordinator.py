@@ -76,8 +76,11 @@ class GroupCoordinator:
             return out + [outputs.log_end(event)]
         if kind == "client_report":  # the client's word, not a request: passed on likewise
             return out + [outputs.client_report(event)]
-        if kind == "session_expired":  # a consumer-protocol member's (the consumer model's): no classic group has it
-            reason = "a consumer-protocol member's session expiry: not a classic group's"
+        if kind in ("session_expired", "regex_resolved"):  # the consumer model's: no classic group has them
+            reason = {
+                "session_expired": "a consumer-protocol member's session expiry: not a classic group's",
+                "regex_resolved": "a consumer group's regex resolution: not a classic group's",
+            }[kind]
             return out + [outputs.ignored_event(event["group_id"], event.get("ts") or 0, kind, reason)]
         if kind in _GROUP_ID_REQUIRED and not event["group_id"]:
             out.append(outputs.request_refused(event, event.get("ts") or 0, "INVALID_GROUP_ID"))

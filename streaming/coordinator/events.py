@@ -156,6 +156,12 @@ class SessionExpired(_Event, tag="session_expired"):
     member_id: Union[str, None] | UnsetType = UNSET
 
 
+class RegexResolved(_Event, tag="regex_resolved"):
+    """Not a request: an observer's word that the broker's resolution of the consumer group's regular expressions,
+    asked for by an earlier request, was written at ``ts`` (Kafka resolves them asynchronously, as a write of its
+    own). A consumer model that waits for these (``regex.resolution.events``) resolves then what was asked."""
+
+
 class LogEnd(_Event, tag="log_end"):
     """A sample of where a partition the group consumes ends (ListOffsets latest, read at ``ts``): what lag is
     measured against (streaming/coordinator/lag.py). Published per group by the log-end sampler
@@ -199,6 +205,7 @@ _TYPES = (
     TopicMetadata,
     DeleteGroup,
     SessionExpired,
+    RegexResolved,
     ConsumerHeartbeat,
     LogEnd,
     ClientReport,
@@ -272,6 +279,7 @@ _FIELDS: dict[str, list[tuple[str, bool, bool, Any]]] = {
     ],
     "delete_group": list(_COMMON),
     "session_expired": _COMMON + [("member_id", True, False, None)],
+    "regex_resolved": list(_COMMON),
     "log_end": _COMMON
     + [("topic", True, False, None), ("partition", True, False, None), ("offset", True, False, None)],
     "client_report": _COMMON

@@ -99,6 +99,8 @@ class Configs:
             consumer["group.consumer.session.timeout.ms"] = INT_MAX
         if not classic.expire_members and "classic.member.timeouts" not in consumer:
             consumer["classic.member.timeouts"] = "false"  # nor a classic member's session, join or sync timeout
+        if not classic.expire_members and "regex.resolution.events" not in consumer:
+            consumer["regex.resolution.events"] = "true"  # nor resolve a regex before the feed says the broker did
         return cls(classic, ConsumerGroupConfig.from_properties(consumer))
 
     @classmethod
@@ -166,6 +168,9 @@ class GroupModel:
                 return [outputs.log_end(event)]
             if kind == "client_report":  # nor does a client's report
                 return [outputs.client_report(event)]
+            if kind == "regex_resolved":  # nor the broker's resolution of a group it does not hold
+                reason = "no resolution was asked for"
+                return [outputs.ignored_event(event["group_id"], event.get("ts") or 0, kind, reason)]
             if kind == "topic_metadata" and not event.get("group_id") and self.topics is not None:
                 return []  # already in ``topics``, which the model copies when the group's request comes
             # A topic id is a consumer-protocol fact (the cluster feed's topics for a KIP-848 group): the consumer

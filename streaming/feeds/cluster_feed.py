@@ -178,10 +178,9 @@ class ClusterFeed:
             return []
         return self._events(record, own, source)
 
-    def flush(self, more: bool = False) -> list[dict]:
+    def flush(self) -> list[dict]:
         """Release every held record: their groups have no commit (yet), so their time is unknown; and explain the
-        KIP-848 records read so far (a batch is whole once the reader has caught up; ``more``: it follows the log,
-        and a request whose regex resolution is still to come waits for it)."""
+        KIP-848 records read so far (a batch is whole once the reader has caught up)."""
         out = [
             e
             for group_id in list(self.upgrading)
@@ -190,7 +189,7 @@ class ClusterFeed:
         return (
             out
             + [e for group_id in list(self.held) for e in self._release(group_id, None, "none")]
-            + self.consumer.flush(more)
+            + self.consumer.flush()
         )
 
     def _release(self, group_id: str, ts: int | None, source: str) -> list[dict]:
@@ -469,7 +468,7 @@ def events_from(
     feed = feed or ClusterFeed()
     for pair in pairs:
         if pair is CAUGHT_UP:
-            yield from feed.flush(more=True)
+            yield from feed.flush()
             if caught_up is not None:
                 caught_up()
         elif isinstance(pair, Polled):

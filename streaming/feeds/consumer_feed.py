@@ -76,12 +76,12 @@ What cannot be inferred:
     keeps only the group's);
   - a broker whose assignor differs from the model's (a custom one, or another ``group.consumer.assignors``) or a
     regular expression resolved differently (the record's image version) gives records the model does not write;
-  - Kafka resolves a member's new regex, and refreshes the group's (at most every 10 s, on a heartbeat, when topics
-    were created), after the request, asynchronously, and writes the result as a write of its own (the regex's
-    ConsumerGroupRegularExpression record and a new group epoch); the model resolves in the request, so that request
-    explains its batch and the resolution's together (a followed log waits for the resolution: ``flush(more)``), and
-    a batch of regex records alone is the heartbeat of a member that changed nothing. Another request written
-    between the two (the broker handled it before the regex was resolved, the model after) is not explained;
+  - which request asked for a regex refresh that changed nothing else: Kafka resolves a member's new regex, and
+    refreshes the group's (at most every 10 s, on a heartbeat, once topics were created), after the request,
+    asynchronously, and writes the result as a write of its own (the regex's record and a new group epoch), other
+    requests perhaps between. So a batch of regex records is a ``regex_resolved`` event (the model, told to wait
+    for them: ``regex.resolution.events``, resolves then what was asked), after the heartbeat of a member that
+    changed nothing when no request asked for it (a refresh due; the shadow's first such member);
   - who committed an offset, and at which epoch (see above); the broker's offsets cleanup runs on its own clock
     (``offsets.retention.check.interval.ms`` from its load), the model's at exact expiry times, so an Empty group's
     deletion can come a little earlier in the tracker than in the log (a later ``delete_group`` finds it gone).
@@ -101,7 +101,11 @@ from streaming.coordinator.events import parse_event
 from streaming.coordinator.figures import Ledger
 
 # The tracker's consumer model for this feed: no session expiry of its own (the feed sees no plain heartbeats).
-CONSUMER_OBSERVER_SETTINGS = {"group.consumer.session.timeout.ms": str(2**31 - 1), "classic.member.timeouts": "false"}
+CONSUMER_OBSERVER_SETTINGS = {
+    "group.consumer.session.timeout.ms": str(2**31 - 1),
+    "classic.member.timeouts": "false",
+    "regex.resolution.events": "true",
+}
 # How long before its batch's time a request that wrote no target can have read the broker's clock (see
 # ``ConsumerGroupFeed._request_times``): the time the request took, generously.
 REQUEST_CLOCK_SLACK_MS = 1_000
@@ -203,9 +207,6 @@ def _same(got: list[tuple], want: list[tuple]) -> bool:
 
 
 # ---------------------------------------------------------------- the feed
-_WAIT = object()  # _explain: a request may explain the batch with records not read yet
-
-
 class ConsumerGroupFeed:
     """Per group: the records not yet explained, and the shadow model fed every event emitted so far."""
 
@@ -235,10 +236,8 @@ class ConsumerGroupFeed:
         self.counts["consumer group records"] += 1
         return self._drain(group_id, final=False)
 
-    def flush(self, more: bool = False) -> list[dict]:
-        """The events of every group's records read so far, their batches complete; ``more``: the reader follows
-        the log (a request's regex resolution, written after it, may still come: its batch waits for it)."""
-        return [e for group_id in list(self.pending) for e in self._drain(group_id, final=True, more=more)]
+    def flush(self) -> list[dict]:
+        return [e for group_id in list(self.pending) for e in self._drain(group_id, final=True)]
 
     def explain(self, group_id: str) -> list[dict]:
         """The events for the group's records read so far (their batch is complete: the cluster feed read a record
@@ -327,7 +326,7 @@ class ConsumerGroupFeed:
         )
 
     # ------------------------------------------------------------ matching requests to records
-    def _drain(self, group_id: str, final: bool, more: bool = False) -> list[dict]:
+    def _drain(self, group_id: str, final: bool) -> list[dict]:
         pending = self.pending.get(group_id) or []
         shadow = self.shadows.get(group_id) or ConsumerGroupCoordinator(self.config)
         out: list[dict] = []
@@ -337,17 +336,14 @@ class ConsumerGroupFeed:
             if size == len(pending) and not final:
                 break  # the batch may go on: wait for a record of another time (or the reader catching up)
             want = [normalise(r) for r in pending[:size]]
-            self._ask_for_new_subscriptions(shadow, pending)
-            may_wait = more or not final
-            best = self._explain(shadow, pending, want, may_wait)
+            self._ask_for_new_subscriptions(shadow, pending[:size])
+            best = self._explain(shadow, pending, want)
             if (
                 best is None
                 and getattr(self.topics, "refresh", None) is not None
                 and self.topics.refresh(since_ms=pending[0]["ts"])
             ):
-                best = self._explain(shadow, pending, want, may_wait)  # the cluster's topics changed since last asked
-            if best is _WAIT:
-                break  # a regex's resolution the request asked for may be in the records still to come
+                best = self._explain(shadow, pending, want)  # the cluster's topics changed since last asked
             if best is None:
                 self._apply_unexplained(shadow, pending.pop(0))
                 continue
@@ -362,34 +358,27 @@ class ConsumerGroupFeed:
             self.pending.pop(group_id, None)
         return out
 
-    def _ask_for_new_subscriptions(self, shadow: ConsumerGroupCoordinator, pending: list[dict]) -> None:
-        """A batch subscribing to a topic neither the shadow nor the cluster's last answer has (by name, or by a
-        regex resolved to it in the records pending): ask the cluster again first (if its answer is older than the
-        batch). A request that bumps the group epoch and writes no target (Kafka 4.3+'s assignment interval) reads
-        the same with the topic or without it: the feed must know the topic before it explains the batch, not find
-        out from failing to."""
+    def _ask_for_new_subscriptions(self, shadow: ConsumerGroupCoordinator, batch: list[dict]) -> None:
+        """A batch subscribing to a topic neither the shadow nor the cluster's last answer has: ask the cluster
+        again first (if its answer is older than the batch). A request that bumps the group epoch and writes no
+        target (Kafka 4.3+'s assignment interval) reads the same with the topic or without it: the feed must know
+        the topic before it explains the batch, not find out from failing to."""
         refresh = getattr(self.topics, "refresh", None)
         if refresh is None:
             return
-        ts = pending[0]["ts"]
         names = {
             name
-            for r in pending
-            if r["ts"] == ts and r["type"] == "consumer_group_member_metadata" and not r.get("tombstone")
+            for r in batch
+            if r["type"] == "consumer_group_member_metadata" and not r.get("tombstone")
             for name in r.get("subscribedTopicNames") or []
-        } | _regex_topics(pending)
+        } | _regex_topics(batch)
         if any(shadow.image.get(name) is None and self.topics(name) is None for name in sorted(names)):
-            refresh(since_ms=ts)
+            refresh(since_ms=batch[0]["ts"])
 
-    def _explain(self, shadow: ConsumerGroupCoordinator, pending: list[dict], want: list[tuple], may_wait: bool):
+    def _explain(self, shadow: ConsumerGroupCoordinator, pending: list[dict], want: list[tuple]):
         """(records explained, the events, the shadow after them) of the request that writes the most of the
-        batch at the head of ``pending``; None if none writes any; ``_WAIT`` if one may, with records not read yet.
-
-        A request that asks for a regex's resolution (a new regex, or a refresh due) has its result written by
-        Kafka as a write of its own, once resolved (asynchronously, milliseconds later): the model resolves it in
-        the request, so its records go on past the batch -- explained when the records that follow are that
-        resolution."""
-        best, waiting = None, False
+        batch at the head of ``pending``; None if none writes any."""
+        best = None
         group_id = pending[0]["group_id"]
         view = self.classic_groups.get(group_id) if group_id not in shadow.groups else None
         if view is not None:
@@ -419,21 +408,12 @@ class ConsumerGroupFeed:
                     self.topics is not None and o["type"] == "consumer_group_partition_metadata" and not o["tombstone"]
                 )
             ]
-            n, k = len(got), len(want)
+            n = len(got)
             if not n:
                 continue
-            if n <= k:
-                if _same(got, want[:n]) and (best is None or n > best[0]):
-                    best = (n, events, copy)  # the request writing the most of this time's records
-                continue
-            if got[k][0] != "consumer_group_regular_expression" or not _same(got[:k], want):
-                continue
-            if len(pending) < n:  # its resolution's records not all read yet
-                waiting = waiting or may_wait
-                continue
-            if _same(got[k:], [normalise(r) for r in pending[k:n]]) and (best is None or n > best[0]):
-                best = (n, events, copy)
-        return _WAIT if waiting and (best is None or best[0] < len(want)) else best
+            if n <= len(want) and _same(got, want[:n]) and (best is None or n > best[0]):
+                best = (n, events, copy)  # the request writing the most of this time's records
+        return best
 
     def _apply_unexplained(self, shadow: ConsumerGroupCoordinator, record: dict) -> None:
         """No request writes this record: apply it to the shadow as it is, as Kafka's loader would."""
@@ -526,6 +506,19 @@ class ConsumerGroupFeed:
             if joiner is not None:
                 yield from heartbeats([self._join(joiner, ts)])
                 return
+        if kind == "consumer_group_regular_expression" and not head.get("tombstone"):
+            # Kafka's resolution of the group's regexes, a write of its own: asked for by an earlier request, or by
+            # a heartbeat that changed nothing else (a refresh due) and so wrote nothing
+            resolved = {"type": "regex_resolved", "group_id": group_id, "ts": ts}
+            soft = shadow.soft.get(group_id)
+            for topics_first in topic_variants:
+                if soft is not None and soft.regexes_asked:
+                    yield topics_first + [resolved]
+                for m in members.values():
+                    if m.member_epoch >= 0 and m.classic is None:
+                        for owned in _owned_variants(m):
+                            yield topics_first + [self._heartbeat(group_id, m, m.member_epoch, ts, owned), resolved]
+            return
         if head.get("tombstone"):
             batch = [r for r in pending if r["ts"] == ts]
             if members and any(r["type"] == "consumer_group_metadata" and r.get("tombstone") for r in batch):
@@ -644,7 +637,7 @@ class ConsumerGroupFeed:
                     for name in m.subscribed_topic_names
                 }
             )
-            names = sorted(set(names) | _regex_topics(pending))  # and those a regex resolves to, pending
+            names = sorted(set(names) | _regex_topics(pending))  # and those a regex resolution names
             described = [(name, *found) for name in names if (found := self.topics(name)) is not None]
         else:
             return []
@@ -760,20 +753,12 @@ class ConsumerGroupFeed:
 
 
 def _regex_topics(pending: list[dict]) -> set[str]:
-    """The topics of the regex resolution the batch at the head of ``pending`` is, or asked for: its own regex
-    records, or -- a member's new regex in it -- those of the batch after it (Kafka writes a request's resolution as
-    a write of its own after it)."""
-    ts = pending[0]["ts"]
-    head = [r for r in pending if r["ts"] == ts]
-    if not any(r["type"] == "consumer_group_regular_expression" for r in head):
-        if not any(r["type"] == "consumer_group_member_metadata" and r.get("subscribedTopicRegex") for r in head):
-            return set()
-        later = [r for r in pending if r["ts"] > ts]
-        head = [r for r in later if r["ts"] == later[0]["ts"]] if later else []
+    """The topics the regex records of the batch at the head of ``pending`` resolve to (a resolution's batch)."""
+    ts = pending[0]["ts"] if pending else None
     return {
         name
-        for r in head
-        if r["type"] == "consumer_group_regular_expression" and not r.get("tombstone")
+        for r in pending
+        if r["ts"] == ts and r["type"] == "consumer_group_regular_expression" and not r.get("tombstone")
         for name in r.get("topics") or []
     }
 

@@ -1,16 +1,15 @@
 """A regular-expression subscription in a KIP-848 group on Apache Kafka 4.x (fixture ``apache_kafka4``), with
 confluent-kafka consumers (``group.protocol=consumer``, the ``History`` of test_kip848_kafka.py): c0 subscribes to
-``^rx<suffix>-.*`` (topic a matches); once it has its partitions, c1 subscribes to topic a by name; topic b is
-created, and the broker's next regex refresh (at most every 10 s, on a heartbeat) gives c0 part of it; c1 closes,
-then c0.
+``^rx<suffix>-.*`` (topic a matches) and c1 to topic a by name, started together; topic b is created, and the
+broker's next regex refresh (at most every 10 s, on a heartbeat) gives c0 part of it; c1 closes, then c0.
 
 Kafka resolves a new regex, and refreshes the resolved ones, after the request that asked (asynchronously) and writes
-the result as a write of its own: the regex's ConsumerGroupRegularExpression record and a new group epoch. The model
-resolves in the request; the cluster feed explains the request's batch and the resolution's together
-(``ConsumerGroupFeed._explain``), read whole or followed batch by batch. Not handled (docs/kip848.md): another
-member's request written between the two (c1 joining within the milliseconds c0's resolution took) -- the broker
-handled it before the regex was resolved, the model after; c1 starts once c0 is settled here. The group computes
-targets at once (its config, and the feed told so), as test_kip848_kafka.py's does.
+the result as a write of its own: the regex's ConsumerGroupRegularExpression record and a new group epoch -- c1's
+join may come between c0's and c0's resolution, handled before the regex is resolved. The cluster feed sends a
+``regex_resolved`` event for each such write (after the heartbeat of a member that changed nothing, for a refresh),
+and the model, told to wait for them (``regex.resolution.events``, on for an observer's feed), resolves then, read
+whole or followed batch by batch. The group computes targets at once (its config, and the feed told so), as
+test_kip848_kafka.py's does.
 """
 
 from __future__ import annotations
@@ -68,9 +67,8 @@ def run(apache_kafka4, tmp_path_factory):
     try:
         history.start("c0", topics=[regex])
         history.subscriptions["c0"] = [topics["a"]]  # what the regex matches now, for settled()
-        history.settled("c0 (regex) started: the broker resolved its regex")
-        history.start("c1")  # after the resolution (see the module's docstring: a request before it is not told)
-        history.settled("c1 (topic a) started")
+        history.start("c1")  # together, as a deployment starts them: c1's join may come before c0's resolution
+        history.settled("c0 (regex) and c1 (topic a) started")
         apache_kafka4.create_topics({topics["b"]: SIZES["b"]})
         produce(bootstrap, topics["b"], SIZES["b"], 10)
         history.subscriptions["c0"] = [topics["a"], topics["b"]]

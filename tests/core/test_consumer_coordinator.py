@@ -920,3 +920,29 @@ def test_the_uniform_assignor_sees_the_members_in_kafkas_order_after_their_updat
         (r["member_id"], r["topicPartitions"][0]["partitions"]) for r in recs if r["type"] == R.TARGET_ASSIGNMENT_MEMBER
     ]
     assert targets == [(x, [0, 1, 2]), (y, [4, 5]), (z, [3, 6])]
+
+
+def test_regexes_resolved_when_the_broker_says_so():
+    """regex.resolution.events (an observer's feed): Kafka resolves a new regex after the request, as a write of its
+    own, other requests perhaps between. m1's join with a regex writes no resolution; m2's join before it sees no
+    regex topics (its target: everything to m2); the regex_resolved event writes the regex's record and a new group
+    epoch; a second one with nothing asked is ignored."""
+    h = Harness({"foo": 3}, scripted=False, group_consumer_assignors=("uniform",), regex_resolution_events=True)
+    h.ts = 10_000
+    _, recs, _ = h.hb("m1", 0, rebalance_timeout_ms=5000, subscribed_topic_regex="fo.*", topic_partitions=[])
+    assert R.REGULAR_EXPRESSION not in [r["type"] for r in recs] and not h.group().resolved_regexes
+    h.ts = 10_005
+    _, recs, _ = h.join("m2", ["foo"])
+    targets = {r["member_id"]: r["topicPartitions"] for r in recs if r["type"] == R.TARGET_ASSIGNMENT_MEMBER}
+    assert [p for t in targets["m2"] for p in t["partitions"]] == [0, 1, 2] and not targets.get("m1")
+    epoch = h.group().group_epoch
+    h.c = type(h.c).from_dict(h.c.to_dict(), h.c.config)  # what was asked survives the group's state round trip
+    h.ts = 10_012
+    out = h.event(type="regex_resolved", group_id=G)
+    assert names(records(out)) == [
+        ("ConsumerGroupRegularExpression", None, False),
+        ("ConsumerGroupMetadata", None, False),
+    ]
+    assert h.group().resolved_regexes["fo.*"].topics == {"foo"} and h.group().group_epoch == epoch + 1
+    again = h.event(type="regex_resolved", group_id=G)
+    assert [o["type"] for o in again] == ["ignored_event"]

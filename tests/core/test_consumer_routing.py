@@ -233,11 +233,15 @@ def test_a_topic_with_an_id_starts_the_consumer_model_and_its_id_is_kept():
 def test_observer_settings_hold_for_both_protocols():
     """The cluster feed's settings (docs/real-cluster.md): with ``tracker.expire.members=false`` no consumer-protocol
     member is expired by the tracker's clock either, unless a session timeout is given, nor a classic-protocol member
-    of a consumer group; ``initial.group.epoch`` (Kafka 4.3+) is the consumer model's, by its dotted name too."""
+    of a consumer group, and regexes are resolved when the feed says the broker did; ``initial.group.epoch`` (Kafka
+    4.3+) is the consumer model's, by its dotted name too."""
     observer = {"tracker.adopt.unknown.members": "true", "tracker.expire.members": "false"}
     configs = Configs.from_properties({**observer, "initial.group.epoch": "1"})
     assert configs.consumer == ConsumerGroupConfig(
-        group_consumer_session_timeout_ms=2**31 - 1, initial_group_epoch=1, classic_member_timeouts=False
+        group_consumer_session_timeout_ms=2**31 - 1,
+        initial_group_epoch=1,
+        classic_member_timeouts=False,
+        regex_resolution_events=True,
     )
     assert not configs.classic.expire_members and configs.classic.adopt_unknown_members
     given = Configs.from_properties({**observer, "group.consumer.session.timeout.ms": "60000"})

@@ -1,10 +1,12 @@
-"""The cluster feed on a regex subscription that Apache Kafka 4.4.0 wrote (``kafka44_regex.json``: one group's
-``__consumer_offsets`` records from a run like tests/brokers/test_kip848_regex.py's, as key/value hex and log
-timestamp; the group computed targets at once): c0 subscribed to ``^rx<suffix>-.*`` and c1 to topic a by name; topic
-b was created and the broker's refresh gave it to c0; both closed. Kafka wrote each regex resolution as a write of
-its own after the request that asked for it (the regex's record and a new group epoch), the model resolves in the
-request. No broker needed: read whole, or followed batch by batch, the feed explains every record and the tracker
-writes the broker's."""
+"""The cluster feed on regex subscriptions that Apache Kafka 4.4.0 wrote (one group's ``__consumer_offsets`` records
+from runs of tests/brokers/test_kip848_regex.py, as key/value hex and log timestamp; the group computed targets at
+once): c0 subscribed to ``^rx<suffix>-.*`` and c1 to topic a by name; topic b was created and the broker's refresh
+gave it to c0; both closed. Kafka wrote each regex resolution as a write of its own after the request that asked
+for it (the regex's record and a new group epoch): in ``kafka44_regex.json`` right after c0's join, in
+``kafka44_regex_interleaved.json`` after c1's join, which the broker handled before c0's regex was resolved. The feed
+tells each resolution as a ``regex_resolved`` event, and the model (``regex.resolution.events``) resolves then. No
+broker needed: read whole, or followed batch by batch, the feed explains every record and the tracker writes the
+broker's."""
 
 from __future__ import annotations
 
@@ -22,14 +24,16 @@ from streaming.feeds.cluster_feed import CAUGHT_UP, ClusterFeed, events_from, tr
 from streaming.feeds.consumer_feed import CONSUMER_OBSERVER_SETTINGS, ConsumerGroupFeed, is_consumer_group_record
 from streaming.feeds.consumer_feed import normalise
 
-LOG = json.loads((Path(__file__).parent / "kafka44_regex.json").read_text())
+RECORDINGS = {
+    name: json.loads((Path(__file__).parent / f"{name}.json").read_text())
+    for name in ("kafka44_regex", "kafka44_regex_interleaved")
+}
 KAFKA_4_4_AT_ONCE = {
     **CONSUMER_OBSERVER_SETTINGS,
     "initial.group.epoch": 1,
     "empty.group.assignment.epoch": "true",
     "group.consumer.assignment.interval.ms": 0,
 }
-PAIRS = [(bytes.fromhex(k), None if v is None else bytes.fromhex(v), ts) for k, v, ts in LOG["records"]]
 
 
 def followed(log: list[tuple]) -> list:
@@ -42,15 +46,19 @@ def followed(log: list[tuple]) -> list:
     return out
 
 
+@pytest.mark.parametrize("recording", list(RECORDINGS))
 @pytest.mark.parametrize("follow", [False, True], ids=["read whole", "followed"])
-def test_the_feed_explains_a_regex_subscription_and_the_tracker_writes_the_brokers_records(follow):
-    topics = {name: tuple(v) for name, v in LOG["topics"].items()}
+def test_the_feed_explains_a_regex_subscription_and_the_tracker_writes_the_brokers_records(recording, follow):
+    log = RECORDINGS[recording]
+    pairs = [(bytes.fromhex(k), None if v is None else bytes.fromhex(v), ts) for k, v, ts in log["records"]]
+    topics = {name: tuple(v) for name, v in log["topics"].items()}
     consumer = ConsumerGroupFeed(ConsumerGroupConfig.from_properties(KAFKA_4_4_AT_ONCE), topics=topics.get)
-    events = list(events_from(followed(PAIRS) if follow else PAIRS, ClusterFeed(consumer)))
-    broker = [decode_record(k, v) for k, v, _ in PAIRS]
+    events = list(events_from(followed(pairs) if follow else pairs, ClusterFeed(consumer)))
+    broker = [decode_record(k, v) for k, v, _ in pairs]
     assert consumer.counts["unexplained records"] == 0
     assert consumer.counts["consumer group records"] == sum(1 for r in broker if is_consumer_group_record(r))
-    # the regex resolved in c0's join, refreshed with topic b, deleted at c0's leave
+    assert sum(e["type"] == "regex_resolved" for e in events) == 2
+    # the regex resolved after c0's join, refreshed with topic b, deleted at c0's leave
     regexes = [r for r in broker if r["type"] == "consumer_group_regular_expression"]
     assert [sorted(r["topics"]) if not r.get("tombstone") else None for r in regexes] == [
         sorted(topics)[:1],

@@ -264,7 +264,7 @@ def _join(c: "ConsumerGroupCoordinator", group: ConsumerGroup, e: dict) -> Outpu
         )
     )
     if refresh:  # the other members' regexes were due a refresh (Kafka's, asynchronous, after the request)
-        out += c._resolve_regexes(group, refresh)
+        out += c._ask_to_resolve(group, refresh)
     return out
 
 

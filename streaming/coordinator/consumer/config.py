@@ -10,7 +10,12 @@ from typing import Mapping
 
 INT_MAX = 2**31 - 1
 MIGRATION_POLICIES = ("disabled", "downgrade", "upgrade", "bidirectional")
-_BOOLEANS = ("empty_group_assignment_epoch", "group_consumer_assignor_offload_enable", "classic_member_timeouts")
+_BOOLEANS = (
+    "empty_group_assignment_epoch",
+    "group_consumer_assignor_offload_enable",
+    "classic_member_timeouts",
+    "regex_resolution_events",
+)
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,12 @@ class ConsumerGroupConfig:
     # sync timeouts). A feed that shows no heartbeats nor SyncGroups (the cluster feed) turns it off: the records say
     # when such a member is gone.
     classic_member_timeouts: bool = True
+    # Not a Kafka setting: whether the group's regular expressions are resolved when a ``regex_resolved`` event says
+    # the broker did. Kafka resolves them after the request that asked (asynchronously, on its executor) and writes
+    # the result as a write of its own, milliseconds later, other members' requests perhaps between; the cluster
+    # feed sees that write and says so (``tracker.expire.members=false``, an observer's feed, turns it on). Off, the
+    # model resolves them right after the request.
+    regex_resolution_events: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.group_consumer_assignors, str):

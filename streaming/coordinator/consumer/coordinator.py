@@ -90,6 +90,9 @@ class _Soft:
     # Classic members' join and sync timeouts (member -> deadline): Kafka's consumerGroupJoinKey/SyncKey timers
     joins: dict[str, int] = field(default_factory=dict)
     syncs: dict[str, int] = field(default_factory=dict)
+    # The regexes a request asked the broker to resolve, until a regex_resolved event says it did (Kafka's scheduled
+    # "<group>-regex" task; config regex.resolution.events)
+    regexes_asked: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         d = {
@@ -111,6 +114,8 @@ class _Soft:
             d["joins"] = self.joins
         if self.syncs:
             d["syncs"] = self.syncs
+        if self.regexes_asked:
+            d["regexes_asked"] = self.regexes_asked
         return d
 
     @classmethod
@@ -136,6 +141,7 @@ class _Soft:
             Restored.from_row(d.get("restored")),
             dict(d.get("joins", {})),
             dict(d.get("syncs", {})),
+            list(d.get("regexes_asked", [])),
         )
 
 
@@ -936,7 +942,7 @@ class ConsumerGroupCoordinator:
             )
         )
         if refresh:
-            out += self._resolve_regexes(group, refresh)
+            out += self._ask_to_resolve(group, refresh)
         return out
 
     def _target_and_reconcile(
@@ -1030,6 +1036,9 @@ class ConsumerGroupCoordinator:
         current = group.subscribed_regexes()
         if not require_refresh and not current:
             return None, bump
+        soft = self.soft.get(group.group_id)
+        if soft is not None and soft.regexes_asked:  # a resolution under way: the new regex waits for the next
+            return None, bump
         if group.resolved_regexes:
             last = min(r.timestamp for r in group.resolved_regexes.values())
             if self.now <= last + REGEX_BATCH_REFRESH_INTERVAL_MS:
@@ -1044,6 +1053,24 @@ class ConsumerGroupCoordinator:
         version = min((r.version for r in group.resolved_regexes.values()), default=0)
         require_refresh |= version < self.image.new_topics_version
         return (set(counts) if require_refresh and counts else None), bump
+
+    def _ask_to_resolve(self, group: ConsumerGroup, regexes: set[str]) -> Outputs:
+        """After a request that asked for it: the group's regexes resolved -- at once, or (regex.resolution.events)
+        when a ``regex_resolved`` event says the broker wrote its resolution, as Kafka's asynchronous task does."""
+        if not self.config.regex_resolution_events:
+            return self._resolve_regexes(group, regexes)
+        self.soft[group.group_id].regexes_asked = sorted(regexes)
+        return []
+
+    def _regex_resolved(self, e: dict) -> Outputs:
+        """Not a request: an observer saw the broker write the resolution a request asked for
+        (``events.RegexResolved``; Kafka's handleRegularExpressionsResult)."""
+        gid = e["group_id"]
+        group, soft = self.groups.get(gid), self.soft.get(gid)
+        if group is None or soft is None or not soft.regexes_asked:
+            return [outputs.ignored_event(gid, self.now, "regex_resolved", "no resolution was asked for")]
+        regexes, soft.regexes_asked = set(soft.regexes_asked), []
+        return self._resolve_regexes(group, regexes)
 
     def _resolve_regexes(self, group: ConsumerGroup, regexes: set[str]) -> Outputs:
         """The asynchronous regex refresh of Kafka, run right after the heartbeat that asked for it:
@@ -1375,6 +1402,7 @@ class ConsumerGroupCoordinator:
         "topic_metadata": _topic_metadata,
         "delete_group": _delete_group,
         "session_expired": _session_expired,
+        "regex_resolved": _regex_resolved,
         # a classic-protocol member's requests (classic_members.py); routing.py sends them only for a group held here
         "join": classic_members.join,
         "sync": classic_members.sync,
