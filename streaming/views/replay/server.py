@@ -188,7 +188,7 @@ class _ConsumerReplayer:
     def _recorded(self, e: dict) -> None:
         kind, group_id = e["type"], e.get("group_id") or ""
         shadow = self.shadow.handle(e) if kind != "consumer_heartbeat" else []
-        if kind in ("topic_metadata", "delete_group"):
+        if kind in ("topic_metadata", "delete_group", "regex_resolved"):
             return self._group_event(e)
         member_id = e.get("member_id") or ""
         client = self.clients.get((group_id, member_id))
@@ -233,8 +233,8 @@ class _ConsumerReplayer:
             self.clients.pop((group_id, member_id), None)
 
     def _group_event(self, e: dict) -> None:
-        """Topic metadata (to every coordinator it concerns; kept for groups that start later) or a group's
-        deletion."""
+        """Topic metadata (to every coordinator it concerns; kept for groups that start later), a group's deletion,
+        or the broker's resolution of its regexes (a recorded cluster feed's)."""
         group_id = e.get("group_id") or ""
         if e["type"] == "topic_metadata":
             self.topics.append(e)

@@ -96,7 +96,7 @@ def consumer_stimuli(events: list[dict], group_config: ConsumerGroupConfig) -> C
 
     for n, e in enumerate(events, 1):
         kind, gid, ts = e["type"], e.get("group_id") or "", e["ts"]
-        if kind in ("topic_metadata", "delete_group"):
+        if kind in ("topic_metadata", "delete_group", "regex_resolved"):
             stimuli.append({"ts": ts, "kind": "event", "group_id": gid, "event": e, "n": n})
             if kind == "topic_metadata":
                 if e["topic_id"]:
