@@ -177,10 +177,10 @@ def _join(c: "ConsumerGroupCoordinator", group: ConsumerGroup, e: dict) -> Outpu
     if updated != member:
         records.append(R.member_subscription(gid, updated))
         bump = updated.subscribed_topic_names != member.subscribed_topic_names
-    # A classic member has no regex: a static member's it replaces goes (its tombstone, if no one else has it), and
-    # any change of regex bumps the epoch (Kafka's regexUpdated(), where a heartbeat waits for a new one's topics).
-    refresh, _ = c._regex_update(group, member, updated, records)
-    bump |= bool(member.regex)
+    # A classic member has no regex: a static member's it replaces goes (its tombstone, if no one else has it, and a
+    # new epoch), and the group's other regexes may be due a refresh.
+    refresh, regex_bump = c._regex_update(group, member, updated, records)
+    bump |= regex_bump
 
     group_epoch = group.group_epoch
     names = group.subscribed_topic_names(old_ref, updated)

@@ -1073,7 +1073,8 @@ class ConsumerGroupCoordinator:
         return self._resolve_regexes(group, regexes)
 
     def _resolve_regexes(self, group: ConsumerGroup, regexes: set[str]) -> Outputs:
-        """The asynchronous regex refresh of Kafka, run right after the heartbeat that asked for it:
+        """Kafka's asynchronous regex refresh (refreshRegularExpressions, then handleRegularExpressionsResult), run
+        right after the request that asked for it or when told the broker's was written (``_ask_to_resolve``):
         ConsumerGroupRegularExpression records, and a new epoch when the topics (or their metadata) changed."""
         if group.group_id not in self.groups:
             return []
