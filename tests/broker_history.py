@@ -23,6 +23,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def followed(pairs: list[tuple]) -> list:
+    """``__consumer_offsets`` pairs (key, value, log time) as a following cluster-feed reader hands them over:
+    caught up after each write (a batch: one log time)."""
+    from streaming.feeds.cluster_feed import CAUGHT_UP
+
+    out = []
+    for i, pair in enumerate(pairs):
+        out.append(pair)
+        if i + 1 == len(pairs) or pairs[i + 1][2] != pair[2]:
+            out.append(CAUGHT_UP)
+    return out
+
+
 def wait_until(predicate, timeout_s: float = 60, what: str = "", every_s: float = 0.1):
     deadline = time.monotonic() + timeout_s
     while True:

@@ -20,9 +20,6 @@ import uuid
 import pytest
 
 from offsets_store import decode_record
-from streaming.coordinator import parse_event
-from streaming.coordinator.routing import Configs
-from streaming.coordinator.consumer import ConsumerGroupCoordinator
 from streaming.feeds.cluster_feed import (
     ClusterFeed,
     consumer_group_feed,
@@ -32,7 +29,16 @@ from streaming.feeds.cluster_feed import (
 )
 from streaming.feeds.consumer_feed import is_consumer_group_record
 from tests.broker_history import wait_until
-from tests.brokers.test_kip848_kafka import SIZES, History, assignments_given, owned_now, produce, topic_ids
+from tests.brokers.test_kip848_kafka import (
+    SIZES,
+    History,
+    assignments_given,
+    assignments_held,
+    consumer_model_outputs,
+    owned_now,
+    produce,
+    topic_ids,
+)
 from tests.groups import OWN_PROCESSES
 
 pytestmark = [pytest.mark.kafka, pytest.mark.xdist_group(OWN_PROCESSES)]
@@ -128,12 +134,7 @@ def run(apache_kafka4, tmp_path_factory):
     feed = ClusterFeed(consumer)
     events = [e for e in events_from(own, feed) if e["group_id"] == group]
     settings = tracker_settings(consumer.config)
-    tracker = ConsumerGroupCoordinator(Configs.from_properties(settings).consumer)
-    outputs = []
-    for raw in events:
-        event, error = parse_event(raw)
-        assert error is None, error
-        outputs += tracker.handle(event)
+    outputs = consumer_model_outputs(events, settings)
     broker = [{**decode_record(k, v), "ts": ts} for k, v, ts in own]
     names = {topic_id: name for name, topic_id in topic_ids(bootstrap, sorted(topics.values())).items()}
     print(
@@ -169,12 +170,6 @@ def test_epochs_and_targets_are_the_brokers(run):
 
 
 def test_each_members_assignment_is_what_its_consumer_was_given(run):
-    seq: dict[str, list[frozenset]] = collections.defaultdict(list)
-    for r in run.outputs:
-        if r["type"] != "consumer_group_current_member_assignment" or r.get("tombstone") or r["memberEpoch"] < 0:
-            continue
-        held = frozenset((run.names[t["topicId"]], p) for t in r["assignedPartitions"] for p in t["partitions"])
-        if held and (not seq[r["member_id"]] or seq[r["member_id"]][-1] != held):
-            seq[r["member_id"]].append(held)
+    seq = assignments_held(run.outputs, run.names)
     given = assignments_given(run.facts)
-    assert dict(seq) == given and len(given) == 3
+    assert seq == given and len(given) == 3

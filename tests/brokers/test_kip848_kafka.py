@@ -145,6 +145,21 @@ class TopicsAsOf:
         return self.sizes() != was
 
 
+def consumer_model_outputs(events: list[dict], settings: dict[str, str]) -> list[dict]:
+    """The consumer model's outputs for a feed's events, with the settings ``cluster-feed`` printed for ``run``."""
+    from streaming.coordinator import parse_event
+    from streaming.coordinator.consumer import ConsumerGroupCoordinator
+    from streaming.coordinator.routing import Configs
+
+    tracker = ConsumerGroupCoordinator(Configs.from_properties(settings).consumer)
+    outputs = []
+    for raw in events:
+        event, error = parse_event(raw)
+        assert error is None, error
+        outputs += tracker.handle(event)
+    return outputs
+
+
 def owned_now(facts: list[dict]) -> dict[str, tuple[str, set]]:
     """client -> (its latest member id, the partitions its callbacks have given it and not taken back)."""
     out: dict[str, tuple[str, set]] = {}
@@ -171,6 +186,19 @@ def assignments_given(facts: list[dict]) -> dict[str, list[frozenset]]:
         held[m] = held[m] | change if f["fact"] == "assign" else held[m] - change
         if held[m] and (not seq[m] or seq[m][-1] != held[m]):
             seq[m].append(frozenset(held[m]))
+    return dict(seq)
+
+
+def assignments_held(records: list[dict], names: dict[str, str]) -> dict[str, list[frozenset]]:
+    """member id -> the assignments its current-assignment records gave it, in order (``names``: topic id -> name),
+    as ``assignments_given`` reads the consumers': repeats and empty ones dropped, and the removal's tombstone."""
+    seq: dict[str, list[frozenset]] = collections.defaultdict(list)
+    for r in records:
+        if r["type"] != "consumer_group_current_member_assignment" or r.get("tombstone") or r["memberEpoch"] < 0:
+            continue
+        held = frozenset((names[t["topicId"]], p) for t in r["assignedPartitions"] for p in t["partitions"])
+        if held and (not seq[r["member_id"]] or seq[r["member_id"]][-1] != held):
+            seq[r["member_id"]].append(held)
     return dict(seq)
 
 
@@ -395,16 +423,8 @@ def test_group_epochs_and_targets_are_the_brokers(run):
 
 
 def test_each_members_assignment_is_what_its_consumer_was_given(run):
-    names = {v: k for k, v in run.ids.items()}
-    seq: dict[str, list[frozenset]] = collections.defaultdict(list)
-    for r in _ours(run):
-        if r["type"] != "consumer_group_current_member_assignment" or r.get("tombstone") or r["memberEpoch"] < 0:
-            continue
-        held = frozenset((names[t["topicId"]], p) for t in r["assignedPartitions"] for p in t["partitions"])
-        if held and (not seq[r["member_id"]] or seq[r["member_id"]][-1] != held):
-            seq[r["member_id"]].append(held)
     given = assignments_given(run.facts)
-    assert dict(seq) == given
+    assert assignments_held(_ours(run), {v: k for k, v in run.ids.items()}) == given
     assert len(given) == 6  # c0, c1, c2, and s0's three member ids
 
 

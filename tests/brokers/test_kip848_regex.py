@@ -22,11 +22,7 @@ import uuid
 import pytest
 
 from offsets_store import decode_record, encode_record
-from streaming.coordinator import parse_event
-from streaming.coordinator.consumer import ConsumerGroupCoordinator
-from streaming.coordinator.routing import Configs
 from streaming.feeds.cluster_feed import (
-    CAUGHT_UP,
     ClusterFeed,
     consumer_group_feed,
     events_from,
@@ -34,11 +30,13 @@ from streaming.feeds.cluster_feed import (
     tracker_settings,
 )
 from streaming.feeds.consumer_feed import is_consumer_group_record, normalise
-from tests.broker_history import wait_until
+from tests.broker_history import followed, wait_until
 from tests.brokers.test_kip848_kafka import (
     SYNCHRONOUS_TARGETS,
     History,
     assignments_given,
+    assignments_held,
+    consumer_model_outputs,
     owned_now,
     produce,
     set_group_configs,
@@ -106,18 +104,8 @@ def run(apache_kafka4, tmp_path_factory):
         return consumer, events
 
     consumer, events = feed_events(own)
-    followed = []
-    for i, pair in enumerate(own):  # as a following reader hands them over: caught up after each batch
-        followed.append(pair)
-        if i + 1 == len(own) or own[i + 1][2] != pair[2]:
-            followed.append(CAUGHT_UP)
-    followed_consumer, followed_events = feed_events(followed)
-    tracker = ConsumerGroupCoordinator(Configs.from_properties(tracker_settings(consumer.config)).consumer)
-    outputs = []
-    for raw in events:
-        event, error = parse_event(raw)
-        assert error is None, error
-        outputs += tracker.handle(event)
+    followed_consumer, followed_events = feed_events(followed(own))
+    outputs = consumer_model_outputs(events, tracker_settings(consumer.config))
     broker = [{**decode_record(k, v), "ts": ts} for k, v, ts in own]
     names = {topic_id: name for name, topic_id in topic_ids(bootstrap, sorted(topics.values())).items()}
     print(
@@ -171,14 +159,8 @@ def test_the_tracker_writes_the_brokers_records(run):
 
 
 def test_each_members_assignment_is_what_its_consumer_was_given(run):
-    seq: dict[str, list[frozenset]] = collections.defaultdict(list)
-    for r in run.outputs:
-        if r["type"] != "consumer_group_current_member_assignment" or r.get("tombstone") or r["memberEpoch"] < 0:
-            continue
-        held = frozenset((run.names[t["topicId"]], p) for t in r["assignedPartitions"] for p in t["partitions"])
-        if held and (not seq[r["member_id"]] or seq[r["member_id"]][-1] != held):
-            seq[r["member_id"]].append(held)
+    seq = assignments_held(run.outputs, run.names)
     given = assignments_given(run.facts)
-    assert dict(seq) == given and len(given) == 2
+    assert seq == given and len(given) == 2
     c0 = owned_now(run.facts)["c0"][0]
     assert {t for t, _ in seq[c0][-1]} == set(run.topics.values())  # the regex's new topic reached c0

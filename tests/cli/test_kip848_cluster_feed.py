@@ -30,7 +30,7 @@ from streaming.coordinator.routing import Configs, run_feed
 from streaming.feeds.cluster_feed import read_offsets_topic
 from streaming.feeds.consumer_feed import is_consumer_group_record, normalise
 from tests.broker_history import wait_until
-from tests.brokers.test_kip848_kafka import History, assignments_given, grow, produce, topic_ids
+from tests.brokers.test_kip848_kafka import History, assignments_given, assignments_held, grow, produce, topic_ids
 from tests.job_process import job_env
 from tests.groups import OWN_PROCESSES
 
@@ -197,15 +197,8 @@ def test_cluster_feed_follows_a_consumer_protocol_group_on_kafka_4_4(apache_kafk
         for _, target in targets(ours)
     )
 
-    names = {v: k for k, v in ids.items()}
-    seq: dict[str, list[frozenset]] = collections.defaultdict(list)
-    for r in ours:
-        if r["type"] != "consumer_group_current_member_assignment" or r.get("tombstone") or r["memberEpoch"] < 0:
-            continue
-        held = frozenset((names[t["topicId"]], p) for t in r["assignedPartitions"] for p in t["partitions"])
-        if held and (not seq[r["member_id"]] or seq[r["member_id"]][-1] != held):
-            seq[r["member_id"]].append(held)
-    assert dict(seq) == assignments_given(facts) and len(seq) == 2
+    seq = assignments_held(ours, {v: k for k, v in ids.items()})
+    assert seq == assignments_given(facts) and len(seq) == 2
     left = {o["member_id"] for o in outputs if o["type"] == "member_left"}
     assert left == set(seq)
     print(

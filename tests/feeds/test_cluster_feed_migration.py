@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from offsets_store import decode_record
+from tests.broker_history import followed
 from streaming.coordinator import parse_event
 from streaming.coordinator.consumer import ConsumerGroupConfig
 from streaming.coordinator.routing import Configs, GroupModels
-from streaming.feeds.cluster_feed import CAUGHT_UP, ClusterFeed, events_from, tracker_settings
+from streaming.feeds.cluster_feed import ClusterFeed, events_from, tracker_settings
 from streaming.feeds.consumer_feed import CONSUMER_OBSERVER_SETTINGS, ConsumerGroupFeed, is_consumer_group_record
 
 LOG = json.loads((Path(__file__).parent / "kafka44_migration.json").read_text())
@@ -32,16 +33,6 @@ RECORDINGS = {"interval 0": (LOG, KAFKA_4_4), "default interval": (DEFERRED, KAF
 
 def pairs(log: dict = LOG) -> list[tuple]:
     return [(bytes.fromhex(k), None if v is None else bytes.fromhex(v), ts) for k, v, ts in log["records"]]
-
-
-def followed(log: list[tuple]) -> list:
-    """As a following reader hands them over: caught up after each write (a batch: one timestamp)."""
-    out = []
-    for i, pair in enumerate(log):
-        out.append(pair)
-        if i + 1 == len(log) or log[i + 1][2] != pair[2]:
-            out.append(CAUGHT_UP)
-    return out
 
 
 def run(source: list, log: dict = LOG, settings: dict = KAFKA_4_4):
