@@ -159,7 +159,11 @@ class SessionExpired(_Event, tag="session_expired"):
 class RegexResolved(_Event, tag="regex_resolved"):
     """Not a request: an observer's word that the broker's resolution of the consumer group's regular expressions,
     asked for by an earlier request, was written at ``ts`` (Kafka resolves them asynchronously, as a write of its
-    own). A consumer model that waits for these (``regex.resolution.events``) resolves then what was asked."""
+    own). A consumer model that waits for these (``regex.resolution.events``) resolves then what was asked.
+    ``started_ms``: when the broker's resolution started (its records' ``timestamp``; the next refresh waits 10 s
+    from it)."""
+
+    started_ms: Union[int, None] | UnsetType = UNSET
 
 
 class LogEnd(_Event, tag="log_end"):
@@ -279,7 +283,7 @@ _FIELDS: dict[str, list[tuple[str, bool, bool, Any]]] = {
     ],
     "delete_group": list(_COMMON),
     "session_expired": _COMMON + [("member_id", True, False, None)],
-    "regex_resolved": list(_COMMON),
+    "regex_resolved": _COMMON + [("started_ms", False, True, None)],
     "log_end": _COMMON
     + [("topic", True, False, None), ("partition", True, False, None), ("offset", True, False, None)],
     "client_report": _COMMON

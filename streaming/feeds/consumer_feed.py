@@ -509,7 +509,7 @@ class ConsumerGroupFeed:
         if kind == "consumer_group_regular_expression" and not head.get("tombstone"):
             # Kafka's resolution of the group's regexes, a write of its own: asked for by an earlier request, or by
             # a heartbeat that changed nothing else (a refresh due) and so wrote nothing
-            resolved = {"type": "regex_resolved", "group_id": group_id, "ts": ts}
+            resolved = {"type": "regex_resolved", "group_id": group_id, "ts": ts, "started_ms": head.get("timestamp")}
             soft = shadow.soft.get(group_id)
             for topics_first in topic_variants:
                 if soft is not None and soft.regexes_asked:

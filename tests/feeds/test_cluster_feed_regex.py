@@ -3,8 +3,10 @@ from runs of tests/brokers/test_kip848_regex.py, as key/value hex and log timest
 once): c0 subscribed to ``^rx<suffix>-.*`` and c1 to topic a by name; topic b was created and the broker's refresh
 gave it to c0; both closed. Kafka wrote each regex resolution as a write of its own after the request that asked
 for it (the regex's record and a new group epoch): in ``kafka44_regex.json`` right after c0's join, in
-``kafka44_regex_interleaved.json`` after c1's join, which the broker handled before c0's regex was resolved. The feed
-tells each resolution as a ``regex_resolved`` event, and the model (``regex.resolution.events``) resolves then. No
+``kafka44_regex_interleaved.json`` after c1's join, which the broker handled before c0's regex was resolved; in
+``kafka44_regex_refresh.json`` c1's join came between too, and the refresh came 9 998 ms after the first resolution
+was written -- 10 002 ms after it started, the time Kafka counts from (the record's timestamp). The feed tells each
+resolution as a ``regex_resolved`` event with that start, and the model (``regex.resolution.events``) resolves then. No
 broker needed: read whole, or followed batch by batch, the feed explains every record and the tracker writes the
 broker's."""
 
@@ -17,16 +19,16 @@ from pathlib import Path
 import pytest
 
 from offsets_store import decode_record
-from streaming.coordinator import parse_event
-from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
-from streaming.coordinator.routing import Configs
-from streaming.feeds.cluster_feed import CAUGHT_UP, ClusterFeed, events_from, tracker_settings
+from tests.broker_history import followed
+from tests.brokers.test_kip848_kafka import consumer_model_outputs
+from streaming.coordinator.consumer import ConsumerGroupConfig
+from streaming.feeds.cluster_feed import ClusterFeed, events_from, tracker_settings
 from streaming.feeds.consumer_feed import CONSUMER_OBSERVER_SETTINGS, ConsumerGroupFeed, is_consumer_group_record
 from streaming.feeds.consumer_feed import normalise
 
 RECORDINGS = {
     name: json.loads((Path(__file__).parent / f"{name}.json").read_text())
-    for name in ("kafka44_regex", "kafka44_regex_interleaved")
+    for name in ("kafka44_regex", "kafka44_regex_interleaved", "kafka44_regex_refresh")
 }
 KAFKA_4_4_AT_ONCE = {
     **CONSUMER_OBSERVER_SETTINGS,
@@ -34,16 +36,6 @@ KAFKA_4_4_AT_ONCE = {
     "empty.group.assignment.epoch": "true",
     "group.consumer.assignment.interval.ms": 0,
 }
-
-
-def followed(log: list[tuple]) -> list:
-    """As a following reader hands them over: caught up after each write (a batch: one timestamp)."""
-    out = []
-    for i, pair in enumerate(log):
-        out.append(pair)
-        if i + 1 == len(log) or log[i + 1][2] != pair[2]:
-            out.append(CAUGHT_UP)
-    return out
 
 
 @pytest.mark.parametrize("recording", list(RECORDINGS))
@@ -65,12 +57,7 @@ def test_the_feed_explains_a_regex_subscription_and_the_tracker_writes_the_broke
         sorted(topics),
         None,
     ]
-    tracker = ConsumerGroupCoordinator(Configs.from_properties(tracker_settings(consumer.config)).consumer)
-    outputs = []
-    for raw in events:
-        event, error = parse_event(raw)
-        assert error is None, error
-        outputs += tracker.handle(event)
+    outputs = consumer_model_outputs(events, tracker_settings(consumer.config))
     ours = collections.Counter(
         normalise(o)
         for o in outputs

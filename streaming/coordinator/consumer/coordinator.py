@@ -1070,12 +1070,14 @@ class ConsumerGroupCoordinator:
         if group is None or soft is None or not soft.regexes_asked:
             return [outputs.ignored_event(gid, self.now, "regex_resolved", "no resolution was asked for")]
         regexes, soft.regexes_asked = set(soft.regexes_asked), []
-        return self._resolve_regexes(group, regexes)
+        return self._resolve_regexes(group, regexes, e.get("started_ms"))
 
-    def _resolve_regexes(self, group: ConsumerGroup, regexes: set[str]) -> Outputs:
+    def _resolve_regexes(self, group: ConsumerGroup, regexes: set[str], started: int | None = None) -> Outputs:
         """Kafka's asynchronous regex refresh (refreshRegularExpressions, then handleRegularExpressionsResult), run
         right after the request that asked for it or when told the broker's was written (``_ask_to_resolve``):
-        ConsumerGroupRegularExpression records, and a new epoch when the topics (or their metadata) changed."""
+        ConsumerGroupRegularExpression records, and a new epoch when the topics (or their metadata) changed. Each
+        record's time is when the resolution started (``started``, the broker's, when told; else now): the next
+        refresh waits 10 s from it."""
         if group.group_id not in self.groups:
             return []
         gid = group.group_id
@@ -1093,7 +1095,7 @@ class ConsumerGroupCoordinator:
                     names.setdefault(t, [0, 0])[1] -= 1
                 for t in topics:
                     names.setdefault(t, [0, 0])[1] += 1
-            records.append(R.regular_expression(gid, regex, topics, self.image.version, self.now))
+            records.append(R.regular_expression(gid, regex, topics, self.image.version, started or self.now))
         metadata = ConsumerGroup.compute_subscription_metadata(
             [n for n, c in names.items() if c[0] > 0 or c[1] > 0], self.image
         )
