@@ -163,7 +163,7 @@ class RegexResolved(_Event, tag="regex_resolved"):
     ``started_ms``: when the broker's resolution started (its records' ``timestamp``; the next refresh waits 10 s
     from it)."""
 
-    started_ms: Union[int, None] | UnsetType = UNSET
+    started_ms: Union[Time, None] | UnsetType = UNSET
 
 
 class LogEnd(_Event, tag="log_end"):
@@ -530,9 +530,11 @@ _INTEGERS = {
     "api_version",
     "rebalance_cnt",
     "assignment_size",
+    "started_ms",
 }
 _RANGES = {
     "ts": (0, _INT64[1]),
+    "started_ms": (0, _INT64[1]),
     "retention_ms": _INT64,
     "partition": (0, _INT32[1]),
     "offset": (0, _INT64[1]),

@@ -946,3 +946,19 @@ def test_regexes_resolved_when_the_broker_says_so():
     assert h.group().resolved_regexes["fo.*"].topics == {"foo"} and h.group().group_epoch == epoch + 1
     again = h.event(type="regex_resolved", group_id=G)
     assert [o["type"] for o in again] == ["ignored_event"]
+
+
+@pytest.mark.parametrize(
+    "started, reason",
+    [
+        (-1, "regex_resolved.started_ms = -1 is out of range [0, 9223372036854775807]"),
+        (2**63, f"regex_resolved.started_ms = {2**63} is out of range [0, 9223372036854775807]"),
+        ("soon", "regex_resolved.started_ms must be an integer, got str"),
+    ],
+)
+def test_a_bad_regex_resolution_is_refused_with_its_reason(started, reason):
+    """A hostile or broken feed: the event is refused (the job dead-letters it), never applied."""
+    from streaming.coordinator import parse_event
+
+    event, error = parse_event({"type": "regex_resolved", "group_id": G, "ts": 1, "started_ms": started})
+    assert event is None and error == reason
