@@ -533,6 +533,16 @@ def test_a_classic_static_member_replacing_the_last_consumer_protocol_member_dow
 INTERVAL = {"group.consumer.assignment.interval.ms": 1_000}
 
 
+def replaced_by_classic_into_a_rebalance(d: Driver, epoch: int) -> dict[str, list]:
+    """k9, classic, takes instance i1's place 100 ms on: the classic group the downgrade makes, at the consumer
+    group's epoch, rebalances; each member's assignment (client id -> partitions) in its GroupMetadata."""
+    d.ts += 100
+    out = d.join(client_id="k9", group_instance_id="i1", protocols=[T_U])
+    metadata = last(out, "group_metadata")
+    assert metadata["generation"] == epoch and d.classic.groups[G].state.value == "PreparingRebalance"
+    return {m["client_id"]: m["assignment"]["partitions"] for m in metadata["members"]}
+
+
 def test_the_downgrade_rebalances_when_the_target_assignment_is_stale():
     """...WhenTargetAssignmentIsStale: c1 changed its subscription within group.consumer.assignment.interval.ms of
     the last target (a new group epoch, no target yet): the classic group starts at that epoch and rebalances at
@@ -547,11 +557,7 @@ def test_the_downgrade_rebalances_when_the_target_assignment_is_stale():
     d.hb("c1", d.member("c1").member_epoch, subscribed_topic_names=["t"])  # within the interval: epoch 4, no target
     epoch = group.group_epoch
     assert epoch == group.assignment_epoch + 1
-    d.ts += 100
-    out = d.join(client_id="k9", group_instance_id="i1", protocols=[T_U])
-    metadata = last(out, "group_metadata")
-    assert metadata["generation"] == epoch and d.classic.groups[G].state.value == "PreparingRebalance"
-    assignments = {m["client_id"]: m["assignment"]["partitions"] for m in metadata["members"]}
+    assignments = replaced_by_classic_into_a_rebalance(d, epoch)
     assert assignments == {"k": targets[k], "k9": targets["c1"]}
 
 
@@ -566,11 +572,7 @@ def test_the_downgrade_rebalances_when_a_member_has_no_target_yet():
     group = d.consumer.groups[G]
     epoch = group.group_epoch
     assert epoch == group.assignment_epoch + 1
-    d.ts += 100
-    out = d.join(client_id="k9", group_instance_id="i1", protocols=[T_U])
-    metadata = last(out, "group_metadata")
-    assert metadata["generation"] == epoch and d.classic.groups[G].state.value == "PreparingRebalance"
-    assignments = {m["client_id"]: m["assignment"]["partitions"] for m in metadata["members"]}
+    assignments = replaced_by_classic_into_a_rebalance(d, epoch)
     assert assignments == {"k": [], "k9": [["t", p] for p in range(4)] + [["u", 0], ["u", 1]]}
 
 

@@ -217,7 +217,7 @@ def test_a_migration_recorded_request_by_request_replays_to_its_story():
     the reactions k1's last JoinGroup started (a rejoin, a SyncGroup)."""
     from streaming.coordinator.routing import Configs
     from tests.core.test_consumer_migration import SETTINGS
-    from tests.views.test_views_migration import Recorded, rejoin
+    from tests.views.test_views_migration import Recorded, upgrade_and_back
 
     class Feed(Recorded):
         def __init__(self):
@@ -231,22 +231,7 @@ def test_a_migration_recorded_request_by_request_replays_to_its_story():
             return super().send(**fields)
 
     d = Feed()
-    k0, k1 = d.classic_group("k0", "k1")
-    d.later(1_000)
-    d.hb("c")
-    d.later(100)
-    for k in (k0, k1):
-        rejoin(d, k)
-    epoch = d.consumer.groups["g"].group_epoch
-    d.later(100)
-    given = [o for o in d.outputs if o["type"] == "assignment" and o["member_id"] == "c"][-1]["partitions"]
-    d.hb("c", epoch, topic_partitions=given)
-    d.later(1_000)
-    d.send(type="leave", member_id=k0)
-    d.later(1_000)
-    d.hb("c", -1)
-    d.later(100)
-    rejoin(d, k1)
+    k0, k1 = upgrade_and_back(d)
     configs = Configs.from_properties(SETTINGS)
     again = replay.replay_outputs(d.events, "server:uniform", configs.classic, consumer_config=configs.consumer)
     assert replay.mixed_groups(d.events) == {"g"}

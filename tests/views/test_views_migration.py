@@ -237,10 +237,9 @@ def rejoin(d: Recorded, member_id: str) -> None:
     d.send(type="sync", member_id=member_id, generation=generation)
 
 
-def test_views_of_an_upgrade_and_back_built_request_by_request():
+def upgrade_and_back(d: Recorded) -> tuple[str, str]:
     """k0, k1 (classic) -> c (consumer protocol) joins: the upgrade -> k0 and k1 rejoin, c takes its partition ->
-    k0 leaves -> c leaves: the downgrade -> k1 rejoins alone: a classic generation."""
-    d = Recorded()
+    k0 leaves -> c leaves: the downgrade -> k1 rejoins alone: a classic generation. The classic members' ids."""
     k0, k1 = d.classic_group("k0", "k1")
     d.later(1_000)
     d.hb("c")
@@ -257,6 +256,13 @@ def test_views_of_an_upgrade_and_back_built_request_by_request():
     d.hb("c", -1)
     d.later(100)
     rejoin(d, k1)
+    return k0, k1
+
+
+def test_views_of_an_upgrade_and_back_built_request_by_request():
+    """upgrade_and_back, request by request."""
+    d = Recorded()
+    k0, k1 = upgrade_and_back(d)
     assert d.classic.groups[G].state.value == "Stable"
 
     h = build_history(d.outputs, G)
