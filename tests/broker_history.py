@@ -111,6 +111,23 @@ class Truth:
             dict.fromkeys(f["member_id"] for f in self.facts if f["fact"] == "assigned" and f["client"] == client)
         )
 
+    def accepted_commits(self) -> set[tuple[str, int, int]]:
+        """(topic, partition, offset) of every commit the broker may have accepted: each one a consumer saw accepted,
+        and a consumer's last one sent if it was killed before the answer came (the broker may have taken it, and
+        the feed's event for it is published on the answer, before the consumer could write it down)."""
+        out: set[tuple[str, int, int]] = set()
+        unanswered: dict[str, list] = {}
+        for f in self.facts:
+            if f["fact"] == "committing":
+                unanswered[f["client"]] = f["offsets"]
+            elif f["fact"] in ("committed", "commit_failed"):
+                unanswered.pop(f["client"], None)
+                if f["fact"] == "committed":
+                    out.update(map(tuple, f["offsets"]))
+        for offsets in unanswered.values():
+            out.update(map(tuple, offsets))
+        return out
+
     def committed(self) -> dict[tuple[str, int], int]:
         """The last offset each partition's commits reached, in the order the broker accepted them."""
         out: dict[tuple[str, int], int] = {}
@@ -368,7 +385,7 @@ def timeline(truth: Truth, feed: list[dict], outputs: list[dict]) -> str:
                     f"{' as leader' if f['leader'] else ''}: {len(f['partitions'])} partitions",
                 )
             )
-        elif f["fact"] != "committed":
+        elif f["fact"] not in ("committed", "committing"):
             lines.append((f["ts"], f"truth  {f['client']} {f['fact']}"))
     for e in feed:
         if e["type"] not in ("heartbeat", "commit"):

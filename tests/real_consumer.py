@@ -3,7 +3,8 @@
 ``python -m tests.real_consumer CONFIG_JSON`` joins the group, consumes and commits after every poll, and writes one
 JSON line per fact to ``truth`` (a file): what the broker gave it (``assigned``: generation, member id, partitions,
 whether it was the leader), each JoinGroup answer (``join_answered``: error code, member id, generation), each
-commit the broker accepted (``committed``) and each it refused (``commit_failed``).
+commit it sends (``committing``, before it is sent: a consumer killed before the answer leaves only this), each the
+broker accepted (``committed``) and each it refused (``commit_failed``).
 SIGTERM closes it cleanly (a LeaveGroup, unless it is a static member: those never send one); SIGKILL is a crash;
 SIGSTOP/SIGCONT freeze it (a long GC pause). SIGUSR1 makes it commit once more what it last committed, but under
 the generation before its own -- a zombie's commit, which the broker refuses -- and carry on. SIGUSR2 writes every
@@ -173,6 +174,7 @@ def main(config: dict) -> int:
         offsets = {tp: OffsetAndMetadata(records[-1].offset + 1, "", -1) for tp, records in batches.items()}
         last = offsets
         generation = coordinator._generation
+        truth.write(fact="committing", offsets=_listed(offsets))
         try:
             consumer.commit(offsets)
         except Exception as exc:  # e.g. a rebalance began: the broker refused, which is part of the story
@@ -182,7 +184,7 @@ def main(config: dict) -> int:
             fact="committed",
             member_id=generation.member_id,
             generation=generation.generation_id,
-            offsets=sorted([tp.topic, tp.partition, o.offset] for tp, o in offsets.items()),
+            offsets=_listed(offsets),
         )
     consumer.close()
     truth.write(fact="closed")
@@ -190,6 +192,10 @@ def main(config: dict) -> int:
         producer.flush(10)
         producer.close()
     return 0
+
+
+def _listed(offsets: dict) -> list[list]:
+    return sorted([tp.topic, tp.partition, o.offset] for tp, o in offsets.items())
 
 
 def commit_as_zombie(consumer, coordinator, offsets: dict, truth: Truth) -> None:
@@ -214,7 +220,7 @@ def commit_as_zombie(consumer, coordinator, offsets: dict, truth: Truth) -> None
             fact="committed",
             member_id=current.member_id,
             generation=current.generation_id - 1,
-            offsets=sorted([tp.topic, tp.partition, o.offset] for tp, o in offsets.items()),
+            offsets=_listed(offsets),
             zombie=True,
         )
     finally:
