@@ -61,6 +61,9 @@ class Member(threading.Thread):
             auto_offset_reset="earliest",
             partition_assignment_strategy=[RangePartitionAssignor],
         )
+        # Its metadata before it joins: kafka-python may otherwise send its first JoinGroup before the topic's
+        # metadata came, and as leader assign nothing (seen once with the machine loaded: no commits for 60 s).
+        assert self.consumer.partitions_for_topic(topic) == {0, 1}
         instrument(self.consumer, self.producer, events_topic, heartbeat_every_ms=1_000)
         self.pause_s, self.stop_event = pause_s, threading.Event()
         self.commits: list[tuple[int, int, int]] = []  # (ms, partition, offset) the broker accepted
