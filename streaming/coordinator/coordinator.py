@@ -416,29 +416,39 @@ class GroupCoordinator:
             return self._try_complete_join(group, expiry=True)
         return self._expire_offsets(group)
 
-    def schedule_session(self, group: Group, member: Member, timeout_ms: int | None = None) -> None:
-        member.last_heartbeat_ts = group.clock
+    def schedule_session(
+        self, group: Group, member: Member, timeout_ms: int | None = None, heard_ms: int | None = None
+    ) -> None:
+        """(Re)start the member's session from ``heard_ms``, when its request was sent (default: the group's time),
+        or from its latest request if that was later. A request that reached the feed late, after other clients'
+        later ones, started the broker's timer when it was sent, not when the feed's clock had moved on: a member
+        that fell silent is gone when the broker had it gone (the clients' clocks must agree, as Kafka's own
+        timestamps assume)."""
+        heard = max(group.clock if heard_ms is None else heard_ms, member.last_heartbeat_ts)
+        member.last_heartbeat_ts = heard
         if not self.config.expire_members:
             member.session_deadline = None
             return
-        member.session_deadline = group.clock + (timeout_ms if timeout_ms is not None else member.session_timeout_ms)
+        member.session_deadline = heard + (timeout_ms if timeout_ms is not None else member.session_timeout_ms)
         self._arm(group, _SESSION, member.member_id, member.session_deadline)
 
-    def _heartbeat_timer_reset(self, group: Group, member: Member) -> None:
+    def _heartbeat_timer_reset(self, group: Group, member: Member, heard_ms: int | None) -> None:
         """A heartbeat or a commit: Kafka restarts the member's session (rescheduleClassicGroupMemberHeartbeat). One
         waiting in a round is kept alive by the round anyway (its deadline is None here; hasSatisfiedHeartbeat in
         Kafka), except a new member: this trades its join timeout for a session timeout."""
         if member.awaiting_join and member.is_new:
-            self.schedule_session(group, member)
+            self.schedule_session(group, member, heard_ms=heard_ms)
         elif not member.awaiting_join:
-            self.extend_session(group, member)
+            self.extend_session(group, member, heard_ms)
 
-    def extend_session(self, group: Group, member: Member) -> None:
-        """A heartbeat (or commit) from a live member. Extending needs no new timer: the armed one re-arms itself
-        when it pops before the new deadline."""
-        member.last_heartbeat_ts = group.clock
+    def extend_session(self, group: Group, member: Member, heard_ms: int | None = None) -> None:
+        """A heartbeat (or commit) from a live member, sent at ``heard_ms`` (default: the group's time); never
+        shortens the session a later request gave. Extending needs no new timer: the armed one re-arms itself when
+        it pops before the new deadline."""
+        heard = max(group.clock if heard_ms is None else heard_ms, member.last_heartbeat_ts)
+        member.last_heartbeat_ts = heard
         if self.config.expire_members and member.session_deadline is not None:
-            member.session_deadline = group.clock + member.session_timeout_ms
+            member.session_deadline = max(member.session_deadline, heard + member.session_timeout_ms)
 
     # ================================================================ outputs
     @staticmethod
@@ -1004,7 +1014,7 @@ class GroupCoordinator:
         if error is not None:
             return [self._refused(group, e, error)]
         member = group.members[e["member_id"]]
-        self._heartbeat_timer_reset(group, member)
+        self._heartbeat_timer_reset(group, member, e.get("ts"))
         error = "REBALANCE_IN_PROGRESS" if group.is_(S.PREPARING_REBALANCE) else "NONE"
         if error != "NONE":
             self._stops_consuming(group, member)
@@ -1116,7 +1126,7 @@ class GroupCoordinator:
             return [self._refused(group, e, error)]
         if group.state in (S.STABLE, S.PREPARING_REBALANCE):
             # A member's commit counts as a heartbeat (the checks above proved the member exists).
-            self._heartbeat_timer_reset(group, group.members[e["member_id"]])
+            self._heartbeat_timer_reset(group, group.members[e["member_id"]], e.get("ts"))
         refused = [O.too_large(o, self.config.offset_metadata_max_bytes) for o in e["offsets"]]
         out: Outputs = O.store(
             group.offsets,

@@ -129,7 +129,7 @@ class BrokerObserver:
     def _observe_heartbeat(self, group: Group, e: dict) -> None:
         member = group.members.get(e["member_id"])
         if member is not None and not member.awaiting_join:
-            self.rules.extend_session(group, member)  # alive, whatever generation it still reports
+            self.rules.extend_session(group, member, _ts(e, group))  # alive, whatever generation it still reports
             if group.is_(S.PREPARING_REBALANCE) and e["generation"] == group.generation:
                 self._broker_round_not_before(group, _ts(e, group))
 
@@ -209,7 +209,7 @@ class BrokerObserver:
         if newcomer:  # the round its answer completed may have opened only now: a newcomer is its cause
             note_cause(group, "join", f"adding new member {member_id}", _ts(e, group))
         member.awaiting_join = member.is_new = False
-        self.rules.schedule_session(group, member)
+        self.rules.schedule_session(group, member, heard_ms=_ts(e, group))
         return out
 
     def _observe_join_request(self, group: Group | None, e: dict) -> Outputs | None:
@@ -277,7 +277,7 @@ class BrokerObserver:
             group.pending_sync.remove(e["member_id"])
         member.rejoin_ts = None  # its rejoin, if any, was answered in this generation
         member.awaiting_join = member.is_new = False
-        self.rules.schedule_session(group, member)
+        self.rules.schedule_session(group, member, heard_ms=_ts(e, group))
         if group.is_(S.COMPLETING_REBALANCE):
             member.awaiting_sync = True  # answered once the leader's assignment is known
             if leader is not None:
@@ -463,9 +463,9 @@ class BrokerObserver:
         if group is None:
             group = self.rules.create_group(e)
         member = group.members.get(e["member_id"])
-        if member is not None and not member.awaiting_join:
-            self.rules.extend_session(group, member)
         ts = _ts(e, group)
+        if member is not None and not member.awaiting_join:
+            self.rules.extend_session(group, member, ts)
         out: Outputs = []
         if e["member_id"] and e["generation"] >= 0 and not _is_empty(group):
             # (In a group without members a commit proves a generation the model cannot enter: nobody to put in it.
@@ -549,7 +549,7 @@ class BrokerObserver:
     def _admit(self, group: Group, member: Member, detail: str, ts: int) -> Outputs:
         """A member the broker let in, whose round may already be over in the model."""
         group.add(member)
-        self.rules.schedule_session(group, member)
+        self.rules.schedule_session(group, member, heard_ms=ts)
         joined = group.member_joined(member)
         note_cause(group, "join", detail, ts)
         return [joined]

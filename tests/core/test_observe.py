@@ -294,3 +294,22 @@ def test_the_previous_leaders_leave_reported_after_a_followers_answer_waits_for_
     assert one(out, "leave_response", A)["error"] == "NONE"
     (line,) = rebalances(out)
     assert line["generation"] == 2 and set(line["assignment"]) == {B, C}
+
+
+def test_a_late_heartbeat_restarts_the_session_from_when_it_was_sent():
+    """a's last heartbeat reaches the feed after b's later events: the broker's timer for a ran from when a sent
+    it, so a is gone 10 s later -- before b's rejoin, not in the middle of the round b's rejoin opened."""
+    h = observer()
+    stable_two(h)
+    h.send(type="heartbeat", member_id=B, generation=1, ts=T0 + 1_400)
+    h.send(type="heartbeat", member_id=A, generation=1, ts=T0 + 1_000)  # a's last word, published late
+    out = []
+    for ts in range(T0 + 2_400, T0 + 11_000, 1_000):
+        out += h.send(type="heartbeat", member_id=B, generation=1, ts=ts)
+    out += answered_join(h, B, 2, B, T0 + 11_100)
+    out += synced(h, B, 2, T0 + 11_500, {B: [["t", 0], ["t", 1]]})
+    expired = one(out, "member_expired", A)
+    assert expired["reason"] == "session timeout" and expired["ts"] == T0 + 11_000
+    (line,) = rebalances(out)
+    assert line["generation"] == 2 and line["trigger"] == "expiry" and set(line["assignment"]) == {B}
+    assert h.state() == "Stable" and h.generation() == 2
