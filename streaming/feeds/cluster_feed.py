@@ -538,6 +538,8 @@ def tracker_settings(consumer: ConsumerGroupConfig) -> dict[str, str]:
     extra = {"initial.group.epoch": str(consumer.initial_group_epoch)} if consumer.initial_group_epoch else {}
     if consumer.empty_group_assignment_epoch:
         extra["empty.group.assignment.epoch"] = "true"
+    if consumer.upgrade_with_metadata:
+        extra["upgrade.with.metadata"] = "true"
     if consumer.group_consumer_assignment_interval_ms:
         extra["group.consumer.assignment.interval.ms"] = str(consumer.group_consumer_assignment_interval_ms)
     return {**OBSERVER_SETTINGS, **extra}
@@ -559,6 +561,7 @@ def consumer_group_feed(bootstrap: str, client: dict, conf: dict[str, str]) -> t
             "assignment_interval_ms": 0,
             "empty_group_assignment_epoch": False,
             "partition_metadata_records": True,
+            "upgrade_with_metadata": False,
         }
         found = f"api.version={broker_features.version_text(told)}: no consumer-protocol groups to learn about"
     else:
@@ -584,20 +587,26 @@ def consumer_group_feed(bootstrap: str, client: dict, conf: dict[str, str]) -> t
             + (
                 "; topics from their ConsumerGroupPartitionMetadata records"
                 if traits["partition_metadata_records"]
-                else "; topics from the cluster's metadata (Kafka 4.1+)"
+                else "; topics from the cluster's metadata, and an upgraded group keeps them (Kafka 4.1+)"
             )
         )
     props = {
         **CONSUMER_OBSERVER_SETTINGS,
         "initial.group.epoch": traits["initial_group_epoch"],
         "empty.group.assignment.epoch": str(traits["empty_group_assignment_epoch"]).lower(),
+        "upgrade.with.metadata": str(traits["upgrade_with_metadata"]).lower(),
         "group.consumer.assignment.interval.ms": traits["assignment_interval_ms"],
         **conf,
     }
     config = Configs.from_properties(props).consumer
     given = [
         key
-        for key in ("initial.group.epoch", "empty.group.assignment.epoch", "group.consumer.assignment.interval.ms")
+        for key in (
+            "initial.group.epoch",
+            "empty.group.assignment.epoch",
+            "upgrade.with.metadata",
+            "group.consumer.assignment.interval.ms",
+        )
         if key in conf
     ]
     if given:

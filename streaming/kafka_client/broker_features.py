@@ -96,7 +96,8 @@ def consumer_group_traits(versions: list[dict[int, tuple[int, int]]]) -> dict:
     """What the cluster feed needs to know of a cluster's consumer-protocol (KIP-848) coordinator:
     ``initial.group.epoch`` (1 since Kafka 4.3, KAFKA-20268), ``empty.group.assignment.epoch`` (KAFKA-20442, Kafka
     4.4; a 4.3.x patch release may have it too, which its ApiVersions cannot tell), whether it writes
-    ConsumerGroupPartitionMetadata (not since 4.1: the feed then asks the cluster for its topics) and
+    ConsumerGroupPartitionMetadata (not since 4.1: the feed then asks the cluster for its topics), whether an online
+    upgrade keeps the subscribed topics' metadata (``upgrade.with.metadata``, 4.1+: the metadata hash) and
     ``group.consumer.assignment.interval.ms`` as the broker's default has it (1000 since 4.3, KIP-1263; a broker or
     group set otherwise is not seen on the wire)."""
     return {
@@ -104,4 +105,5 @@ def consumer_group_traits(versions: list[dict[int, tuple[int, int]]]) -> dict:
         "assignment_interval_ms": 1000 if answers(versions, KAFKA_4_3) else 0,
         "empty_group_assignment_epoch": answers(versions, KAFKA_4_4),
         "partition_metadata_records": not answers(versions, KAFKA_4_1),
+        "upgrade_with_metadata": answers(versions, KAFKA_4_1),
     }

@@ -131,7 +131,7 @@ def test_cluster_feed_follows_a_consumer_protocol_group_on_kafka_4_4(apache_kafk
         )
         + ("; Kafka 4.4+, an emptied group's assignment epoch follows its group epoch" if release >= (4, 4) else "")
         + (
-            "; topics from the cluster's metadata (Kafka 4.1+)"
+            "; topics from the cluster's metadata, and an upgraded group keeps them (Kafka 4.1+)"
             if release >= (4, 1)
             else "; topics from their ConsumerGroupPartitionMetadata records"
         )
@@ -142,6 +142,7 @@ def test_cluster_feed_follows_a_consumer_protocol_group_on_kafka_4_4(apache_kafk
         "--coordinator-conf tracker.expire.members=false"
         + (" --coordinator-conf initial.group.epoch=1" if initial else "")
         + (" --coordinator-conf empty.group.assignment.epoch=true" if release >= (4, 4) else "")
+        + (" --coordinator-conf upgrade.with.metadata=true" if release >= (4, 1) else "")
         + (" --coordinator-conf group.consumer.assignment.interval.ms=1000" if initial else "")
     )
     # (its summary counts every group on the session's broker: other tests' groups may be unexplained there)

@@ -3,7 +3,8 @@ it: the expectations of Kafka's GroupMetadataManagerTest (testConsumerGroupHeart
 ...WithPreparingRebalanceClassicGroup, testJoiningConsumerGroupWithNewDynamicMember,
 testClassicGroupSyncToConsumerGroup*, testClassicGroupHeartbeatToConsumerGroup*,
 testConsumerGroupMemberUsingClassicProtocolFencedWhen*, testLastConsumerProtocolMemberLeavingConsumerGroup,
-testNoConversionWhenSizeExceedsClassicMaxGroupSize), on our own groups."""
+testNoConversionWhenSizeExceedsClassicMaxGroupSize, testConsumerGroupHeartbeatToClassicGroupFromExistingStaticMember),
+on our own groups."""
 
 from __future__ import annotations
 
@@ -432,6 +433,65 @@ def test_static_members_of_either_protocol_replace_each_other():
     assert last(out, "consumer_heartbeat_response")["error"] == "NONE"
     assert last(out, "member_replaced")["previous_member_id"] == s0
     assert d.member("s1").classic is None and s0 not in d.consumer.groups[G].members
+
+
+@pytest.mark.parametrize("kafka", ["4.0", "4.1+"])
+def test_a_static_member_restarted_with_the_consumer_protocol_upgrades_the_group_and_takes_its_place(kafka):
+    """testConsumerGroupHeartbeatToClassicGroupFromExistingStaticMember: a Stable classic group of one static member,
+    which restarts with the consumer protocol under a new member id. One write: the classic group's tombstone; the
+    consumer group with the classic member, at its generation; the classic member replaced (its three tombstones,
+    the new member's records at epoch 0 with its predecessor's partitions and classic metadata); the new member's
+    own metadata; its assignment at the group epoch. Kafka 4.1+ converts with the topics' metadata (the epoch
+    record's hash), so nothing changed: no new epoch, no new target. 4.0 leaves the metadata to this heartbeat,
+    which writes it and bumps the epoch."""
+    d = Driver(**({"upgrade.with.metadata": "true"} if kafka == "4.1+" else {}))
+    d.join(client_id="k", group_instance_id="i0")
+    d.later(100)
+    classic = d.classic.groups[G]
+    (k,) = classic.members
+    d.send(type="sync", member_id=k, generation=classic.generation, group_instance_id="i0")
+    assert classic.state.value == "Stable" and classic.generation == 1
+    d.ts += 100
+    out = d.hb("c", instance_id="i0")
+    conversion = [(R.MEMBER_METADATA, k, None)]
+    conversion += [(R.PARTITION_METADATA, None, None)] if kafka == "4.1+" else []
+    conversion += [
+        (R.METADATA, None, None),
+        (R.TARGET_ASSIGNMENT_MEMBER, k, None),
+        (R.TARGET_ASSIGNMENT_METADATA, None, None),
+        (R.CURRENT_MEMBER_ASSIGNMENT, k, None),
+    ]
+    replacement = [
+        (R.CURRENT_MEMBER_ASSIGNMENT, k, "tombstone"),
+        (R.TARGET_ASSIGNMENT_MEMBER, k, "tombstone"),
+        (R.MEMBER_METADATA, k, "tombstone"),
+        (R.MEMBER_METADATA, "c", None),
+        (R.TARGET_ASSIGNMENT_MEMBER, "c", None),
+        (R.CURRENT_MEMBER_ASSIGNMENT, "c", None),
+        (R.MEMBER_METADATA, "c", None),
+    ]
+    if kafka == "4.1+":
+        heartbeat = [(R.CURRENT_MEMBER_ASSIGNMENT, "c", None)]
+    else:
+        heartbeat = [
+            (R.PARTITION_METADATA, None, None),
+            (R.METADATA, None, None),
+            (R.TARGET_ASSIGNMENT_MEMBER, "c", None),
+            (R.TARGET_ASSIGNMENT_METADATA, None, None),
+            (R.CURRENT_MEMBER_ASSIGNMENT, "c", None),
+        ]
+    assert records(out) == [("group_metadata", None, "tombstone")] + conversion + replacement + heartbeat
+    written = [o for o in out if R.is_record(o)]
+    taking = [r for r in written if r.get("member_id") == "c"]
+    assert taking[0]["classicMemberMetadata"] is not None and taking[3]["classicMemberMetadata"] is None
+    assert (taking[2]["memberEpoch"], taking[2]["previousMemberEpoch"], taking[2]["state"]) == (0, 0, 0)
+    assert parts(taking[2]) == parts(taking[1]) == [0, 1, 2, 3]  # its predecessor's, at once
+    epoch = 1 if kafka == "4.1+" else 2
+    assert (taking[-1]["memberEpoch"], parts(taking[-1])) == (epoch, [0, 1, 2, 3])
+    answer = last(out, "consumer_heartbeat_response")
+    assert (answer["member_id"], answer["member_epoch"], answer["error"]) == ("c", epoch, "NONE")
+    assert last(out, "member_replaced")["previous_member_id"] == k
+    assert d.consumer.soft[G].sessions["c"] == d.ts + 45_000  # group.consumer.session.timeout.ms
 
 
 # ------------------------------------------------------------------ a classic static member replaces the last one

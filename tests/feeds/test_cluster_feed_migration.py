@@ -25,7 +25,12 @@ from streaming.feeds.consumer_feed import CONSUMER_OBSERVER_SETTINGS, ConsumerGr
 
 LOG = json.loads((Path(__file__).parent / "kafka44_migration.json").read_text())
 DEFERRED = json.loads((Path(__file__).parent / "kafka44_migration_deferred.json").read_text())
-KAFKA_4_4 = {**CONSUMER_OBSERVER_SETTINGS, "initial.group.epoch": 1, "empty.group.assignment.epoch": "true"}
+KAFKA_4_4 = {
+    **CONSUMER_OBSERVER_SETTINGS,
+    "initial.group.epoch": 1,
+    "empty.group.assignment.epoch": "true",
+    "upgrade.with.metadata": "true",
+}
 # What cluster-feed finds out of a 4.4 broker: its default assignment interval
 KAFKA_4_4_DEFAULTS = {**KAFKA_4_4, "group.consumer.assignment.interval.ms": 1000}
 RECORDINGS = {"interval 0": (LOG, KAFKA_4_4), "default interval": (DEFERRED, KAFKA_4_4_DEFAULTS)}

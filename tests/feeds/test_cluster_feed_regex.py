@@ -34,6 +34,7 @@ KAFKA_4_4_AT_ONCE = {
     **CONSUMER_OBSERVER_SETTINGS,
     "initial.group.epoch": 1,
     "empty.group.assignment.epoch": "true",
+    "upgrade.with.metadata": "true",
     "group.consumer.assignment.interval.ms": 0,
 }
 

@@ -27,6 +27,7 @@ RECORDED_CONSUMER = ConsumerGroupConfig.from_properties(
     {
         "initial.group.epoch": 1,
         "empty.group.assignment.epoch": "true",
+        "upgrade.with.metadata": "true",
         "group.consumer.session.timeout.ms": 10_000,
         "group.consumer.heartbeat.interval.ms": 1_000,
     }

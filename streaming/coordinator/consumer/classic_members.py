@@ -399,7 +399,8 @@ def upgrade(c: "ConsumerGroupCoordinator", view: Mapping) -> Outputs:
     """convertToConsumerGroup: the consumer group a classic group becomes (``upgrade_error`` said it may), its
     records as Kafka writes them (every member's subscription, the group epoch, every member's target, the target
     epoch, every member's current assignment), each member Stable at the classic generation with the partitions
-    it was given, its target the same; the members' sessions start, with their classic session timeouts. The
+    it was given, its target the same; with ``upgrade_with_metadata`` (4.1+) the subscribed topics' metadata too;
+    the members' sessions start, with their classic session timeouts. The
     GroupMetadata tombstone that comes first is the caller's (the classic model's record)."""
     gid, generation = view["group_id"], view["generation"]
     group = ConsumerGroup(gid, generation)
@@ -432,6 +433,11 @@ def upgrade(c: "ConsumerGroupCoordinator", view: Mapping) -> Outputs:
         group._update_member(ConsumerGroupMember(member_id, member_epoch=generation))
     order = timeline_order(group)
     records = [R.member_subscription(gid, members[mid]) for mid in order]
+    if c.config.upgrade_with_metadata:  # in the model's records as 4.0's, not as 4.1+'s hash
+        names = {t for m in members.values() for t in m.subscribed_topic_names}
+        metadata = ConsumerGroup.compute_subscription_metadata(sorted(names), c.image)
+        if metadata:
+            records.append(R.partition_metadata(gid, metadata))
     records.append(R.epoch(gid, generation))
     records += [R.target_assignment(gid, mid, members[mid].assigned_partitions) for mid in order]
     records.append(R.target_assignment_epoch(gid, generation))

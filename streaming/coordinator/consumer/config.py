@@ -15,6 +15,7 @@ _BOOLEANS = (
     "group_consumer_assignor_offload_enable",
     "classic_member_timeouts",
     "regex_resolution_events",
+    "upgrade_with_metadata",
 )
 
 
@@ -39,6 +40,11 @@ class ConsumerGroupConfig:
     # Not a Kafka setting: when the last members of a group are removed, the target assignment epoch follows the
     # new group epoch (KAFKA-20442, from Kafka 4.4; 4.3.0 and before leave it behind until the next member joins).
     empty_group_assignment_epoch: bool = False
+    # Not a Kafka setting: whether an online upgrade gives the new consumer group its subscribed topics' metadata
+    # (Kafka 4.1+, KIP-1101: ConsumerGroup.fromClassicGroup sets the metadata hash, so the heartbeat that upgraded
+    # the group, such as a static member's taking its classic predecessor's place, finds nothing changed) or leaves
+    # it to that heartbeat, which writes it and bumps the group epoch (4.0).
+    upgrade_with_metadata: bool = False
     # Kafka 4.3+'s group.consumer.assignment.interval.ms (KIP-1263, KAFKA-20291; 1000 by default there): a new target
     # assignment is computed at most once per interval, by the first heartbeat at or after the last computation's
     # time + interval (GroupMetadataManager.canComputeNextTargetAssignment); until then members reconcile to the last
