@@ -176,16 +176,22 @@ def _classic(value: dict | None) -> tuple | None:
     return (value["sessionTimeoutMs"], tuple((p["name"], p.get("metadata") or "") for p in value["supportedProtocols"]))
 
 
-def _seen_protocols(want: list[tuple], view: dict) -> list[tuple]:
-    """The broker's records of an online upgrade with each classic member's protocols cut to those the classic
-    group's GroupMetadata record kept (the group's protocol): the JoinGroup's others reach no classic record, so
-    neither the feed nor the tracker can know them."""
-    kept = {m["member_id"]: {name for name, _ in m["protocols"]} for m in view["members"]}
+def _seen_protocols(want: list[tuple], known: list[tuple[str, str | None, set[str]]]) -> list[tuple]:
+    """The broker's records with each classic member's protocols cut to those the model can know of it (``known``:
+    member id, instance id, protocol names). An online upgrade converts the classic group's GroupMetadata record,
+    which kept only the group's protocol of each member: the JoinGroup's others reach no classic record, so neither
+    the feed nor the tracker can know them, though the broker's consumer-group records carry them from then on. A
+    static member replacing a classic one takes its predecessor's metadata, protocols too: cut alike (by instance
+    id). A record naming protocols the model does not have is left as it is (a JoinGroup that changed them)."""
+    by_member = {member_id: names for member_id, _, names in known}
+    by_instance = {instance: names for _, instance, names in known if instance}
     out = []
     for r in want:
-        if r[0] == "consumer_group_member_metadata" and r[2] in kept and r[-1] is not None and r[-1][-1] is not None:
+        if r[0] == "consumer_group_member_metadata" and r[-1] is not None and r[-1][-1] is not None:
+            names = by_member.get(r[2]) or by_instance.get(r[-1][0])
             session, protocols = r[-1][-1]
-            r = r[:-1] + (r[-1][:-1] + ((session, tuple(p for p in protocols if p[0] in kept[r[2]])),),)
+            if names is not None and names <= {p[0] for p in protocols}:
+                r = r[:-1] + (r[-1][:-1] + ((session, tuple(p for p in protocols if p[0] in names)),),)
         out.append(r)
     return out
 
@@ -382,7 +388,16 @@ class ConsumerGroupFeed:
         group_id = pending[0]["group_id"]
         view = self.classic_groups.get(group_id) if group_id not in shadow.groups else None
         if view is not None:
-            want = _seen_protocols(want, view)
+            want = _seen_protocols(
+                want, [(m["member_id"], m.get("instance_id"), {n for n, _ in m["protocols"]}) for m in view["members"]]
+            )
+        elif group_id in shadow.groups:
+            known = [
+                (member_id, m.instance_id, {n for n, _ in m.classic.protocols})
+                for member_id, m in shadow.groups[group_id].members.items()
+                if m.classic is not None
+            ]
+            want = _seen_protocols(want, known) if known else want
         for events in self._candidates(shadow, pending):
             parsed = [parse_event(e) for e in events]
             if any(error is not None for _, error in parsed):
@@ -530,9 +545,6 @@ class ConsumerGroupFeed:
                 return
             if kind == "consumer_group_current_member_assignment" and head["member_id"] in members:
                 m = members[head["member_id"]]
-                if m.classic is not None:
-                    yield [self._leave(group_id, m, ts)]  # left, or its session ran out
-                    return
                 new = pending[3] if len(pending) > 3 else None
                 if (
                     m.instance_id is not None
@@ -541,7 +553,23 @@ class ConsumerGroupFeed:
                     and new["type"] == "consumer_group_member_metadata"
                     and new.get("instanceId") == m.instance_id
                 ):
-                    yield from heartbeats([self._join(new, ts)])  # a static member restarted under a new id
+                    # a static member restarted under a new id, with the consumer protocol or the classic one. A
+                    # classic member's successor first takes its predecessor's metadata (client id, protocols): its
+                    # request's own are in its last metadata record of the write
+                    own = [
+                        r
+                        for r in pending
+                        if r["ts"] == new["ts"]  # the write's (the request's, ``ts``, may be before it)
+                        and r["type"] == "consumer_group_member_metadata"
+                        and r["member_id"] == new["member_id"]
+                        and not r.get("tombstone")
+                    ][-1]
+                    yield from heartbeats([self._join(own, ts)])
+                    if m.classic is not None:
+                        yield from heartbeats([self._classic_join(new, ts)])
+                if m.classic is not None:
+                    yield [self._leave(group_id, m, ts)]  # left, or its session ran out
+                    return
                 if m.member_epoch == -2:
                     # away since its static leave, it sends nothing more: the broker's session timer removed it
                     expired = {"type": "session_expired", "group_id": group_id, "ts": ts, "member_id": m.member_id}

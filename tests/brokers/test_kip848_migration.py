@@ -44,6 +44,34 @@ PARTITIONS = 4
 CLOSING_ORDER = ("k0", "c0", "c1", "k1", "k2")
 
 
+def through_the_tracker(bootstrap: str, group: str, pairs: list[tuple]) -> SimpleNamespace:
+    """``group``'s records of ``pairs`` through the cluster feed as `cluster-feed` builds it (the broker's settings,
+    found from its ApiVersions) and the tracker's models as routing.run_feed runs them, keeping the models for their
+    offsets: the feed, its events, the models' outputs, events refused, the models."""
+    consumer, _ = consumer_group_feed(bootstrap, {}, {})
+    feed = ClusterFeed(consumer)
+    own = [(k, v, ts) for k, v, ts in pairs if decode_record(k, v).get("group_id") == group]
+    events = [e for e in events_from(own, feed) if e["group_id"] == group]
+    if consumer.topics is not None:  # Kafka 4.1+: asked of the cluster
+        consumer.topics.close()
+    models, outputs, rejected = GroupModels(Configs.from_properties(tracker_settings(consumer.config))), [], 0
+    for raw in events:
+        event, error = parse_event(raw)
+        if error is not None:
+            rejected += 1
+            continue
+        outputs += models.advance(event["ts"] - 1) + models.handle(event)
+    outputs += models.advance(max(e["ts"] for e in events))
+    return SimpleNamespace(
+        feed=feed,
+        events=events,
+        outputs=outputs,
+        rejected=rejected,
+        models=models,
+        broker=[{**decode_record(k, v), "ts": ts} for k, v, ts in own],
+    )
+
+
 @pytest.fixture(scope="module")
 def migration(apache_kafka4, tmp_path_factory):
     pytest.importorskip("confluent_kafka")
@@ -88,45 +116,37 @@ def migration(apache_kafka4, tmp_path_factory):
     (history.workdir / "consumer_offsets.json").write_text(  # for a look after a failure
         json.dumps([[k.hex(), None if v is None else v.hex(), ts] for k, v, ts in pairs])
     )
-    # As cluster-feed builds it: the broker's default interval, found from its ApiVersions.
-    consumer, _ = consumer_group_feed(bootstrap, {}, {})
-    assert consumer.config.group_consumer_assignment_interval_ms == 1000
-    feed = ClusterFeed(consumer)
-    own = [(k, v, ts) for k, v, ts in pairs if decode_record(k, v).get("group_id") == group]
-    events = [e for e in events_from(own, feed) if e["group_id"] == group]
-    consumer.topics.close()
-    models, outputs, rejected = GroupModels(Configs.from_properties(tracker_settings(consumer.config))), [], 0
-    for raw in events:  # routing.run_feed, keeping the models for their offsets
-        event, error = parse_event(raw)
-        if error is not None:
-            rejected += 1
-            continue
-        outputs += models.advance(event["ts"] - 1) + models.handle(event)
-    outputs += models.advance(max(e["ts"] for e in events))
+    followed = through_the_tracker(bootstrap, group, pairs)
+    assert followed.feed.consumer.config.group_consumer_assignment_interval_ms == 1000  # Kafka 4.4's default
     elapsed = time.monotonic() - started
     print(
-        f"\nrolling upgrade and back on Apache Kafka {apache_kafka4.version}: {elapsed:.1f} s, {len(events)} events, "
-        f"{dict(consumer.counts)}, {dict(feed.counts)}"
+        f"\nrolling upgrade and back on Apache Kafka {apache_kafka4.version}: {elapsed:.1f} s, "
+        f"{len(followed.events)} events, {dict(followed.feed.consumer.counts)}, {dict(followed.feed.counts)}"
     )
-    ids: dict[str, str] = {}
-    for f in facts:
-        if f.get("member_id"):
-            ids.setdefault(f["client"], f["member_id"])
     return SimpleNamespace(
         workdir=history.workdir,
         group=group,
         topic=topic,
         facts=facts,
-        ids=ids,
+        ids=first_member_ids(facts),
         pairs=pairs,
-        feed=feed,
-        events=events,
-        outputs=outputs,
-        rejected=rejected,
-        model=models.models[group],
-        broker=[{**decode_record(k, v), "ts": ts} for k, v, ts in own],
+        feed=followed.feed,
+        events=followed.events,
+        outputs=followed.outputs,
+        rejected=followed.rejected,
+        model=followed.models.models[group],
+        broker=followed.broker,
         committed=committed_on(bootstrap, group, topic, PARTITIONS),
     )
+
+
+def first_member_ids(facts: list[dict]) -> dict[str, str]:
+    """client -> the first member id it reported."""
+    ids: dict[str, str] = {}
+    for f in facts:
+        if f.get("member_id"):
+            ids.setdefault(f["client"], f["member_id"])
+    return ids
 
 
 def test_the_brokers_records_round_trip_byte_exact(migration):

@@ -1,0 +1,129 @@
+"""A rolling upgrade of static members on Apache Kafka 4.4 (fixture ``apache_kafka4``), with confluent-kafka consumers
+each in its own process: the way a StatefulSet's pods restart, each keeping its ``group.instance.id``. Classic static
+members k0 (instance i0) and k1 (i1) form a group; k0 closes (a static member sends no LeaveGroup) and comes back at
+once as c0, the same instance with the consumer protocol: Kafka upgrades the group online and c0 takes k0's place
+and partitions (GroupMetadataManagerTest's testConsumerGroupHeartbeatToClassicGroupFromExistingStaticMember); then k1
+comes back as c1 and takes k1's place inside the consumer group (...FromExistingClassicStaticMember); then both
+close (static leaves, epoch -2). The broker's records go through the cluster feed into the tracker's models, which
+must tell the same story: no rebalance where the broker made none, the broker's epochs, each member's assignment as
+its consumer was given it, every record explained."""
+
+from __future__ import annotations
+
+import collections
+import json
+import time
+import uuid
+from types import SimpleNamespace
+
+import pytest
+
+from streaming.feeds.cluster_feed import read_offsets_topic
+from streaming.feeds.consumer_feed import is_consumer_group_record
+from tests.broker_history import wait_until
+from tests.brokers.test_kip848_kafka import History, assignments_given, produce
+from tests.brokers.test_kip848_migration import first_member_ids, through_the_tracker
+from tests.groups import OWN_PROCESSES
+
+pytestmark = [pytest.mark.kafka, pytest.mark.xdist_group(OWN_PROCESSES)]
+
+PARTITIONS = 4
+
+
+@pytest.fixture(scope="module")
+def upgrade(apache_kafka4, tmp_path_factory):
+    pytest.importorskip("confluent_kafka")
+    started = time.monotonic()
+    bootstrap, suffix = apache_kafka4.bootstrap, uuid.uuid4().hex[:8]
+    group, topic = f"static-{suffix}", f"static-a-{suffix}"
+    apache_kafka4.create_topics({topic: PARTITIONS})
+    produce(bootstrap, topic, PARTITIONS, 20)
+    history = History(bootstrap, group, {"a": topic}, tmp_path_factory.mktemp("static-upgrade"))
+    history.sizes = {topic: PARTITIONS}
+    try:
+        history.start("k0", group_protocol="classic", group_instance_id="i0")
+        history.start("k1", group_protocol="classic", group_instance_id="i1")
+        history.settled("k0 and k1 (classic, static) started")
+        history.close("k0")
+        history.start("c0", group_instance_id="i0")
+        history.settled("k0 restarted as c0 (consumer protocol): the group is upgraded")
+        produce(bootstrap, topic, PARTITIONS, 5)
+        history.close("k1")
+        history.start("c1", group_instance_id="i1")
+        history.settled("k1 restarted as c1 (consumer protocol)")
+        history.close("c0")
+        history.close("c1")
+    finally:
+        history.stop_all()
+    facts = history.facts()
+    ids = first_member_ids(facts)
+
+    def written():  # until both static leaves are in __consumer_offsets (epoch -2: they stay, away)
+        pairs = list(read_offsets_topic(bootstrap, timestamps=True))
+        records = [r for r in map(decode, pairs) if r.get("group_id") == group]
+        away = {
+            r["member_id"]
+            for r in records
+            if r["type"] == "consumer_group_current_member_assignment" and r.get("memberEpoch") == -2
+        }
+        return pairs if {ids["c0"], ids["c1"]} <= away else None
+
+    pairs = wait_until(written, 30, "both static leaves in __consumer_offsets", every_s=0.5)
+    (history.workdir / "consumer_offsets.json").write_text(  # for a look after a failure
+        json.dumps([[k.hex(), None if v is None else v.hex(), ts] for k, v, ts in pairs])
+    )
+    followed = through_the_tracker(bootstrap, group, pairs)
+    print(
+        f"\nstatic members' rolling upgrade on Apache Kafka {apache_kafka4.version}: "
+        f"{time.monotonic() - started:.1f} s, {len(followed.events)} events, {dict(followed.feed.consumer.counts)}"
+    )
+    release = tuple(int(n) for n in apache_kafka4.version.split(".")[:2])
+    return SimpleNamespace(workdir=history.workdir, facts=facts, ids=ids, release=release, **vars(followed))
+
+
+def decode(pair):
+    from offsets_store import decode_record
+
+    return decode_record(pair[0], pair[1])
+
+
+def epochs(records):
+    return [r["epoch"] for r in records if r["type"] == "consumer_group_metadata" and not r.get("tombstone")]
+
+
+def test_the_feed_explains_every_record(upgrade):
+    counts = upgrade.feed.consumer.counts
+    assert upgrade.rejected == 0
+    assert counts["unexplained records"] == 0, f"workdir {upgrade.workdir}"
+    assert counts["consumer group records"] == sum(1 for r in upgrade.broker if is_consumer_group_record(r))
+    assert upgrade.feed.counts["online upgrades"] == 1
+    switches = [(o["from"], o["to"]) for o in upgrade.outputs if o["type"] == "protocol_switch"]
+    assert switches == [("classic", "consumer")]
+
+
+def test_a_static_member_taking_its_place_is_no_rebalance(upgrade):
+    """Kafka 4.1+ converts the group with its subscribed topics' metadata (the epoch record's hash): the first
+    heartbeat after the upgrade, c0 taking k0's place, finds nothing changed and bumps no epoch; nor does c1 taking
+    k1's. The consumer group keeps the classic group's last generation as its epoch throughout. (Kafka 4.0 converts
+    without the metadata, and that heartbeat writes it and bumps the epoch once: ``APACHE_KAFKA_VERSION=4.0.0``.)"""
+    broker = epochs(upgrade.broker)
+    assert broker == [broker[0]] * (len(broker) - 1) + [broker[0] + (upgrade.release < (4, 1))], broker
+    assert epochs(o for o in upgrade.outputs if is_consumer_group_record(o)) == broker
+    replaced = [(o["previous_member_id"], o["member_id"]) for o in upgrade.outputs if o["type"] == "member_replaced"]
+    assert replaced == [(upgrade.ids["k0"], upgrade.ids["c0"]), (upgrade.ids["k1"], upgrade.ids["c1"])]
+    gone = [(o["member_id"], o["reason"], o.get("temporary")) for o in upgrade.outputs if o["type"] == "member_left"]
+    assert gone == [(upgrade.ids["c0"], "static leave", True), (upgrade.ids["c1"], "static leave", True)]
+    assert not [o for o in upgrade.outputs if o["type"] == "member_expired"]
+
+
+def test_each_members_assignment_is_what_its_consumer_was_given(upgrade):
+    seq: dict[str, list[frozenset]] = collections.defaultdict(list)
+    for o in upgrade.outputs:
+        if o["type"] != "assignment":
+            continue
+        held = frozenset((t, p) for t, p in o["partitions"])
+        if held and (not seq[o["member_id"]] or seq[o["member_id"]][-1] != held):
+            seq[o["member_id"]].append(held)
+    given = assignments_given(upgrade.facts)
+    assert dict(seq) == given, f"workdir {upgrade.workdir}"
+    assert set(given) == set(upgrade.ids.values())
