@@ -91,7 +91,7 @@ from __future__ import annotations
 
 import base64
 import collections
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 from offsets_store.codec import CONSUMER_GROUP_TYPES, CodecError, decode_subscription
 from streaming.coordinator.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator, classic_members
@@ -536,6 +536,23 @@ class ConsumerGroupFeed:
             return
         if head.get("tombstone"):
             batch = [r for r in pending if r["ts"] == ts]
+            successor = _static_successor(pending, members)
+            if successor is not None:
+                # a static member restarted under a new id, of either protocol (a classic one may so downgrade
+                # the group, its last consumer-protocol member replaced)
+                if _classic(successor.get("classicMemberMetadata")) is not None:
+                    # as its answer reports it: the id the broker drew (the request had none), its epoch
+                    epoch = [
+                        r["memberEpoch"]
+                        for r in pending
+                        if r["ts"] == successor["ts"]
+                        and r["type"] == "consumer_group_current_member_assignment"
+                        and r["member_id"] == successor["member_id"]
+                        and not r.get("tombstone")
+                    ][-1]
+                    yield from heartbeats([{**self._classic_join(successor, ts), "generation": epoch}])
+                else:
+                    yield from heartbeats([self._join(successor, ts)])
             if members and any(r["type"] == "consumer_group_metadata" and r.get("tombstone") for r in batch):
                 # The group's tombstones with members in it: the online downgrade, when its last consumer-protocol
                 # member left (or its session ran out); a classic LeaveGroup may name a member of either protocol.
@@ -545,28 +562,6 @@ class ConsumerGroupFeed:
                 return
             if kind == "consumer_group_current_member_assignment" and head["member_id"] in members:
                 m = members[head["member_id"]]
-                new = pending[3] if len(pending) > 3 else None
-                if (
-                    m.instance_id is not None
-                    and new is not None
-                    and not new.get("tombstone")
-                    and new["type"] == "consumer_group_member_metadata"
-                    and new.get("instanceId") == m.instance_id
-                ):
-                    # a static member restarted under a new id, with the consumer protocol or the classic one. A
-                    # classic member's successor first takes its predecessor's metadata (client id, protocols): its
-                    # request's own are in its last metadata record of the write
-                    own = [
-                        r
-                        for r in pending
-                        if r["ts"] == new["ts"]  # the write's (the request's, ``ts``, may be before it)
-                        and r["type"] == "consumer_group_member_metadata"
-                        and r["member_id"] == new["member_id"]
-                        and not r.get("tombstone")
-                    ][-1]
-                    yield from heartbeats([self._join(own, ts)])
-                    if m.classic is not None:
-                        yield from heartbeats([self._classic_join(new, ts)])
                 if m.classic is not None:
                     yield [self._leave(group_id, m, ts)]  # left, or its session ran out
                     return
@@ -778,6 +773,33 @@ class ConsumerGroupFeed:
                 instance_id=metadata.get("instanceId"),
             )
         return event
+
+
+def _static_successor(pending: list[dict], members: Mapping) -> dict | None:
+    """The member metadata of a static member taking the place of the one whose tombstones head ``pending`` (its
+    current assignment's, target's and metadata's, then its successor's records, in one write), as its request
+    said it: the last of its metadata records in the write -- the first is its predecessor's metadata taken over
+    (client id, classic protocols), when the request changed any of it. None if the batch is no such replacement."""
+    head = pending[0]
+    m = members.get(head["member_id"]) if head["type"] == "consumer_group_current_member_assignment" else None
+    new = pending[3] if len(pending) > 3 else None
+    if (
+        m is None
+        or m.instance_id is None
+        or new is None
+        or new.get("tombstone")
+        or new["type"] != "consumer_group_member_metadata"
+        or new.get("instanceId") != m.instance_id
+    ):
+        return None
+    return [
+        r
+        for r in pending
+        if r["ts"] == new["ts"]
+        and r["type"] == "consumer_group_member_metadata"
+        and r["member_id"] == new["member_id"]
+        and not r.get("tombstone")
+    ][-1]
 
 
 def _regex_topics(pending: list[dict]) -> set[str]:

@@ -3,10 +3,13 @@ each in its own process: the way a StatefulSet's pods restart, each keeping its 
 members k0 (instance i0) and k1 (i1) form a group; k0 closes (a static member sends no LeaveGroup) and comes back at
 once as c0, the same instance with the consumer protocol: Kafka upgrades the group online and c0 takes k0's place
 and partitions (GroupMetadataManagerTest's testConsumerGroupHeartbeatToClassicGroupFromExistingStaticMember); then k1
-comes back as c1 and takes k1's place inside the consumer group (...FromExistingClassicStaticMember); then both
-close (static leaves, epoch -2). The broker's records go through the cluster feed into the tracker's models, which
-must tell the same story: no rebalance where the broker made none, the broker's epochs, each member's assignment as
-its consumer was given it, every record explained."""
+comes back as c1 and takes k1's place inside the consumer group (...FromExistingClassicStaticMember). Then rolled
+back the same way: c0 closes (a static leave, epoch -2) and comes back as r0 with the classic protocol, taking c0's
+place inside the consumer group; c1 as r1, the last consumer-protocol member replaced, which downgrades the group
+(testLastStaticConsumerProtocolMemberReplacedByClassicProtocolMember); r0 and r1 close. The broker's records go
+through the cluster feed into the tracker's models, which must tell the same story: no rebalance where the broker
+made none, the broker's epochs, the four replacements, each member's assignment as its consumer was given it, every
+record explained."""
 
 from __future__ import annotations
 
@@ -52,29 +55,31 @@ def upgrade(apache_kafka4, tmp_path_factory):
         history.start("c1", group_instance_id="i1")
         history.settled("k1 restarted as c1 (consumer protocol)")
         history.close("c0")
+        history.start("r0", group_protocol="classic", group_instance_id="i0")
+        history.settled("c0 rolled back to the classic protocol as r0")
         history.close("c1")
+        history.start("r1", group_protocol="classic", group_instance_id="i1")
+        history.settled("c1 rolled back as r1: the group is downgraded")
+        history.close("r0")
+        history.close("r1")
     finally:
         history.stop_all()
     facts = history.facts()
     ids = first_member_ids(facts)
 
-    def written():  # until both static leaves are in __consumer_offsets (epoch -2: they stay, away)
+    def written():  # until the classic group r1's JoinGroup made is in __consumer_offsets
         pairs = list(read_offsets_topic(bootstrap, timestamps=True))
         records = [r for r in map(decode, pairs) if r.get("group_id") == group]
-        away = {
-            r["member_id"]
-            for r in records
-            if r["type"] == "consumer_group_current_member_assignment" and r.get("memberEpoch") == -2
-        }
-        return pairs if {ids["c0"], ids["c1"]} <= away else None
+        last = [r for r in records if r["type"] == "group_metadata" and not r.get("tombstone")][-1:]
+        return pairs if last and ids["r1"] in {m["member_id"] for m in last[0]["members"]} else None
 
-    pairs = wait_until(written, 30, "both static leaves in __consumer_offsets", every_s=0.5)
+    pairs = wait_until(written, 30, "the downgraded group in __consumer_offsets", every_s=0.5)
     (history.workdir / "consumer_offsets.json").write_text(  # for a look after a failure
         json.dumps([[k.hex(), None if v is None else v.hex(), ts] for k, v, ts in pairs])
     )
     followed = through_the_tracker(bootstrap, group, pairs)
     print(
-        f"\nstatic members' rolling upgrade on Apache Kafka {apache_kafka4.version}: "
+        f"\nstatic members' rolling upgrade and back on Apache Kafka {apache_kafka4.version}: "
         f"{time.monotonic() - started:.1f} s, {len(followed.events)} events, {dict(followed.feed.consumer.counts)}"
     )
     release = tuple(int(n) for n in apache_kafka4.version.split(".")[:2])
@@ -96,9 +101,9 @@ def test_the_feed_explains_every_record(upgrade):
     assert upgrade.rejected == 0
     assert counts["unexplained records"] == 0, f"workdir {upgrade.workdir}"
     assert counts["consumer group records"] == sum(1 for r in upgrade.broker if is_consumer_group_record(r))
-    assert upgrade.feed.counts["online upgrades"] == 1
+    assert (upgrade.feed.counts["online upgrades"], upgrade.feed.counts["online downgrades"]) == (1, 1)
     switches = [(o["from"], o["to"]) for o in upgrade.outputs if o["type"] == "protocol_switch"]
-    assert switches == [("classic", "consumer")]
+    assert switches == [("classic", "consumer"), ("consumer", "classic")]
 
 
 def test_a_static_member_taking_its_place_is_no_rebalance(upgrade):
@@ -110,7 +115,8 @@ def test_a_static_member_taking_its_place_is_no_rebalance(upgrade):
     assert broker == [broker[0]] * (len(broker) - 1) + [broker[0] + (upgrade.release < (4, 1))], broker
     assert epochs(o for o in upgrade.outputs if is_consumer_group_record(o)) == broker
     replaced = [(o["previous_member_id"], o["member_id"]) for o in upgrade.outputs if o["type"] == "member_replaced"]
-    assert replaced == [(upgrade.ids["k0"], upgrade.ids["c0"]), (upgrade.ids["k1"], upgrade.ids["c1"])]
+    ids = upgrade.ids
+    assert replaced == [(ids["k0"], ids["c0"]), (ids["k1"], ids["c1"]), (ids["c0"], ids["r0"]), (ids["c1"], ids["r1"])]
     gone = [(o["member_id"], o["reason"], o.get("temporary")) for o in upgrade.outputs if o["type"] == "member_left"]
     assert gone == [(upgrade.ids["c0"], "static leave", True), (upgrade.ids["c1"], "static leave", True)]
     assert not [o for o in upgrade.outputs if o["type"] == "member_expired"]

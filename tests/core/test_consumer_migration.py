@@ -652,6 +652,26 @@ def test_no_downgrade_when_the_static_member_replaced_is_not_the_last_of_the_con
         assert last(out, "join_response")["error"] == "NONE"
 
 
+def test_a_static_members_classic_join_reported_from_its_answer_takes_its_place_under_the_answers_id():
+    """An observer's feed (the cluster feed) reports a classic JoinGroup from the broker's answer: the member id the
+    broker drew for the instance's JoinGroup, which came without one, and the epoch it answered. The model takes the
+    static member's place under that id, as for the request itself; a JoinGroup sent with an id that is not the
+    static member's is still fenced (a zombie's)."""
+    d = Driver()
+    d.hb("c1", instance_id="i1")
+    d.hb("c2")
+    d.ts += 100
+    fenced = d.join("k-zombie", client_id="k9", group_instance_id="i1")
+    assert last(fenced, "join_response")["error"] == "FENCED_INSTANCE_ID"
+    out = d.join("k-drawn", client_id="k9", group_instance_id="i1", generation=d.member("c1").member_epoch)
+    assert last(out, "join_response")["error"] == "NONE"
+    assert (last(out, "member_replaced")["previous_member_id"], last(out, "member_replaced")["member_id"]) == (
+        "c1",
+        "k-drawn",
+    )
+    assert "c1" not in d.consumer.groups[G].members and d.member("k-drawn").instance_id == "i1"
+
+
 @pytest.mark.parametrize(
     "names, regex, joins_with",
     [(["t"], "u.*", ["t"]), ([], "t.*", [])],

@@ -120,6 +120,11 @@ def _join(c: "ConsumerGroupCoordinator", group: ConsumerGroup, e: dict) -> Outpu
     gid, instance_id = group.group_id, e["group_instance_id"]
     member_id = e["member_id"]
     unknown = not member_id
+    static = group.static_member(instance_id) if instance_id is not None else None
+    if e.get("generation") is not None and static is not None and member_id not in group.members:
+        # Reported from the broker's answer (an observer's feed): the id it drew for the instance's JoinGroup, which
+        # came without one -- a restart taking the static member's place (sent with an id, it would be fenced).
+        c.member_id_hint, unknown = member_id, True
     if unknown:
         member_id = _new_member_id(c, group, e)
     limit = c.config.group_consumer_max_size
