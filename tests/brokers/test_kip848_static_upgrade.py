@@ -5,10 +5,11 @@ once as c0, the same instance with the consumer protocol: Kafka upgrades the gro
 and partitions (GroupMetadataManagerTest's testConsumerGroupHeartbeatToClassicGroupFromExistingStaticMember); then k1
 comes back as c1 and takes k1's place inside the consumer group (...FromExistingClassicStaticMember). Then rolled
 back the same way: c0 closes (a static leave, epoch -2) and comes back as r0 with the classic protocol, taking c0's
-place inside the consumer group; c1 as r1, the last consumer-protocol member replaced, which downgrades the group
-(testLastStaticConsumerProtocolMemberReplacedByClassicProtocolMember); r0 and r1 close. The broker's records go
+place inside the consumer group, and is restarted once more as q0 (a classic member replacing a classic one inside
+the consumer group); c1 comes back as r1, the last consumer-protocol member replaced, which downgrades the group
+(testLastStaticConsumerProtocolMemberReplacedByClassicProtocolMember); q0 and r1 close. The broker's records go
 through the cluster feed into the tracker's models, which must tell the same story: no rebalance where the broker
-made none, the broker's epochs, the four replacements, each member's assignment as its consumer was given it, every
+made none, the broker's epochs, the five replacements, each member's assignment as its consumer was given it, every
 record explained."""
 
 from __future__ import annotations
@@ -57,10 +58,13 @@ def upgrade(apache_kafka4, tmp_path_factory):
         history.close("c0")
         history.start("r0", group_protocol="classic", group_instance_id="i0")
         history.settled("c0 rolled back to the classic protocol as r0")
+        history.close("r0")
+        history.start("q0", group_protocol="classic", group_instance_id="i0")
+        history.settled("r0 restarted as q0, classic again")
         history.close("c1")
         history.start("r1", group_protocol="classic", group_instance_id="i1")
         history.settled("c1 rolled back as r1: the group is downgraded")
-        history.close("r0")
+        history.close("q0")
         history.close("r1")
     finally:
         history.stop_all()
@@ -116,7 +120,13 @@ def test_a_static_member_taking_its_place_is_no_rebalance(upgrade):
     assert epochs(o for o in upgrade.outputs if is_consumer_group_record(o)) == broker
     replaced = [(o["previous_member_id"], o["member_id"]) for o in upgrade.outputs if o["type"] == "member_replaced"]
     ids = upgrade.ids
-    assert replaced == [(ids["k0"], ids["c0"]), (ids["k1"], ids["c1"]), (ids["c0"], ids["r0"]), (ids["c1"], ids["r1"])]
+    assert replaced == [
+        (ids["k0"], ids["c0"]),
+        (ids["k1"], ids["c1"]),
+        (ids["c0"], ids["r0"]),
+        (ids["r0"], ids["q0"]),
+        (ids["c1"], ids["r1"]),
+    ]
     gone = [(o["member_id"], o["reason"], o.get("temporary")) for o in upgrade.outputs if o["type"] == "member_left"]
     assert gone == [(upgrade.ids["c0"], "static leave", True), (upgrade.ids["c1"], "static leave", True)]
     assert not [o for o in upgrade.outputs if o["type"] == "member_expired"]

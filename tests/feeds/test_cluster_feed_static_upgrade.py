@@ -2,11 +2,12 @@
 ``__consumer_offsets`` records from runs of tests/brokers/test_kip848_static_upgrade.py, key/value hex and log
 timestamp): classic static members k0 (instance i0) and k1 (i1); k0 restarted as c0 with the consumer protocol (the
 online upgrade, c0 taking k0's place in the same write), k1 as c1 (taking its place inside the consumer group);
-then rolled back: c0 closed (a static leave) and came back as r0 with the classic protocol, taking c0's place, and
-c1 as r1, the last consumer-protocol member replaced (the online downgrade, in the same write). Kafka 4.4 keeps the
+then rolled back: c0 closed (a static leave) and came back as r0 with the classic protocol, taking c0's place, r0
+restarted as q0 (classic again), and c1 came back as r1, the last consumer-protocol member replaced (the online
+downgrade, in the same write). Kafka 4.4 keeps the
 group epoch through it all; 4.0 bumps it once, at the upgrade (it converts the group without its topics' metadata).
 No broker needed: read whole, or followed batch by batch, the feed explains every record and the tracker writes the
-broker's epochs and tells the four replacements."""
+broker's epochs and tells the five replacements."""
 
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ def test_the_feed_explains_static_members_restarted_with_the_consumer_protocol(r
         if r["type"] == "consumer_group_member_metadata" and not r.get("tombstone")
     }
     replaced = [(o["instance_id"], clients[o["member_id"]]) for o in outputs if o["type"] == "member_replaced"]
-    assert replaced == [("i0", "c0"), ("i1", "c1"), ("i0", "r0"), ("i1", "r1")]
+    assert replaced == [("i0", "c0"), ("i1", "c1"), ("i0", "r0"), ("i0", "q0"), ("i1", "r1")]
     assert [o["reason"] for o in outputs if o["type"] == "member_left"] == ["static leave"] * 2
     assert not [o for o in outputs if o["type"] == "member_expired"]
 
