@@ -542,14 +542,8 @@ class ConsumerGroupFeed:
                 # the group, its last consumer-protocol member replaced)
                 if _classic(successor.get("classicMemberMetadata")) is not None:
                     # as its answer reports it: the id the broker drew (the request had none), its epoch
-                    epoch = [
-                        r["memberEpoch"]
-                        for r in pending
-                        if r["ts"] == successor["ts"]
-                        and r["type"] == "consumer_group_current_member_assignment"
-                        and r["member_id"] == successor["member_id"]
-                        and not r.get("tombstone")
-                    ][-1]
+                    current = _written_for(pending, successor, "consumer_group_current_member_assignment")
+                    epoch = current[-1]["memberEpoch"] if current else -1
                     yield from heartbeats([{**self._classic_join(successor, ts), "generation": epoch}])
                 else:
                     yield from heartbeats([self._join(successor, ts)])
@@ -792,14 +786,19 @@ def _static_successor(pending: list[dict], members: Mapping) -> dict | None:
         or new.get("instanceId") != m.instance_id
     ):
         return None
+    return _written_for(pending, new, "consumer_group_member_metadata")[-1]
+
+
+def _written_for(pending: list[dict], record: dict, kind: str) -> list[dict]:
+    """The records of ``kind`` (not tombstones) for ``record``'s member in the write ``record`` is part of."""
     return [
         r
         for r in pending
-        if r["ts"] == new["ts"]
-        and r["type"] == "consumer_group_member_metadata"
-        and r["member_id"] == new["member_id"]
+        if r["ts"] == record["ts"]
+        and r["type"] == kind
+        and r.get("member_id") == record["member_id"]
         and not r.get("tombstone")
-    ][-1]
+    ]
 
 
 def _regex_topics(pending: list[dict]) -> set[str]:
