@@ -6,7 +6,9 @@ consumer group); c0 closes; c1, the last member of the consumer protocol, closes
 classic group, which rebalances; k1 and k2 close. The broker's records go through the cluster feed into the tracker's
 models (streaming/coordinator/routing.py, consumer/classic_members.py), which must tell the same story: nobody leaves
 who did not, the broker's epochs and generations, each member's assignment as its consumer was given it, every
-record explained, the committed offsets the broker's.
+record explained, the committed offsets the broker's. The classic consumers run librdkafka's default assignors
+(``range,roundrobin``: eager) and, a second time, ``cooperative-sticky`` (a classic member's cooperative
+rebalance inside the consumer group: its JoinGroup names the partitions it owns, and it keeps them).
 
 The group runs with the broker's defaults for targets (Kafka 4.4: ``group.consumer.assignment.interval.ms=1000``),
 and the feed with what ``cluster-feed`` finds out from the broker (that default): whether a member's request comes
@@ -14,6 +16,7 @@ within the interval of the last target varies from run to run (k2's JoinGroup di
 
 from __future__ import annotations
 
+import base64
 import collections
 import json
 import time
@@ -23,6 +26,7 @@ from types import SimpleNamespace
 import pytest
 
 from offsets_store import decode_record, encode_record
+from offsets_store.codec import decode_subscription
 from streaming.coordinator import parse_event
 from streaming.coordinator.routing import Configs, GroupModels
 from streaming.feeds.cluster_feed import ClusterFeed, events_from, read_offsets_topic, tracker_settings
@@ -72,8 +76,11 @@ def through_the_tracker(bootstrap: str, group: str, pairs: list[tuple]) -> Simpl
     )
 
 
-@pytest.fixture(scope="module")
-def migration(apache_kafka4, tmp_path_factory):
+CLASSIC_ASSIGNORS = {"eager": "range,roundrobin", "cooperative": "cooperative-sticky"}
+
+
+@pytest.fixture(scope="module", params=list(CLASSIC_ASSIGNORS))
+def migration(apache_kafka4, tmp_path_factory, request):
     pytest.importorskip("confluent_kafka")
     started = time.monotonic()
     bootstrap, suffix = apache_kafka4.bootstrap, uuid.uuid4().hex[:8]
@@ -82,9 +89,13 @@ def migration(apache_kafka4, tmp_path_factory):
     produce(bootstrap, topic, PARTITIONS, 20)
     history = History(bootstrap, group, {"a": topic}, tmp_path_factory.mktemp("migrate"))
     history.sizes = {topic: PARTITIONS}
+    classic = {
+        "group_protocol": "classic",
+        "librdkafka": {"partition.assignment.strategy": CLASSIC_ASSIGNORS[request.param]},
+    }
     try:
-        history.start("k0", group_protocol="classic")
-        history.start("k1", group_protocol="classic")
+        history.start("k0", **classic)
+        history.start("k1", **classic)
         history.settled("k0 and k1 (classic) started")
         history.start("c0")
         history.settled("c0 (consumer protocol) joined: the group is upgraded")
@@ -92,7 +103,7 @@ def migration(apache_kafka4, tmp_path_factory):
         history.close("k0")
         history.start("c1")
         history.settled("k0 closed, c1 joined")
-        history.start("k2", group_protocol="classic")
+        history.start("k2", **classic)
         history.settled("k2 (classic) joined the consumer group")
         history.close("c0")
         history.settled("c0 closed")
@@ -120,7 +131,8 @@ def migration(apache_kafka4, tmp_path_factory):
     assert followed.feed.consumer.config.group_consumer_assignment_interval_ms == 1000  # Kafka 4.4's default
     elapsed = time.monotonic() - started
     print(
-        f"\nrolling upgrade and back on Apache Kafka {apache_kafka4.version}: {elapsed:.1f} s, "
+        f"\nrolling upgrade and back ({request.param} classic members) on Apache Kafka {apache_kafka4.version}: "
+        f"{elapsed:.1f} s, "
         f"{len(followed.events)} events, {dict(followed.feed.consumer.counts)}, {dict(followed.feed.counts)}"
     )
     return SimpleNamespace(
@@ -137,6 +149,7 @@ def migration(apache_kafka4, tmp_path_factory):
         model=followed.models.models[group],
         broker=followed.broker,
         committed=committed_on(bootstrap, group, topic, PARTITIONS),
+        assignors=request.param,
     )
 
 
@@ -157,6 +170,21 @@ def test_the_brokers_records_round_trip_byte_exact(migration):
     kinds = collections.Counter(r["type"] for r in migration.broker)
     assert kinds["group_metadata"] >= 3 and kinds["consumer_group_member_metadata"] >= 4
     assert any(r.get("classicMemberMetadata") for r in migration.broker)
+
+
+def test_the_classic_members_ran_the_assignors_asked_for(migration):
+    """Inside the consumer group the classic members' records carry their JoinGroups' protocols; a cooperative one
+    rejoined naming the partitions it owned (the embedded subscription's ownedPartitions) and kept them."""
+    classic = [
+        r["classicMemberMetadata"]["supportedProtocols"]
+        for r in migration.broker
+        if r["type"] == "consumer_group_member_metadata" and not r.get("tombstone") and r.get("classicMemberMetadata")
+    ]
+    assert {p["name"] for protocols in classic for p in protocols} == set(
+        CLASSIC_ASSIGNORS[migration.assignors].split(",")
+    )
+    owned = [decode_subscription(base64.b64decode(ps[0]["metadata"]))["owned_partitions"] for ps in classic]
+    assert any(owned) == (migration.assignors == "cooperative")
 
 
 def test_the_feed_explains_every_record(migration):
