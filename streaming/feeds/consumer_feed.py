@@ -541,10 +541,7 @@ class ConsumerGroupFeed:
                 # a static member restarted under a new id, of either protocol (a classic one may so downgrade
                 # the group, its last consumer-protocol member replaced)
                 if _classic(successor.get("classicMemberMetadata")) is not None:
-                    # as its answer reports it: the id the broker drew (the request had none), its epoch
-                    current = _written_for(pending, successor, "consumer_group_current_member_assignment")
-                    epoch = current[-1]["memberEpoch"] if current else -1
-                    yield from heartbeats([{**self._classic_join(successor, ts), "generation": epoch}])
+                    yield from heartbeats([self._answered(self._classic_join(successor, ts), pending, successor)])
                 else:
                     yield from heartbeats([self._join(successor, ts)])
             if members and any(r["type"] == "consumer_group_metadata" and r.get("tombstone") for r in batch):
@@ -577,7 +574,10 @@ class ConsumerGroupFeed:
         if kind == "consumer_group_member_metadata":
             m = members.get(head["member_id"])
             if _classic(head.get("classicMemberMetadata")) is not None:  # a JoinGroup of the classic protocol
-                yield from heartbeats([self._classic_join(head, ts)])
+                join = self._classic_join(head, ts)
+                if m is None and head.get("instanceId"):  # a new static member's: reported as answered
+                    join = self._answered(join, pending, head)
+                yield from heartbeats([join])
                 return
             if m is None:
                 yield from heartbeats([self._join(head, ts)])
@@ -705,6 +705,13 @@ class ConsumerGroupFeed:
             "protocol_type": "consumer",
             "protocols": protocols,
         }
+
+    @staticmethod
+    def _answered(join: dict, pending: list[dict], metadata: dict) -> dict:
+        """A static member's classic JoinGroup as its answer reports it: it came without a member id, the broker drew
+        the one its records name; its epoch (from the write's current assignment) as the generation."""
+        current = _written_for(pending, metadata, "consumer_group_current_member_assignment")
+        return {**join, "generation": current[-1]["memberEpoch"] if current else -1}
 
     @staticmethod
     def _leave(group_id: str, m, ts: int) -> dict:

@@ -3,11 +3,12 @@ each in its own process: the way a StatefulSet's pods restart, each keeping its 
 members k0 (instance i0) and k1 (i1) form a group; k0 closes (a static member sends no LeaveGroup) and comes back at
 once as c0, the same instance with the consumer protocol: Kafka upgrades the group online and c0 takes k0's place
 and partitions (GroupMetadataManagerTest's testConsumerGroupHeartbeatToClassicGroupFromExistingStaticMember); then k1
-comes back as c1 and takes k1's place inside the consumer group (...FromExistingClassicStaticMember). Then rolled
-back the same way: c0 closes (a static leave, epoch -2) and comes back as r0 with the classic protocol, taking c0's
-place inside the consumer group, and is restarted once more as q0 (a classic member replacing a classic one inside
-the consumer group); c1 comes back as r1, the last consumer-protocol member replaced, which downgrades the group
-(testLastStaticConsumerProtocolMemberReplacedByClassicProtocolMember); q0 and r1 close. The broker's records go
+comes back as c1 and takes k1's place inside the consumer group (...FromExistingClassicStaticMember); n0, a new
+classic static member (i2), joins the consumer group (testJoiningConsumerGroupWithNewStaticMember). Then rolled back
+the same way: c0 closes (a static leave, epoch -2) and comes back as r0 with the classic protocol, taking c0's place
+inside the consumer group, and is restarted once more as q0 (a classic member replacing a classic one inside the
+consumer group); c1 comes back as r1, the last consumer-protocol member replaced, which downgrades the group
+(testLastStaticConsumerProtocolMemberReplacedByClassicProtocolMember); q0, n0 and r1 close. The broker's records go
 through the cluster feed into the tracker's models, which must tell the same story: no rebalance where the broker
 made none, the broker's epochs, the five replacements, each member's assignment as its consumer was given it, every
 record explained."""
@@ -55,6 +56,8 @@ def upgrade(apache_kafka4, tmp_path_factory):
         history.close("k1")
         history.start("c1", group_instance_id="i1")
         history.settled("k1 restarted as c1 (consumer protocol)")
+        history.start("n0", group_protocol="classic", group_instance_id="i2")
+        history.settled("n0 (classic, static) joined the consumer group")
         history.close("c0")
         history.start("r0", group_protocol="classic", group_instance_id="i0")
         history.settled("c0 rolled back to the classic protocol as r0")
@@ -65,6 +68,7 @@ def upgrade(apache_kafka4, tmp_path_factory):
         history.start("r1", group_protocol="classic", group_instance_id="i1")
         history.settled("c1 rolled back as r1: the group is downgraded")
         history.close("q0")
+        history.close("n0")
         history.close("r1")
     finally:
         history.stop_all()
@@ -112,11 +116,12 @@ def test_the_feed_explains_every_record(upgrade):
 
 def test_a_static_member_taking_its_place_is_no_rebalance(upgrade):
     """Kafka 4.1+ converts the group with its subscribed topics' metadata (the epoch record's hash): the first
-    heartbeat after the upgrade, c0 taking k0's place, finds nothing changed and bumps no epoch; nor does c1 taking
-    k1's. The consumer group keeps the classic group's last generation as its epoch throughout. (Kafka 4.0 converts
-    without the metadata, and that heartbeat writes it and bumps the epoch once: ``APACHE_KAFKA_VERSION=4.0.0``.)"""
+    heartbeat after the upgrade, c0 taking k0's place, finds nothing changed and bumps no epoch; nor does any other
+    replacement. The one new epoch is n0's, a new member. (Kafka 4.0 converts without the metadata, and the upgrade's
+    heartbeat writes it and bumps the epoch once more: ``APACHE_KAFKA_VERSION=4.0.0``.)"""
     broker = epochs(upgrade.broker)
-    assert broker == [broker[0]] * (len(broker) - 1) + [broker[0] + (upgrade.release < (4, 1))], broker
+    first = broker[0]
+    assert broker == [first + n for n in range(2 if upgrade.release >= (4, 1) else 3)], broker
     assert epochs(o for o in upgrade.outputs if is_consumer_group_record(o)) == broker
     replaced = [(o["previous_member_id"], o["member_id"]) for o in upgrade.outputs if o["type"] == "member_replaced"]
     ids = upgrade.ids

@@ -3,8 +3,9 @@ it: the expectations of Kafka's GroupMetadataManagerTest (testConsumerGroupHeart
 ...WithPreparingRebalanceClassicGroup, testJoiningConsumerGroupWithNewDynamicMember,
 testClassicGroupSyncToConsumerGroup*, testClassicGroupHeartbeatToConsumerGroup*,
 testConsumerGroupMemberUsingClassicProtocolFencedWhen*, testLastConsumerProtocolMemberLeavingConsumerGroup,
-testNoConversionWhenSizeExceedsClassicMaxGroupSize, testConsumerGroupHeartbeatToClassicGroupFromExistingStaticMember),
-on our own groups."""
+testNoConversionWhenSizeExceedsClassicMaxGroupSize, testConsumerGroupHeartbeatToClassicGroupFromExistingStaticMember,
+testJoiningConsumerGroupReplacingExistingStaticMember, testStaticMemberJoiningConsumerGroupWith{UnknownInstanceId,
+UnmatchedMemberId}), on our own groups."""
 
 from __future__ import annotations
 
@@ -650,6 +651,62 @@ def test_no_downgrade_when_the_static_member_replaced_is_not_the_last_of_the_con
         assert d.model.protocol == "consumer" and "protocol_switch" not in kinds(out)
         assert last(out, "member_replaced")["previous_member_id"] == "c1"
         assert last(out, "join_response")["error"] == "NONE"
+
+
+def consumer_group_with_classic_static_member() -> tuple[Driver, str]:
+    """c1 (consumer protocol) and s (classic, static: instance i0, joined without an id), Stable at epoch 2."""
+    d = Driver()
+    d.hb("c1")
+    s = last(d.join(client_id="s", group_instance_id="i0"), "join_response")["member_id"]
+    for _ in range(4):  # c1 gives up what s gets; s rejoins for it and syncs
+        d.ts += 500
+        owned = [{"topic_id": t, "partitions": sorted(p)} for t, p in d.member("c1").assigned_partitions.items()]
+        d.hb("c1", d.member("c1").member_epoch, topic_partitions=owned)
+        beat = d.send(type="heartbeat", member_id=s, generation=d.member(s).member_epoch)
+        if last(beat, "heartbeat_response")["error"] == "REBALANCE_IN_PROGRESS":
+            generation = last(d.join(s, client_id="s", group_instance_id="i0"), "join_response")["generation"]
+            d.send(type="sync", member_id=s, generation=generation, group_instance_id="i0")
+    group = d.consumer.groups[G]
+    assert group.state() == "Stable" and group.group_epoch == 2 and d.member(s).member_epoch == 2
+    return d, s
+
+
+def test_a_classic_static_member_restarted_takes_its_place_in_the_consumer_group():
+    """testJoiningConsumerGroupReplacingExistingStaticMember: the instance's JoinGroup without an id replaces the
+    static member in one write -- its three tombstones, the new member's metadata, target and current assignment
+    (epoch 0, the old one's partitions), then its own metadata and its assignment at the group epoch -- and is
+    answered at that epoch with its first protocol. No new group epoch."""
+    d, s = consumer_group_with_classic_static_member()
+    held = sorted(p for ps in d.member(s).assigned_partitions.values() for p in ps)
+    d.ts += 100
+    out = d.join(client_id="s2", group_instance_id="i0")
+    answer = last(out, "join_response")
+    new = answer["member_id"]
+    assert records(out) == [
+        (R.CURRENT_MEMBER_ASSIGNMENT, s, "tombstone"),
+        (R.TARGET_ASSIGNMENT_MEMBER, s, "tombstone"),
+        (R.MEMBER_METADATA, s, "tombstone"),
+        (R.MEMBER_METADATA, new, None),
+        (R.TARGET_ASSIGNMENT_MEMBER, new, None),
+        (R.CURRENT_MEMBER_ASSIGNMENT, new, None),
+        (R.MEMBER_METADATA, new, None),
+        (R.CURRENT_MEMBER_ASSIGNMENT, new, None),
+    ]
+    written = [o for o in out if R.is_record(o)]
+    assert (written[5]["memberEpoch"], parts(written[5])) == (0, held)
+    assert (written[3]["clientId"], written[6]["clientId"]) == ("s", "s2")  # the copy first, then its own
+    assert (written[7]["memberEpoch"], written[7]["previousMemberEpoch"], parts(written[7])) == (2, 0, held)
+    assert (answer["error"], answer["generation"], answer["protocol"]) == ("NONE", 2, "range")
+    assert d.consumer.groups[G].group_epoch == 2
+
+
+def test_a_known_member_joining_with_an_unknown_instance_id_is_refused():
+    """testStaticMemberJoiningConsumerGroupWithUnknownInstanceId: a new static member comes without an id; a member
+    id with an instance id no member has is UNKNOWN_MEMBER_ID (throwIfStaticMemberIsUnknown)."""
+    d, k0, _ = upgraded()
+    out = d.join(k0, client_id="k0", group_instance_id="i9")
+    assert last(out, "join_response")["error"] == "UNKNOWN_MEMBER_ID"
+    assert d.member(k0).instance_id is None
 
 
 def test_a_static_members_classic_join_reported_from_its_answer_takes_its_place_under_the_answers_id():

@@ -120,10 +120,9 @@ def _join(c: "ConsumerGroupCoordinator", group: ConsumerGroup, e: dict) -> Outpu
     gid, instance_id = group.group_id, e["group_instance_id"]
     member_id = e["member_id"]
     unknown = not member_id
-    static = group.static_member(instance_id) if instance_id is not None else None
-    if e.get("generation") is not None and static is not None and member_id not in group.members:
-        # Reported from the broker's answer (an observer's feed): the id it drew for the instance's JoinGroup, which
-        # came without one -- a restart taking the static member's place (sent with an id, it would be fenced).
+    if e.get("generation") is not None and instance_id is not None and member_id not in group.members:
+        # Reported from the broker's answer (an observer's feed): the id it drew for the static member's JoinGroup,
+        # which came without one (sent with an id it would have been refused: fenced, or unknown).
         c.member_id_hint, unknown = member_id, True
     if unknown:
         member_id = _new_member_id(c, group, e)
@@ -144,7 +143,9 @@ def _join(c: "ConsumerGroupCoordinator", group: ConsumerGroup, e: dict) -> Outpu
     else:
         existing = group.static_member(instance_id)
         if existing is None:
-            member = group.members.get(member_id) or ConsumerGroupMember(member_id)
+            if not unknown:  # throwIfStaticMemberIsUnknown: a new static member comes without an id
+                raise HeartbeatError("UNKNOWN_MEMBER_ID", f"Instance id {instance_id} is unknown.")
+            member = ConsumerGroupMember(member_id)
         elif unknown:
             # The instance restarted: it takes the place of the departed member, same assignment, epoch 0.
             member = existing.with_(member_id=member_id, member_epoch=0, previous_member_epoch=0)
