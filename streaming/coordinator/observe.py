@@ -203,8 +203,8 @@ class BrokerObserver:
         elif newcomer:
             member = Member.from_join(member_id, e)
             out = self._admit(group, member, f"adding new member {member_id}", _ts(e, group))
-        else:
-            out = self._refresh_member(group, member, e)
+        else:  # the record is stored anew for a late report of this generation; a later one's sync writes its own
+            out = self._refresh_member(group, member, e, store=generation == group.generation)
         out += self._note_answer(group, generation, _ts(e, group), leader=e.get("leader"), reopen=reopen)
         if newcomer:  # the round its answer completed may have opened only now: a newcomer is its cause
             note_cause(group, "join", f"adding new member {member_id}", _ts(e, group))
@@ -574,8 +574,10 @@ class BrokerObserver:
         member.stand_in = True
         return member, self._admit(group, member, f"adding new member {member_id}", group.clock)
 
-    def _refresh_member(self, group: Group, member: Member, e: dict) -> Outputs:
-        """A join reported late: take the metadata it carries; the stored group record follows."""
+    def _refresh_member(self, group: Group, member: Member, e: dict, store: bool = True) -> Outputs:
+        """A join reported late: take the metadata it carries; the stored group record follows (``store``). Not for
+        a join that opened a later generation: the broker wrote nothing then (a cooperative member's rejoin names
+        the partitions it owns, new each generation), the generation's completion writes the record."""
         was_stand_in = member.stand_in
         member.stand_in = False
         instance_id = e.get("group_instance_id")
@@ -605,7 +607,7 @@ class BrokerObserver:
                     member.protocol_names(),
                 )
             )
-        if changed and group.is_(S.STABLE):
+        if changed and store and group.is_(S.STABLE):
             out.append(group.metadata_record())
         return out
 

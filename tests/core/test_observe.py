@@ -313,3 +313,20 @@ def test_a_late_heartbeat_restarts_the_session_from_when_it_was_sent():
     (line,) = rebalances(out)
     assert line["generation"] == 2 and line["trigger"] == "expiry" and set(line["assignment"]) == {B}
     assert h.state() == "Stable" and h.generation() == 2
+
+
+def test_a_rejoin_answered_in_the_next_generation_stores_nothing_for_the_last():
+    """A cooperative member's JoinGroup names the partitions it owns, new each generation. Reported with the next
+    generation's answer, it opens that generation: the broker wrote no record for the last one with it, and the
+    next one's completion stores it (seen through the cluster feed on Kafka 4.4: a GroupMetadata too many)."""
+    h = observer()
+    stable_two(h)
+    owning = [{"name": "range", "topics": ["t"], "owned_partitions": [["t", 0]]}]
+    out = h.join(member_id=A, client_id="a", generation=2, leader=A, ts=T0 + 1_000, protocols=owning)
+    assert h.generation() == 2 and not of_type(out, "group_metadata")
+    out = answered_join(h, B, 2, A, T0 + 1_001)
+    out += synced(h, A, 2, T0 + 1_010, {A: [["t", 0]], B: [["t", 1]]}) + synced(h, B, 2, T0 + 1_011)
+    (stored,) = of_type(out, "group_metadata")
+    assert stored["generation"] == 2
+    subscriptions = {m["member_id"]: m["subscription"] for m in stored["members"]}
+    assert subscriptions[A]["owned_partitions"] == [["t", 0]]
