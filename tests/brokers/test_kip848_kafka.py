@@ -202,6 +202,19 @@ def assignments_held(records: list[dict], names: dict[str, str]) -> dict[str, li
     return dict(seq)
 
 
+def assignments_told(outputs: list[dict]) -> dict[str, list[frozenset]]:
+    """member id -> the assignments the tracker's ``assignment`` outputs gave it, in order, read as
+    ``assignments_given`` reads the consumers': repeats and empty ones dropped."""
+    seq: dict[str, list[frozenset]] = collections.defaultdict(list)
+    for o in outputs:
+        if o["type"] != "assignment":
+            continue
+        held = frozenset((t, p) for t, p in o["partitions"])
+        if held and (not seq[o["member_id"]] or seq[o["member_id"]][-1] != held):
+            seq[o["member_id"]].append(held)
+    return dict(seq)
+
+
 def committed_by_truth(facts: list[dict]) -> dict[tuple[str, int], int]:
     out = {}
     for f in sorted((f for f in facts if f["fact"] == "committed"), key=lambda f: f["ts"]):

@@ -37,6 +37,7 @@ from tests.broker_history import wait_until
 from tests.brokers.test_kip848_kafka import (
     History,
     assignments_given,
+    assignments_told,
     committed_by_truth,
     produce,
 )
@@ -240,20 +241,14 @@ def test_epochs_and_generations_are_the_brokers(migration):
 
 
 def test_each_members_assignment_is_what_its_consumer_was_given(migration):
-    seq: dict[str, list[frozenset]] = collections.defaultdict(list)
-    for o in migration.outputs:
-        if o["type"] != "assignment":
-            continue
-        held = frozenset((t, p) for t, p in o["partitions"])
-        if held and (not seq[o["member_id"]] or seq[o["member_id"]][-1] != held):
-            seq[o["member_id"]].append(held)
+    seq = assignments_told(migration.outputs)
     given = assignments_given(migration.facts)
     clients = {member_id: client for client, member_id in migration.ids.items()}
 
     def told(sequences):  # for a failure's message: by client, each assignment as sorted partitions
         return {clients.get(m, m): [sorted(p for _, p in held) for held in s] for m, s in sorted(sequences.items())}
 
-    assert dict(seq) == given, f"tracker {told(seq)} != consumers {told(given)}; workdir {migration.workdir}"
+    assert seq == given, f"tracker {told(seq)} != consumers {told(given)}; workdir {migration.workdir}"
     assert set(given) == {migration.ids[c] for c in CLOSING_ORDER}
 
 

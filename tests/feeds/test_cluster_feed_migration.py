@@ -40,9 +40,13 @@ def pairs(log: dict = LOG) -> list[tuple]:
     return [(bytes.fromhex(k), None if v is None else bytes.fromhex(v), ts) for k, v, ts in log["records"]]
 
 
-def run(source: list, log: dict = LOG, settings: dict = KAFKA_4_4):
+def run(source: list, log: dict = LOG, settings: dict = KAFKA_4_4, cluster_topics: bool = True):
+    """The feed over ``source`` and the tracker's models over its events. ``cluster_topics``: the topics come from
+    the recording's cluster (Kafka 4.1+), not from ConsumerGroupPartitionMetadata records in the log (4.0)."""
     topics = {name: tuple(v) for name, v in log["topics"].items()}
-    consumer = ConsumerGroupFeed(ConsumerGroupConfig.from_properties(settings), topics=topics.get)
+    consumer = ConsumerGroupFeed(
+        ConsumerGroupConfig.from_properties(settings), topics=topics.get if cluster_topics else None
+    )
     feed = ClusterFeed(consumer)
     events = list(events_from(source, feed))
     models, outputs = GroupModels(Configs.from_properties(tracker_settings(consumer.config))), []

@@ -17,12 +17,9 @@ from pathlib import Path
 import pytest
 
 from offsets_store import decode_record
-from streaming.coordinator import parse_event
-from streaming.coordinator.consumer import ConsumerGroupConfig
-from streaming.coordinator.routing import Configs, GroupModels
-from streaming.feeds.cluster_feed import ClusterFeed, events_from, tracker_settings
-from streaming.feeds.consumer_feed import CONSUMER_OBSERVER_SETTINGS, ConsumerGroupFeed, is_consumer_group_record
+from streaming.feeds.consumer_feed import CONSUMER_OBSERVER_SETTINGS, is_consumer_group_record
 from tests.broker_history import followed
+from tests.feeds.test_cluster_feed_migration import run
 
 HERE = Path(__file__).parent
 # What cluster-feed finds out of each broker (streaming/kafka_client/broker_features.py)
@@ -42,21 +39,6 @@ RECORDINGS = {
 
 def pairs(log: dict) -> list[tuple]:
     return [(bytes.fromhex(k), None if v is None else bytes.fromhex(v), ts) for k, v, ts in log["records"]]
-
-
-def run(source: list, log: dict, settings: dict, cluster_topics: bool):
-    topics = {name: tuple(v) for name, v in log["topics"].items()}
-    consumer = ConsumerGroupFeed(
-        ConsumerGroupConfig.from_properties(settings), topics=topics.get if cluster_topics else None
-    )
-    feed = ClusterFeed(consumer)
-    events = list(events_from(source, feed))
-    models, outputs = GroupModels(Configs.from_properties(tracker_settings(consumer.config))), []
-    for raw in events:
-        event, error = parse_event(raw)
-        assert error is None, error
-        outputs += models.advance(event["ts"] - 1) + models.handle(event)
-    return feed, outputs
 
 
 def epochs(records):
