@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import collections
 import time
-import uuid
 from types import SimpleNamespace
 
 import pytest
@@ -29,7 +28,7 @@ from streaming.coordinator import CoordinatorConfig, GroupCoordinator, parse_eve
 from streaming.feeds.cluster_feed import OBSERVER_SETTINGS, ClusterFeed, events_from, read_offsets_topic
 from tests.broker_history import story as told
 from tests.broker_history import wait_until
-from tests.brokers.test_kip848_kafka import History, assignments_given, committed_by_truth, grow, produce
+from tests.brokers.test_kip848_kafka import assignments_given, committed_by_truth, grow, one_topic_history
 from tests.groups import OWN_PROCESSES
 from tests.kafka4_history import committed_on
 
@@ -51,12 +50,8 @@ STATIC = {**CLASSIC, "session.timeout.ms": 6000}
 def classic(apache_kafka4, tmp_path_factory):
     pytest.importorskip("confluent_kafka")
     started = time.monotonic()
-    bootstrap, suffix = apache_kafka4.bootstrap, uuid.uuid4().hex[:8]
-    group, topic = f"classic-rk-{suffix}", f"classic-rk-a-{suffix}"
-    apache_kafka4.create_topics({topic: PARTITIONS})
-    produce(bootstrap, topic, PARTITIONS, 30)
-    history = History(bootstrap, group, {"a": topic}, tmp_path_factory.mktemp("classic-rk"))
-    history.sizes = {topic: PARTITIONS}
+    history = one_topic_history(apache_kafka4, "classic-rk", tmp_path_factory, PARTITIONS, 30)
+    bootstrap, group, topic = apache_kafka4.bootstrap, history.group, history.topics["a"]
 
     def start(name: str, settings: dict = CLASSIC, **more) -> None:
         history.start(name, group_protocol="classic", librdkafka=settings, **more)

@@ -259,6 +259,18 @@ def grow(bootstrap: str, topic: str, partitions: int) -> None:
         future.result(20)
 
 
+def one_topic_history(kafka, name: str, workdirs, partitions: int, per_partition: int) -> History:
+    """A History of a new group ``<name>-<suffix>`` on a new topic ``<name>-a-<suffix>`` (``history.topics["a"]``) of
+    ``partitions``, each given ``per_partition`` messages; its workdir from pytest's ``tmp_path_factory``."""
+    suffix = uuid.uuid4().hex[:8]
+    group, topic = f"{name}-{suffix}", f"{name}-a-{suffix}"
+    kafka.create_topics({topic: partitions})
+    produce(kafka.bootstrap, topic, partitions, per_partition)
+    history = History(kafka.bootstrap, group, {"a": topic}, workdirs.mktemp(name))
+    history.sizes = {topic: partitions}
+    return history
+
+
 def produce(bootstrap: str, topic: str, partitions: int, per_partition: int) -> None:
     from confluent_kafka import Producer
 

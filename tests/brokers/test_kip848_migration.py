@@ -21,7 +21,6 @@ import base64
 import collections
 import json
 import time
-import uuid
 from types import SimpleNamespace
 
 import pytest
@@ -35,10 +34,10 @@ from streaming.feeds.cluster_feed import consumer_group_feed
 from streaming.feeds.consumer_feed import is_consumer_group_record
 from tests.broker_history import wait_until
 from tests.brokers.test_kip848_kafka import (
-    History,
     assignments_given,
     assignments_told,
     committed_by_truth,
+    one_topic_history,
     produce,
 )
 from tests.kafka4_history import committed_on
@@ -90,12 +89,8 @@ CLASSIC_ASSIGNORS = {"eager": "range,roundrobin", "cooperative": "cooperative-st
 def migration(apache_kafka4, tmp_path_factory, request):
     pytest.importorskip("confluent_kafka")
     started = time.monotonic()
-    bootstrap, suffix = apache_kafka4.bootstrap, uuid.uuid4().hex[:8]
-    group, topic = f"migrate-{suffix}", f"migrate-a-{suffix}"
-    apache_kafka4.create_topics({topic: PARTITIONS})
-    produce(bootstrap, topic, PARTITIONS, 20)
-    history = History(bootstrap, group, {"a": topic}, tmp_path_factory.mktemp("migrate"))
-    history.sizes = {topic: PARTITIONS}
+    history = one_topic_history(apache_kafka4, "migrate", tmp_path_factory, PARTITIONS, 20)
+    bootstrap, group, topic = apache_kafka4.bootstrap, history.group, history.topics["a"]
     classic = {
         "group_protocol": "classic",
         "librdkafka": {"partition.assignment.strategy": CLASSIC_ASSIGNORS[request.param]},

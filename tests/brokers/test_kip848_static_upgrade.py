@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from types import SimpleNamespace
 
 import pytest
 
+from offsets_store import decode_record
 from streaming.feeds.cluster_feed import read_offsets_topic
 from streaming.feeds.consumer_feed import is_consumer_group_record
 from tests.broker_history import wait_until
-from tests.brokers.test_kip848_kafka import History, assignments_given, assignments_told, produce
+from tests.brokers.test_kip848_kafka import assignments_given, assignments_told, one_topic_history, produce
 from tests.brokers.test_kip848_migration import first_member_ids, through_the_tracker
 from tests.groups import OWN_PROCESSES
 
@@ -38,12 +38,8 @@ PARTITIONS = 4
 def upgrade(apache_kafka4, tmp_path_factory):
     pytest.importorskip("confluent_kafka")
     started = time.monotonic()
-    bootstrap, suffix = apache_kafka4.bootstrap, uuid.uuid4().hex[:8]
-    group, topic = f"static-{suffix}", f"static-a-{suffix}"
-    apache_kafka4.create_topics({topic: PARTITIONS})
-    produce(bootstrap, topic, PARTITIONS, 20)
-    history = History(bootstrap, group, {"a": topic}, tmp_path_factory.mktemp("static-upgrade"))
-    history.sizes = {topic: PARTITIONS}
+    history = one_topic_history(apache_kafka4, "static", tmp_path_factory, PARTITIONS, 20)
+    bootstrap, group, topic = apache_kafka4.bootstrap, history.group, history.topics["a"]
     try:
         history.start("k0", group_protocol="classic", group_instance_id="i0")
         history.start("k1", group_protocol="classic", group_instance_id="i1")
@@ -76,7 +72,7 @@ def upgrade(apache_kafka4, tmp_path_factory):
 
     def written():  # until the classic group r1's JoinGroup made is in __consumer_offsets
         pairs = list(read_offsets_topic(bootstrap, timestamps=True))
-        records = [r for r in map(decode, pairs) if r.get("group_id") == group]
+        records = [r for r in (decode_record(k, v) for k, v, _ in pairs) if r.get("group_id") == group]
         last = [r for r in records if r["type"] == "group_metadata" and not r.get("tombstone")][-1:]
         return pairs if last and ids["r1"] in {m["member_id"] for m in last[0]["members"]} else None
 
@@ -91,12 +87,6 @@ def upgrade(apache_kafka4, tmp_path_factory):
     )
     release = tuple(int(n) for n in apache_kafka4.version.split(".")[:2])
     return SimpleNamespace(workdir=history.workdir, facts=facts, ids=ids, release=release, **vars(followed))
-
-
-def decode(pair):
-    from offsets_store import decode_record
-
-    return decode_record(pair[0], pair[1])
 
 
 def epochs(records):
